@@ -1,0 +1,221 @@
+"""Scaled dot-product attention, step by step, in plain NumPy.
+
+The formula is Eq. (1) of Vaswani et al. (2017), "Attention Is All You Need"::
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+Dividing by sqrt(d_k) keeps the scores at unit variance when the entries of q and
+k are independent with unit variance (q.k is then a sum of d_k such products, with
+variance d_k), so the softmax does not saturate into a one-hot as d_k grows.
+
+Every intermediate the explorer shows is returned, not only the output, so the
+views never redo any arithmetic of their own. Shapes use the paper's names:
+n_q queries, n_k keys, d_k the query/key size, d_v the value size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["AttentionResult", "scaled_dot_product_attention", "softmax"]
+
+
+@dataclass(frozen=True)
+class AttentionResult:
+    """Every step of scaled dot-product attention for a batch of queries.
+
+    Attributes
+    ----------
+    dots : (n_q, n_k) float64
+        Raw dot products q_i . k_j.
+    scores : (n_q, n_k) float64
+        ``dots * scale``; ``-inf`` where the mask forbids attending.
+    scale : float
+        The factor applied to the dot products: 1/sqrt(d_k), or 1.0 when unscaled.
+    row_max : (n_q,) float64
+        Largest allowed score of each row (subtracted before ``exp``).
+    shifted : (n_q, n_k) float64
+        ``scores - row_max`` (all <= 0; ``-inf`` where masked).
+    exp : (n_q, n_k) float64
+        ``exp(shifted)``, in (0, 1]; exactly 0 where masked.
+    exp_sum : (n_q,) float64
+        Row sums of ``exp`` (each >= 1, since the max contributes exp(0) = 1).
+    weights : (n_q, n_k) float64
+        Softmax weights ``exp / exp_sum``; each row sums to 1, masked entries are 0.
+    mask : (n_q, n_k) bool
+        True where query i may attend to key j.
+    output : (n_q,) or (n_q, d_v) float64
+        ``weights @ V``: a weighted average of the values, so it lies between the
+        smallest and largest value in every dimension.
+    """
+
+    dots: np.ndarray
+    scores: np.ndarray
+    scale: float
+    row_max: np.ndarray
+    shifted: np.ndarray
+    exp: np.ndarray
+    exp_sum: np.ndarray
+    weights: np.ndarray
+    mask: np.ndarray
+    output: np.ndarray
+
+
+def _as_finite_matrix(name: str, x, ndim: tuple[int, ...]) -> np.ndarray:
+    try:
+        a = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric: {exc}") from None
+    if a.ndim not in ndim:
+        want = " or ".join(f"{n}-D" for n in ndim)
+        raise ValueError(f"{name} must be {want}, got shape {a.shape}")
+    if a.size == 0:
+        raise ValueError(f"{name} must not be empty, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or infinite entries")
+    return a
+
+
+def _softmax_steps(scores: np.ndarray, mask: np.ndarray):
+    """Max-shifted softmax along the last axis, returning every step."""
+    row_max = np.max(scores, axis=-1, where=mask, initial=-np.inf)
+    shifted = np.where(mask, scores - row_max[..., None], -np.inf)
+    # exp(-inf) is exactly 0 and every other shifted score is <= 0, so nothing
+    # overflows; the row max contributes exp(0) = 1, so the sum is >= 1.
+    exp = np.exp(shifted)
+    exp_sum = exp.sum(axis=-1)
+    weights = exp / exp_sum[..., None]
+    return row_max, shifted, exp, exp_sum, weights
+
+
+def softmax(scores, mask=None) -> np.ndarray:
+    """Numerically stable softmax along the last axis.
+
+    Parameters
+    ----------
+    scores : (..., n) array_like of finite floats
+    mask : (..., n) array_like of bool, optional
+        True where an entry takes part; masked entries get weight exactly 0.
+
+    Returns
+    -------
+    weights : (..., n) float64
+        Non-negative, summing to 1 along the last axis.
+
+    Raises
+    ------
+    ValueError
+        If ``scores`` is empty or not finite, the mask's shape differs, or a mask
+        row allows no entry.
+
+    Notes
+    -----
+    ``softmax(s) = exp(s - max s) / sum(exp(s - max s))``. Subtracting the max
+    changes nothing mathematically (softmax is shift invariant) but keeps every
+    ``exp`` argument <= 0, so huge scores such as ``[1e300, 0]`` cannot overflow.
+    Same approach as ``scipy.special.softmax``.
+
+    Examples
+    --------
+    >>> softmax([0.0, np.log(3.0)]).round(4).tolist()
+    [0.25, 0.75]
+    """
+    s = _as_finite_matrix("scores", scores, ndim=tuple(range(1, 33)))
+    m = _check_mask(mask, s.shape)
+    return _softmax_steps(s, m)[-1]
+
+
+def _check_mask(mask, shape) -> np.ndarray:
+    if mask is None:
+        return np.ones(shape, dtype=bool)
+    m = np.asarray(mask)
+    if m.dtype != bool:
+        raise ValueError(f"mask must be boolean (True = may attend), got dtype {m.dtype}")
+    if m.shape != shape:
+        raise ValueError(f"mask must have shape {shape}, got {m.shape}")
+    empty = np.flatnonzero(~m.reshape(-1, shape[-1]).any(axis=-1))
+    if empty.size:
+        raise ValueError(f"mask row {int(empty[0])} allows no key: every query must attend to at least one key")
+    return m
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, scale: bool = True) -> AttentionResult:
+    """Scaled dot-product attention with every intermediate step.
+
+    Parameters
+    ----------
+    Q : (n_q, d_k) array_like
+        Queries, one per row.
+    K : (n_k, d_k) array_like
+        Keys, one per row.
+    V : (n_k,) or (n_k, d_v) array_like
+        Values: a number per key, or a vector per key.
+    mask : (n_q, n_k) array_like of bool, optional
+        True where query i may attend to key j (e.g. a causal mask is
+        ``np.tril(np.ones((n, n), bool))``). Every row must allow at least one key.
+    scale : bool, default True
+        Divide the dot products by sqrt(d_k). False shows what goes wrong without it.
+
+    Returns
+    -------
+    AttentionResult
+        dots, scores, softmax steps, weights (n_q, n_k) and output (n_q,) or (n_q, d_v).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument at fault: a wrong number of dimensions, mismatched
+        sizes, an empty array, NaN or infinite entries, a non-boolean or
+        wrongly shaped mask, a mask row with no allowed key, or dot products too
+        large for float64.
+
+    Notes
+    -----
+    Vaswani et al. (2017), Eq. (1): ``softmax(Q K^T / sqrt(d_k)) V``. The softmax
+    subtracts each row's max before ``exp`` (see :func:`softmax`). The same
+    formula runs in the browser during a drag, as a preview the server then
+    confirms: ``attentionStep`` in ``static/attention.js`` mirrors this function.
+
+    Examples
+    --------
+    The "I love NLP" example, query of "love":
+
+    >>> K = [[1, 0], [0, 1], [1, 1]]
+    >>> r = scaled_dot_product_attention([[0, 1]], K, [2, 6, 4])
+    >>> r.weights.round(4).tolist(), round(float(r.output[0]), 4)
+    ([[0.1978, 0.4011, 0.4011]], 4.4067)
+    """
+    Q = _as_finite_matrix("Q", Q, ndim=(2,))
+    K = _as_finite_matrix("K", K, ndim=(2,))
+    V = _as_finite_matrix("V", V, ndim=(1, 2))
+    n_q, d_k = Q.shape
+    n_k = K.shape[0]
+    if K.shape[1] != d_k:
+        raise ValueError(f"K must have d_k = {d_k} columns like Q, got shape {K.shape}")
+    if V.shape[0] != n_k:
+        raise ValueError(f"V must have one row per key (n_k = {n_k}), got shape {V.shape}")
+    m = _check_mask(mask, (n_q, n_k))
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        dots = Q @ K.T  # (n_q, d_k) x (d_k, n_k) -> (n_q, n_k)
+    if not np.all(np.isfinite(dots)):
+        raise ValueError("Q and K: their dot products overflow float64; use smaller entries")
+    factor = 1.0 / np.sqrt(d_k) if scale else 1.0
+    scores = np.where(m, dots * factor, -np.inf)
+
+    row_max, shifted, exp, exp_sum, weights = _softmax_steps(scores, m)
+
+    # The output is a convex combination of the values. Scaling V by a power of
+    # two first is exact and keeps the partial sums finite even for |v| ~ 1e308;
+    # the final clip only removes rounding of the last bit past min/max.
+    big = float(np.max(np.abs(V)))
+    e = int(np.frexp(big)[1]) if big > 0 else 0
+    output = np.ldexp(weights @ np.ldexp(V, -e), e)  # (n_q, n_k) x (n_k[, d_v]) -> (n_q[, d_v])
+    output = np.clip(output, V.min(axis=0), V.max(axis=0))
+
+    return AttentionResult(
+        dots=dots, scores=scores, scale=float(factor), row_max=row_max, shifted=shifted,
+        exp=exp, exp_sum=exp_sum, weights=weights, mask=m, output=output,
+    )

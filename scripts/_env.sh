@@ -1,0 +1,34 @@
+# Sourced by scripts/serve and scripts/test: find Python 3.12 and make .venv with the pinned packages.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+is_312() { "$@" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' >/dev/null 2>&1; }
+
+find_python() {
+  if is_312 python3.12; then echo python3.12; return; fi
+  # pyenv keeps 3.12 off the PATH unless asked for by version
+  if command -v pyenv >/dev/null 2>&1; then
+    local p
+    p="$(PYENV_VERSION="$(pyenv versions --bare | grep -E '^3\.12(\.|$)' | tail -n 1)" pyenv which python3.12 2>/dev/null || true)"
+    if [ -n "$p" ] && is_312 "$p"; then echo "$p"; return; fi
+  fi
+  if is_312 python3; then echo python3; return; fi
+  echo "Python 3.12 is required (Panel 1.10 needs it): install it, e.g. 'pyenv install 3.12'" >&2
+  exit 1
+}
+
+# make_venv REQUIREMENTS_FILE: (re)install only when the requirements changed
+make_venv() {
+  local req="$1" stamp=".venv/.installed-$(basename "$req")"
+  if [ ! -x .venv/bin/python ] || ! is_312 .venv/bin/python; then
+    rm -rf .venv
+    "$(find_python)" -m venv .venv
+  fi
+  local want
+  want="$(cat requirements*.txt | sha256sum)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$req"
+    echo "$want" > "$stamp"
+  fi
+}

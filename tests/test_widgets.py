@@ -1,0 +1,161 @@
+"""State and views without a browser: set the state, read the Bokeh data sources and text."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from bokeh import events
+
+from app import create_app
+from widgets.charts import OutputLine, WeightBars
+from widgets.inspector import Inspector, Readout
+from widgets.matrix import AttentionMatrix
+from widgets.query_plot import MAX_LINE_WIDTH, QueryPlot
+from widgets.state import AttentionState
+
+LOVE = [0.1978, 0.4011, 0.4011]
+NLP = [0.2483, 0.2483, 0.5035]
+
+
+@pytest.fixture
+def state():
+    return AttentionState()
+
+
+def test_state_starts_at_the_love_query(state):
+    assert state.query == (0.0, 1.0) and state.selected == 1 and state.tokens == ["I", "love", "NLP"]
+    np.testing.assert_allclose(state.result.weights[1], LOVE, atol=5e-5)
+    np.testing.assert_allclose(state.result.output[1], 4.4067, atol=5e-5)
+
+
+def test_select_row_moves_the_query_to_that_token(state):
+    state.select_row(0)
+    assert state.query == (1.0, 0.0)
+    np.testing.assert_allclose(state.result.output[0], 3.5933, atol=5e-5)
+    state.select_row(2)
+    assert state.query == (1.0, 1.0)
+    np.testing.assert_allclose(state.result.weights[2], NLP, atol=5e-5)
+
+
+def test_dragging_replaces_only_the_selected_query(state):
+    state.select_row(0)
+    state.move_query(0.0, 1.0)  # token I now asks what love asks
+    np.testing.assert_allclose(state.result.weights[0], LOVE, atol=5e-5)
+    np.testing.assert_allclose(state.result.weights[2], NLP, atol=5e-5)  # other rows keep q = k
+
+
+@pytest.mark.parametrize("bad", [(math.nan, 0), (0, math.inf), (-math.inf, 1), (2e6, 0), ("a", 1), (None, 1)])
+def test_bad_query_changes_nothing_but_the_message(state, bad):
+    before = (state.query, state.result)
+    assert state.move_query(*bad) is False
+    assert (state.query, state.result) == before
+    assert state.message.startswith("Query refused")
+    assert state.move_query(0.5, 0.5) is True and state.message == ""
+
+
+def test_bad_row_is_refused(state):
+    state.select_row(7)
+    assert state.selected == 1 and "does not exist" in state.message
+
+
+def test_reset(state):
+    state.select_row(2)
+    state.move_query(-1, 2)
+    state.scale = False
+    state.reset()
+    assert (state.query, state.selected, state.scale) == ((0.0, 1.0), 1, True)
+    np.testing.assert_allclose(state.result.output[1], 4.4067, atol=5e-5)
+
+
+def test_sessions_do_not_share_arrays():
+    a, b = AttentionState(), AttentionState()
+    assert a.keys is not b.keys
+    a.select_row(2)
+    a.move_query(-1, -1)
+    assert b.query == (0.0, 1.0) and b.selected == 1
+
+
+def test_query_plot_follows_the_state(state):
+    view = QueryPlot(state=state)
+    state.move_query(1.0, 1.0)
+    assert view._query.data["x"] == [1.0] and view._query.data["y"] == [1.0]
+    widths = view._lines.data["width"]
+    assert widths[2] == pytest.approx(1 + (MAX_LINE_WIDTH - 1) * 0.5035, abs=1e-3)
+    assert widths[0] == widths[1] < widths[2]
+    assert view._keys.data["label"] == ["I (1, 0)", "love (0, 1)", "NLP (1, 1)"]
+    assert view.figure.name == "query-plot"
+
+
+def test_pan_events_move_the_query_and_are_clamped_to_the_plane(state):
+    view = QueryPlot(state=state)
+    view._on_pointer(events.Pan(view.figure, x=1.0, y=1.0, sx=0, sy=0))
+    assert state.query == (1.0, 1.0)
+    view._on_pointer(events.Pan(view.figure, x=40.0, y=-9.0, sx=0, sy=0))
+    assert state.query == (2.5, -1.5)
+    view._on_pointer(events.Tap(view.figure, x=0.25, y=0.5, sx=0, sy=0))
+    assert state.query == (0.25, 0.5)
+
+
+def test_matrix_shows_every_weight_and_row_sums(state):
+    view = AttentionMatrix(state=state)
+    assert view._cells.data["label"] == ["0.4011", "0.1978", "0.4011", "0.1978", "0.4011", "0.4011",
+                                         "0.2483", "0.2483", "0.5035"]
+    assert view._sums.data["label"] == ["1.0000"] * 3
+    assert view.figure.name == "attention-matrix"
+    from bokeh.models import LinearColorMapper
+
+    mapper = view.figure.select_one({"type": LinearColorMapper})
+    assert (mapper.low, mapper.high) == (0.0, 1.0)
+
+
+def test_tapping_a_row_selects_it_and_moves_the_query(state):
+    view, readout = AttentionMatrix(state=state), Readout(state=state)
+    view._on_tap(events.Tap(view.figure, x=2.9, y=0.3, sx=0, sy=0))
+    assert state.selected == 0 and state.query == (1.0, 0.0)
+    assert view._highlight.data["y"] == [0]
+    assert "Output Σ aᵢvᵢ = 3.5933 ≈ 3.59" in readout.div.text
+    view._on_tap(events.Tap(view.figure, x=0.0, y=0.1, sx=0, sy=0))  # the selected row again
+    assert state.selected == 0
+    view._on_tap(events.Tap(view.figure, x=0.0, y=5.0, sx=0, sy=0))  # below the matrix: ignored
+    assert state.selected == 0 and state.message == ""
+
+
+def test_bars_and_output_line(state):
+    bars, line = WeightBars(state=state), OutputLine(state=state)
+    assert bars._bars.data["label"] == ["0.1978", "0.4011", "0.4011"]
+    assert line._output.data["label"] == ["4.4067"]
+    assert (line.figure.x_range.start, line.figure.x_range.end) == (1.5, 6.5)
+    state.select_row(2)
+    assert line._output.data["x"] == [pytest.approx(4.0, abs=1e-12)]
+    assert bars._bars.data["label"] == ["0.2483", "0.2483", "0.5035"]
+
+
+def test_readout_text(state):
+    r = Readout(state=state)
+    assert r.div.text == (
+        'Query of "love": q = (0.000, 1.000)\n'
+        "Dot products q·k: I 0.0000, love 1.0000, NLP 1.0000\n"
+        "Scores s = q·k / √2: I 0.0000, love 0.7071, NLP 0.7071\n"
+        "Weights a = softmax(s): I 0.1978, love 0.4011, NLP 0.4011\n"
+        "Output Σ aᵢvᵢ = 4.4067 ≈ 4.41"
+    )
+    assert r.div.render_as_text and r.div.html_attributes["aria-live"] == "polite"
+
+
+def test_inspector_shows_every_step_and_escapes_tokens(state):
+    view = Inspector(state=state)
+    html = view._pane.object
+    for step in ("1. q·k", "÷ √2", "3. s<sub>i</sub> − max", "4. exp", "5. a<sub>i</sub> = exp ÷ Σ",
+                 "6. a<sub>i</sub>·v<sub>i</sub>", "7. output = 0.3956 + 2.4067 + 1.6044 = 4.4067"):
+        assert step in html
+    assert "<td>-0.7071</td><td>0.4931</td><td>0.1978</td>" in html  # I: shifted, exp, weight
+    assert "<td>Σ 2.4931</td>" in html  # Σ exp = 2 + e^(-1/√2)
+    state.tokens = ["<img src=x onerror=alert(1)>", "love", "NLP"]
+    assert "<img" not in view._pane.object and "&lt;img src=x onerror=alert(1)&gt;" in view._pane.object
+
+
+def test_app_builds_one_state_per_page():
+    a, b = create_app(), create_app()
+    assert a.state is not b.state

@@ -1,0 +1,91 @@
+"""Browser-test fixtures: a real server in a subprocess and the system Chromium.
+
+Playwright never downloads a browser here: it drives the Chromium found at
+``$CHROMIUM`` or on the PATH (Debian's ``chromium``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]
+SCREENSHOTS = ROOT / "tests" / "ui" / "screenshots"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}: {proc.stdout.read()}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def server():
+    """``python app.py`` on a free loopback port; yields its base URL and its log."""
+    port = free_port()
+    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    log = open(ROOT / "tests" / "ui" / "server.log", "w+")
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc.log = log
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/", proc)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.seek(0)
+        text = log.read()
+        log.close()
+        assert "Traceback" not in text, f"the server logged a traceback:\n{text}"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        pytest.fail("no Chromium found: install Debian's `chromium` or set $CHROMIUM")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    pg = context.new_page()
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    from tests.ui.helpers import open_app
+
+    open_app(pg, server)
+    yield pg
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"

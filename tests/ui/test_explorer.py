@@ -1,0 +1,95 @@
+"""The explorer in a real browser: live drag, row clicks, independence of pages."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ui.conftest import SCREENSHOTS
+from tests.ui.helpers import open_app, output, readout, to_page, wait_for_readout, weights
+
+
+def test_first_view_shows_the_love_query(page):
+    text = readout(page)
+    assert 'Query of "love": q = (0.000, 1.000)' in text
+    assert weights(page) == pytest.approx([0.1978, 0.4011, 0.4011], abs=1e-4)
+    assert "4.4067 ≈ 4.41" in text
+
+
+def test_drag_updates_numbers_before_release_and_ends_at_nlp(page):
+    x0, y0 = to_page(page, "query-plot", 0.0, 1.0)
+    x1, y1 = to_page(page, "query-plot", 1.0, 1.0)
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    seen = set()
+    for i in range(1, 21):
+        page.mouse.move(x0 + (x1 - x0) * i / 20, y0 + (y1 - y0) * i / 20)
+        page.wait_for_timeout(30)
+        seen.add(readout(page).splitlines()[0])
+    # still holding the button: the page already shows the query at k_NLP
+    text = wait_for_readout(page, r"q = \(1\.000, 1\.000\)")
+    assert len(seen) >= 5, f"the readout followed only {len(seen)} of 20 moves: {seen}"
+    assert weights(page) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
+    assert output(page) == pytest.approx(4.0, abs=1e-4)
+    assert "Dot products q·k: I 1.0000, love 1.0000, NLP 2.0000" in text
+    page.mouse.up()
+    # the selected row of the matrix is the dragged query's row
+    cells = page.evaluate("""() => {
+        const src = Bokeh.documents[0].get_model_by_name('attention-matrix').renderers[0].data_source;
+        return src.data.label; }""")
+    assert list(cells[3:6]) == ["0.2483", "0.2483", "0.5035"]
+
+
+@pytest.mark.parametrize("row, token, out, q", [(0, "I", "3.5933 ≈ 3.59", "(1.000, 0.000)"),
+                                                 (1, "love", "4.4067 ≈ 4.41", "(0.000, 1.000)"),
+                                                 (2, "NLP", "4.0000 ≈ 4.00", "(1.000, 1.000)")])
+def test_clicking_a_matrix_row_inspects_that_query(page, row, token, out, q):
+    # click the last key column of the row, then the row-sum column: both select it
+    for col in (2, 3):
+        page.mouse.click(*to_page(page, "attention-matrix", col, row))
+        text = wait_for_readout(page, f'Query of "{token}": q = {q.replace("(", "[(]").replace(")", "[)]")}')
+        assert out in text
+    page.get_by_text(f"Inspector: query of “{token}”, q = {q}").wait_for()
+    assert page.get_by_text("7. output =").text_content().endswith(f" = {out.split()[0]}")
+
+
+def test_clicking_the_selected_row_keeps_it_selected(page):
+    page.mouse.click(*to_page(page, "attention-matrix", 0, 2))
+    wait_for_readout(page, 'Query of "NLP"')
+    page.mouse.click(*to_page(page, "attention-matrix", 1, 2))
+    page.wait_for_timeout(300)
+    assert 'Query of "NLP"' in readout(page)
+    highlight = page.evaluate("""() => Bokeh.documents[0].get_model_by_name('attention-matrix')
+        .renderers[3].data_source.data.y[0]""")
+    assert highlight == 2
+
+
+def test_reset_restores_the_example(page):
+    page.mouse.click(*to_page(page, "query-plot", 2.0, -1.0))
+    wait_for_readout(page, r"q = \(2\.000, -1\.000\)")
+    page.get_by_role("button", name="Reset example").click()
+    wait_for_readout(page, r'Query of "love": q = \(0\.000, 1\.000\)')
+    assert output(page) == pytest.approx(4.4067, abs=1e-4)
+
+
+def test_two_pages_are_independent(browser, server, page):
+    other = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    open_app(other, server)
+    page.mouse.click(*to_page(page, "attention-matrix", 0, 0))
+    wait_for_readout(page, 'Query of "I"')
+    other.mouse.click(*to_page(other, "query-plot", 1.0, 1.0))
+    wait_for_readout(other, r"q = \(1\.000, 1\.000\)")
+    page.wait_for_timeout(300)
+    assert 'Query of "I": q = (1.000, 0.000)' in readout(page)
+    assert 'Query of "love": q = (1.000, 1.000)' in readout(other)
+    # a fresh page starts from the example, whatever others did
+    third = browser.new_context().new_page()
+    open_app(third, server)
+    assert 'Query of "love": q = (0.000, 1.000)' in readout(third)
+    other.context.close()
+    third.context.close()
+
+
+def test_screenshot_1280x800(page):
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=SCREENSHOTS / "explorer-1280x800.png", full_page=True)
+    assert (SCREENSHOTS / "explorer-1280x800.png").stat().st_size > 20_000

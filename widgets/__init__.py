@@ -1,0 +1,1 @@
+"""Panel views over one session's :class:`~widgets.state.AttentionState`."""

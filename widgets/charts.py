@@ -1,0 +1,95 @@
+"""The selected query's weights as bars, and its output on the values' number line."""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, FixedTicker, Range1d
+from bokeh.plotting import figure
+
+from widgets.format import fmt, token_color
+from widgets.state import AttentionState
+
+
+class WeightBars(pn.viewable.Viewer):
+    """One bar per key: the softmax weight a_i of the selected query, printed above it."""
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._bars = ColumnDataSource(data=dict(x=[], top=[], label=[], color=[]))
+        fig = figure(name="weight-bars", title="Softmax weights a = softmax(s)", width=420, height=230,
+                     y_range=Range1d(0, 1.18), tools="", toolbar_location=None)
+        fig.title.text_font_size = "16px"
+        fig.axis.major_label_text_font_size = "15px"
+        fig.xgrid.visible = False
+        fig.yaxis.ticker = FixedTicker(ticks=[0, 0.5, 1])
+        fig.vbar("x", top="top", width=0.7, source=self._bars, color="color")
+        fig.text("x", "top", text="label", source=self._bars, text_align="center", y_offset=-4,
+                 text_font_size="16px", text_font_style="bold")
+        self.figure = fig
+        self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
+        self.state.param.watch(self._render_axes, "tokens")
+        self.state.param.watch(self._render, "result")
+        self._render_axes()
+        self._render()
+
+    def _render_axes(self, *_):
+        n = len(self.state.tokens)
+        self.figure.x_range = Range1d(-0.6, n - 0.4)
+        self.figure.xaxis.ticker = FixedTicker(ticks=list(range(n)))
+        self.figure.xaxis.major_label_overrides = dict(enumerate(self.state.tokens))
+
+    def _render(self, *_):
+        w = self.state.result.weights[self.state.selected]
+        self._bars.data = dict(x=list(range(len(w))), top=w.tolist(), label=[fmt(a) for a in w],
+                               color=[token_color(i) for i in range(len(w))])
+
+    def __panel__(self):
+        return self._layout
+
+
+class OutputLine(pn.viewable.Viewer):
+    """The values v_i on a number line from min(v) to max(v), and the output Σ a_i v_i on it."""
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._values = ColumnDataSource(data=dict(x=[], y=[], label=[], color=[]))
+        self._output = ColumnDataSource(data=dict(x=[], y=[], label=[]))
+        fig = figure(name="output-line", title="Output = Σ aᵢ vᵢ on the values' number line", width=420,
+                     height=170, y_range=Range1d(-1, 1.3), tools="", toolbar_location=None)
+        fig.title.text_font_size = "16px"
+        fig.xaxis.major_label_text_font_size = "14px"
+        fig.yaxis.visible = False
+        fig.grid.visible = False
+        fig.outline_line_color = None
+        fig.segment(x0="x", y0=-0.35, x1="x", y1=0.35, source=self._values, line_color="color", line_width=4)
+        fig.text("x", 0.45, text="label", source=self._values, text_align="center", text_baseline="bottom",
+                 text_font_size="15px", text_color="color", text_font_style="bold")
+        fig.scatter("x", "y", source=self._output, marker="triangle", size=22, color="black")
+        fig.text("x", "y", text="label", source=self._output, text_align="center", text_baseline="top",
+                 y_offset=14, text_font_size="16px", text_font_style="bold")
+        self.figure = fig
+        self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
+        self.state.param.watch(self._render_values, ["tokens", "values"])
+        self.state.param.watch(self._render_output, "result")
+        self._render_values()
+        self._render_output()
+
+    def _render_values(self, *_):
+        v, tokens = np.asarray(self.state.values, dtype=float), self.state.tokens
+        pad = max(0.1 * float(np.ptp(v)), 0.5)
+        self.figure.x_range = Range1d(float(v.min()) - pad, float(v.max()) + pad)
+        self._values.data = dict(x=v.tolist(), y=[0.0] * len(v), color=[token_color(i) for i in range(len(v))],
+                                 label=[f"v {t} = {fmt(x, 2).rstrip('0').rstrip('.')}" for t, x in zip(tokens, v)])
+
+    def _render_output(self, *_):
+        out = float(self.state.result.output[self.state.selected])
+        self._output.data = dict(x=[out], y=[-0.45], label=[fmt(out)])
+
+    def __panel__(self):
+        return self._layout

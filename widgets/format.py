@@ -1,0 +1,29 @@
+"""How numbers and tokens are written on the page (one place, so every view agrees)."""
+
+from __future__ import annotations
+
+import math
+
+#: Okabe & Ito (2008) colour-blind-safe palette, ordered for contrast on white.
+TOKEN_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+
+DECIMALS = 4
+
+
+def fmt(x: float, decimals: int = DECIMALS) -> str:
+    """Fixed-point text of ``x``; never prints "-0.0000"."""
+    s = f"{x:.{decimals}f}"
+    return s[1:] if s.startswith("-") and float(s) == 0 else s
+
+
+def fmt_vec(v, decimals: int = 3) -> str:
+    return "(" + ", ".join(fmt(c, decimals) for c in v) + ")"
+
+
+def sqrt_text(d_k: int) -> str:
+    r = math.isqrt(d_k)
+    return str(r) if r * r == d_k else f"√{d_k}"
+
+
+def token_color(i: int) -> str:
+    return TOKEN_COLORS[i % len(TOKEN_COLORS)]
