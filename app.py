@@ -12,6 +12,7 @@ from pathlib import Path
 import panel as pn
 
 from widgets.charts import OutputLine, WeightBars
+from widgets.follow import RoomControls
 from widgets.inspector import Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.query_plot import QueryPlot
@@ -36,6 +37,7 @@ def create_app(state: AttentionState | None = None) -> pn.viewable.Viewable:
                               description="Restore q = q_love and the original keys and values")
     reset.on_click(lambda _: state.reset())
     message = pn.pane.Str(state.param.message, css_classes=["message"], stylesheets=[APP_CSS])
+    room = RoomControls(state=state)  # Present / follow a room (widgets/follow.py): placed beside Reset
 
     header = pn.pane.HTML(
         "<h1>Attention Explorer</h1>"
@@ -45,7 +47,7 @@ def create_app(state: AttentionState | None = None) -> pn.viewable.Viewable:
         css_classes=["app-header"], stylesheets=[APP_CSS], sizing_mode="stretch_width",
     )
     page = pn.Column(
-        pn.Row(header, pn.Column(reset, message, width=220)),
+        pn.Row(header, pn.Column(reset, message, room, width=220)),
         pn.Row(query_plot, pn.Column(WeightBars(state=state), OutputLine(state=state), readout)),
         pn.Row(matrix, inspector),
         sizing_mode="stretch_width", stylesheets=[APP_CSS],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -11,6 +12,12 @@ from core import I_LOVE_NLP, AttentionResult, scaled_dot_product_attention
 
 #: Largest coordinate a learner may set; beyond it the numbers stop being instructive.
 MAX_ABS_COORD = 1e6
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
+    return a == b
 
 
 class AttentionState(param.Parameterized):
@@ -36,9 +43,32 @@ class AttentionState(param.Parameterized):
     message = param.String(default="", doc="Why the last input was refused; empty when it was accepted.")
     result = param.ClassSelector(class_=AttentionResult, constant=True, doc="Core output for `queries`.")
 
+    #: The params that make up the view a presenter shares with a room (see widgets/follow.py). Every
+    #: other param is the page's own (``LOCAL_PARAMS``); a new param must be added to exactly one list.
+    SHARED_PARAMS = ("tokens", "keys", "values", "selected", "query", "scale")
+    #: Params never followed: derived ones, feedback about the page's own input, the page's own display.
+    LOCAL_PARAMS = ("name", "message", "result")
+
     def __init__(self, **params):
         super().__init__(**params)
         self._recompute()
+
+    def snapshot(self) -> dict:
+        """A deep copy of the shared view: ``{name: value}`` for each of ``SHARED_PARAMS``."""
+        values = self.param.values()
+        return {name: copy.deepcopy(values[name]) for name in self.SHARED_PARAMS}
+
+    def apply_snapshot(self, snapshot: dict) -> list[str]:
+        """Take the shared view from ``snapshot`` in one update; returns the names that changed.
+
+        Only names in ``SHARED_PARAMS`` are read; values equal to the current
+        ones are skipped so the views re-render only what moved.
+        """
+        changed = {name: copy.deepcopy(snapshot[name]) for name in self.SHARED_PARAMS
+                   if name in snapshot and not _same(getattr(self, name), snapshot[name])}
+        if changed:
+            self.param.update(**changed, message="")
+        return list(changed)
 
     @property
     def queries(self) -> np.ndarray:
