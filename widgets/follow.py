@@ -105,13 +105,12 @@ class RoomControls(pn.viewable.Viewer):
         self._applying = False
         self._lock = threading.Lock()
 
-        self._present = pn.widgets.Button(label="Present", button_type="success", width=150, height=40,
+        self._present = pn.widgets.Button(label="Present", color="success", width=150, height=40,
                                           description="Let a class follow this page live")
         self._present.on_click(self._on_present)
         self._stop = pn.widgets.Button(label="Stop presenting", width=150, description="End the room now")
         self._qr = pn.pane.HTML("", css_classes=["room-qr"], stylesheets=[ROOM_CSS], width=190, margin=(0, 5))
-        self._qr_toggle = pn.widgets.Toggle(name="QR code", value=True, width=150,
-                                            description="Show or hide the join link's QR code")
+        self._qr_toggle = pn.widgets.Toggle(label="QR code", value=True, width=150)
         self._qr.visible = self._qr_toggle.param.value
         self._stop.on_click(self._on_stop)
         self._toggle = pn.widgets.Button(label="Explore on my own", width=170,

@@ -250,9 +250,13 @@ class RoomRegistry:
         """Check for ended rooms once a second on the server's event loop (if there is one)."""
         if self._sweeper is not None:
             return
-        from tornado.ioloop import IOLoop, PeriodicCallback
+        import asyncio
 
-        if IOLoop.current(instance=False) is None:  # unit tests call sweep() themselves
+        from tornado.ioloop import PeriodicCallback
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # not on a server's event loop: unit tests call sweep() themselves
             return
         self._sweeper = PeriodicCallback(self.sweep, 1000)
         self._sweeper.start()
