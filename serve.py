@@ -76,11 +76,15 @@ SETTINGS: tuple[Setting, ...] = (
             "worker processes sharing the port (0: one per CPU); not available on Windows"),
     Setting("EXPLORER_PREFIX", "--prefix", "", _prefix,
             "URL path the app lives under behind a reverse proxy, e.g. /explorer"),
-    Setting("EXPLORER_UNUSED_SESSION_LIFETIME_MS", "--unused-session-lifetime", "15000", _whole(1000),
+    # A page whose websocket arrives after its session was discarded gets a fresh session whose styles
+    # point at Panel's CDN (Panel rewrites them to local URLs only when it renders the page). So a
+    # session outlives its token (serve_argv checks), and Bokeh's 15 s lifetime is raised: 60 learners
+    # loading the page at once on one school Wi-Fi can take that long.
+    Setting("EXPLORER_UNUSED_SESSION_LIFETIME_MS", "--unused-session-lifetime", "60000", _whole(1000),
             "a page opened but never connected is discarded after this many ms"),
-    Setting("EXPLORER_CHECK_UNUSED_SESSIONS_MS", "--check-unused-sessions", "17000", _whole(1000),
+    Setting("EXPLORER_CHECK_UNUSED_SESSIONS_MS", "--check-unused-sessions", "15000", _whole(1000),
             "how often (ms) to look for sessions to discard"),
-    Setting("EXPLORER_SESSION_TOKEN_EXPIRATION_S", "--session-token-expiration", "300", _whole(1),
+    Setting("EXPLORER_SESSION_TOKEN_EXPIRATION_S", "--session-token-expiration", "60", _whole(1),
             "seconds a served page has to open its websocket"),
     Setting("EXPLORER_WS_MAX_MESSAGE_BYTES", "--websocket-max-message-size", "1048576", _whole(65536),
             "largest websocket message accepted from a browser (Bokeh's default is 20 MB)"),
@@ -109,6 +113,10 @@ def serve_argv(environ: Mapping[str, str] = os.environ) -> list[str]:
             raise SettingError(f"{s.env} {e}") from None
     if sys.platform == "win32" and values["--num-procs"] != "1":
         raise SettingError("EXPLORER_NUM_PROCS must be 1 on Windows (Tornado cannot fork there)")
+    if int(values["--unused-session-lifetime"]) < 1000 * int(values["--session-token-expiration"]):
+        raise SettingError("EXPLORER_UNUSED_SESSION_LIFETIME_MS must be at least 1000 × "
+                           "EXPLORER_SESSION_TOKEN_EXPIRATION_S: a page connecting late would get a new "
+                           "session that loads its styles from the internet")
     if values["--websocket-compression-level"] == "0":  # Bokeh's "no compression" is the flag's absence
         del values["--websocket-compression-level"], values["--websocket-compression-mem-level"]
     argv = ["serve", str(APP), "--index", APP.stem, "--liveness"]
