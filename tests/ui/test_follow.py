@@ -26,7 +26,10 @@ SECRETS: list[str] = []  # every room code, join link and presenter token the te
 @pytest.fixture(scope="module")
 def room_server():
     port = free_port()
-    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1", "ROOM_END_AFTER": "2"}
+    # a closed page's session is discarded after 20 s (checked every 2 s), then its room lives 2 s more
+    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1", "ROOM_END_AFTER": "2",
+           "EXPLORER_SESSION_TOKEN_EXPIRATION_S": "20", "EXPLORER_UNUSED_SESSION_LIFETIME_MS": "20000",
+           "EXPLORER_CHECK_UNUSED_SESSIONS_MS": "2000"}
     log = open(ROOT / "tests" / "ui" / "server-rooms.log", "w+")
     proc = subprocess.Popen([sys.executable, "-c", SERVE_AT_INFO], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT)
@@ -204,8 +207,8 @@ def test_a_room_ends_after_its_presenter_leaves(browser, room_server):
     teacher.mouse.click(*to_page(teacher, "query-plot", 0.5, 2.0))
     wait_for_readout(student, r"q = \(0\.500, 2\.000\)", WAIT)
     close(teacher)
-    # the server notices a closed page when it discards the session (Bokeh checks every 17 s
-    # for sessions unused for 15 s), then the room lives ROOM_END_AFTER = 2 s more
+    # the server notices a closed page when it discards its session (see room_server), then the
+    # room lives ROOM_END_AFTER = 2 s more
     student.get_by_text(f"Room {code} has ended").wait_for(timeout=60_000)
     assert "q = (0.500, 2.000)" in first_line(student)
     close(student)
