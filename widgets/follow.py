@@ -124,6 +124,7 @@ class RoomControls(pn.viewable.Viewer):
         self.state.param.watch(self._on_state_change, list(AttentionState.SHARED_PARAMS))
         if ctx is not None:
             self._doc.on_session_destroyed(self._on_destroyed)
+            self._registry.start_sweeping()
         self._enter(_arg("room"), _arg("token"))
 
     # -- entering a room from the page's link ---------------------------------------------------------------------

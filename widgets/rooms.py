@@ -160,7 +160,6 @@ class RoomRegistry:
     def _open(self, code: str, token: str, snapshot: Snapshot | None) -> Room:
         room = Room(code=code, _token_digest=_digest(token), snapshot=snapshot, left_at=self._clock())
         self._rooms[code] = room
-        self._start_sweeper()
         return room
 
     def get(self, code: str | None) -> Room | None:
@@ -246,20 +245,27 @@ class RoomRegistry:
         for listener in listeners:
             listener(None, None)
 
-    def _start_sweeper(self) -> None:
-        """Check for ended rooms once a second on the server's event loop (if there is one)."""
-        if self._sweeper is not None:
-            return
+    def start_sweeping(self) -> bool:
+        """Call :meth:`sweep` once a second on the running event loop, from now on; True if it does.
+
+        Call it from the server's event-loop thread (a page's session is created there; Bokeh may run
+        event callbacks in worker threads, which have no loop). Without a running loop nothing
+        happens: unit tests call :meth:`sweep` themselves.
+        """
         import asyncio
 
         from tornado.ioloop import PeriodicCallback
 
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # not on a server's event loop: unit tests call sweep() themselves
-            return
-        self._sweeper = PeriodicCallback(self.sweep, 1000)
-        self._sweeper.start()
+        with self._lock:
+            if self._sweeper is not None:
+                return True
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                return False
+            self._sweeper = PeriodicCallback(self.sweep, 1000)
+            self._sweeper.start()
+            return True
 
     def __len__(self) -> int:
         return len(self._rooms)
