@@ -110,7 +110,7 @@ class RoomControls(pn.viewable.Viewer):
         self._present.on_click(self._on_present)
         self._stop = pn.widgets.Button(label="Stop presenting", width=150, description="End the room now")
         self._qr = pn.pane.HTML("", css_classes=["room-qr"], stylesheets=[ROOM_CSS], width=190, margin=(0, 5))
-        self._qr_toggle = pn.widgets.Toggle(label="QR code", value=True, width=150)
+        self._qr_toggle = pn.widgets.Toggle(label="QR code", value=False, width=150)
         self._qr.visible = self._qr_toggle.param.value
         self._stop.on_click(self._on_stop)
         self._toggle = pn.widgets.Button(label="Explore on my own", width=170,
@@ -202,14 +202,18 @@ class RoomControls(pn.viewable.Viewer):
 
     def _show_presenter(self) -> None:
         link = self.join_link()
-        pretty = f"{self.code[:3]} {self.code[3:]}"
+        pretty = self._pretty_code()
         self._card.object = (
             f'<div class="room-label">Presenting · room</div><div class="room-code" aria-label="Room code '
-            f'{escape(self.code)}">{escape(pretty)}</div><div class="room-label">Join at</div>'
+            f'{escape(self.code)}">{pretty}</div><div class="room-label">Join at</div>'
             f'<a class="room-link" href="{escape(link)}">{escape(link)}</a>'
         )
         self._qr.object = qr_svg(link)
         self._layout[:] = [self._card, self._qr_toggle, self._qr, self._stop, self._notice]
+
+    def _pretty_code(self) -> str:
+        """The code as the class reads it: two groups of three."""
+        return escape(f"{self.code[:3]} {self.code[3:]}")
 
     def _on_stop(self, _event) -> None:
         self._registry.end(self.code, self._token)
@@ -257,7 +261,7 @@ class RoomControls(pn.viewable.Viewer):
     def _on_room_ended(self) -> None:
         self.following = False
         self.notice = f"Room {self.code} has ended. You keep the last view."
-        self._card.object = f'<div class="room-label">Room <b>{escape(self.code)}</b> has ended</div>'
+        self._card.object = f'<div class="room-label">Followed room</div><div class="room-code">{self._pretty_code()}</div>'
         self._layout[:] = [self._card, self._notice]
 
     def _on_toggle(self, _event) -> None:
@@ -282,7 +286,7 @@ class RoomControls(pn.viewable.Viewer):
     def _show_follower(self) -> None:
         if self.role != "follower" or not self._registry.get(self.code):
             return
-        code = escape(self.code)
+        code = self._pretty_code()
         if self.following:
             self._card.object = f'<div class="room-label">Following room</div><div class="room-code">{code}</div>'
             self._toggle.label = "Explore on my own"

@@ -26,15 +26,15 @@ SECRETS: list[str] = []  # every room code, join link and presenter token the te
 @pytest.fixture(scope="module")
 def room_server():
     port = free_port()
-    # a closed page's session is discarded after 20 s (checked every 2 s), then its room lives 2 s more
+    # a closed page's session is discarded after 30 s (checked every 2 s), then its room lives 2 s more
     env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1", "ROOM_END_AFTER": "2",
-           "EXPLORER_SESSION_TOKEN_EXPIRATION_S": "20", "EXPLORER_UNUSED_SESSION_LIFETIME_MS": "20000",
+           "EXPLORER_SESSION_TOKEN_EXPIRATION_S": "30", "EXPLORER_UNUSED_SESSION_LIFETIME_MS": "30000",
            "EXPLORER_CHECK_UNUSED_SESSIONS_MS": "2000"}
     log = open(ROOT / "tests" / "ui" / "server-rooms.log", "w+")
     proc = subprocess.Popen([sys.executable, "-c", SERVE_AT_INFO], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT)
     try:
-        wait_for_http(f"http://127.0.0.1:{port}/", proc)
+        wait_for_http(f"http://127.0.0.1:{port}/liveness", proc, timeout=180)
         yield f"http://127.0.0.1:{port}/"
     finally:
         proc.terminate()
@@ -109,7 +109,10 @@ def test_a_follower_follows_detaches_and_rejoins(browser, room_server):
     assert "q = (2.000, -1.000)" in first_line(teacher)
     student = follower(browser, link)
     assert first_line(student) == first_line(teacher)
-    assert student.locator(".room-code").text_content() == code
+    assert not teacher.locator(".room-qr svg").is_visible()
+    teacher.get_by_role("button", name="QR code").click()  # shown on demand, drawn by the server
+    teacher.locator(".room-qr svg").wait_for(timeout=WAIT)
+    assert student.locator(".room-code").text_content() == f"{code[:3]} {code[3:]}"
 
     drag(teacher, [(2.0, -1.0), (1.5, 0.0), (1.0, 1.0)])
     text = wait_for_readout(student, r"q = \(1\.000, 1\.000\)", WAIT)
@@ -209,7 +212,7 @@ def test_a_room_ends_after_its_presenter_leaves(browser, room_server):
     close(teacher)
     # the server notices a closed page when it discards its session (see room_server), then the
     # room lives ROOM_END_AFTER = 2 s more
-    student.get_by_text(f"Room {code} has ended").wait_for(timeout=60_000)
+    student.get_by_text(f"Room {code} has ended. You keep the last view.").wait_for(timeout=120_000)
     assert "q = (0.500, 2.000)" in first_line(student)
     close(student)
 
@@ -219,6 +222,8 @@ def test_screenshots_of_presenter_and_follower(browser, room_server, size):
     teacher = new_page(browser, room_server, size)
     code, link = present(teacher)
     student = follower(browser, link, size)
+    teacher.get_by_role("button", name="QR code").click()
+    teacher.locator(".room-qr svg").wait_for(timeout=WAIT)
     teacher.mouse.click(*to_page(teacher, "query-plot", 1.0, 1.0))
     wait_for_readout(student, r"q = \(1\.000, 1\.000\)", WAIT)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
