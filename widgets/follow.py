@@ -62,7 +62,7 @@ class RedactRoomArguments(logging.Filter):
 
 def install_log_redaction() -> None:
     """Redact room arguments from the loggers that log request URIs (idempotent)."""
-    for name in ("tornado.access", "tornado.general", "bokeh.server", "panel"):
+    for name in ("tornado.access", "tornado.application", "tornado.general", "bokeh.server", "panel"):
         logger = logging.getLogger(name)
         if not any(isinstance(f, RedactRoomArguments) for f in logger.filters):
             logger.addFilter(RedactRoomArguments())

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -37,6 +38,14 @@ def room_server():
         wait_for_http(f"http://127.0.0.1:{port}/liveness", proc, timeout=180)
         yield f"http://127.0.0.1:{port}/"
     finally:
+        # stopping Bokeh while a websocket is still open logs an AssertionError: let the pages go first
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            log.seek(0)
+            text = log.read()
+            if text.count("WebSocket connection opened") <= text.count("WebSocket connection closed"):
+                break
+            time.sleep(0.2)
         proc.terminate()
         proc.wait(10)
         log.seek(0)
