@@ -27,3 +27,9 @@ def sqrt_text(d_k: int) -> str:
 
 def token_color(i: int) -> str:
     return TOKEN_COLORS[i % len(TOKEN_COLORS)]
+
+
+def fmt_short(x: float, decimals: int = DECIMALS) -> str:
+    """``x`` with at most ``decimals`` decimals and no trailing zeros: 1, 0.5, 0.7071."""
+    s = fmt(x, decimals)
+    return s.rstrip("0").rstrip(".") if "." in s else s
