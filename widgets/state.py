@@ -82,12 +82,15 @@ class AttentionState(param.Parameterized):
     causal = param.Boolean(default=False, doc="Causal mask: each query attends only to itself and earlier tokens.")
     trap = param.Boolean(default=False, doc="Also score the queries against the values instead of the keys.")
     message_field = param.String(default="", doc="Which field the `message` is about, e.g. 'k_love[2]'; empty if none.")
-    trap_result = param.ClassSelector(class_=AttentionResult, allow_None=True, constant=True,
-                                      doc="softmax(Q V^T / sqrt(d_k)) V when `trap` is on and defined, else None.")
-    trap_error = param.String(default="", constant=True, doc="Why scoring against the values is undefined, if it is.")
+    # Derived, like `result`, but not `constant`: param.edit_constant flips the *class's*
+    # constant flags, which is not safe with many sessions in one process. Only this
+    # class writes them.
+    trap_result = param.ClassSelector(class_=AttentionResult, allow_None=True,
+                                      doc="Derived: softmax(Q V^T / sqrt(d_k)) V when `trap` is on and defined, else None.")
+    trap_error = param.String(default="", doc="Derived: why scoring against the values is undefined, if it is.")
     dk_experiment = param.Integer(default=64, bounds=(1, MAX_D_K), doc="d_k of the random-vector experiment.")
     dk_seed = param.Integer(default=0, bounds=(0, None), doc="Seed of this session's random-vector draws.")
-    scaling = param.ClassSelector(class_=ScalingExperiment, constant=True, doc="The d_k experiment's result.")
+    scaling = param.ClassSelector(class_=ScalingExperiment, doc="Derived: the d_k experiment's result.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -129,15 +132,14 @@ class AttentionState(param.Parameterized):
                 trap_result = scores_against_values(Q, self.values, mask=mask, scale=self.scale)
             except ValueError as exc:
                 trap_error = str(exc)
+        # the trap first: views watching `result` then read a consistent trap_result
+        self.param.update(trap_result=trap_result, trap_error=trap_error)
         with param.edit_constant(self):
-            # the trap first: views watching `result` then read a consistent trap_result
-            self.param.update(trap_result=trap_result, trap_error=trap_error)
             self.result = r
 
     @param.depends("dk_experiment", "dk_seed", watch=True)
     def _run_experiment(self):
-        with param.edit_constant(self):
-            self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
+        self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
 
     def move_query(self, x, y) -> bool:
         """Set q = (x, y) if both are finite numbers with |x|, |y| <= 1e6.
