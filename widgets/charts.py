@@ -162,7 +162,10 @@ class ValuesView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.line, self.plane = OutputLine(state=self.state), ValuePlane(state=self.state)
-        self._line_pane, self._plane_pane = self.line.__panel__(), self.plane.__panel__()
+        # visibility is switched on wrapping columns: a Bokeh pane re-syncs its own
+        # `visible` from the figure's, silently undoing a change made on the pane
+        self._line_pane = pn.Column(self.line.__panel__(), margin=0)
+        self._plane_pane = pn.Column(self.plane.__panel__(), margin=0)
         self._layout = pn.Column(self._line_pane, self._plane_pane, margin=0)
         self.state.param.watch(self._show, "values")
         self._show()

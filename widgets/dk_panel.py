@@ -51,7 +51,7 @@ class DkPanel(pn.viewable.Viewer):
         self.slider = pn.widgets.EditableIntSlider.from_param(
             s.param.dk_experiment, name="d_k", start=1, end=MAX_D_K, fixed_start=1, fixed_end=MAX_D_K,
             width=330)
-        self.redraw = pn.widgets.Button(name="New random draw", width=150,
+        self.redraw = pn.widgets.Button(label="New random draw", width=150,
                                         description="Draw new random queries and keys (next seed)")
         self.redraw.on_click(lambda _: setattr(s, "dk_seed", s.dk_seed + 1))
         self.dots_fig, self._dots, self._dots_note = _hist_figure("dk-dots", "q·k (unscaled)", "#D55E00")

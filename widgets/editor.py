@@ -56,7 +56,7 @@ class Editor(pn.viewable.Viewer):
             pn.widgets.Checkbox.from_param(s.param.trap, name="Score against values instead of keys (the trap)"),
             margin=(0, 0, 6, 0),
         )
-        self.add_button = pn.widgets.Button(name="Add token", width=110, description="Append a token (up to 8)")
+        self.add_button = pn.widgets.Button(label="Add token", width=110, description="Append a token (up to 8)")
         self.add_button.on_click(lambda _: s.add_token())
         self._table = pn.Column(margin=0)
         self._layout = pn.Column(
@@ -98,7 +98,7 @@ class Editor(pn.viewable.Viewer):
                        *[self._header(f"k[{a + 1}]", FIELD_WIDTH) for a in range(d_k)],
                        *[self._header(f"v[{a + 1}]" if vector else "v", FIELD_WIDTH) for a in range(d_v)])]
         for i in range(n):
-            remove = pn.widgets.Button(name="✕", width=34, margin=(2, 3), disabled=n <= MIN_TOKENS,
+            remove = pn.widgets.Button(label="✕", width=34, margin=(2, 3), disabled=n <= MIN_TOKENS,
                                        description=f"Remove token {i + 1}")
             remove.on_click(lambda _, i=i: self.state.remove_token(i))
             rows.append(pn.Row(self._field("name", i, "", NAME_WIDTH),

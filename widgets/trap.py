@@ -44,7 +44,8 @@ class TrapPanel(pn.viewable.Viewer):
                               location="top_left", label_text_font_size="12px"))
         self.figure = fig
         self._text = pn.pane.HTML("", name="trap-text", css_classes=["trap-text"], width=470)
-        self._figure_pane = pn.pane.Bokeh(fig, sizing_mode="fixed")
+        # a wrapping column: a Bokeh pane would silently re-sync its own `visible` from the figure
+        self._figure_pane = pn.Column(pn.pane.Bokeh(fig, sizing_mode="fixed"), margin=0)
         # the same switch as the editor's: both are bound to state.trap, the one place it lives
         self.switch = pn.widgets.Checkbox.from_param(self.state.param.trap,
                                                      name="Score against values instead of keys (the trap)")
