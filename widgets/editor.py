@@ -38,7 +38,7 @@ class Editor(pn.viewable.Viewer):
 
     Test hooks: each input carries the CSS class ``field-<kind>-<row>-<axis>``
     (``field-q--0``, ``field-name-1-``, ``field-k-0-1``, ``field-v-2-0``); row
-    messages carry ``field-message``.
+    messages carry ``field-message``; the switches ``switch-scale``, ``switch-causal``, ``switch-trap``.
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view edits.")
@@ -51,9 +51,11 @@ class Editor(pn.viewable.Viewer):
         self._row_messages: dict[int | str, pn.pane.HTML] = {}
         self.preset = pn.widgets.Select.from_param(s.param.preset, name="Preset", width=260)
         self.switches = pn.Column(
-            pn.widgets.Checkbox.from_param(s.param.scale, name="Divide by √d_k (scaling)"),
-            pn.widgets.Checkbox.from_param(s.param.causal, name="Causal mask (attend to earlier tokens only)"),
-            pn.widgets.Checkbox.from_param(s.param.trap, name="Score against values instead of keys (the trap)"),
+            pn.widgets.Checkbox.from_param(s.param.scale, name="Divide by √d_k (scaling)", css_classes=["switch-scale"]),
+            pn.widgets.Checkbox.from_param(s.param.causal, name="Causal mask (attend to earlier tokens only)",
+                                           css_classes=["switch-causal"]),
+            pn.widgets.Checkbox.from_param(s.param.trap, name="Score against values instead of keys (the trap)",
+                                           css_classes=["switch-trap"]),
             margin=(0, 0, 6, 0),
         )
         self.add_button = pn.widgets.Button(label="Add token", width=110, description="Append a token (up to 8)")
