@@ -122,8 +122,8 @@ class ValuePlane(pn.viewable.Viewer):
         fig.text("x", "y", text="label", source=self._values, x_offset=10, y_offset=-4, text_font_size="14px",
                  text_color="color", text_font_style="bold")
         fig.scatter("x", "y", source=self._output, marker="star", size=24, color="black")
-        fig.text("x", "y", text="label", source=self._output, y_offset=14, text_font_size="15px",
-                 text_font_style="bold", text_align="center", text_baseline="top")
+        fig.text("x", "y", text="label", source=self._output, y_offset=-14, text_font_size="15px",
+                 text_font_style="bold", text_align="center", text_baseline="bottom")
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render, "result")

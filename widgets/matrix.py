@@ -38,7 +38,7 @@ class AttentionMatrix(pn.viewable.Viewer):
         mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
         fig = figure(
             name="attention-matrix", title="Attention weights (click a row)",
-            width=680, height=400, tools="save", toolbar_location="below",
+            width=640, height=400, tools="save", toolbar_location="below",
             x_axis_label="key", y_axis_label="query", x_axis_location="above",
         )
         fig.toolbar.logo = None

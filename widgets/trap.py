@@ -7,13 +7,14 @@ from html import escape
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, FactorRange, FixedTicker, Legend, LegendItem, Range1d
+from bokeh.models import ColumnDataSource, FactorRange, FixedTicker, Range1d
 from bokeh.plotting import figure
 
 from widgets.format import fmt, fmt_vec
 from widgets.state import AttentionState
 
-CORRECT, TRAP = "keys: softmax(q·kᵢ/√d_k)", "values: softmax(q·vᵢ/√d_k)"
+#: Bar labels under each token: scored against the keys (correct) or the values (the trap).
+CORRECT, TRAP = "keys", "values"
 COLORS = {CORRECT: "#0072B2", TRAP: "#D55E00"}
 
 
@@ -29,19 +30,17 @@ class TrapPanel(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._bars = ColumnDataSource(data=dict(x=[], top=[], label=[], color=[], kind=[]))
-        fig = figure(name="trap-weights", title="Weights of the selected query: keys vs values",
-                     x_range=FactorRange(), y_range=Range1d(0, 1.22), width=470, height=260,
+        fig = figure(name="trap-weights", title="Selected query's weights: softmax(q·kᵢ/√d_k) vs softmax(q·vᵢ/√d_k)",
+                     x_range=FactorRange(), y_range=Range1d(0, 1.22), width=520, height=260,
                      tools="", toolbar_location=None)
         fig.title.text_font_size = "15px"
         fig.axis.major_label_text_font_size = "13px"
         fig.xaxis.group_text_font_size = "14px"
         fig.xgrid.visible = False
         fig.yaxis.ticker = FixedTicker(ticks=[0, 0.5, 1])
-        r = fig.vbar("x", top="top", width=0.85, source=self._bars, color="color")
+        fig.vbar("x", top="top", width=0.85, source=self._bars, color="color")
         fig.text("x", "top", text="label", source=self._bars, text_align="center", y_offset=-3,
                  text_font_size="12px")
-        fig.add_layout(Legend(items=[LegendItem(label=k, renderers=[r], index=i) for i, k in enumerate(COLORS)],
-                              location="top_left", label_text_font_size="12px"))
         self.figure = fig
         self._text = pn.pane.HTML("", name="trap-text", css_classes=["trap-text"], width=470)
         # a wrapping column: a Bokeh pane would silently re-sync its own `visible` from the figure
