@@ -66,7 +66,9 @@ class Editor(pn.viewable.Viewer):
             self.preset, self.switches, self._table, name="editor", css_classes=["editor"],
         )
         self._shape = None
-        s.param.watch(self._on_data, ["tokens", "keys", "values", "query"])
+        s.param.watch(self._on_data, ["tokens", "keys", "values"])
+        # a drag moves q many times a second: then only the two q boxes change
+        s.param.watch(self._on_query, "query")
         s.param.watch(self._on_message, ["message", "message_field"])
         self._on_data()
 
@@ -132,6 +134,16 @@ class Editor(pn.viewable.Viewer):
         finally:
             self._syncing = False
         self._on_message()
+
+    def _on_query(self, *_):
+        self._syncing = True
+        try:
+            for a, c in enumerate(self.state.query):
+                w = self._inputs[("q", "", a)]
+                w.value = _number_text(c)
+                w.css_classes = [c for c in w.css_classes if c != "invalid"]
+        finally:
+            self._syncing = False
 
     # --- user input --------------------------------------------------------------------
     def _on_input(self, key, text: str) -> None:
