@@ -27,7 +27,8 @@ def type_into(page, css_class: str, text: str) -> None:
 
 def test_module_2_preset_shows_the_vector_output(page):
     page.locator("select").first.select_option("Module 2: vector values")
-    wait_for_readout(page, r"Output Σ aᵢvᵢ = \(3\.9833, 6\.0167\)")
+    # a preset switch rebuilds the editor and the value views: allow a loaded machine time
+    wait_for_readout(page, r"Output Σ aᵢvᵢ = \(3\.9833, 6\.0167\)", timeout=20000)
     page.wait_for_function("""() => Bokeh.documents[0].get_model_by_name('attention-matrix').renderers
         .find((r) => r.name === 'row-outputs').data_source.data.label[0] === '(6.0167, 3.9833)'""")
     page.mouse.click(*to_page(page, "attention-matrix", 0, 0))
@@ -69,7 +70,7 @@ def test_a_token_named_like_html_is_text_and_runs_nothing(page):
 
 def test_causal_mask_greys_the_upper_triangle(page):
     page.locator(".switch-causal input").check()
-    wait_for_readout(page, "NLP masked")
+    wait_for_readout(page, "NLP masked", timeout=20000)
     assert weights(page) == pytest.approx([0.3302, 0.6698, 0.0], abs=1e-4)
     data = matrix_source(page, "masked-cells")
     assert sorted(zip(data["x"], data["y"])) == [(1, 0), (2, 0), (2, 1)]
