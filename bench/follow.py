@@ -40,12 +40,16 @@ def run_followers(url: str, code: str, count: int, ready_file: str, out_file: st
     """Open ``count`` follower sessions, signal readiness, record until stdin closes; write JSON."""
     import panel  # noqa: F401  (registers Panel's models so the client can decode the document)
     from bokeh.client import pull_session
+    from bokeh.events import DocumentReady
     from tornado.ioloop import IOLoop
 
     records: list[list[tuple[float, float, float]]] = []
     sessions = []
     for i in range(count):
         session = pull_session(url=url, arguments={"room": code})
+        # what a browser sends once it has rendered the page; until then Panel leaves changes to the
+        # full document it sends on connection, and a follower would see nothing
+        session.document.callbacks.send_event(DocumentReady())
         div = session.document.select_one({"name": "readout"})
         seen: list[tuple[float, float, float]] = []
 
@@ -127,7 +131,7 @@ def main() -> None:
                               env={**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"})
     followers: list[subprocess.Popen] = []
     try:
-        wait_for_http(url, server)
+        wait_for_http(url + "liveness", server, timeout=180)
         with sync_playwright() as p:
             chromium = os.environ.get("CHROMIUM") or "/usr/bin/chromium"
             browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)

@@ -206,3 +206,21 @@ def test_room_arguments_are_redacted_from_log_lines():
                                (200, "GET /?room=K7M4QX&token=s3cr-et_ (127.0.0.1)", 3.0), None)
     assert RedactRoomArguments().filter(record)
     assert record.getMessage() == "200 GET /?room=…&token=… (127.0.0.1) 3.00ms"
+
+
+def test_a_follower_takes_a_preset_and_the_edits_made_after_it():
+    teacher, student = AttentionState(), AttentionState()
+    teacher.preset = "Module 2: vector values"
+    teacher.select_row(2)
+    teacher.move_query(0.5, 1.5)
+    assert student.apply_snapshot(teacher.snapshot())[0] == "preset"
+    for name in AttentionState.SHARED_PARAMS:
+        np.testing.assert_array_equal(np.asarray(getattr(student, name), dtype=object),
+                                      np.asarray(getattr(teacher, name), dtype=object), err_msg=name)
+    # an edited key makes the preset Custom; the follower gets the edited key, not a reloaded preset
+    assert teacher.set_key(0, 1, "2.5")
+    teacher.causal = True
+    student.apply_snapshot(teacher.snapshot())
+    assert student.preset == "Custom" and student.keys[0, 1] == 2.5 and student.causal
+    assert student.query == (0.5, 1.5) and student.selected == 2
+    np.testing.assert_allclose(student.result.weights, teacher.result.weights, rtol=0, atol=0)
