@@ -47,7 +47,11 @@ def room_server():
                 break
             time.sleep(0.2)
         proc.terminate()
-        proc.wait(10)
+        try:
+            proc.wait(60)  # a busy machine can take a while to close every session
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
         log.seek(0)
         text = log.read()
         log.close()
