@@ -149,7 +149,8 @@ def test_five_pages_follow_and_no_follower_drives_the_room(browser, room_server)
     teacher = new_page(browser, room_server)
     code, link = present(teacher)
     students = [follower(browser, link) for _ in range(4)]
-    drag(teacher, [(0.0, 1.0), (0.5, 0.5), (1.0, 0.0), (1.5, 1.5)])
+    # pressing on a key would drag that key: start the drag on empty ground
+    drag(teacher, [(0.5, 1.5), (0.5, 0.5), (1.5, 0.5), (1.5, 1.5)])
     for p in [teacher, *students]:
         wait_for_readout(p, r"q = \(1\.500, 1\.500\)", WAIT)
 
