@@ -11,44 +11,110 @@ from pathlib import Path
 
 import panel as pn
 
+from widgets.address import apply_address
+from widgets.browser import SHORTCUTS, BrowserBridge
 from widgets.charts import OutputLine, WeightBars
-from widgets.inspector import Inspector, Readout
+from widgets.export import Export
+from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
+from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler
 from widgets.query_plot import QueryPlot
 from widgets.state import AttentionState
+from widgets.stepper import StepThrough
 
 HERE = Path(__file__).parent
-APP_CSS = (HERE / "static" / "app.css").read_text()
 INSPECTOR_CSS = (HERE / "static" / "inspector.css").read_text()
 TITLE = "Attention Explorer"
 
+pn.extension(raw_css=[PAGE_CSS])
 
-def create_app(state: AttentionState | None = None) -> pn.viewable.Viewable:
-    """Build one learner's page over ``state`` (a fresh one by default)."""
+
+def teaching_panels(state: AttentionState) -> list[tuple[str, pn.viewable.Viewable]]:
+    """Extra tabs beside the explorer (title, view); the main view stays on one screen whatever is added."""
+    return []
+
+
+def _stretch(view, **kw):
+    """Let a view's Bokeh figure fill the space its layout cell gives it."""
+    view.figure.sizing_mode = "stretch_both"
+    view.figure.min_border_right = 20
+    pane = view.__panel__()
+    pane.param.update(sizing_mode="stretch_both", **kw)
+    return view
+
+
+def _keys_help() -> pn.pane.HTML:
+    rows = "".join(f"<tr><th scope='row'><kbd>{k}</kbd></th><td>{what}</td></tr>" for k, what in SHORTCUTS)
+    return pn.pane.HTML(
+        "<p>With the page focused (click any empty spot):</p>"
+        f"<table class='keys'>{rows}</table>"
+        "<p>Tab reaches every control; the query plot can take focus too. Dragging works with a mouse, a pen or "
+        "a finger.</p>", css_classes=["help"], sizing_mode="stretch_width", stylesheets=[APP_CSS])
+
+
+def address_args() -> dict:
+    """The page address's query arguments for a served session (empty otherwise)."""
+    if pn.state.curdoc is None or pn.state.curdoc.session_context is None:
+        return {}
+    return {k: v for k, v in pn.state.session_args.items() if not k.startswith("bokeh-")}
+
+
+def create_app(state: AttentionState | None = None, args: dict | None = None) -> pn.viewable.Viewable:
+    """Build one learner's page over ``state`` (a fresh one by default), set up from the address ``args``."""
     state = state or AttentionState()
-    query_plot = QueryPlot(state=state)
-    matrix = AttentionMatrix(state=state)
+    apply_address(state, address_args() if args is None else args)
+
+    query_plot = _stretch(QueryPlot(state=state))
+    query_plot.figure.css_classes = ["ae-query-plot"]  # lets arrow keys move q while the plot has focus
+    query_plot.figure.html_attributes = {"tabindex": "0", "role": "application",
+                                         "aria-label": "Query plane: drag q, or use the arrow keys"}
+    bars, line = _stretch(WeightBars(state=state)), _stretch(OutputLine(state=state))
+    matrix = _stretch(AttentionMatrix(state=state))
     inspector = Inspector(state=state)
-    inspector._pane.stylesheets = [INSPECTOR_CSS]
+    inspector._pane.param.update(stylesheets=[INSPECTOR_CSS], width=None, sizing_mode="stretch_width")
     readout = Readout(state=state)
+    FigureStyler(state=state, figures=[v.figure for v in (query_plot, bars, line, matrix)])
 
-    reset = pn.widgets.Button(label="Reset example", color="primary", width=150, height=40,
-                              description="Restore q = q_love and the original keys and values")
+    reset = pn.widgets.Button(name="Reset", button_type="primary", description="Restore q = q_love (R)",
+                              margin=(6, 8))
     reset.on_click(lambda _: state.reset())
-    message = pn.pane.Str(state.param.message, css_classes=["message"], stylesheets=[APP_CSS])
+    projector = pn.widgets.Checkbox(name="Projector", value=state.mode == "projector", margin=(12, 8))
+    dark = pn.widgets.Checkbox(name="Dark", value=state.theme == "dark", margin=(12, 8))
+    projector.link(state, callbacks={"value": lambda t, e: setattr(state, "mode", "projector" if e.new else "normal")})
+    dark.link(state, callbacks={"value": lambda t, e: setattr(state, "theme", "dark" if e.new else "light")})
+    state.param.watch(lambda e: setattr(projector, "value", e.new == "projector"), "mode")
+    state.param.watch(lambda e: setattr(dark, "value", e.new == "dark"), "theme")
+    fullscreen = pn.widgets.Button(name="Full screen", margin=(6, 8), description="Fill the whole screen (Esc leaves)")
+    fullscreen.js_on_click(code="""
+        if (document.fullscreenElement) { document.exitFullscreen() }
+        else { document.documentElement.requestFullscreen().catch(() => {}) }""")
 
-    header = pn.pane.HTML(
-        "<h1>Attention Explorer</h1>"
-        "<p>Scaled dot-product attention on “I love NLP”: scores s<sub>i</sub> = q·k<sub>i</sub>/√d<sub>k</sub>, "
-        "weights a = softmax(s), output Σ a<sub>i</sub>v<sub>i</sub>. Drag the query q; click a row of the "
-        "matrix to inspect that token's query.</p>",
-        css_classes=["app-header"], stylesheets=[APP_CSS], sizing_mode="stretch_width",
+    title = pn.pane.HTML("<h1>Attention Explorer</h1>", css_classes=["app-title"], stylesheets=[APP_CSS],
+                         sizing_mode="stretch_width", margin=(0, 10))
+    notice = pn.pane.Str(state.param.notice, css_classes=["notice"], stylesheets=[APP_CSS],
+                         sizing_mode="stretch_width", visible=state.param.notice.rx.bool())
+    message = pn.pane.Str(state.param.message, css_classes=["message"], stylesheets=[APP_CSS],
+                          sizing_mode="stretch_width", visible=state.param.message.rx.bool())
+    header = pn.Row(title, reset, projector, dark, fullscreen, sizing_mode="stretch_width",
+                    css_classes=["app-header"], stylesheets=[APP_CSS])
+
+    tabs = pn.Tabs(
+        ("Weights", pn.Column(bars, line, sizing_mode="stretch_both")),
+        ("Matrix", matrix),
+        ("All steps", pn.Column(inspector, sizing_mode="stretch_both", scroll=True)),
+        *teaching_panels(state),
+        ("Export", Export(state=state)),
+        ("Keys", _keys_help()),
+        sizing_mode="stretch_both", dynamic=False,
     )
+    left = pn.Column(query_plot, readout, sizing_mode="stretch_both", css_classes=["left"], stylesheets=[APP_CSS])
+    right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],
+                      stylesheets=[APP_CSS])
     page = pn.Column(
-        pn.Row(header, pn.Column(reset, message, width=220)),
-        pn.Row(query_plot, pn.Column(WeightBars(state=state), OutputLine(state=state), readout)),
-        pn.Row(matrix, inspector),
-        sizing_mode="stretch_width", stylesheets=[APP_CSS],
+        header, notice, message, pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
+                                        stylesheets=[APP_CSS]),
+        BrowserBridge(state=state), Announcer(state=state),
+        sizing_mode="stretch_both", design=ClassroomDesign, css_classes=["page"], stylesheets=[APP_CSS],
     )
     page.state = state  # lets tests reach the session's state from the served page
     return page
