@@ -52,6 +52,10 @@ def _keys_help() -> pn.pane.HTML:
         "a finger.</p>", css_classes=["help"], sizing_mode="stretch_width", stylesheets=[APP_CSS])
 
 
+def _looks(state: AttentionState) -> list[str]:
+    return ["Projector"] * (state.mode == "projector") + ["Dark"] * (state.theme == "dark")
+
+
 def address_args() -> dict:
     """The page address's query arguments for a served session (empty otherwise)."""
     if pn.state.curdoc is None or pn.state.curdoc.session_context is None:
@@ -75,16 +79,16 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     readout = Readout(state=state)
     FigureStyler(state=state, figures=[v.figure for v in (query_plot, bars, line, matrix)])
 
-    reset = pn.widgets.Button(name="Reset", button_type="primary", description="Restore q = q_love (R)",
+    reset = pn.widgets.Button(label="Reset", color="primary", description="Restore q = q_love (R)",
                               margin=(6, 8))
     reset.on_click(lambda _: state.reset())
-    projector = pn.widgets.Checkbox(name="Projector", value=state.mode == "projector", margin=(12, 8))
-    dark = pn.widgets.Checkbox(name="Dark", value=state.theme == "dark", margin=(12, 8))
-    projector.link(state, callbacks={"value": lambda t, e: setattr(state, "mode", "projector" if e.new else "normal")})
-    dark.link(state, callbacks={"value": lambda t, e: setattr(state, "theme", "dark" if e.new else "light")})
-    state.param.watch(lambda e: setattr(projector, "value", e.new == "projector"), "mode")
-    state.param.watch(lambda e: setattr(dark, "value", e.new == "dark"), "theme")
-    fullscreen = pn.widgets.Button(name="Full screen", margin=(6, 8), description="Fill the whole screen (Esc leaves)")
+    # CheckBoxGroup, not Checkbox: its boxes are wrapped in <label>s, so each has an accessible name
+    looks = pn.widgets.CheckBoxGroup(options=["Projector", "Dark"], inline=True, margin=(10, 8),
+                                     value=_looks(state))
+    looks.param.watch(lambda e: state.param.update(mode="projector" if "Projector" in e.new else "normal",
+                                                   theme="dark" if "Dark" in e.new else "light"), "value")
+    state.param.watch(lambda e: setattr(looks, "value", _looks(state)), ["mode", "theme"])
+    fullscreen = pn.widgets.Button(label="Full screen", margin=(6, 8), description="Fill the whole screen (Esc leaves)")
     fullscreen.js_on_click(code="""
         if (document.fullscreenElement) { document.exitFullscreen() }
         else { document.documentElement.requestFullscreen().catch(() => {}) }""")
@@ -95,7 +99,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                          sizing_mode="stretch_width", visible=state.param.notice.rx.bool())
     message = pn.pane.Str(state.param.message, css_classes=["message"], stylesheets=[APP_CSS],
                           sizing_mode="stretch_width", visible=state.param.message.rx.bool())
-    header = pn.Row(title, reset, projector, dark, fullscreen, sizing_mode="stretch_width",
+    header = pn.Row(title, reset, looks, fullscreen, sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
     tabs = pn.Tabs(

@@ -69,10 +69,10 @@ class Export(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.csv = pn.widgets.FileDownload(callback=lambda: io.StringIO(to_csv(self.state)), filename="attention.csv",
-                                           label="Numbers as CSV", button_type="primary", embed=False, width=260)
+                                           label="Numbers as CSV", color="primary", embed=False, width=260)
         self.json = pn.widgets.FileDownload(callback=lambda: io.StringIO(to_json(self.state)),
                                             filename="attention.json", label="Numbers as JSON",
-                                            button_type="primary", embed=False, width=260)
+                                            color="primary", embed=False, width=260)
         note = pn.pane.HTML(
             "<p>The downloads hold q, the keys and values, the selected query's dot products, scores, weights and "
             "output, and the full weight matrix.</p><p>For pictures, use the save button (↓) under the query plot "

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import param
+from bokeh.core.property.vectorization import Value
 from bokeh.models import ColorBar, Interpolator, LinearInterpolator, Plot, Text
 from panel.theme import Design
 from panel.theme.base import Inherit
@@ -51,6 +52,10 @@ class ClassroomDesign(Design):
 
 
 def _px(size) -> float | None:
+    if isinstance(size, Value):
+        size = size.value
+    elif isinstance(size, dict):
+        size = size.get("value")
     m = re.fullmatch(r"\s*([\d.]+)px\s*", str(size)) if size is not None else None
     return float(m.group(1)) if m else None
 
@@ -112,7 +117,7 @@ class FigureStyler(param.Parameterized):
     def _value(self, model, name, orig, projector, plain, pal):
         is_text_glyph = isinstance(model, Text)
         if name.endswith("_font_size"):
-            size = _px(orig.get("value") if isinstance(orig, dict) else orig)
+            size = _px(orig)
             if not projector or size is None:
                 return orig
             return f"{max(PROJECTOR_MIN_FONT, size + PROJECTOR_FONT_STEP):g}px"

@@ -67,9 +67,12 @@ class StepThrough(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        self.toggle = pn.widgets.Checkbox.from_param(s.param.guided, name="Step through", margin=(12, 10))
-        self.back = pn.widgets.Button(name="◀ Back", description="Hide this step again (←)", margin=(4, 6))
-        self.next = pn.widgets.Button(name="Next ▶", button_type="primary", description="Reveal the next step (Space, →)",
+        # CheckBoxGroup, not Checkbox: its box is wrapped in a <label>, so it has an accessible name
+        self.toggle = pn.widgets.CheckBoxGroup(options=["Step through"], value=["Step through"] * s.guided,
+                                               margin=(12, 10))
+        self.toggle.param.watch(lambda e: setattr(s, "guided", bool(e.new)), "value")
+        self.back = pn.widgets.Button(label="◀ Back", description="Hide this step again (←)", margin=(4, 6))
+        self.next = pn.widgets.Button(label="Next ▶", color="primary", description="Reveal the next step (Space, →)",
                                       margin=(4, 6))
         self.back.on_click(lambda _: s.previous_step())
         self.next.on_click(lambda _: s.next_step())
@@ -85,6 +88,7 @@ class StepThrough(pn.viewable.Viewer):
 
     def _render(self, *_):
         s = self.state
+        self.toggle.value = ["Step through"] * s.guided
         self.back.disabled = not s.guided or s.step == 1
         self.next.disabled = s.guided and s.step == len(STEPS)
         if s.guided:
