@@ -7,6 +7,7 @@ its own :class:`~widgets.state.AttentionState`.
 from __future__ import annotations
 
 import os
+from html import escape
 from pathlib import Path
 
 import panel as pn
@@ -26,7 +27,7 @@ HERE = Path(__file__).parent
 INSPECTOR_CSS = (HERE / "static" / "inspector.css").read_text()
 TITLE = "Attention Explorer"
 
-pn.extension(raw_css=[PAGE_CSS])
+pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign)
 
 
 def teaching_panels(state: AttentionState) -> list[tuple[str, pn.viewable.Viewable]]:
@@ -52,6 +53,10 @@ def _keys_help() -> pn.pane.HTML:
         "a finger.</p>", css_classes=["help"], sizing_mode="stretch_width", stylesheets=[APP_CSS])
 
 
+def _as_text(text: str) -> str:
+    return f"<p role='status'>{escape(text)}</p>" if text else ""
+
+
 def _looks(state: AttentionState) -> list[str]:
     return ["Projector"] * (state.mode == "projector") + ["Dark"] * (state.theme == "dark")
 
@@ -69,7 +74,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     apply_address(state, address_args() if args is None else args)
 
     query_plot = _stretch(QueryPlot(state=state))
-    query_plot.figure.css_classes = ["ae-query-plot"]  # lets arrow keys move q while the plot has focus
+    query_plot.figure.css_classes = ["ae-query-plot"]  # arrow keys move q while it has focus; no touch scrolling
+    query_plot.figure.stylesheets = [APP_CSS]
     query_plot.figure.html_attributes = {"tabindex": "0", "role": "application",
                                          "aria-label": "Query plane: drag q, or use the arrow keys"}
     bars, line = _stretch(WeightBars(state=state)), _stretch(OutputLine(state=state))
@@ -79,7 +85,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     readout = Readout(state=state)
     FigureStyler(state=state, figures=[v.figure for v in (query_plot, bars, line, matrix)])
 
-    reset = pn.widgets.Button(label="Reset", color="primary", description="Restore q = q_love (R)",
+    reset = pn.widgets.Button(label="Reset example", color="primary", description="Restore q = q_love (R)",
                               margin=(6, 8))
     reset.on_click(lambda _: state.reset())
     # CheckBoxGroup, not Checkbox: its boxes are wrapped in <label>s, so each has an accessible name
@@ -95,10 +101,11 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
 
     title = pn.pane.HTML("<h1>Attention Explorer</h1>", css_classes=["app-title"], stylesheets=[APP_CSS],
                          sizing_mode="stretch_width", margin=(0, 10))
-    notice = pn.pane.Str(state.param.notice, css_classes=["notice"], stylesheets=[APP_CSS],
-                         sizing_mode="stretch_width", visible=state.param.notice.rx.bool())
-    message = pn.pane.Str(state.param.message, css_classes=["message"], stylesheets=[APP_CSS],
-                          sizing_mode="stretch_width", visible=state.param.message.rx.bool())
+    # Both can quote what a user typed (a link, a field): always escaped, never HTML (pn.pane.Str is not).
+    notice = pn.pane.HTML(state.param.notice.rx.pipe(_as_text), css_classes=["notice"], stylesheets=[APP_CSS],
+                          sizing_mode="stretch_width", visible=state.param.notice.rx.bool())
+    message = pn.pane.HTML(state.param.message.rx.pipe(_as_text), css_classes=["message"], stylesheets=[APP_CSS],
+                           sizing_mode="stretch_width", visible=state.param.message.rx.bool())
     header = pn.Row(title, reset, looks, fullscreen, sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
@@ -118,7 +125,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         header, notice, message, pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
                                         stylesheets=[APP_CSS]),
         BrowserBridge(state=state), Announcer(state=state),
-        sizing_mode="stretch_both", design=ClassroomDesign, css_classes=["page"], stylesheets=[APP_CSS],
+        sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
     )
     page.state = state  # lets tests reach the session's state from the served page
     return page

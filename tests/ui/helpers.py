@@ -22,6 +22,12 @@ def open_app(page, url: str) -> None:
     page.locator(READOUT).wait_for()
 
 
+def show_tab(page, title: str) -> None:
+    """Bring the tab ``title`` (Weights, Matrix, All steps, Export, Keys) to the front."""
+    page.locator(".bk-tab", has_text=title).click()
+    page.wait_for_timeout(300)  # the figure in it lays itself out once visible
+
+
 def to_page(page, figure_name: str, x: float, y: float) -> tuple[float, float]:
     """Page pixel coordinates of data point (x, y) in the named Bokeh figure."""
     return tuple(page.evaluate(_TO_PAGE, [figure_name, x, y]))
