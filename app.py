@@ -112,11 +112,13 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     tabs = pn.Tabs(
         ("Weights", pn.Column(bars, line, sizing_mode="stretch_both")),
         ("Matrix", matrix),
-        ("All steps", pn.Column(inspector, sizing_mode="stretch_both", scroll=True)),
+        ("All steps", inspector),
         *teaching_panels(state),
         ("Export", Export(state=state)),
         ("Keys", _keys_help()),
-        sizing_mode="stretch_both", dynamic=False,
+        # dynamic: a hidden tab is not in the page at all (Panel hides them with visibility only, which leaves
+        # their focusable parts reachable but aria-hidden)
+        sizing_mode="stretch_both", dynamic=True,
     )
     left = pn.Column(query_plot, readout, sizing_mode="stretch_both", css_classes=["left"], stylesheets=[APP_CSS])
     right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],

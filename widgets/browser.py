@@ -94,6 +94,9 @@ function wantsKey(e) {
 
 export function render({ model, el }) {
   const root = document.documentElement
+  // The whole app is the page's main content: one landmark for screen-reader navigation.
+  const app = document.querySelector("[data-root-id]")
+  if (app && !app.hasAttribute("role")) app.setAttribute("role", "main")
   // Text sizes come from CSS, which Bokeh's layout does not watch: measure every view again once they apply.
   const relayout = () => requestAnimationFrame(() => {
     for (const doc of window.Bokeh.documents)

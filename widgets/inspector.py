@@ -55,6 +55,7 @@ class Inspector(pn.viewable.Viewer):
         scale_head = f"÷ {root}" if s.scale else "(no scaling)"
         self._pane.object = f"""
 <h3>Inspector: query of “{token}”, q = {fmt_vec(s.query, 3)}</h3>
+<div class="scroll" tabindex="0" role="region" aria-label="Every step of the selected query">
 <table class="steps">
 <thead><tr><th scope="col">key k<sub>i</sub></th>
 <th scope="col">1. q·k<sub>i</sub></th><th scope="col">2. s<sub>i</sub> = {scale_head}</th>
@@ -65,7 +66,7 @@ class Inspector(pn.viewable.Viewer):
 <tfoot><tr><th scope="row">Σ / max</th><td></td><td>max {fmt(r.row_max[i])}</td><td></td>
 <td>Σ {cell(3, r.exp_sum[i])}</td><td>Σ {cell(4, r.weights[i].sum())}</td><td></td>
 <td>Σ {cell(6, float(r.output[i]))}</td></tr></tfoot>
-</table>
+</table></div>
 <p class="output">7. output = {" + ".join(cell(6, c) for c in products)} = {cell(6, float(r.output[i]))}</p>"""
 
     def __panel__(self):

@@ -8,7 +8,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 
 from tests.ui.conftest import SCREENSHOTS, VIEWPORTS
-from tests.ui.helpers import controls, readout, settle, text_sizes, to_page, wait_for_readout, weights
+from tests.ui.helpers import controls, readout, settle, show_tab, text_sizes, to_page, wait_for_readout, weights
 
 MODES = {"normal": "", "projector": "?mode=projector"}
 
@@ -178,14 +178,16 @@ def test_export_downloads_the_numbers(open_page):
     assert "weight,love,NLP,,0.5034" in info.value.path().read_text()
 
 
-@pytest.mark.parametrize("mode", list(MODES))
-def test_no_serious_accessibility_violations(open_page, mode):
-    page = open_page(MODES[mode], viewport=VIEWPORTS["1024x768"])
-    settle(page, mode)
-    results = Axe().run(page)
-    serious = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:4]) for v in results.response["violations"]
-               if v["impact"] in ("serious", "critical")]
-    assert not serious, serious
+@pytest.mark.parametrize("address", ["", "?mode=projector", "?mode=projector&theme=dark&step=2", "?theme=dark"])
+def test_no_serious_accessibility_violations(open_page, address):
+    page = open_page(address, viewport=VIEWPORTS["1024x768"])
+    settle(page, "projector" if "projector" in address else "normal", "dark" if "dark" in address else "light")
+    for tab in ("Weights", "Matrix", "All steps", "Export", "Keys"):
+        show_tab(page, tab)
+        results = Axe().run(page)
+        serious = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:4])
+                   for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+        assert not serious, f"{tab}: {serious}"
 
 
 @pytest.mark.parametrize("mode", list(MODES))
