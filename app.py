@@ -11,28 +11,49 @@ from html import escape
 from pathlib import Path
 
 import panel as pn
+from bokeh.models import Plot
 
 from widgets.address import apply_address
 from widgets.browser import SHORTCUTS, BrowserBridge
-from widgets.charts import OutputLine, WeightBars
+from widgets.charts import ValuesView, WeightBars
+from widgets.dk_panel import DkPanel
+from widgets.editor import Editor
 from widgets.export import Export
+from widgets.formula import Formula
 from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler
 from widgets.query_plot import QueryPlot
 from widgets.state import AttentionState
 from widgets.stepper import StepThrough
+from widgets.trap import TrapPanel
 
 HERE = Path(__file__).parent
 INSPECTOR_CSS = (HERE / "static" / "inspector.css").read_text()
+TEACHING_CSS = (HERE / "static" / "teaching.css").read_text()
 TITLE = "Attention Explorer"
 
 pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign)
 
+# --- teaching panels: presets and editing, the formula, the trap, why √d_k -------------
+def teaching_panels(state: AttentionState) -> dict[str, pn.viewable.Viewable]:
+    """The views beyond the running example, by name, for the page layout to place.
 
-def teaching_panels(state: AttentionState) -> list[tuple[str, pn.viewable.Viewable]]:
-    """Extra tabs beside the explorer (title, view); the main view stays on one screen whatever is added."""
-    return []
+    ``formula``: the recipe with live numbers (meant beside the inspector);
+    ``editor``: presets, switches (scaling, causal mask, trap) and exact numbers;
+    ``trap``: scoring against values instead of keys; ``dk``: why divide by √d_k.
+    """
+    panels = {"formula": Formula(state=state), "editor": Editor(state=state), "trap": TrapPanel(state=state),
+              "dk": DkPanel(state=state)}
+    layouts = {}
+    for name, view in panels.items():
+        layout = view.__panel__()
+        for pane in layout.select(pn.pane.HTML):
+            pane.stylesheets = [*pane.stylesheets, TEACHING_CSS]
+        layout.css_classes = [*layout.css_classes, "teaching-panel"]
+        layout.stylesheets = [*layout.stylesheets, TEACHING_CSS]
+        layouts[name] = layout
+    return layouts
 
 
 def _stretch(view, **kw):
@@ -78,12 +99,19 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     query_plot.figure.stylesheets = [APP_CSS]
     query_plot.figure.html_attributes = {"tabindex": "0", "role": "application",
                                          "aria-label": "Query plane: drag q, or use the arrow keys"}
-    bars, line = _stretch(WeightBars(state=state)), _stretch(OutputLine(state=state))
+    bars, values = _stretch(WeightBars(state=state)), ValuesView(state=state)
+    for view in (values.line, values.plane):  # number line for scalar values, plane for 2-D ones
+        _stretch(view)
+    for column in values.__panel__().select(pn.Column):
+        column.sizing_mode = "stretch_both"
     matrix = _stretch(AttentionMatrix(state=state))
     inspector = Inspector(state=state)
     inspector._pane.param.update(stylesheets=[INSPECTOR_CSS], width=None, sizing_mode="stretch_width")
     readout = Readout(state=state)
-    FigureStyler(state=state, figures=[v.figure for v in (query_plot, bars, line, matrix)])
+    teaching = teaching_panels(state)
+    figures = [v.figure for v in (query_plot, bars, values.line, values.plane, matrix)]
+    figures += [p.object for t in teaching.values() for p in t.select(pn.pane.Bokeh) if isinstance(p.object, Plot)]
+    FigureStyler(state=state, figures=figures)
 
     reset = pn.widgets.Button(label="Reset example", color="primary", description="Restore q = q_love (R)",
                               margin=(6, 8))
@@ -110,10 +138,13 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
     tabs = pn.Tabs(
-        ("Weights", pn.Column(bars, line, sizing_mode="stretch_both")),
+        ("Weights", pn.Column(bars, values, sizing_mode="stretch_both")),
         ("Matrix", matrix),
         ("All steps", inspector),
-        *teaching_panels(state),
+        ("Recipe", teaching["formula"]),
+        ("Edit", teaching["editor"]),
+        ("Trap", teaching["trap"]),
+        ("√d_k", teaching["dk"]),
         ("Export", Export(state=state)),
         ("Keys", _keys_help()),
         # dynamic: a hidden tab is not in the page at all (Panel hides them with visibility only, which leaves

@@ -10,7 +10,7 @@ import panel as pn
 import param
 from bokeh.models import Div
 
-from widgets.format import fmt, fmt_vec, sqrt_text, token_color
+from widgets.format import fmt, fmt_entry, fmt_vec, sqrt_text, token_color
 from widgets.state import AttentionState
 
 #: What a number of a step not yet revealed shows instead (step-through mode).
@@ -38,11 +38,12 @@ class Inspector(pn.viewable.Viewer):
         shown = [s.revealed(k) for k in (1, 1, 2, 2, 2, 1, 3)]
 
         def cell(k, x):
-            return fmt(x) if shown[k] else PLACEHOLDER
+            return fmt_entry(x) if shown[k] else PLACEHOLDER
         root = sqrt_text(s.d_k)
         token = escape(s.tokens[i])
         values = np.asarray(s.values, dtype=float)
-        products = r.weights[i] * values  # the terms of the output's sum, shown as step 6
+        # the terms of the output's sum, shown as step 6: a_j v_j, a number or a vector
+        products = r.weights[i][:, None] * values if values.ndim == 2 else r.weights[i] * values
         rows = []
         for j, t in enumerate(s.tokens):
             cells = (r.dots[i, j], r.scores[i, j], r.shifted[i, j], r.exp[i, j], r.weights[i, j],
@@ -65,9 +66,9 @@ class Inspector(pn.viewable.Viewer):
 <tbody>{''.join(rows)}</tbody>
 <tfoot><tr><th scope="row">Σ / max</th><td></td><td>max {fmt(r.row_max[i])}</td><td></td>
 <td>Σ {cell(3, r.exp_sum[i])}</td><td>Σ {cell(4, r.weights[i].sum())}</td><td></td>
-<td>Σ {cell(6, float(r.output[i]))}</td></tr></tfoot>
+<td>Σ {cell(6, r.output[i])}</td></tr></tfoot>
 </table></div>
-<p class="output">7. output = {" + ".join(cell(6, c) for c in products)} = {cell(6, float(r.output[i]))}</p>"""
+<p class="output">7. output = {" + ".join(cell(6, c) for c in products)} = {cell(6, r.output[i])}</p>"""
 
     def __panel__(self):
         return self._pane
@@ -99,10 +100,10 @@ class Readout(pn.viewable.Viewer):
     @staticmethod
     def text(state: AttentionState) -> str:
         r, i, tokens = state.result, state.selected, state.tokens
-        out = float(r.output[i])
+        out = r.output[i]
 
         def per_token(row, step=1):
-            return ", ".join(f"{t} {fmt(x) if state.revealed(step) else PLACEHOLDER}" for t, x in zip(tokens, row))
+            return ", ".join(f"{t} {fmt_entry(x) if state.revealed(step) else PLACEHOLDER}" for t, x in zip(tokens, row))
 
         scale = f"q·k / {sqrt_text(state.d_k)}" if state.scale else "q·k (unscaled)"
         return (
@@ -110,7 +111,9 @@ class Readout(pn.viewable.Viewer):
             f"Dot products q·k: {per_token(r.dots[i])}\n"
             f"Scores s = {scale}: {per_token(r.scores[i])}\n"
             f"Weights a = softmax(s): {per_token(r.weights[i], 2)}\n"
-            + (f"Output Σ aᵢvᵢ = {fmt(out)} ≈ {out:.2f}" if state.revealed(3) else f"Output Σ aᵢvᵢ = {PLACEHOLDER}")
+            + (f"Output Σ aᵢvᵢ = {PLACEHOLDER}" if not state.revealed(3)
+               else f"Output Σ aᵢvᵢ = {fmt(out)} ≈ {out:.2f}" if np.ndim(out) == 0
+               else f"Output Σ aᵢvᵢ = {fmt_vec(out, 4)} ≈ {fmt_vec(out, 2)}")
         )
 
     def _render(self, *_):

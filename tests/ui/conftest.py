@@ -38,7 +38,8 @@ def wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60) -> None
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}: {proc.stdout.read()}")
         try:
-            with urllib.request.urlopen(url, timeout=30) as r:  # a busy machine can take seconds per page
+            # a page build can take seconds on a loaded machine: a short timeout would retry forever
+            with urllib.request.urlopen(url, timeout=30) as r:
                 if r.status == 200:
                     return
         except OSError:
