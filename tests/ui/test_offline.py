@@ -105,7 +105,9 @@ def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
         page.mouse.up()
         assert weights(page) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
 
-        for row, token in enumerate(["I", "love", "NLP"]):
+        # the readout shows "love" after the drag: each click below changes it, so each wait means something
+        for row, token in [(2, "NLP"), (0, "I"), (1, "love")]:
+            page.wait_for_timeout(400)  # Bokeh reads a second tap within 300 ms as a double tap, not a tap
             page.mouse.click(*to_page(page, "attention-matrix", 0, row))
             wait_for_readout(page, f'Query of "{token}"')
 
