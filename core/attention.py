@@ -81,7 +81,10 @@ def _as_finite_matrix(name: str, x, ndim: tuple[int, ...]) -> np.ndarray:
 def _softmax_steps(scores: np.ndarray, mask: np.ndarray):
     """Max-shifted softmax along the last axis, returning every step."""
     row_max = np.max(scores, axis=-1, where=mask, initial=-np.inf)
-    shifted = np.where(mask, scores - row_max[..., None], -np.inf)
+    # A score more than ~1.8e308 below the max shifts to -inf: its weight is 0,
+    # which is the correctly rounded exp of so large a gap, so the overflow is benign.
+    with np.errstate(over="ignore"):
+        shifted = np.where(mask, scores - row_max[..., None], -np.inf)
     # exp(-inf) is exactly 0 and every other shifted score is <= 0, so nothing
     # overflows; the row max contributes exp(0) = 1, so the sum is >= 1.
     exp = np.exp(shifted)
