@@ -7,20 +7,47 @@ its own :class:`~widgets.state.AttentionState`.
 from __future__ import annotations
 
 import os
+from html import escape
 from pathlib import Path
 
 import panel as pn
 
-from widgets.charts import OutputLine, WeightBars
+from widgets.charts import ValuesView, WeightBars
+from widgets.dk_panel import DkPanel
+from widgets.editor import Editor
+from widgets.formula import Formula
 from widgets.inspector import Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.query_plot import QueryPlot
 from widgets.state import AttentionState
+from widgets.trap import TrapPanel
 
 HERE = Path(__file__).parent
 APP_CSS = (HERE / "static" / "app.css").read_text()
 INSPECTOR_CSS = (HERE / "static" / "inspector.css").read_text()
+TEACHING_CSS = (HERE / "static" / "teaching.css").read_text()
 TITLE = "Attention Explorer"
+
+
+# --- teaching panels: presets and editing, the formula, the trap, why √d_k -------------
+def teaching_panels(state: AttentionState) -> dict[str, pn.viewable.Viewable]:
+    """The views beyond the running example, by name, for the page layout to place.
+
+    ``formula``: the recipe with live numbers (meant beside the inspector);
+    ``editor``: presets, switches (scaling, causal mask, trap) and exact numbers;
+    ``trap``: scoring against values instead of keys; ``dk``: why divide by √d_k.
+    """
+    panels = {"formula": Formula(state=state), "editor": Editor(state=state), "trap": TrapPanel(state=state),
+              "dk": DkPanel(state=state)}
+    layouts = {}
+    for name, view in panels.items():
+        layout = view.__panel__()
+        for pane in layout.select(pn.pane.HTML):
+            pane.stylesheets = [*pane.stylesheets, TEACHING_CSS]
+        layout.css_classes = [*layout.css_classes, "teaching-panel"]
+        layout.stylesheets = [*layout.stylesheets, TEACHING_CSS]
+        layouts[name] = layout
+    return layouts
 
 
 def create_app(state: AttentionState | None = None) -> pn.viewable.Viewable:
@@ -33,9 +60,12 @@ def create_app(state: AttentionState | None = None) -> pn.viewable.Viewable:
     readout = Readout(state=state)
 
     reset = pn.widgets.Button(label="Reset example", color="primary", width=150, height=40,
-                              description="Restore q = q_love and the original keys and values")
+                              description="Restore the preset: q = q_love, its keys and values, scaling on, no mask")
     reset.on_click(lambda _: state.reset())
-    message = pn.pane.Str(state.param.message, css_classes=["message"], stylesheets=[APP_CSS])
+    # escaped: messages quote what the learner typed, which is never HTML
+    message = pn.pane.HTML(pn.bind(lambda m: f"<p>{escape(m)}</p>" if m else "", state.param.message),
+                           css_classes=["message"], stylesheets=[APP_CSS], width=220)
+    teaching = teaching_panels(state)
 
     header = pn.pane.HTML(
         "<h1>Attention Explorer</h1>"
@@ -46,8 +76,11 @@ def create_app(state: AttentionState | None = None) -> pn.viewable.Viewable:
     )
     page = pn.Column(
         pn.Row(header, pn.Column(reset, message, width=220)),
-        pn.Row(query_plot, pn.Column(WeightBars(state=state), OutputLine(state=state), readout)),
-        pn.Row(matrix, inspector),
+        pn.Row(query_plot, pn.Column(WeightBars(state=state), ValuesView(state=state), readout)),
+        pn.Row(matrix, pn.Column(inspector, teaching["formula"])),
+        # dynamic: a tab's models are built only when it is first shown, so the page loads faster
+        pn.Tabs(("Edit the example", teaching["editor"]), ("The common trap", teaching["trap"]),
+                ("Why divide by √d_k", teaching["dk"]), dynamic=True, name="teaching-tabs"),
         sizing_mode="stretch_width", stylesheets=[APP_CSS],
     )
     page.state = state  # lets tests reach the session's state from the served page

@@ -1,4 +1,4 @@
-"""The course's running example: the three-token sentence "I love NLP".
+"""The course's running example, the three-token sentence "I love NLP", and its presets.
 
 Each token's query equals its key (self-attention with identity projections), so
 the 3x3 attention matrix has one row per token. Arrays are read-only: the app
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Example", "I_LOVE_NLP", "D_K"]
+__all__ = ["Example", "I_LOVE_NLP", "MODULE_2", "PRESETS", "D_K"]
 
 
 def _frozen(rows) -> np.ndarray:
@@ -44,3 +44,17 @@ I_LOVE_NLP = Example(
 )
 
 D_K = I_LOVE_NLP.keys.shape[1]
+
+#: "I love NLP" with vector values (course text, Module 2): Q = K, V : (3, 2), d_v = 2.
+#: Its weights equal the scalar preset's; row "I" gives output (6.0167, 3.9833).
+MODULE_2 = Example(
+    tokens=("I", "love", "NLP"),
+    keys=_frozen([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]),
+    values=_frozen([[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]]),
+)
+
+#: The explorer's presets by the name the learner picks; the first is the default.
+PRESETS: dict[str, Example] = {
+    "Section 6: scalar values": I_LOVE_NLP,
+    "Module 2: vector values": MODULE_2,
+}

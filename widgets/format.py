@@ -27,3 +27,17 @@ def sqrt_text(d_k: int) -> str:
 
 def token_color(i: int) -> str:
     return TOKEN_COLORS[i % len(TOKEN_COLORS)]
+
+
+def fmt_short(x: float, decimals: int = DECIMALS) -> str:
+    """``x`` with at most ``decimals`` decimals and no trailing zeros: 1, 0.5, 0.7071."""
+    s = fmt(x, decimals)
+    return s.rstrip("0").rstrip(".") if "." in s else s
+
+
+def fmt_entry(x, decimals: int = DECIMALS) -> str:
+    """A score, a weight or a value: "masked" for the -inf of a masked score, a vector as (a, b)."""
+    if hasattr(x, "__len__") and len(x) != 1:
+        return fmt_vec(x, decimals)
+    x = float(x[0] if hasattr(x, "__len__") else x)
+    return "masked" if x == -math.inf else fmt(x, decimals)

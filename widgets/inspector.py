@@ -9,7 +9,7 @@ import panel as pn
 import param
 from bokeh.models import Div
 
-from widgets.format import fmt, fmt_vec, sqrt_text, token_color
+from widgets.format import fmt, fmt_entry, fmt_vec, sqrt_text, token_color
 from widgets.state import AttentionState
 
 
@@ -33,7 +33,8 @@ class Inspector(pn.viewable.Viewer):
         root = sqrt_text(s.d_k)
         token = escape(s.tokens[i])
         values = np.asarray(s.values, dtype=float)
-        products = r.weights[i] * values  # the terms of the output's sum, shown as step 6
+        # the terms of the output's sum, shown as step 6: a_j v_j, a number or a vector
+        products = r.weights[i][:, None] * values if values.ndim == 2 else r.weights[i] * values
         rows = []
         for j, t in enumerate(s.tokens):
             cells = (r.dots[i, j], r.scores[i, j], r.shifted[i, j], r.exp[i, j], r.weights[i, j],
@@ -41,7 +42,7 @@ class Inspector(pn.viewable.Viewer):
             rows.append(
                 f'<tr><th scope="row" style="color:{token_color(j)}">{escape(t)} '
                 f'<span class="vec">{fmt_vec(s.keys[j], 0)}</span></th>'
-                + "".join(f"<td>{fmt(c)}</td>" for c in cells) + "</tr>"
+                + "".join(f"<td>{fmt_entry(c)}</td>" for c in cells) + "</tr>"
             )
         scale_head = f"÷ {root}" if s.scale else "(no scaling)"
         self._pane.object = f"""
@@ -55,9 +56,9 @@ class Inspector(pn.viewable.Viewer):
 <tbody>{''.join(rows)}</tbody>
 <tfoot><tr><th scope="row">Σ / max</th><td></td><td>max {fmt(r.row_max[i])}</td><td></td>
 <td>Σ {fmt(r.exp_sum[i])}</td><td>Σ {fmt(r.weights[i].sum())}</td><td></td>
-<td>Σ {fmt(float(r.output[i]))}</td></tr></tfoot>
+<td>Σ {fmt_entry(r.output[i])}</td></tr></tfoot>
 </table>
-<p class="output">7. output = {" + ".join(fmt(c) for c in products)} = {fmt(float(r.output[i]))}</p>"""
+<p class="output">7. output = {" + ".join(fmt_entry(c) for c in products)} = {fmt_entry(r.output[i])}</p>"""
 
     def __panel__(self):
         return self._pane
@@ -89,10 +90,10 @@ class Readout(pn.viewable.Viewer):
     @staticmethod
     def text(state: AttentionState) -> str:
         r, i, tokens = state.result, state.selected, state.tokens
-        out = float(r.output[i])
+        out = r.output[i]
 
         def per_token(row):
-            return ", ".join(f"{t} {fmt(x)}" for t, x in zip(tokens, row))
+            return ", ".join(f"{t} {fmt_entry(x)}" for t, x in zip(tokens, row))
 
         scale = f"q·k / {sqrt_text(state.d_k)}" if state.scale else "q·k (unscaled)"
         return (
@@ -100,7 +101,8 @@ class Readout(pn.viewable.Viewer):
             f"Dot products q·k: {per_token(r.dots[i])}\n"
             f"Scores s = {scale}: {per_token(r.scores[i])}\n"
             f"Weights a = softmax(s): {per_token(r.weights[i])}\n"
-            f"Output Σ aᵢvᵢ = {fmt(out)} ≈ {out:.2f}"
+            + (f"Output Σ aᵢvᵢ = {fmt(out)} ≈ {out:.2f}" if np.ndim(out) == 0
+               else f"Output Σ aᵢvᵢ = {fmt_vec(out, 4)} ≈ {fmt_vec(out, 2)}")
         )
 
     def _render(self, *_):

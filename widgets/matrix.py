@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import panel as pn
 import param
 from bokeh import events
@@ -9,7 +10,7 @@ from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMap
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
-from widgets.format import fmt
+from widgets.format import fmt, fmt_vec
 from widgets.state import AttentionState
 
 
@@ -18,7 +19,9 @@ class AttentionMatrix(pn.viewable.Viewer):
 
     Colours use the perceptually uniform, colour-blind-safe Cividis map on a
     fixed 0..1 scale, and every cell prints its weight, so colour is never the
-    only cue. A last column prints each row's sum. Clicking anywhere in a row
+    only cue. Cells a mask forbids are not weights: they are drawn light grey and
+    hatched, labelled "masked", outside the colour scale. The last columns print
+    each row's sum and its output Σ a_j v_j (a vector for vector values). Clicking anywhere in a row
     selects it (a plain ``Tap`` event, not a TapTool selection, so a second click
     never deselects). The figure has ``name="attention-matrix"``.
     """
@@ -29,11 +32,13 @@ class AttentionMatrix(pn.viewable.Viewer):
         super().__init__(**params)
         self._cells = ColumnDataSource(data=dict(x=[], y=[], weight=[], label=[], text_color=[]))
         self._sums = ColumnDataSource(data=dict(x=[], y=[], label=[]))
+        self._masked = ColumnDataSource(data=dict(x=[], y=[], label=[]))
+        self._outputs = ColumnDataSource(data=dict(x=[], y=[], label=[]))
         self._highlight = ColumnDataSource(data=dict(x=[], y=[], width=[]))
         mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
         fig = figure(
             name="attention-matrix", title="Attention weights (click a row)",
-            width=520, height=400, tools="save", toolbar_location="below",
+            width=640, height=400, tools="save", toolbar_location="below",
             x_axis_label="key", y_axis_label="query", x_axis_location="above",
         )
         fig.toolbar.logo = None
@@ -47,8 +52,15 @@ class AttentionMatrix(pn.viewable.Viewer):
                  text_font_size="17px", text_color="text_color", text_font_style="bold")
         fig.text("x", "y", text="label", source=self._sums, text_align="center", text_baseline="middle",
                  text_font_size="15px", text_color="#333333")
+        # level="overlay": the row outline stays on top of the masked cells drawn after it
         fig.rect("x", "y", "width", 0.96, source=self._highlight, fill_alpha=0, line_color="#D55E00",
-                 line_width=5)
+                 line_width=5, level="overlay")
+        fig.rect("x", "y", 1, 1, source=self._masked, fill_color="#e6e6e6", hatch_pattern="/", hatch_color="#a0a0a0",
+                 hatch_scale=10, line_color="white", line_width=2, name="masked-cells")
+        fig.text("x", "y", text="label", source=self._masked, text_align="center", text_baseline="middle",
+                 text_font_size="14px", text_color="#444444", text_font_style="italic")
+        fig.text("x", "y", text="label", source=self._outputs, text_align="center", text_baseline="middle",
+                 text_font_size="14px", text_color="#111111", text_font_style="bold", name="row-outputs")
         fig.add_layout(ColorBar(color_mapper=mapper, ticker=FixedTicker(ticks=[0, 0.25, 0.5, 0.75, 1]),
                                 major_label_text_font_size="13px", title="weight", width=16), "right")
         fig.on_event(events.Tap, self._on_tap)
@@ -69,25 +81,32 @@ class AttentionMatrix(pn.viewable.Viewer):
 
     def _render_axes(self, *_):
         n, fig = len(self.state.tokens), self.figure
-        fig.x_range = Range1d(-0.5, n + 0.5)  # one extra column for the row sums
+        fig.x_range = Range1d(-0.5, n + 2.9)  # extra columns: the row sums, then the (wider) outputs
         fig.y_range = Range1d(n - 0.5, -0.5)  # row 0 on top, as in a matrix
         names = {i: t for i, t in enumerate(self.state.tokens)}
-        fig.xaxis.ticker = FixedTicker(ticks=list(range(n + 1)))
-        fig.xaxis.major_label_overrides = {**names, n: "row sum"}
+        fig.xaxis.ticker = FixedTicker(ticks=[*range(n + 1), n + 1.7])
+        fig.xaxis.major_label_overrides = {**names, n: "row sum", n + 1.7: "output"}
         fig.yaxis.ticker = FixedTicker(ticks=list(range(n)))
         fig.yaxis.major_label_overrides = names
 
     def _render(self, *_):
-        w = self.state.result.weights
-        n = w.shape[0]
+        r = self.state.result
+        w, n = r.weights, r.weights.shape[0]
+        rows, cols = (a.ravel() for a in np.indices(w.shape))
+        allowed = r.mask.ravel()
+        ok = w.ravel()[allowed]
         self._cells.data = dict(
-            x=[j for i in range(n) for j in range(n)], y=[i for i in range(n) for _ in range(n)],
-            weight=w.ravel().tolist(), label=[fmt(a) for a in w.ravel()],
+            x=cols[allowed].tolist(), y=rows[allowed].tolist(), weight=ok.tolist(), label=[fmt(a) for a in ok],
             # Cividis is dark below ~0.55 and light above: pick the readable ink.
-            text_color=["white" if a < 0.55 else "black" for a in w.ravel()],
+            text_color=["white" if a < 0.55 else "black" for a in ok],
         )
+        self._masked.data = dict(x=cols[~allowed].tolist(), y=rows[~allowed].tolist(),
+                                 label=["masked"] * int((~allowed).sum()))
         self._sums.data = dict(x=[n] * n, y=list(range(n)), label=[fmt(s) for s in w.sum(axis=1)])
-        self._highlight.data = dict(x=[(n - 1) / 2 + 0.5], y=[self.state.selected], width=[n + 1])
+        out = r.output
+        self._outputs.data = dict(x=[n + 1.7] * n, y=list(range(n)),
+                                  label=[fmt(o) if np.ndim(o) == 0 else fmt_vec(o, 4) for o in out])
+        self._highlight.data = dict(x=[(n + 2.35) / 2], y=[self.state.selected], width=[n + 3.35])
 
     def __panel__(self):
         return self._layout

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import numpy as np
 import panel as pn
 import param
 from bokeh import events
 from bokeh.models import ColumnDataSource, Range1d
 from bokeh.plotting import figure
 
-from widgets.format import fmt_vec, token_color
+from widgets.format import fmt_short, fmt_vec, token_color
 from widgets.state import AttentionState
 
 #: Visible plane; drags beyond it are clamped to its edge so q never leaves the view.
 PLANE = (-1.5, 2.5)
 MAX_LINE_WIDTH = 14
+#: A drag that starts this close to a key (in data units, ~12 px) moves that key,
+#: unless the query is at least as close: q wins ties, since it sits on its own key.
+GRAB_RADIUS = 0.12
 
 
 class QueryPlot(pn.viewable.Viewer):
-    """Keys k_i and the query q in the plane; drag or click anywhere to move q.
+    """Keys k_i and the query q in the plane; drag or click anywhere to move q,
+    or drag a key (starting on it) to move that key.
 
     Live channel: Bokeh's ``Pan`` event reaches the server on every pointer move
     while the button is held (``PointDrawTool`` would only sync on release).
@@ -33,7 +38,7 @@ class QueryPlot(pn.viewable.Viewer):
         self._query = ColumnDataSource(data=dict(x=[], y=[], label=[]))
         self._lines = ColumnDataSource(data=dict(xs=[], ys=[], width=[], color=[]))
         fig = figure(
-            name="query-plot", title="Drag the query q (or click to place it)",
+            name="query-plot", title="Drag q (or click to place it); drag a key to move it",
             x_range=Range1d(*PLANE, bounds=PLANE), y_range=Range1d(*PLANE, bounds=PLANE),
             width=460, height=460, tools="save", toolbar_location="below",
             x_axis_label="dimension 1", y_axis_label="dimension 2", match_aspect=True,
@@ -52,8 +57,10 @@ class QueryPlot(pn.viewable.Viewer):
                  text_font_size="15px", text_font_style="bold")
         for ev in (events.Tap, events.PanStart, events.Pan):
             fig.on_event(ev, self._on_pointer)
+        fig.on_event(events.PanEnd, self._on_pan_end)
         self.figure = fig
         self._pending = None
+        self._target = None  # None: the query; an int: the key being dragged
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_keys, ["tokens", "keys"])
         self.state.param.watch(self._render_query, "result")
@@ -63,8 +70,12 @@ class QueryPlot(pn.viewable.Viewer):
     def _on_pointer(self, event) -> None:
         if event.x is None or event.y is None:
             return
+        if isinstance(event, events.PanStart):
+            self._target = self._grab(event.x, event.y)
+        elif isinstance(event, events.Tap):
+            self._target = None
         lo, hi = PLANE
-        self._pending = (min(max(event.x, lo), hi), min(max(event.y, lo), hi))
+        self._pending = (self._target, min(max(event.x, lo), hi), min(max(event.y, lo), hi))
         doc = pn.state.curdoc
         if doc is None or doc.session_context is None:
             self._flush()
@@ -78,17 +89,32 @@ class QueryPlot(pn.viewable.Viewer):
         self._flush_scheduled = False
         if self._pending is None:
             return
-        x, y = self._pending
+        target, x, y = self._pending
         self._pending = None
         with pn.io.hold():
-            self.state.move_query(x, y)
+            if target is None:
+                self.state.move_query(x, y)
+            elif target < len(self.state.tokens):
+                self.state.move_key(target, x, y)
+
+    def _on_pan_end(self, event) -> None:
+        # a pending move keeps its own target, so ending the drag here loses nothing
+        self._target = None
+
+    def _grab(self, x: float, y: float) -> int | None:
+        """The key a drag starting at (x, y) picks up, or None for the query."""
+        K = np.asarray(self.state.keys, dtype=float)
+        d_keys = np.hypot(K[:, 0] - x, K[:, 1] - y)
+        j = int(np.argmin(d_keys))
+        d_query = float(np.hypot(self.state.query[0] - x, self.state.query[1] - y))
+        return j if d_keys[j] <= GRAB_RADIUS and d_keys[j] < d_query else None
 
     def _render_keys(self, *_):
         s, K = self.state, self.state.keys
         self._keys.data = dict(
             x=K[:, 0].tolist(), y=K[:, 1].tolist(), token=list(s.tokens),
             color=[token_color(i) for i in range(len(s.tokens))],
-            label=[f"{t} {fmt_vec(k, 0)}" for t, k in zip(s.tokens, K)],
+            label=[f"{t} ({', '.join(fmt_short(c, 2) for c in k)})" for t, k in zip(s.tokens, K)],
         )
 
     def _render_query(self, *_):

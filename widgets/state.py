@@ -3,14 +3,53 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import param
 
-from core import I_LOVE_NLP, AttentionResult, scaled_dot_product_attention
+from core import (
+    PRESETS, AttentionResult, ScalingExperiment, scaled_dot_product_attention, scaling_experiment,
+    scores_against_values,
+)
+from core.scaling import MAX_D_K
 
 #: Largest coordinate a learner may set; beyond it the numbers stop being instructive.
 MAX_ABS_COORD = 1e6
+
+#: Preset names in the selector: the course's presets, then whatever the learner edits.
+DEFAULT_PRESET = next(iter(PRESETS))
+CUSTOM = "Custom"
+MIN_TOKENS, MAX_TOKENS = 2, 8
+MAX_TOKEN_CHARS = 16
+#: Token names are words: letters, digits, spaces and a little punctuation. Anything
+#: else (<, >, &, quotes, backslashes, braces...) could be read as markup somewhere.
+TOKEN_NAME = re.compile(r"^[\w .,!?'-]+$")
+
+
+def parse_coordinate(text) -> float:
+    """The number a learner typed, or ValueError saying why it cannot be a coordinate.
+
+    Accepts ints, floats and their text ("1.5", " -2 ", "1e3"). Refuses empty text,
+    other text, NaN, ±inf and |x| > MAX_ABS_COORD.
+    """
+    if isinstance(text, str):
+        t = text.strip()
+        if not t:
+            raise ValueError("is empty: type a number")
+        try:
+            x = float(t)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a number") from None
+    elif isinstance(text, bool) or not isinstance(text, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{text!r} is not a number")
+    else:
+        x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(f"{text!r} is not a finite number")
+    if abs(x) > MAX_ABS_COORD:
+        raise ValueError(f"{text!r} is outside ±{MAX_ABS_COORD:g}")
+    return x
 
 
 class AttentionState(param.Parameterized):
@@ -26,9 +65,10 @@ class AttentionState(param.Parameterized):
     ``message`` instead.
     """
 
-    tokens = param.List(default=list(I_LOVE_NLP.tokens), item_type=str, doc="Token of each row, as text.")
-    keys = param.Array(default=I_LOVE_NLP.keys.copy(), doc="K : (n, d_k); also each token's own query.")
-    values = param.Array(default=I_LOVE_NLP.values.copy(), doc="V : (n,), one number per token.")
+    tokens = param.List(default=list(PRESETS[DEFAULT_PRESET].tokens), item_type=str, doc="Token of each row, as text.")
+    keys = param.Array(default=PRESETS[DEFAULT_PRESET].keys.copy(), doc="K : (n, d_k); also each token's own query.")
+    values = param.Array(default=PRESETS[DEFAULT_PRESET].values.copy(),
+                         doc="V : (n,) one number per token, or (n, d_v) one vector per token.")
     selected = param.Integer(default=1, bounds=(0, None), doc="Row whose query the learner moves (0-based).")
     query = param.NumericTuple(default=(0.0, 1.0), length=2, doc="q : (d_k,), the selected token's query.")
     scale = param.Boolean(default=True, doc="Divide the dot products by sqrt(d_k).")
@@ -36,9 +76,30 @@ class AttentionState(param.Parameterized):
     message = param.String(default="", doc="Why the last input was refused; empty when it was accepted.")
     result = param.ClassSelector(class_=AttentionResult, constant=True, doc="Core output for `queries`.")
 
+    # --- presets, editing, trap, masking, the d_k experiment ----------------------------
+    preset = param.Selector(default=DEFAULT_PRESET, objects=[*PRESETS, CUSTOM],
+                            doc="Course example loaded into tokens/keys/values; Custom once the learner edits them.")
+    causal = param.Boolean(default=False, doc="Causal mask: each query attends only to itself and earlier tokens.")
+    trap = param.Boolean(default=False, doc="Also score the queries against the values instead of the keys.")
+    message_field = param.String(default="", doc="Which field the `message` is about, e.g. 'k_love[2]'; empty if none.")
+    # Derived, like `result`, but not `constant`: param.edit_constant flips the *class's*
+    # constant flags, which is not safe with many sessions in one process. Only this
+    # class writes them.
+    trap_result = param.ClassSelector(class_=AttentionResult, allow_None=True,
+                                      doc="Derived: softmax(Q V^T / sqrt(d_k)) V when `trap` is on and defined, else None.")
+    trap_error = param.String(default="", doc="Derived: why scoring against the values is undefined, if it is.")
+    dk_experiment = param.Integer(default=64, bounds=(1, MAX_D_K), doc="d_k of the random-vector experiment.")
+    dk_seed = param.Integer(default=0, bounds=(0, None), doc="Seed of this session's random-vector draws.")
+    scaling = param.ClassSelector(class_=ScalingExperiment, doc="Derived: the d_k experiment's result.")
+
     def __init__(self, **params):
         super().__init__(**params)
+        # The named preset that Reset returns to, even after edits made the preset Custom.
+        self._origin = self.preset if self.preset != CUSTOM else DEFAULT_PRESET
+        if "preset" in params and self.preset != CUSTOM:
+            self._load_preset()
         self._recompute()
+        self._run_experiment()
 
     @property
     def queries(self) -> np.ndarray:
@@ -51,11 +112,34 @@ class AttentionState(param.Parameterized):
     def d_k(self) -> int:
         return int(np.shape(self.keys)[1])
 
-    @param.depends("tokens", "keys", "values", "selected", "query", "scale", watch=True)
+    @property
+    def mask(self) -> np.ndarray | None:
+        """(n, n) bool, True where query i may attend to key j; None without the causal mask."""
+        return np.tril(np.ones((len(self.tokens),) * 2, dtype=bool)) if self.causal else None
+
+    @property
+    def d_v(self) -> int:
+        """Size of each value: 1 for scalar values."""
+        return 1 if np.ndim(self.values) == 1 else int(np.shape(self.values)[1])
+
+    @param.depends("tokens", "keys", "values", "selected", "query", "scale", "causal", "trap", watch=True)
     def _recompute(self):
-        r = scaled_dot_product_attention(self.queries, self.keys, self.values, scale=self.scale)
+        Q, mask = self.queries, self.mask
+        r = scaled_dot_product_attention(Q, self.keys, self.values, mask=mask, scale=self.scale)
+        trap_result, trap_error = None, ""
+        if self.trap:
+            try:
+                trap_result = scores_against_values(Q, self.values, mask=mask, scale=self.scale)
+            except ValueError as exc:
+                trap_error = str(exc)
+        # the trap first: views watching `result` then read a consistent trap_result
+        self.param.update(trap_result=trap_result, trap_error=trap_error)
         with param.edit_constant(self):
             self.result = r
+
+    @param.depends("dk_experiment", "dk_seed", watch=True)
+    def _run_experiment(self):
+        self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
 
     def move_query(self, x, y) -> bool:
         """Set q = (x, y) if both are finite numbers with |x|, |y| <= 1e6.
@@ -65,30 +149,151 @@ class AttentionState(param.Parameterized):
         try:
             q = (float(x), float(y))
         except (TypeError, ValueError):
-            self.message = f"Query refused: ({x!r}, {y!r}) are not numbers."
+            self.param.update(message=f"Query refused: ({x!r}, {y!r}) are not numbers.", message_field="q")
             return False
         if not all(math.isfinite(c) and abs(c) <= MAX_ABS_COORD for c in q):
-            self.message = f"Query refused: coordinates must be finite and within ±{MAX_ABS_COORD:g}."
+            self.param.update(message=f"Query refused: coordinates must be finite and within ±{MAX_ABS_COORD:g}.",
+                              message_field="q")
             return False
-        self.param.update(query=q, message="")
+        self.param.update(query=q, message="", message_field="")
         return True
 
     def select_row(self, row: int) -> None:
         """Select token ``row`` and move the query to that token's own query (its key)."""
         row = int(row)
         if not 0 <= row < len(self.tokens):
-            self.message = f"Row {row} does not exist: choose 0 to {len(self.tokens) - 1}."
+            self.param.update(message=f"Row {row} does not exist: choose 0 to {len(self.tokens) - 1}.",
+                              message_field="")
             return
-        self.param.update(selected=row, query=tuple(float(c) for c in self.keys[row]), message="")
+        self.param.update(selected=row, query=tuple(float(c) for c in self.keys[row]), message="", message_field="")
 
     def reset(self) -> None:
-        """Restore the course example: query of "love", scaling on."""
-        self.param.update(
-            tokens=list(I_LOVE_NLP.tokens),
-            keys=I_LOVE_NLP.keys.copy(),
-            values=I_LOVE_NLP.values.copy(),
-            selected=1,
-            query=(0.0, 1.0),
-            scale=True,
-            message="",
-        )
+        """Restore the current preset (the last named one after edits): query of "love", scaling on, no mask."""
+        with param.parameterized.batch_call_watchers(self):
+            self.param.update(preset=self._origin, scale=True, causal=False, trap=False)
+            self._load_preset()
+
+    # --- presets and editing ----------------------------------------------------------
+    @param.depends("preset", watch=True)
+    def _on_preset(self):
+        if self.preset != CUSTOM:
+            self._origin = self.preset
+            self._load_preset()
+
+    def _load_preset(self) -> None:
+        ex = PRESETS[self._origin]
+        self.param.update(tokens=list(ex.tokens), keys=ex.keys.copy(), values=ex.values.copy(), selected=1,
+                          query=tuple(float(c) for c in ex.keys[1]), message="", message_field="")
+
+    def _refuse(self, field: str, why: str) -> bool:
+        self.param.update(message=f"{field} refused: {why}. The last good value stays.", message_field=field)
+        return False
+
+    def _edited(self, **changes) -> bool:
+        self.param.update(**changes, preset=CUSTOM, message="", message_field="")
+        return True
+
+    def key_field(self, row: int, axis: int) -> str:
+        """Name of key coordinate field, e.g. ``k_love[1]`` (1-based axis, as in the course)."""
+        return f"k_{self.tokens[row]}[{axis + 1}]"
+
+    def value_field(self, row: int, axis: int = 0) -> str:
+        return f"v_{self.tokens[row]}" + (f"[{axis + 1}]" if np.ndim(self.values) == 2 else "")
+
+    def set_query_coordinate(self, axis: int, text) -> bool:
+        """Set coordinate ``axis`` (0-based) of q from a number or typed text; refuse bad input."""
+        field = f"q[{axis + 1}]"
+        try:
+            x = parse_coordinate(text)
+        except ValueError as exc:
+            return self._refuse(field, str(exc))
+        q = list(self.query)
+        q[axis] = x
+        self.param.update(query=tuple(q), message="", message_field="")
+        return True
+
+    def set_key(self, row: int, axis: int, text) -> bool:
+        """Set coordinate ``axis`` of key ``row``; the preset becomes Custom. Refuses bad input."""
+        field = self.key_field(row, axis)
+        try:
+            x = parse_coordinate(text)
+        except ValueError as exc:
+            return self._refuse(field, str(exc))
+        if x == self.keys[row, axis]:
+            return True
+        K = np.array(self.keys, dtype=np.float64)
+        K[row, axis] = x
+        return self._edited(keys=K)
+
+    def move_key(self, row: int, x, y) -> bool:
+        """Move key ``row`` to (x, y), as a drag does; the preset becomes Custom. Refuses bad input."""
+        field = f"k_{self.tokens[row]}"
+        try:
+            k = (parse_coordinate(x), parse_coordinate(y))
+        except ValueError as exc:
+            return self._refuse(field, str(exc))
+        K = np.array(self.keys, dtype=np.float64)
+        K[row] = k
+        return self._edited(keys=K)
+
+    def set_value(self, row: int, axis: int, text) -> bool:
+        """Set value ``row`` (coordinate ``axis`` for vector values); the preset becomes Custom."""
+        field = self.value_field(row, axis)
+        try:
+            x = parse_coordinate(text)
+        except ValueError as exc:
+            return self._refuse(field, str(exc))
+        V = np.array(self.values, dtype=np.float64)
+        if V.ndim == 1:
+            V[row] = x
+        else:
+            V[row, axis] = x
+        if np.array_equal(V, self.values):
+            return True
+        return self._edited(values=V)
+
+    def rename_token(self, row: int, name) -> bool:
+        """Rename token ``row``. Names are short words: HTML, markup and duplicates are refused."""
+        field = f"name of token {row + 1}"
+        name = name.strip() if isinstance(name, str) else name
+        if not isinstance(name, str) or not name:
+            return self._refuse(field, "a token needs a name")
+        if not TOKEN_NAME.match(name):
+            return self._refuse(field, f"{name!r} may only use letters, digits, spaces and . , ! ? ' - "
+                                       "(HTML and other markup are never accepted)")
+        if len(name) > MAX_TOKEN_CHARS:
+            return self._refuse(field, f"{name!r} is longer than {MAX_TOKEN_CHARS} characters")
+        if name in self.tokens[:row] + self.tokens[row + 1:]:
+            return self._refuse(field, f"{name!r} is already a token")
+        if name == self.tokens[row]:
+            return True
+        tokens = list(self.tokens)
+        tokens[row] = name
+        return self._edited(tokens=tokens)
+
+    def add_token(self) -> bool:
+        """Append a token with key (0, 0) and value 0 (up to 8 tokens)."""
+        n = len(self.tokens)
+        if n >= MAX_TOKENS:
+            return self._refuse("tokens", f"at most {MAX_TOKENS} tokens")
+        name = next(f"t{i}" for i in range(n + 1, n + 2 + MAX_TOKENS) if f"t{i}" not in self.tokens)
+        V = np.asarray(self.values, dtype=np.float64)
+        with param.parameterized.batch_call_watchers(self):
+            return self._edited(tokens=[*self.tokens, name], keys=np.vstack([self.keys, np.zeros(self.d_k)]),
+                                values=np.concatenate([V, np.zeros((1,) + V.shape[1:])]))
+
+    def remove_token(self, row: int) -> bool:
+        """Remove token ``row`` (at least 2 stay). The selection follows its token, or moves to row 0."""
+        n = len(self.tokens)
+        if n <= MIN_TOKENS:
+            return self._refuse("tokens", f"at least {MIN_TOKENS} tokens are needed")
+        if not 0 <= row < n:
+            return self._refuse("tokens", f"row {row} does not exist")
+        keep = [i for i in range(n) if i != row]
+        changes = dict(tokens=[self.tokens[i] for i in keep], keys=np.array(self.keys)[keep],
+                       values=np.array(self.values)[keep])
+        if row == self.selected:
+            changes.update(selected=0, query=tuple(float(c) for c in changes["keys"][0]))
+        elif row < self.selected:
+            changes.update(selected=self.selected - 1)
+        return self._edited(**changes)

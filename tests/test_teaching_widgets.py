@@ -1,0 +1,203 @@
+"""Editing, presets, mask, trap and the d_k panel through the state and the views, without a browser."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from bokeh import events
+
+from widgets.charts import ValuePlane, ValuesView
+from widgets.dk_panel import DkPanel
+from widgets.editor import Editor
+from widgets.inspector import Inspector, Readout
+from widgets.matrix import AttentionMatrix
+from widgets.query_plot import QueryPlot
+from widgets.state import CUSTOM, AttentionState
+from widgets.trap import TrapPanel
+
+TOL = dict(rtol=0, atol=5e-5)
+M2 = "Module 2: vector values"
+XSS = "<img src=x onerror=alert(1)>"
+
+
+@pytest.fixture
+def state():
+    return AttentionState()
+
+
+def test_module_2_preset_in_state_readout_and_matrix(state):
+    matrix, readout = AttentionMatrix(state=state), Readout(state=state)
+    state.preset = M2
+    assert state.values.shape == (3, 2) and state.preset == M2
+    state.select_row(0)
+    np.testing.assert_allclose(state.result.weights[0], [0.4011, 0.1978, 0.4011], **TOL)
+    np.testing.assert_allclose(state.result.output[0], [6.0167, 3.9833], **TOL)
+    assert readout.div.text.endswith("Output Σ aᵢvᵢ = (6.0167, 3.9833) ≈ (6.02, 3.98)")
+    assert matrix._outputs.data["label"][0] == "(6.0167, 3.9833)"
+
+
+def test_value_plane_shows_values_and_output(state):
+    view = ValuesView(state=state)
+    assert view._line_pane.visible and not view._plane_pane.visible
+    state.preset = M2
+    assert view._plane_pane.visible and not view._line_pane.visible
+    state.select_row(0)
+    plane = view.plane
+    assert plane._values.data["x"] == [10.0, 0.0, 5.0] and plane._values.data["y"] == [0.0, 10.0, 5.0]
+    assert plane._output.data["label"] == ["output (6.0167, 3.9833)"]
+    assert plane.figure.name == "value-plane"
+    state.preset = "Section 6: scalar values"
+    assert view._line_pane.visible and view.line._output.data["label"] == ["4.4067"]
+
+
+def test_unscaled_love_row_in_the_readout(state):
+    readout = Readout(state=state)
+    state.scale = False
+    np.testing.assert_allclose(state.result.weights[1], [0.1554, 0.4223, 0.4223], **TOL)
+    assert "Scores s = q·k (unscaled)" in readout.div.text
+    assert readout.div.text.endswith("Output Σ aᵢvᵢ = 4.5339 ≈ 4.53")
+
+
+def test_causal_mask_in_matrix_inspector_and_readout(state):
+    matrix, inspector, readout = AttentionMatrix(state=state), Inspector(state=state), Readout(state=state)
+    state.causal = True
+    # upper triangle: masked, drawn apart from the colour-mapped cells
+    assert list(zip(matrix._masked.data["x"], matrix._masked.data["y"])) == [(1, 0), (2, 0), (2, 1)]
+    assert matrix._masked.data["label"] == ["masked"] * 3
+    assert len(matrix._cells.data["weight"]) == 6 and "0.0000" not in matrix._cells.data["label"]
+    assert matrix._sums.data["label"] == ["1.0000"] * 3
+    assert matrix._outputs.data["label"] == ["2.0000", "4.6790", "4.0000"]
+    assert "Weights a = softmax(s): I 0.3302, love 0.6698, NLP 0.0000" in readout.div.text
+    assert "Scores s = q·k / √2: I 0.0000, love 0.7071, NLP masked" in readout.div.text
+    assert "-inf" not in inspector._pane.object and "<td>masked</td>" in inspector._pane.object
+    state.select_row(0)
+    np.testing.assert_allclose(state.result.weights[0], [1, 0, 0], rtol=0)
+    assert readout.div.text.endswith("Output Σ aᵢvᵢ = 2.0000 ≈ 2.00")
+
+
+@pytest.mark.parametrize("text, why", [("", "is empty"), ("abc", "is not a number"), ("nan", "not a finite"),
+                                       ("inf", "not a finite"), ("-inf", "not a finite"), ("2e6", "outside ±1e+06"),
+                                       (math.nan, "not a finite"), (None, "is not a number")])
+def test_bad_coordinates_are_refused_and_nothing_changes(state, text, why):
+    before = (state.keys.copy(), state.values.copy(), state.query, state.result, state.preset)
+    for ok in (state.set_key(1, 0, text), state.set_value(2, 0, text), state.set_query_coordinate(1, text)):
+        assert ok is False and why in state.message
+    assert state.message_field == "q[2]" and state.message.startswith("q[2] refused:")
+    np.testing.assert_array_equal(state.keys, before[0])
+    np.testing.assert_array_equal(state.values, before[1])
+    assert (state.query, state.result, state.preset) == before[2:]
+
+
+def test_field_names_in_messages(state):
+    state.set_key(1, 0, "x")
+    assert state.message_field == "k_love[1]"
+    state.set_value(2, 0, "x")
+    assert state.message_field == "v_NLP"
+    state.preset = M2
+    state.set_value(2, 1, "x")
+    assert state.message_field == "v_NLP[2]"
+
+
+def test_edits_make_the_preset_custom_and_reset_returns_to_it(state):
+    state.preset = M2
+    assert state.set_value(0, 1, " 2.5 ") and state.values[0, 1] == 2.5 and state.preset == CUSTOM
+    assert state.set_key(2, 0, "-1") and state.keys[2, 0] == -1.0
+    state.causal = True
+    state.reset()
+    assert state.preset == M2 and not state.causal
+    np.testing.assert_array_equal(state.values, [[10, 0], [0, 10], [5, 5]])
+    np.testing.assert_array_equal(state.keys, [[1, 0], [0, 1], [1, 1]])
+
+
+@pytest.mark.parametrize("name", [XSS, "<b>", "a&b", "", "   ", 'say "hi"', "x" * 17, "love"])
+def test_bad_token_names_are_refused(state, name):
+    assert state.rename_token(0, name) is False
+    assert state.tokens == ["I", "love", "NLP"] and state.message.startswith("name of token 1 refused")
+
+
+def test_rename_add_remove_tokens(state):
+    assert state.rename_token(0, "Je")
+    assert state.tokens == ["Je", "love", "NLP"] and state.preset == CUSTOM
+    while len(state.tokens) < 8:
+        assert state.add_token()
+    assert state.add_token() is False and "at most 8" in state.message
+    assert state.result.weights.shape == (8, 8) and state.values.shape == (8,)
+    state.select_row(2)
+    assert state.remove_token(0) and state.selected == 1 and state.tokens[1] == "NLP"
+    while len(state.tokens) > 2:
+        state.remove_token(len(state.tokens) - 1)
+    assert state.remove_token(0) is False and "at least 2" in state.message
+    np.testing.assert_allclose(state.result.weights.sum(axis=1), 1.0)
+
+
+def test_dragging_near_a_key_moves_that_key(state):
+    view = QueryPlot(state=state)
+    # k_I = (1, 0) is far from q = (0, 1): a drag starting on it moves the key, not q
+    view._on_pointer(events.PanStart(view.figure, x=1.05, y=0.02, sx=0, sy=0))
+    view._on_pointer(events.Pan(view.figure, x=0.5, y=-0.5, sx=0, sy=0))
+    view._on_pan_end(events.PanEnd(view.figure, x=0.5, y=-0.5, sx=0, sy=0))
+    np.testing.assert_array_equal(state.keys[0], [0.5, -0.5])
+    assert state.query == (0.0, 1.0) and state.preset == CUSTOM
+    assert view._keys.data["label"][0] == "I (0.5, -0.5)"
+    # q sits on k_love: a drag starting there moves q (q wins ties)
+    view._on_pointer(events.PanStart(view.figure, x=0.0, y=1.0, sx=0, sy=0))
+    view._on_pointer(events.Pan(view.figure, x=0.2, y=0.8, sx=0, sy=0))
+    assert state.query == (0.2, 0.8) and state.keys[1].tolist() == [0.0, 1.0]
+
+
+def test_trap_panel_scalar_explains_and_vector_compares(state):
+    view = TrapPanel(state=state)
+    assert not view._figure_pane.visible
+    state.trap = True
+    assert state.trap_result is None and "is not defined" in view._text.object
+    assert "v<sub>love</sub> = 6.00" in view._text.object and not view._figure_pane.visible
+    state.preset = M2
+    state.trap = True
+    assert view._figure_pane.visible
+    bars = dict(zip(view._bars.data["x"], view._bars.data["top"]))
+    assert bars[("love", "keys")] == pytest.approx(0.4011, abs=5e-5)
+    # q_love·v = (0, 10, 5) / √2: scipy-free check with exp
+    e = np.exp(np.array([0, 10, 5]) / math.sqrt(2))
+    assert bars[("love", "values")] == pytest.approx(e[1] / e.sum(), rel=1e-12)
+
+
+def test_dk_panel_shows_variances_and_softmax_summary(state):
+    view = DkPanel(state=state)
+    state.dk_experiment = 1024
+    e = state.scaling
+    assert e.d_k == 1024
+    assert view._dots_note.data["text"][0] == f"variance {e.var_dots:.2f} (≈ d_k = 1024)"
+    assert view._scaled_note.data["text"][0].startswith("variance ") and "(≈ 1)" in view._scaled_note.data["text"][0]
+    assert 0.85 < e.var_scaled < 1.15 and sum(view._scaled.data["top"]) > 0.99 * e.scaled.size
+    assert f"<td>{e.max_weight_unscaled:.3f}</td>" in view._summary.object
+    seed = state.dk_seed
+    view.redraw.clicks += 1
+    assert state.dk_seed == seed + 1
+
+
+def test_editor_refuses_bad_text_and_keeps_the_last_good_state(state):
+    ed = Editor(state=state)
+    field = ed._inputs[("k", 1, 0)]
+    field.value = "abc"
+    assert state.keys[1, 0] == 0.0 and "invalid" in field.css_classes
+    msg = ed._row_messages[1]
+    assert msg.visible and "k_love[1] refused: &#x27;abc&#x27; is not a number" in msg.object
+    ed._inputs[("name", 0, "")].value = XSS
+    assert state.tokens[0] == "I" and "&lt;img src=x onerror=alert(1)&gt;" in ed._row_messages[0].object
+    assert "<img" not in ed._row_messages[0].object
+    ed._inputs[("v", 2, 0)].value = "7"
+    assert state.values[2] == 7.0 and not any(p.visible for p in ed._row_messages.values())
+    assert "invalid" not in field.css_classes and field.value == "0"
+
+
+def test_editor_follows_presets_and_token_count(state):
+    ed = Editor(state=state)
+    state.preset = M2
+    assert ed._inputs[("v", 0, 0)].value == "10" and ed._inputs[("v", 0, 1)].value == "0"
+    assert state.preset == M2  # syncing the inputs did not count as an edit
+    ed.add_button.clicks += 1
+    assert ("name", 3, "") in ed._inputs and ed._inputs[("name", 3, "")].value == "t4"
+    ed._inputs[("q", "", 0)].value = "0.5"
+    assert state.query == (0.5, 1.0)

@@ -1,0 +1,111 @@
+"""Why divide by √d_k: histograms of random q·k with and without scaling, and what softmax makes of them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, FixedTicker, Range1d
+from bokeh.plotting import figure
+
+from core.scaling import MAX_D_K, N_KEYS, N_QUERIES, histogram
+from widgets.format import fmt
+from widgets.state import AttentionState
+
+BINS = 41
+#: Histogram half-widths in standard deviations of the scaled scores.
+SPREAD = 4.5
+
+
+def _hist_figure(name: str, title: str, color: str) -> tuple[figure, ColumnDataSource, ColumnDataSource]:
+    src = ColumnDataSource(data=dict(left=[], right=[], top=[]))
+    note = ColumnDataSource(data=dict(x=[], y=[], text=[]))
+    fig = figure(name=name, title=title, width=330, height=220, tools="", toolbar_location=None,
+                 x_range=Range1d(-1, 1), y_range=Range1d(0, 1))
+    fig.title.text_font_size = "14px"
+    fig.yaxis.visible = False
+    fig.ygrid.visible = False
+    fig.quad(left="left", right="right", top="top", bottom=0, source=src, fill_color=color, line_color="white",
+             fill_alpha=0.85)
+    fig.text("x", "y", text="text", source=note, text_font_size="14px", text_font_style="bold",
+             text_baseline="top", text_align="left")
+    return fig, src, note
+
+
+class DkPanel(pn.viewable.Viewer):
+    """Pick d_k (1..1024): N_QUERIES·N_KEYS random query/key pairs, i.i.d. N(0, 1) entries, seeded per session.
+
+    Shows the histograms of q·k (figure ``dk-dots``) and q·k/√d_k (``dk-scaled``)
+    with their measured variances, and a softmax over N_KEYS such scores: its
+    largest weight and entropy (averaged over queries), scaled and unscaled, plus
+    one query's weights as bars (``dk-softmax``).
+    """
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        self.slider = pn.widgets.EditableIntSlider.from_param(
+            s.param.dk_experiment, name="d_k", start=1, end=MAX_D_K, fixed_start=1, fixed_end=MAX_D_K,
+            width=330)
+        self.redraw = pn.widgets.Button(label="New random draw", width=150,
+                                        description="Draw new random queries and keys (next seed)")
+        self.redraw.on_click(lambda _: setattr(s, "dk_seed", s.dk_seed + 1))
+        self.dots_fig, self._dots, self._dots_note = _hist_figure("dk-dots", "q·k (unscaled)", "#D55E00")
+        self.scaled_fig, self._scaled, self._scaled_note = _hist_figure("dk-scaled", "q·k / √d_k", "#0072B2")
+        self._example = ColumnDataSource(data=dict(x=[], top=[], color=[]))
+        fig = figure(name="dk-softmax", title=f"One query's softmax over {N_KEYS} scores", width=330, height=220,
+                     tools="", toolbar_location=None, y_range=Range1d(0, 1.05), x_range=Range1d(-0.5, 2 * N_KEYS + 0.5))
+        fig.title.text_font_size = "14px"
+        fig.xaxis.ticker = FixedTicker(ticks=[(N_KEYS - 1) / 2, N_KEYS + 1 + (N_KEYS - 1) / 2])
+        fig.xaxis.major_label_overrides = {(N_KEYS - 1) / 2: "scaled", N_KEYS + 1 + (N_KEYS - 1) / 2: "unscaled"}
+        fig.xaxis.major_label_text_font_size = "13px"
+        fig.xgrid.visible = False
+        fig.vbar("x", top="top", width=0.8, source=self._example, color="color")
+        self.example_fig = fig
+        self._summary = pn.pane.HTML("", name="dk-summary", width=680)
+        self._layout = pn.Column(
+            pn.pane.HTML("<h3>Why divide by √d<sub>k</sub>?</h3><p>Random queries and keys with independent "
+                         "unit-variance entries: q·k adds up d<sub>k</sub> such products, so its variance is "
+                         "d<sub>k</sub>; dividing by √d<sub>k</sub> brings it back to 1. Unscaled, the softmax "
+                         "saturates towards one-hot as d<sub>k</sub> grows.</p>", width=700),
+            pn.Row(self.slider, self.redraw),
+            pn.Row(pn.pane.Bokeh(self.dots_fig), pn.pane.Bokeh(self.scaled_fig), pn.pane.Bokeh(fig)),
+            self._summary, name="dk-panel",
+        )
+        s.param.watch(self._render, "scaling")
+        self._render()
+
+    def _render(self, *_):
+        e = self.state.scaling
+        root = math.sqrt(e.d_k)
+        for fig, src, note, samples, half, var, want in (
+            (self.dots_fig, self._dots, self._dots_note, e.dots, SPREAD * root, e.var_dots, f"≈ d_k = {e.d_k}"),
+            (self.scaled_fig, self._scaled, self._scaled_note, e.scaled, SPREAD, e.var_scaled, "≈ 1"),
+        ):
+            counts, edges = histogram(samples, half, BINS)
+            top = counts.max() * 1.35
+            fig.x_range.update(start=-half, end=half)
+            fig.y_range.update(start=0, end=float(top))
+            src.data = dict(left=edges[:-1].tolist(), right=edges[1:].tolist(), top=counts.tolist())
+            note.data = dict(x=[-half * 0.95], y=[float(top) * 0.97], text=[f"variance {fmt(var, 2)} ({want})"])
+        self._example.data = dict(
+            x=[*range(N_KEYS), *range(N_KEYS + 1, 2 * N_KEYS + 1)],
+            top=[*e.example.tolist(), *e.example_unscaled.tolist()],
+            color=["#0072B2"] * N_KEYS + ["#D55E00"] * N_KEYS,
+        )
+        self._summary.object = f"""
+<table class="dk-summary">
+<caption>Softmax over {N_KEYS} scores, mean over {N_QUERIES} random queries (d<sub>k</sub> = {e.d_k}, seed {e.seed}).
+Uniform: largest weight {fmt(1 / N_KEYS, 3)}, entropy {fmt(np.log2(N_KEYS), 2)} bits; one-hot: 1 and 0 bits.</caption>
+<thead><tr><th></th><th scope="col">largest weight</th><th scope="col">entropy (bits)</th></tr></thead>
+<tbody>
+<tr><th scope="row">scaled q·k/√d<sub>k</sub></th><td>{fmt(e.max_weight, 3)}</td><td>{fmt(e.entropy, 2)}</td></tr>
+<tr><th scope="row">unscaled q·k</th><td>{fmt(e.max_weight_unscaled, 3)}</td><td>{fmt(e.entropy_unscaled, 2)}</td></tr>
+</tbody></table>"""
+
+    def __panel__(self):
+        return self._layout

@@ -1,0 +1,183 @@
+"""Presets, switches and the exact numbers: q, every k_i and v_i, and the token names.
+
+Every field is a text box whose text goes to the state's validating setters when the
+learner presses Enter or leaves the box. A refused entry keeps its text (so it can
+be fixed), is outlined in red, and the state's message appears right under its row;
+nothing else changes. Token names, and messages quoting what was typed, are always
+shown as text (escaped), never as HTML.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import numpy as np
+import panel as pn
+import param
+
+from widgets.format import fmt_short
+from widgets.state import MAX_TOKENS, MIN_TOKENS, AttentionState
+
+FIELD_WIDTH = 74
+NAME_WIDTH = 96
+EDITOR_CSS = """
+:host(.invalid) input { border: 2px solid #b00020; background: #fff4f4; }
+"""
+MESSAGE_CSS = """
+.field-message { color: #8a1c00; font-weight: 600; font-size: 14px; margin: 0 0 4px 4px; }
+"""
+
+
+def _number_text(x: float) -> str:
+    # enough digits to retype the number; 4 decimals is what every other view shows
+    return fmt_short(float(x), 4)
+
+
+class Editor(pn.viewable.Viewer):
+    """The preset selector, the scaling / causal-mask / trap switches, and a table of inputs.
+
+    Test hooks: each input carries the CSS class ``field-<kind>-<row>-<axis>``
+    (``field-q--0``, ``field-name-1-``, ``field-k-0-1``, ``field-v-2-0``); row
+    messages carry ``field-message``; the switches ``switch-scale``, ``switch-causal``, ``switch-trap``.
+    """
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state this view edits.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        self._syncing = False
+        self._inputs: dict[tuple[str, int | str, int | str], pn.widgets.TextInput] = {}
+        self._row_messages: dict[int | str, pn.pane.HTML] = {}
+        self.preset = pn.widgets.Select.from_param(s.param.preset, name="Preset", width=260)
+        self.switches = pn.Column(
+            pn.widgets.Checkbox.from_param(s.param.scale, name="Divide by √d_k (scaling)", css_classes=["switch-scale"]),
+            pn.widgets.Checkbox.from_param(s.param.causal, name="Causal mask (attend to earlier tokens only)",
+                                           css_classes=["switch-causal"]),
+            pn.widgets.Checkbox.from_param(s.param.trap, name="Score against values instead of keys (the trap)",
+                                           css_classes=["switch-trap"]),
+            margin=(0, 0, 6, 0),
+        )
+        self.add_button = pn.widgets.Button(label="Add token", width=110, description="Append a token (up to 8)")
+        self.add_button.on_click(lambda _: s.add_token())
+        self._table = pn.Column(margin=0)
+        self._layout = pn.Column(
+            pn.pane.HTML("<h3>Edit the example</h3>", margin=(0, 10)),
+            self.preset, self.switches, self._table, name="editor", css_classes=["editor"],
+        )
+        self._shape = None
+        s.param.watch(self._on_data, ["tokens", "keys", "values"])
+        # a drag moves q many times a second: then only the two q boxes change
+        s.param.watch(self._on_query, "query")
+        s.param.watch(self._on_message, ["message", "message_field"])
+        self._on_data()
+
+    # --- building and syncing ----------------------------------------------------------
+    def _field(self, kind: str, row, axis, width=FIELD_WIDTH) -> pn.widgets.TextInput:
+        w = pn.widgets.TextInput(width=width, margin=(2, 3), css_classes=[f"field-{kind}-{row}-{axis}"],
+                                 stylesheets=[EDITOR_CSS])
+        w.param.watch(lambda e, k=(kind, row, axis): self._on_input(k, e.new), "value")
+        self._inputs[(kind, row, axis)] = w
+        return w
+
+    def _message_pane(self, key) -> pn.pane.HTML:
+        pane = pn.pane.HTML("", visible=False, margin=(0, 3), stylesheets=[MESSAGE_CSS])
+        self._row_messages[key] = pane
+        return pane
+
+    def _header(self, text: str, width: int) -> pn.pane.HTML:
+        return pn.pane.HTML(f"<strong>{text}</strong>", width=width, margin=(2, 3))
+
+    def _build(self):
+        s = self.state
+        n, d_k = len(s.tokens), s.d_k
+        vector = np.ndim(s.values) == 2
+        d_v = s.d_v
+        self._inputs.clear()
+        self._row_messages.clear()
+        rows = [pn.Row(self._header("query q", NAME_WIDTH),
+                       *[self._field("q", "", a) for a in range(d_k)]),
+                self._message_pane("q"),
+                pn.Row(self._header("token", NAME_WIDTH),
+                       *[self._header(f"k[{a + 1}]", FIELD_WIDTH) for a in range(d_k)],
+                       *[self._header(f"v[{a + 1}]" if vector else "v", FIELD_WIDTH) for a in range(d_v)])]
+        for i in range(n):
+            remove = pn.widgets.Button(label="✕", width=34, margin=(2, 3), disabled=n <= MIN_TOKENS,
+                                       description=f"Remove token {i + 1}")
+            remove.on_click(lambda _, i=i: self.state.remove_token(i))
+            rows.append(pn.Row(self._field("name", i, "", NAME_WIDTH),
+                               *[self._field("k", i, a) for a in range(d_k)],
+                               *[self._field("v", i, a) for a in range(d_v)], remove))
+            rows.append(self._message_pane(i))
+        self.add_button.disabled = n >= MAX_TOKENS
+        rows.append(pn.Row(self.add_button, self._message_pane("tokens")))
+        self._table.objects = rows
+
+    def _on_data(self, *_):
+        s = self.state
+        shape = (len(s.tokens), s.d_k, np.ndim(s.values), s.d_v)
+        if shape != self._shape:
+            self._shape = shape
+            self._build()
+        V = np.asarray(s.values, dtype=float).reshape(len(s.tokens), -1)
+        texts = {("q", "", a): _number_text(c) for a, c in enumerate(s.query)}
+        for i, t in enumerate(s.tokens):
+            texts[("name", i, "")] = t
+            texts.update({("k", i, a): _number_text(c) for a, c in enumerate(s.keys[i])})
+            texts.update({("v", i, a): _number_text(c) for a, c in enumerate(V[i])})
+        self._syncing = True
+        try:
+            for key, text in texts.items():
+                w = self._inputs[key]
+                w.value = text
+                w.css_classes = [c for c in w.css_classes if c != "invalid"]
+        finally:
+            self._syncing = False
+        self._on_message()
+
+    def _on_query(self, *_):
+        self._syncing = True
+        try:
+            for a, c in enumerate(self.state.query):
+                w = self._inputs[("q", "", a)]
+                w.value = _number_text(c)
+                w.css_classes = [c for c in w.css_classes if c != "invalid"]
+        finally:
+            self._syncing = False
+
+    # --- user input --------------------------------------------------------------------
+    def _on_input(self, key, text: str) -> None:
+        if self._syncing:
+            return
+        kind, row, axis = key
+        s = self.state
+        with pn.io.hold():
+            if kind == "q":
+                ok = s.set_query_coordinate(axis, text)
+            elif kind == "name":
+                ok = s.rename_token(row, text)
+            elif kind == "k":
+                ok = s.set_key(row, axis, text)
+            else:
+                ok = s.set_value(row, axis, text)
+            w = self._inputs.get(key)
+            if w is not None and not ok:
+                w.css_classes = [*w.css_classes, "invalid"]
+                self._show_at("q" if kind == "q" else row)
+
+    def _on_message(self, *_):
+        s = self.state
+        if not s.message:
+            for pane in self._row_messages.values():
+                pane.visible = False
+        elif s.message_field == "tokens":
+            self._show_at("tokens")
+
+    def _show_at(self, where) -> None:
+        for key, pane in self._row_messages.items():
+            pane.visible = key == where
+            if key == where:
+                pane.object = f'<div class="field-message" role="alert">{escape(self.state.message)}</div>'
+
+    def __panel__(self):
+        return self._layout

@@ -1,0 +1,128 @@
+"""The three steps of the recipe as formulas with the current numbers substituted.
+
+:func:`recipe_latex` is a plain function (state in, LaTeX out) so any view can show
+one step; :class:`Formula` shows all three with Panel's ``LaTeX`` pane, which
+renders with the KaTeX bundled in Panel and served by this app (no CDN).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+import param
+
+from widgets.format import fmt, fmt_short
+from widgets.state import AttentionState
+
+STEP_TITLES = {1: "1. Score", 2: "2. Normalise", 3: "3. Combine"}
+#: Terms per line in long sums, so 8 tokens still fit beside the inspector.
+TERMS_PER_LINE = 3
+
+
+def latex_text(name: str) -> str:
+    r"""``\text{name}`` for a token name. Names are already restricted to words
+    (see ``widgets.state.TOKEN_NAME``); escaping the few characters TeX reads
+    specially keeps this safe even for a name set directly on the state."""
+    special = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+               "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}"}
+    return r"\text{" + "".join(special.get(c, c) for c in name) + "}"
+
+
+def _vec(v) -> str:
+    v = np.atleast_1d(np.asarray(v, dtype=float))
+    return fmt_short(v[0]) if v.size == 1 else "(" + ",\\ ".join(fmt_short(c) for c in v) + ")"
+
+
+def _out(v) -> str:
+    v = np.atleast_1d(np.asarray(v, dtype=float))
+    return fmt(v[0]) if v.size == 1 else "(" + ",\\ ".join(fmt(c) for c in v) + ")"
+
+
+def _sum_lines(lhs: str, terms: list[str], rhs: str) -> str:
+    """``lhs &= t1 + t2 + t3 \\ &\\quad + t4 ... = rhs`` broken every TERMS_PER_LINE terms."""
+    chunks = [" + ".join(terms[i:i + TERMS_PER_LINE]) for i in range(0, len(terms), TERMS_PER_LINE)]
+    body = r" \\ &\quad + ".join(chunks)
+    return f"{lhs} &= {body} = {rhs}"
+
+
+def recipe_latex(state: AttentionState, step: int) -> str:
+    """LaTeX (KaTeX-compatible, no delimiters) for one step of the selected query's recipe.
+
+    Parameters
+    ----------
+    state : AttentionState
+        The formula uses ``state.result`` for the row ``state.selected``.
+    step : {1, 2, 3}
+        1 score: s_i = q·k_i / sqrt(d_k); 2 normalise: a_i = softmax(s)_i (max-shifted,
+        as computed); 3 combine: output = sum_i a_i v_i.
+
+    Raises
+    ------
+    ValueError
+        If ``step`` is not 1, 2 or 3.
+    """
+    s, r, i = state, state.result, state.selected
+    names = [latex_text(t) for t in s.tokens]
+    masked = ~r.mask[i]
+    if step == 1:
+        root = f"\\sqrt{{{s.d_k}}}"
+        head = r"s_i &= \frac{q \cdot k_i}{\sqrt{d_k}}" if s.scale else r"s_i &= q \cdot k_i \quad \text{(scaling off)}"
+        lines = [head]
+        for j, name in enumerate(names):
+            if masked[j]:
+                lines.append(f"s_{{{name}}} &= -\\infty \\quad \\text{{(masked: a later token)}}")
+            elif s.scale:
+                lines.append(f"s_{{{name}}} &= \\frac{{{_vec(s.query)} \\cdot {_vec(s.keys[j])}}}{{{root}}} = "
+                             f"\\frac{{{fmt(r.dots[i, j])}}}{{{fmt(np.sqrt(s.d_k))}}} = {fmt(r.scores[i, j])}")
+            else:
+                lines.append(f"s_{{{name}}} &= {_vec(s.query)} \\cdot {_vec(s.keys[j])} = {fmt(r.scores[i, j])}")
+        return "\\begin{aligned}" + r" \\ ".join(lines) + "\\end{aligned}"
+    if step == 2:
+        lines = [r"a_i &= \mathrm{softmax}(s)_i = \frac{e^{s_i - m}}{\sum_j e^{s_j - m}}, \quad m = \max_j s_j = "
+                 + fmt(r.row_max[i])]
+        terms = [f"e^{{{fmt(r.shifted[i, j])}}}" for j in range(len(names)) if not masked[j]]
+        lines.append(_sum_lines(r"\textstyle\sum_j e^{s_j - m}", terms, fmt(r.exp_sum[i])))
+        for j, name in enumerate(names):
+            if masked[j]:
+                lines.append(f"a_{{{name}}} &= 0 \\quad \\text{{(masked)}}")
+            else:
+                lines.append(f"a_{{{name}}} &= \\frac{{{fmt(r.exp[i, j])}}}{{{fmt(r.exp_sum[i])}}} = "
+                             f"{fmt(r.weights[i, j])}")
+        return "\\begin{aligned}" + r" \\ ".join(lines) + "\\end{aligned}"
+    if step == 3:
+        terms = [f"{fmt(r.weights[i, j])} \\cdot {_vec(s.values[j])}" for j in range(len(names))]
+        lines = [r"\text{output} &= \textstyle\sum_i a_i v_i",
+                 _sum_lines("", terms, _out(r.output[i]))]
+        return "\\begin{aligned}" + r" \\ ".join(lines) + "\\end{aligned}"
+    raise ValueError(f"step must be 1, 2 or 3, got {step!r}")
+
+
+def recipe_steps_latex(state: AttentionState) -> tuple[str, str, str]:
+    """The three steps' LaTeX for the selected query: (score, normalise, combine)."""
+    return tuple(recipe_latex(state, k) for k in (1, 2, 3))
+
+
+class Formula(pn.viewable.Viewer):
+    """s_i = q·k_i/√d_k, a_i = softmax(s)_i and output = Σ a_i v_i with the current numbers, as maths."""
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._panes = {k: pn.pane.LaTeX("", renderer="katex", styles={"font-size": "17px"},
+                                        name=f"formula-step-{k}") for k in STEP_TITLES}
+        self._layout = pn.Column(
+            pn.pane.HTML("<h3>The recipe with your numbers</h3>", margin=(0, 10)),
+            *[item for k, title in STEP_TITLES.items()
+              for item in (pn.pane.HTML(f"<strong>{title}</strong>", margin=(6, 10, 0, 10)), self._panes[k])],
+            name="formula", css_classes=["formula"],
+        )
+        self.state.param.watch(self._render, "result")
+        self._render()
+
+    def _render(self, *_):
+        for k, latex in zip(STEP_TITLES, recipe_steps_latex(self.state)):
+            self._panes[k].object = f"$${latex}$$"
+
+    def __panel__(self):
+        return self._layout

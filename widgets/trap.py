@@ -1,0 +1,96 @@
+"""The common trap: scoring the query against the values instead of the keys."""
+
+from __future__ import annotations
+
+from html import escape
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, FactorRange, FixedTicker, Range1d
+from bokeh.plotting import figure
+
+from widgets.format import fmt, fmt_vec
+from widgets.state import AttentionState
+
+#: Bar labels under each token: scored against the keys (correct) or the values (the trap).
+CORRECT, TRAP = "keys", "values"
+COLORS = {CORRECT: "#0072B2", TRAP: "#D55E00"}
+
+
+class TrapPanel(pn.viewable.Viewer):
+    """Side by side: the correct weights (scored against keys) and the trap's (scored against values).
+
+    With scalar values the panel explains why q·v_i is undefined instead of
+    computing anything. Grouped bars are in the figure named ``trap-weights``.
+    """
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._bars = ColumnDataSource(data=dict(x=[], top=[], label=[], color=[], kind=[]))
+        fig = figure(name="trap-weights", title="Selected query's weights: softmax(q·kᵢ/√d_k) vs softmax(q·vᵢ/√d_k)",
+                     x_range=FactorRange(), y_range=Range1d(0, 1.22), width=520, height=260,
+                     tools="", toolbar_location=None)
+        fig.title.text_font_size = "15px"
+        fig.axis.major_label_text_font_size = "13px"
+        fig.xaxis.group_text_font_size = "14px"
+        fig.xgrid.visible = False
+        fig.yaxis.ticker = FixedTicker(ticks=[0, 0.5, 1])
+        fig.vbar("x", top="top", width=0.85, source=self._bars, color="color")
+        fig.text("x", "top", text="label", source=self._bars, text_align="center", y_offset=-3,
+                 text_font_size="12px")
+        self.figure = fig
+        self._text = pn.pane.HTML("", name="trap-text", css_classes=["trap-text"], width=470)
+        # a wrapping column: a Bokeh pane would silently re-sync its own `visible` from the figure
+        self._figure_pane = pn.Column(pn.pane.Bokeh(fig, sizing_mode="fixed"), margin=0)
+        # the same switch as the editor's: both are bound to state.trap, the one place it lives
+        self.switch = pn.widgets.Checkbox.from_param(self.state.param.trap,
+                                                     name="Score against values instead of keys (the trap)")
+        self._layout = pn.Column(pn.pane.HTML("<h3>The common trap: scoring against the values</h3>"),
+                                 self.switch, self._text, self._figure_pane, name="trap")
+        self.state.param.watch(self._render, ["result", "trap"])
+        self._render()
+
+    def _render(self, *_):
+        s = self.state
+        i, token = s.selected, escape(s.tokens[s.selected])
+        if not s.trap:
+            self._figure_pane.visible = False
+            self._text.object = ("<p>Attention scores the query against the <em>keys</em> (what each token "
+                                 "offers to be matched on) and only then mixes the <em>values</em> (what it "
+                                 "hands over). Turn on “Score against values instead of keys” to see what goes "
+                                 "wrong when the two are confused.</p>")
+            return
+        if s.trap_result is None:
+            self._figure_pane.visible = False
+            v = np.asarray(s.values)
+            if v.ndim == 1:
+                why = (f"<p><strong>Nothing to compute: q·v<sub>i</sub> is not defined.</strong> "
+                       f"q = {fmt_vec(s.query, 3)} is a vector of d<sub>k</sub> = {s.d_k} numbers, but each value "
+                       f"is a single number (v<sub>{token}</sub> = {fmt(float(v[i]), 2)}). "
+                       "A dot product needs two vectors of the same size. Values are what a token hands over, "
+                       "not what it is matched on: that is the key's job.</p>")
+            else:
+                why = f"<p><strong>Nothing to compute.</strong> {escape(s.trap_error)}</p>"
+            self._text.object = why + "<p>Try the “Module 2: vector values” preset, where v<sub>i</sub> has d_k = 2 entries.</p>"
+            return
+        good, bad = s.result.weights[i], s.trap_result.weights[i]
+        tokens = list(s.tokens)
+        x = [(t, k) for t in tokens for k in (CORRECT, TRAP)]
+        self.figure.x_range.factors = x
+        tops = [w for pair in zip(good, bad) for w in pair]
+        self._bars.data = dict(x=x, top=tops, label=[fmt(w, 2) for w in tops],
+                               color=[COLORS[k] for _, k in x], kind=[k for _, k in x])
+        self._figure_pane.visible = True
+        j = int(np.argmax(bad))
+        self._text.object = (
+            f"<p>Query of “{token}”: scored against the values, the weights follow q·v<sub>i</sub>, so "
+            f"relevance now depends on <em>what would be retrieved</em>. The largest weight goes to "
+            f"“{escape(tokens[j])}” ({fmt(bad[j], 4)}); make any value longer and its weight rises, though its "
+            "key has not changed. The output becomes "
+            f"{fmt_vec(s.trap_result.output[i], 4)} instead of {fmt_vec(s.result.output[i], 4)}.</p>")
+
+    def __panel__(self):
+        return self._layout
