@@ -168,5 +168,7 @@ if pn.state.served:
     create_app().servable(title=TITLE)
 
 if __name__ == "__main__":
-    pn.serve(create_app, port=int(os.environ.get("PORT", "5006")), address="0.0.0.0" if os.environ.get("ADDRESS") else None,
-             show=False, title=TITLE)
+    # the same settings and server as the container: environment variables -> `panel serve` (serve.py)
+    import serve
+
+    serve.main()

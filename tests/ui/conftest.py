@@ -59,6 +59,15 @@ def server():
         wait_for_http(f"http://127.0.0.1:{port}/", proc)
         yield f"http://127.0.0.1:{port}/"
     finally:
+        # Bokeh logs an AssertionError when it is stopped while a websocket is still closing: let the
+        # last pages' websockets close first (the server logs each open and close)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            log.seek(0)
+            text = log.read()
+            if text.count("WebSocket connection opened") <= text.count("WebSocket connection closed"):
+                break
+            time.sleep(0.1)
         proc.terminate()
         proc.wait(10)
         log.seek(0)
