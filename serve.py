@@ -153,8 +153,11 @@ def run(argv: list[str]) -> None:
 def health(environ: Mapping[str, str] = os.environ, timeout: float = 10) -> bool:
     """Whether the local server's liveness endpoint can build the app's page."""
     port = environ.get("PORT", "").strip() or "5006"
+    address = environ.get("ADDRESS", "").strip()
+    host = "127.0.0.1" if address in ("", "0.0.0.0", "::", "localhost") else address
+    host = f"[{host}]" if ":" in host else host
     prefix = _prefix(environ.get("EXPLORER_PREFIX", ""))
-    url = f"http://127.0.0.1:{port}{'/' + prefix if prefix else ''}/liveness?endpoint={APP_ENDPOINT}"
+    url = f"http://{host}:{port}{'/' + prefix if prefix else ''}/liveness?endpoint={APP_ENDPOINT}"
     try:
         with urllib.request.urlopen(url, timeout=timeout) as r:
             return r.status == 200

@@ -177,6 +177,10 @@ def report(compressed: dict, plain: dict, runs: int, load: tuple[float, float, f
         "websocket uses permessage-deflate (`--websocket-compression-level 6`). Uncompressed: the same server",
         "asked with `Accept-Encoding: identity` and started with `EXPLORER_WS_COMPRESSION_LEVEL=0`.",
         "",
+        "The page uses no table, yet `tabulator.min.js`, `luxon.min.js` and `es-module-shims.min.js` are sent:",
+        "an app that never calls `pn.extension()` gets the scripts of every Panel extension imported. A copy",
+        "of `app.py` calling `pn.extension()` at import measured 780 kB of HTTP instead of 911 kB (one load).",
+        "",
     ]
     return "\n".join(lines)
 

@@ -105,21 +105,22 @@ class RoomControls(pn.viewable.Viewer):
         self._applying = False
         self._lock = threading.Lock()
 
-        self._present = pn.widgets.Button(label="Present", color="success", width=150, height=40,
+        self._present = pn.widgets.Button(label="Present", color="success", margin=(6, 8),
                                           description="Let a class follow this page live")
         self._present.on_click(self._on_present)
-        self._stop = pn.widgets.Button(label="Stop presenting", width=150, description="End the room now")
+        self._stop = pn.widgets.Button(label="Stop presenting", margin=(6, 8), description="End the room now")
         self._qr = pn.pane.HTML("", css_classes=["room-qr"], stylesheets=[ROOM_CSS], width=190, margin=(0, 5))
-        self._qr_toggle = pn.widgets.Toggle(label="QR code", value=False, width=150)
+        self._qr_toggle = pn.widgets.Toggle(label="QR code", value=False, margin=(6, 8))
         self._qr.visible = self._qr_toggle.param.value
         self._stop.on_click(self._on_stop)
-        self._toggle = pn.widgets.Button(label="Explore on my own", width=170,
+        self._toggle = pn.widgets.Button(label="Explore on my own", margin=(6, 8),
                                          description="Stop following; your changes stay on your page")
         self._toggle.on_click(self._on_toggle)
-        self._card = pn.pane.HTML("", css_classes=["room-card"], stylesheets=[ROOM_CSS], width=210, margin=(4, 5))
+        self._card = pn.pane.HTML("", css_classes=["room-card"], stylesheets=[ROOM_CSS], width=250, margin=(2, 8))
         self._notice = pn.pane.Str(self.param.notice, css_classes=["room-notice"], stylesheets=[ROOM_CSS],
-                                   width=210, visible=self.param.notice.rx.bool())
-        self._layout = pn.Column(self._present, self._notice, width=220, margin=0)
+                                   width=260, margin=(6, 8), visible=self.param.notice.rx.bool())
+        # a row: the controls sit at the end of the page's header
+        self._layout = pn.Row(self._present, self._notice, margin=0)
 
         self.state.param.watch(self._on_state_change, list(AttentionState.SHARED_PARAMS))
         if ctx is not None:

@@ -8,9 +8,11 @@ are refused, as on an offline network, and listed in the failure.
 from __future__ import annotations
 
 import ipaddress
+import time
 from urllib.parse import urlsplit
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import serve
 from tests.ui.helpers import open_app, readout, to_page, wait_for_readout, weights
@@ -42,27 +44,35 @@ def test_is_loopback(url, local):
 
 
 def _use_every_control(page) -> int:
-    """Click every button, switch and checkbox; pick every option of every list; type into text fields."""
-    used = 0
-    for button in page.locator("button:visible").all():
-        button.click()
-        page.wait_for_timeout(150)
-        used += 1
-    for box in page.locator("input[type=checkbox]:visible, input[type=radio]:visible").all():
-        box.click()
-        page.wait_for_timeout(150)
-        used += 1
-    for select in page.locator("select:visible").all():
-        for value in select.locator("option").evaluate_all("os => os.map(o => o.value)"):
-            select.select_option(value)
+    """Click every button, switch and checkbox; pick every option of every list; type into text fields.
+
+    Using one control can re-render others (a preset rebuilds the editor), so each is looked up again
+    by position just before use, and one that has gone meanwhile is passed over.
+    """
+    def each(selector: str, use) -> int:
+        done = 0
+        for i in range(page.locator(selector).count()):
+            element = page.locator(selector).nth(i)
+            try:
+                use(element)
+            except PlaywrightTimeout:
+                continue
             page.wait_for_timeout(150)
-        used += 1
-    for field in page.locator("input[type=text]:visible, input:not([type]):visible, textarea:visible").all():
-        field.fill("1")
-        field.press("Enter")
-        page.wait_for_timeout(150)
-        used += 1
-    return used
+            done += 1
+        return done
+
+    def pick_each(select):
+        for value in select.evaluate("s => Array.from(s.options, o => o.value)", timeout=3000):
+            select.select_option(value, timeout=3000)
+
+    def type_one(field):
+        field.fill("1", timeout=3000)
+        field.press("Enter", timeout=3000)
+
+    return (each("button:visible", lambda b: b.click(timeout=3000))
+            + each("input[type=checkbox]:visible, input[type=radio]:visible", lambda b: b.click(timeout=3000))
+            + each("select:visible", pick_each)
+            + each("input[type=text]:visible, input:not([type]):visible, textarea:visible", type_one))
 
 
 def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
@@ -83,9 +93,12 @@ def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
     page = context.new_page()
     sockets, sent = [], []
 
+    last_frame = [time.monotonic()]
+
     def on_socket(ws):
         sockets.append(ws.url)
         ws.on("framesent", lambda payload: sent.append(len(payload)))
+        ws.on("framereceived", lambda _: last_frame.__setitem__(0, time.monotonic()))
 
     page.on("websocket", on_socket)
     errors = []
@@ -105,7 +118,9 @@ def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
         page.mouse.up()
         assert weights(page) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
 
-        for row, token in enumerate(["I", "love", "NLP"]):
+        # the readout shows "love" after the drag: each click below changes it, so each wait means something
+        for row, token in [(2, "NLP"), (0, "I"), (1, "love")]:
+            page.wait_for_timeout(400)  # Bokeh reads a second tap within 300 ms as a double tap, not a tap
             page.mouse.click(*to_page(page, "attention-matrix", 0, row))
             wait_for_readout(page, f'Query of "{token}"')
 
@@ -114,8 +129,11 @@ def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
 
         used = _use_every_control(page)
         assert used >= 1, "found no control on the page: the selectors no longer match the page's widgets"
-        page.wait_for_timeout(500)
         assert readout(page), "the readout disappeared after using the controls"
+        # let the server finish its replies: closing the page mid-message makes Tornado log a traceback
+        deadline = time.monotonic() + 30
+        while time.monotonic() - last_frame[0] < 1.5 and time.monotonic() < deadline:
+            page.wait_for_timeout(250)
     finally:
         context.close()
 
