@@ -18,6 +18,7 @@ from widgets.editor import Editor
 from widgets.formula import Formula
 from widgets.inspector import Inspector, Readout
 from widgets.matrix import AttentionMatrix
+from widgets.preview import DragPreview
 from widgets.query_plot import QueryPlot
 from widgets.state import AttentionState
 from widgets.trap import TrapPanel
@@ -58,6 +59,8 @@ def create_app(state: AttentionState | None = None) -> pn.viewable.Viewable:
     inspector = Inspector(state=state)
     inspector._pane.stylesheets = [INSPECTOR_CSS]
     readout = Readout(state=state)
+    bars, values = WeightBars(state=state), ValuesView(state=state)
+    DragPreview(query_plot, values, matrix, readout, bars, state=state)
 
     reset = pn.widgets.Button(label="Reset example", color="primary", width=150, height=40,
                               description="Restore the preset: q = q_love, its keys and values, scaling on, no mask")
@@ -76,7 +79,7 @@ def create_app(state: AttentionState | None = None) -> pn.viewable.Viewable:
     )
     page = pn.Column(
         pn.Row(header, pn.Column(reset, message, width=220)),
-        pn.Row(query_plot, pn.Column(WeightBars(state=state), ValuesView(state=state), readout)),
+        pn.Row(query_plot, pn.Column(bars, values, readout)),
         pn.Row(matrix, pn.Column(inspector, teaching["formula"])),
         # dynamic: a tab's models are built only when it is first shown, so the page loads faster
         pn.Tabs(("Edit the example", teaching["editor"]), ("The common trap", teaching["trap"]),
