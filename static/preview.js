@@ -23,26 +23,29 @@ function fmtVec(v, d) { return "(" + v.map((c) => fmt(c, d)).join(", ") + ")"; }
 function fmtEntry(x) { return x === -Infinity ? "masked" : fmt(x, 4); }
 function sqrtText(d) { const r = Math.round(Math.sqrt(d)); return r * r === d ? String(r) : "√" + d; }
 
-// The same text as widgets/inspector.py's Readout.text
+// The same text as widgets/inspector.py's Readout.text, including the step-through's
+// placeholders for numbers of steps not yet revealed (revealed[k-1] for step k).
 function readoutText(inp, q, r) {
-  const tokens = inp.tokens, i = inp.selected;
-  const perToken = (row) => row.map((x, j) => `${tokens[j]} ${fmtEntry(x)}`).join(", ");
+  const tokens = inp.tokens, i = inp.selected, shown = (step) => inp.revealed[step - 1];
+  const perToken = (row, step = 1) =>
+    row.map((x, j) => `${tokens[j]} ${shown(step) ? fmtEntry(x) : inp.placeholder}`).join(", ");
   const scale = inp.scale ? `q·k / ${sqrtText(q.length)}` : "q·k (unscaled)";
   const out = r.output;
-  const outText = inp.scalar
-    ? `Output Σ aᵢvᵢ = ${fmt(out[0], 4)} ≈ ${fmt(out[0], 2)}`
+  const outText = !shown(3) ? `Output Σ aᵢvᵢ = ${inp.placeholder}`
+    : inp.scalar ? `Output Σ aᵢvᵢ = ${fmt(out[0], 4)} ≈ ${fmt(out[0], 2)}`
     : `Output Σ aᵢvᵢ = ${fmtVec(out, 4)} ≈ ${fmtVec(out, 2)}`;
   return `Query of "${tokens[i]}": q = ${fmtVec(q, 3)}\n` +
     `Dot products q·k: ${perToken(r.dots)}\n` +
     `Scores s = ${scale}: ${perToken(r.scores)}\n` +
-    `Weights a = softmax(s): ${perToken(r.weights)}\n` + outText;
+    `Weights a = softmax(s): ${perToken(r.weights, 2)}\n` + outText;
 }
 
 function inputsOf(a) {
   const d = a.inputs.data;
   return {
     keys: d.keys[0], values: d.values[0], tokens: d.tokens[0], allowed: d.allowed[0],
-    selected: d.selected[0], scale: d.scale[0], scalar: d.scalar[0], readout: d.readout[0],
+    selected: d.selected[0], scale: d.scale[0], scalar: d.scalar[0],
+    revealed: d.revealed[0], placeholder: d.placeholder[0],
     plane: d.plane[0], grab: d.grab[0], maxWidth: d.max_width[0],
   };
 }
@@ -61,7 +64,7 @@ function applyPreview(a, q) {
   const inp = inputsOf(a);
   const r = attentionStep(q, inp.keys, inp.values, inp.allowed, inp.scale);
   const st = previewState(a);
-  if (inp.readout) showReadout(a, readoutText(inp, q, r));
+  showReadout(a, readoutText(inp, q, r));
   st.frame = { q, r, inp };
   if (!st.frameRequested) {
     st.frameRequested = true;

@@ -17,7 +17,7 @@ import param
 from bokeh.models import ColumnDataSource, CustomJS
 
 from widgets.charts import ValuesView
-from widgets.inspector import Readout
+from widgets.inspector import PLACEHOLDER, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.query_plot import GRAB_RADIUS, MAX_LINE_WIDTH, PLANE, QueryPlot
 from widgets.state import AttentionState
@@ -32,7 +32,7 @@ class DragPreview(param.Parameterized):
 
     ``inputs`` is a one-row ``ColumnDataSource`` holding what the computation depends on
     besides q: K : (n, d_k), V as (n, d_v) rows, tokens, the selected row's mask row,
-    scaling, and whether the readout shows numbers at all. It changes only when one of
+    scaling, and which recipe steps the step-through has revealed. It changes only when one of
     those does, never during a drag.
     """
 
@@ -70,7 +70,7 @@ class DragPreview(param.Parameterized):
             tokens=[list(s.tokens)],
             allowed=[s.result.mask[i].tolist()],
             selected=[i], scale=[bool(s.scale)], scalar=[V.ndim == 1],
-            readout=[not getattr(s, "guided", False)],
+            revealed=[[s.revealed(step) for step in (1, 2, 3)]], placeholder=[PLACEHOLDER],
             plane=[list(PLANE)], grab=[GRAB_RADIUS], max_width=[MAX_LINE_WIDTH],
         )
 

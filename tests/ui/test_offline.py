@@ -1,0 +1,145 @@
+"""A school network may have no internet: the page must ask nothing of any host but the one serving it.
+
+Every request of a full session is recorded (page load, a drag of the query, a click on every matrix
+row, Reset, then every button, switch, list and text field the page has); requests to other hosts
+are refused, as on an offline network, and listed in the failure.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from urllib.parse import urlsplit
+
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+import serve
+from tests.ui.helpers import open_app, readout, to_page, wait_for_readout, weights
+
+LOCAL_SCHEMES = {"data", "blob", "about"}
+
+
+def is_loopback(url: str) -> bool:
+    parts = urlsplit(url)
+    if parts.scheme in LOCAL_SCHEMES:
+        return True
+    host = parts.hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.mark.parametrize("url, local", [
+    ("http://127.0.0.1:5006/static/js/bokeh.min.js", True), ("ws://localhost:5006/ws", True),
+    ("http://[::1]:8080/", True), ("data:font/woff2;base64,AA", True),
+    ("https://fonts.googleapis.com/css?family=Roboto", False), ("https://cdn.jsdelivr.net/npm/x", False),
+    ("http://10.0.0.5:5006/", False), ("http://localhost.example.com/", False),
+])
+def test_is_loopback(url, local):
+    assert is_loopback(url) is local
+
+
+def _use_every_control(page) -> int:
+    """Click every button, switch and checkbox; pick every option of every list; type into text fields.
+
+    Using one control can re-render others (a preset rebuilds the editor), so each is looked up again
+    by position just before use, and one that has gone meanwhile is passed over.
+    """
+    def each(selector: str, use) -> int:
+        done = 0
+        for i in range(page.locator(selector).count()):
+            element = page.locator(selector).nth(i)
+            try:
+                use(element)
+            except PlaywrightTimeout:
+                continue
+            page.wait_for_timeout(150)
+            done += 1
+        return done
+
+    def pick_each(select):
+        for value in select.evaluate("s => Array.from(s.options, o => o.value)", timeout=3000):
+            select.select_option(value, timeout=3000)
+
+    def type_one(field):
+        field.fill("1", timeout=3000)
+        field.press("Enter", timeout=3000)
+
+    return (each("button:visible", lambda b: b.click(timeout=3000))
+            + each("input[type=checkbox]:visible, input[type=radio]:visible", lambda b: b.click(timeout=3000))
+            + each("select:visible", pick_each)
+            + each("input[type=text]:visible, input:not([type]):visible, textarea:visible", type_one))
+
+
+def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    requested: list[str] = []
+    foreign: list[str] = []
+
+    def guard(route):
+        url = route.request.url
+        requested.append(url)
+        if is_loopback(url):
+            route.continue_()
+        else:
+            foreign.append(f"{route.request.resource_type} {url}")
+            route.abort("internetdisconnected")
+
+    context.route("**/*", guard)
+    page = context.new_page()
+    sockets, sent = [], []
+
+    last_frame = [time.monotonic()]
+
+    def on_socket(ws):
+        sockets.append(ws.url)
+        ws.on("framesent", lambda payload: sent.append(len(payload)))
+        ws.on("framereceived", lambda _: last_frame.__setitem__(0, time.monotonic()))
+
+    page.on("websocket", on_socket)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        open_app(page, server)
+
+        # drag the query from q_love to k_NLP, button held, and release
+        x0, y0 = to_page(page, "query-plot", 0.0, 1.0)
+        x1, y1 = to_page(page, "query-plot", 1.0, 1.0)
+        page.mouse.move(x0, y0)
+        page.mouse.down()
+        for i in range(1, 11):
+            page.mouse.move(x0 + (x1 - x0) * i / 10, y0 + (y1 - y0) * i / 10)
+            page.wait_for_timeout(30)
+        wait_for_readout(page, r"q = \(1\.000, 1\.000\)")
+        page.mouse.up()
+        assert weights(page) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
+
+        # the readout shows "love" after the drag: each click below changes it, so each wait means something
+        for row, token in [(2, "NLP"), (0, "I"), (1, "love")]:
+            page.wait_for_timeout(400)  # Bokeh reads a second tap within 300 ms as a double tap, not a tap
+            page.mouse.click(*to_page(page, "attention-matrix", 0, row))
+            wait_for_readout(page, f'Query of "{token}"')
+
+        page.get_by_role("button", name="Reset example").click()
+        wait_for_readout(page, r'Query of "love": q = \(0\.000, 1\.000\)')
+
+        used = _use_every_control(page)
+        assert used >= 1, "found no control on the page: the selectors no longer match the page's widgets"
+        assert readout(page), "the readout disappeared after using the controls"
+        # let the server finish its replies: closing the page mid-message makes Tornado log a traceback
+        deadline = time.monotonic() + 30
+        while time.monotonic() - last_frame[0] < 1.5 and time.monotonic() < deadline:
+            page.wait_for_timeout(250)
+    finally:
+        context.close()
+
+    assert not foreign, "the page asked hosts other than its server:\n" + "\n".join(foreign)
+    assert sockets and all(is_loopback(u) for u in sockets), sockets
+    assert len(requested) >= 5, f"only {len(requested)} requests recorded: the recorder is not seeing the page"
+    assert not errors, f"JavaScript errors on the page: {errors}"
+    limit = int(next(s.default for s in serve.SETTINGS if s.env == "EXPLORER_WS_MAX_MESSAGE_BYTES"))
+    assert sent and max(sent) < limit / 10, f"the page sent a {max(sent)}-byte message; the server's limit is {limit}"
