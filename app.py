@@ -22,7 +22,8 @@ from widgets.export import Export
 from widgets.formula import Formula
 from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
-    DragPreview(query_plot, values, matrix, readout, bars, state=state)
+from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler
+from widgets.preview import DragPreview
 from widgets.query_plot import QueryPlot
 from widgets.state import AttentionState
 from widgets.stepper import StepThrough
@@ -108,18 +109,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     inspector = Inspector(state=state)
     inspector._pane.param.update(stylesheets=[INSPECTOR_CSS], width=None, sizing_mode="stretch_width")
     readout = Readout(state=state)
-<<<<<<< HEAD
-    bars, values = WeightBars(state=state), ValuesView(state=state)
     DragPreview(query_plot, values, matrix, readout, bars, state=state)
-
-    reset = pn.widgets.Button(label="Reset example", color="primary", width=150, height=40,
-                              description="Restore the preset: q = q_love, its keys and values, scaling on, no mask")
-    reset.on_click(lambda _: state.reset())
-    # escaped: messages quote what the learner typed, which is never HTML
-    message = pn.pane.HTML(pn.bind(lambda m: f"<p>{escape(m)}</p>" if m else "", state.param.message),
-                           css_classes=["message"], stylesheets=[APP_CSS], width=220)
-=======
->>>>>>> main
     teaching = teaching_panels(state)
     figures = [v.figure for v in (query_plot, bars, values.line, values.plane, matrix)]
     figures += [p.object for t in teaching.values() for p in t.select(pn.pane.Bokeh) if isinstance(p.object, Plot)]
@@ -167,20 +157,10 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],
                       stylesheets=[APP_CSS])
     page = pn.Column(
-<<<<<<< HEAD
-        pn.Row(header, pn.Column(reset, message, width=220)),
-        pn.Row(query_plot, pn.Column(bars, values, readout)),
-        pn.Row(matrix, pn.Column(inspector, teaching["formula"])),
-        # dynamic: a tab's models are built only when it is first shown, so the page loads faster
-        pn.Tabs(("Edit the example", teaching["editor"]), ("The common trap", teaching["trap"]),
-                ("Why divide by √d_k", teaching["dk"]), dynamic=True, name="teaching-tabs"),
-        sizing_mode="stretch_width", stylesheets=[APP_CSS],
-=======
         header, notice, message, pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
                                         stylesheets=[APP_CSS]),
         BrowserBridge(state=state), Announcer(state=state),
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
->>>>>>> main
     )
     page.state = state  # lets tests reach the session's state from the served page
     return page

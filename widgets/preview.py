@@ -70,7 +70,7 @@ class DragPreview(param.Parameterized):
             tokens=[list(s.tokens)],
             allowed=[s.result.mask[i].tolist()],
             selected=[i], scale=[bool(s.scale)], scalar=[V.ndim == 1],
-            revealed=[[s.revealed(step) for step in (1, 2, 3)]], placeholder=[PLACEHOLDER],
+            revealed=[[s.revealed(step) for step in (1, 2, 3)]], placeholder=[PLACEHOLDER], guided=[bool(s.guided)],
             plane=[list(PLANE)], grab=[GRAB_RADIUS], max_width=[MAX_LINE_WIDTH],
         )
 
