@@ -19,6 +19,7 @@ from widgets.charts import ValuesView, WeightBars
 from widgets.dk_panel import DkPanel
 from widgets.editor import Editor
 from widgets.export import Export
+from widgets.follow import RoomControls
 from widgets.formula import Formula
 from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
@@ -136,7 +137,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                           sizing_mode="stretch_width", visible=state.param.notice.rx.bool())
     message = pn.pane.HTML(state.param.message.rx.pipe(_as_text), css_classes=["message"], stylesheets=[APP_CSS],
                            sizing_mode="stretch_width", visible=state.param.message.rx.bool())
-    header = pn.Row(title, reset, looks, fullscreen, sizing_mode="stretch_width",
+    room = RoomControls(state=state)  # Present / follow a room (widgets/follow.py), at the header's end
+    header = pn.Row(title, reset, looks, fullscreen, room, sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
     tabs = pn.Tabs(

@@ -135,8 +135,14 @@ export function render({ model, el }) {
   const address = () => {
     clearTimeout(timer)
     timer = setTimeout(() => {
-      if (model.search && model.search !== window.location.search)
-        window.history.replaceState(window.history.state, "", model.search + window.location.hash)
+      if (!model.search) return
+      // a room's arguments (widgets/follow.py) stay: reloading keeps presenting or following
+      const next = new URLSearchParams(model.search)
+      const now = new URLSearchParams(window.location.search)
+      for (const name of ["room", "token"]) if (now.has(name)) next.set(name, now.get(name))
+      const search = "?" + next.toString()
+      if (search !== window.location.search)
+        window.history.replaceState(window.history.state, "", search + window.location.hash)
     }, 300)
   }
   address()
