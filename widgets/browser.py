@@ -133,7 +133,6 @@ export function render({ model, el }) {
   }
   document.addEventListener("keydown", onKey)
   model.on("remove", () => { document.removeEventListener("keydown", onKey); clearTimeout(timer) })
-  el.setAttribute("aria-hidden", "true")
   return document.createElement("span")
 }
 """
