@@ -157,7 +157,6 @@ export function render({ model, el }) {
   }
   document.addEventListener("keydown", onKey)
   model.on("remove", () => { document.removeEventListener("keydown", onKey); clearTimeout(timer) })
-  el.setAttribute("aria-hidden", "true")
   return document.createElement("span")
 }
 """ % {"fine": FINE_NUDGE, "nudge": NUDGE}
