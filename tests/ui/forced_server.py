@@ -10,7 +10,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-os.chdir(ROOT)
 
 import dataclasses  # noqa: E402
 
@@ -19,17 +18,23 @@ import panel as pn  # noqa: E402
 import widgets.state  # noqa: E402
 
 OFFSET = 0.5
-_real = widgets.state.scaled_dot_product_attention
 
 
-def _off_by_half(*args, **kwargs):
-    r = _real(*args, **kwargs)
-    return dataclasses.replace(r, output=r.output + OFFSET)
+def main() -> None:
+    os.chdir(ROOT)
+    real = widgets.state.scaled_dot_product_attention
+
+    def off_by_half(*args, **kwargs):
+        r = real(*args, **kwargs)
+        return dataclasses.replace(r, output=r.output + OFFSET)
+
+    widgets.state.scaled_dot_product_attention = off_by_half
+    from app import TITLE, create_app
+
+    port = os.environ["PORT"]
+    pn.serve(create_app, port=int(port), address="127.0.0.1", show=False, title=TITLE,
+             websocket_origin=[f"127.0.0.1:{port}"])
 
 
-widgets.state.scaled_dot_product_attention = _off_by_half
-
-from app import TITLE, create_app  # noqa: E402
-
-pn.serve(create_app, port=int(os.environ["PORT"]), address="127.0.0.1", show=False, title=TITLE,
-         websocket_origin=[f"127.0.0.1:{os.environ['PORT']}"])
+if __name__ == "__main__":
+    main()
