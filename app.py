@@ -24,6 +24,7 @@ from widgets.formula import Formula
 from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler
+from widgets.preview import DragPreview
 from widgets.query_plot import QueryPlot
 from widgets.state import AttentionState
 from widgets.stepper import StepThrough
@@ -109,6 +110,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     inspector = Inspector(state=state)
     inspector._pane.param.update(stylesheets=[INSPECTOR_CSS], width=None, sizing_mode="stretch_width")
     readout = Readout(state=state)
+    DragPreview(query_plot, values, matrix, readout, bars, state=state)
     teaching = teaching_panels(state)
     figures = [v.figure for v in (query_plot, bars, values.line, values.plane, matrix)]
     figures += [p.object for t in teaching.values() for p in t.select(pn.pane.Bokeh) if isinstance(p.object, Plot)]
