@@ -105,7 +105,7 @@ class RoomControls(pn.viewable.Viewer):
         self._applying = False
         self._lock = threading.Lock()
 
-        self._present = pn.widgets.Button(label="Present", color="success", margin=(6, 8),
+        self._present = pn.widgets.Button(label="Present", color="primary", margin=(6, 8),
                                           description="Let a class follow this page live")
         self._present.on_click(self._on_present)
         self._stop = pn.widgets.Button(label="Stop presenting", margin=(6, 8), description="End the room now")
