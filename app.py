@@ -11,23 +11,29 @@ from html import escape
 from pathlib import Path
 
 import panel as pn
+from bokeh.models import Plot
 
+from widgets.address import apply_address
+from widgets.browser import SHORTCUTS, BrowserBridge
 from widgets.charts import ValuesView, WeightBars
 from widgets.dk_panel import DkPanel
 from widgets.editor import Editor
+from widgets.export import Export
 from widgets.formula import Formula
-from widgets.inspector import Inspector, Readout
+from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
+from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler
 from widgets.query_plot import QueryPlot
 from widgets.state import AttentionState
+from widgets.stepper import StepThrough
 from widgets.trap import TrapPanel
 
 HERE = Path(__file__).parent
-APP_CSS = (HERE / "static" / "app.css").read_text()
 INSPECTOR_CSS = (HERE / "static" / "inspector.css").read_text()
 TEACHING_CSS = (HERE / "static" / "teaching.css").read_text()
 TITLE = "Attention Explorer"
 
+pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign)
 
 # --- teaching panels: presets and editing, the formula, the trap, why √d_k -------------
 def teaching_panels(state: AttentionState) -> dict[str, pn.viewable.Viewable]:
@@ -50,38 +56,109 @@ def teaching_panels(state: AttentionState) -> dict[str, pn.viewable.Viewable]:
     return layouts
 
 
-def create_app(state: AttentionState | None = None) -> pn.viewable.Viewable:
-    """Build one learner's page over ``state`` (a fresh one by default)."""
+def _stretch(view, **kw):
+    """Let a view's Bokeh figure fill the space its layout cell gives it."""
+    view.figure.sizing_mode = "stretch_both"
+    view.figure.min_border_right = 20
+    pane = view.__panel__()
+    pane.param.update(sizing_mode="stretch_both", **kw)
+    return view
+
+
+def _keys_help() -> pn.pane.HTML:
+    rows = "".join(f"<tr><th scope='row'><kbd>{k}</kbd></th><td>{what}</td></tr>" for k, what in SHORTCUTS)
+    return pn.pane.HTML(
+        "<p>With the page focused (click any empty spot):</p>"
+        f"<table class='keys'>{rows}</table>"
+        "<p>Tab reaches every control; the query plot can take focus too. Dragging works with a mouse, a pen or "
+        "a finger.</p>", css_classes=["help"], sizing_mode="stretch_width", stylesheets=[APP_CSS])
+
+
+def _as_text(text: str) -> str:
+    return f"<p role='status'>{escape(text)}</p>" if text else ""
+
+
+def _looks(state: AttentionState) -> list[str]:
+    return ["Projector"] * (state.mode == "projector") + ["Dark"] * (state.theme == "dark")
+
+
+def address_args() -> dict:
+    """The page address's query arguments for a served session (empty otherwise)."""
+    if pn.state.curdoc is None or pn.state.curdoc.session_context is None:
+        return {}
+    return {k: v for k, v in pn.state.session_args.items() if not k.startswith("bokeh-")}
+
+
+def create_app(state: AttentionState | None = None, args: dict | None = None) -> pn.viewable.Viewable:
+    """Build one learner's page over ``state`` (a fresh one by default), set up from the address ``args``."""
     state = state or AttentionState()
-    query_plot = QueryPlot(state=state)
-    matrix = AttentionMatrix(state=state)
+    apply_address(state, address_args() if args is None else args)
+
+    query_plot = _stretch(QueryPlot(state=state))
+    query_plot.figure.css_classes = ["ae-query-plot"]  # arrow keys move q while it has focus; no touch scrolling
+    query_plot.figure.stylesheets = [APP_CSS]
+    query_plot.figure.html_attributes = {"tabindex": "0", "role": "application",
+                                         "aria-label": "Query plane: drag q, or use the arrow keys"}
+    bars, values = _stretch(WeightBars(state=state)), ValuesView(state=state)
+    for view in (values.line, values.plane):  # number line for scalar values, plane for 2-D ones
+        _stretch(view)
+    for column in values.__panel__().select(pn.Column):
+        column.sizing_mode = "stretch_both"
+    matrix = _stretch(AttentionMatrix(state=state))
     inspector = Inspector(state=state)
-    inspector._pane.stylesheets = [INSPECTOR_CSS]
+    inspector._pane.param.update(stylesheets=[INSPECTOR_CSS], width=None, sizing_mode="stretch_width")
     readout = Readout(state=state)
-
-    reset = pn.widgets.Button(label="Reset example", color="primary", width=150, height=40,
-                              description="Restore the preset: q = q_love, its keys and values, scaling on, no mask")
-    reset.on_click(lambda _: state.reset())
-    # escaped: messages quote what the learner typed, which is never HTML
-    message = pn.pane.HTML(pn.bind(lambda m: f"<p>{escape(m)}</p>" if m else "", state.param.message),
-                           css_classes=["message"], stylesheets=[APP_CSS], width=220)
     teaching = teaching_panels(state)
+    figures = [v.figure for v in (query_plot, bars, values.line, values.plane, matrix)]
+    figures += [p.object for t in teaching.values() for p in t.select(pn.pane.Bokeh) if isinstance(p.object, Plot)]
+    FigureStyler(state=state, figures=figures)
 
-    header = pn.pane.HTML(
-        "<h1>Attention Explorer</h1>"
-        "<p>Scaled dot-product attention on “I love NLP”: scores s<sub>i</sub> = q·k<sub>i</sub>/√d<sub>k</sub>, "
-        "weights a = softmax(s), output Σ a<sub>i</sub>v<sub>i</sub>. Drag the query q; click a row of the "
-        "matrix to inspect that token's query.</p>",
-        css_classes=["app-header"], stylesheets=[APP_CSS], sizing_mode="stretch_width",
+    reset = pn.widgets.Button(label="Reset example", color="primary", description="Restore q = q_love (R)",
+                              margin=(6, 8))
+    reset.on_click(lambda _: state.reset())
+    # CheckBoxGroup, not Checkbox: its boxes are wrapped in <label>s, so each has an accessible name
+    looks = pn.widgets.CheckBoxGroup(options=["Projector", "Dark"], inline=True, margin=(10, 8),
+                                     value=_looks(state))
+    looks.param.watch(lambda e: state.param.update(mode="projector" if "Projector" in e.new else "normal",
+                                                   theme="dark" if "Dark" in e.new else "light"), "value")
+    state.param.watch(lambda e: setattr(looks, "value", _looks(state)), ["mode", "theme"])
+    fullscreen = pn.widgets.Button(label="Full screen", margin=(6, 8), description="Fill the whole screen (Esc leaves)")
+    fullscreen.js_on_click(code="""
+        if (document.fullscreenElement) { document.exitFullscreen() }
+        else { document.documentElement.requestFullscreen().catch(() => {}) }""")
+
+    title = pn.pane.HTML("<h1>Attention Explorer</h1>", css_classes=["app-title"], stylesheets=[APP_CSS],
+                         sizing_mode="stretch_width", margin=(0, 10))
+    # Both can quote what a user typed (a link, a field): always escaped, never HTML (pn.pane.Str is not).
+    notice = pn.pane.HTML(state.param.notice.rx.pipe(_as_text), css_classes=["notice"], stylesheets=[APP_CSS],
+                          sizing_mode="stretch_width", visible=state.param.notice.rx.bool())
+    message = pn.pane.HTML(state.param.message.rx.pipe(_as_text), css_classes=["message"], stylesheets=[APP_CSS],
+                           sizing_mode="stretch_width", visible=state.param.message.rx.bool())
+    header = pn.Row(title, reset, looks, fullscreen, sizing_mode="stretch_width",
+                    css_classes=["app-header"], stylesheets=[APP_CSS])
+
+    tabs = pn.Tabs(
+        ("Weights", pn.Column(bars, values, sizing_mode="stretch_both")),
+        ("Matrix", matrix),
+        ("All steps", inspector),
+        ("Recipe", teaching["formula"]),
+        ("Edit", teaching["editor"]),
+        ("Trap", teaching["trap"]),
+        ("√d_k", teaching["dk"]),
+        ("Export", Export(state=state)),
+        ("Keys", _keys_help()),
+        # dynamic: a hidden tab is not in the page at all (Panel hides them with visibility only, which leaves
+        # their focusable parts reachable but aria-hidden)
+        sizing_mode="stretch_both", dynamic=True,
     )
+    left = pn.Column(query_plot, readout, sizing_mode="stretch_both", css_classes=["left"], stylesheets=[APP_CSS])
+    right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],
+                      stylesheets=[APP_CSS])
     page = pn.Column(
-        pn.Row(header, pn.Column(reset, message, width=220)),
-        pn.Row(query_plot, pn.Column(WeightBars(state=state), ValuesView(state=state), readout)),
-        pn.Row(matrix, pn.Column(inspector, teaching["formula"])),
-        # dynamic: a tab's models are built only when it is first shown, so the page loads faster
-        pn.Tabs(("Edit the example", teaching["editor"]), ("The common trap", teaching["trap"]),
-                ("Why divide by √d_k", teaching["dk"]), dynamic=True, name="teaching-tabs"),
-        sizing_mode="stretch_width", stylesheets=[APP_CSS],
+        header, notice, message, pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
+                                        stylesheets=[APP_CSS]),
+        BrowserBridge(state=state), Announcer(state=state),
+        sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
     )
     page.state = state  # lets tests reach the session's state from the served page
     return page

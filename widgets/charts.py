@@ -6,10 +6,11 @@ import numpy as np
 import panel as pn
 import param
 from bokeh.models import ColumnDataSource, FixedTicker, Range1d
+from bokeh.core.properties import value
 from bokeh.plotting import figure
 
 from widgets.format import fmt, fmt_short, fmt_vec, token_color
-from widgets.state import AttentionState
+from widgets.state import AttentionState, show_step
 
 
 class WeightBars(pn.viewable.Viewer):
@@ -26,15 +27,24 @@ class WeightBars(pn.viewable.Viewer):
         fig.axis.major_label_text_font_size = "15px"
         fig.xgrid.visible = False
         fig.yaxis.ticker = FixedTicker(ticks=[0, 0.5, 1])
-        fig.vbar("x", top="top", width=0.7, source=self._bars, color="color")
-        fig.text("x", "top", text="label", source=self._bars, text_align="center", y_offset=-4,
-                 text_font_size="16px", text_font_style="bold")
+        bars = fig.vbar("x", top="top", width=0.7, source=self._bars, color="color")
+        labels = fig.text("x", "top", text="label", source=self._bars, text_align="center", y_offset=-4,
+                          text_font_size="16px", text_font_style="bold")
+        # step-through: until step 2 a "?" stands where each bar will be
+        hidden = fig.text("x", 0.5, text=value("?"), source=self._bars, text_align="center",
+                          text_baseline="middle", text_font_size="28px", text_font_style="bold", visible=False)
+        self._reveal = ([bars, labels], [hidden])
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_axes, "tokens")
         self.state.param.watch(self._render, "result")
+        self.state.param.watch(self._show_step, ["guided", "step"])
         self._render_axes()
         self._render()
+        self._show_step()
+
+    def _show_step(self, *_):
+        show_step(*self._reveal, self.state.revealed(2))
 
     def _render_axes(self, *_):
         n = len(self.state.tokens)
@@ -70,15 +80,27 @@ class OutputLine(pn.viewable.Viewer):
         fig.segment(x0="x", y0=-0.35, x1="x", y1=0.35, source=self._values, line_color="color", line_width=4)
         fig.text("x", 0.45, text="label", source=self._values, text_align="center", text_baseline="bottom",
                  text_font_size="15px", text_color="color", text_font_style="bold")
-        fig.scatter("x", "y", source=self._output, marker="triangle", size=22, color="black")
-        fig.text("x", "y", text="label", source=self._output, text_align="center", text_baseline="top",
-                 y_offset=14, text_font_size="16px", text_font_style="bold")
+        marker = fig.scatter("x", "y", source=self._output, marker="triangle", size=22, color="black")
+        label = fig.text("x", "y", text="label", source=self._output, text_align="center", text_baseline="top",
+                         y_offset=14, text_font_size="16px", text_font_style="bold")
+        # step-through: until step 3 the output is a "?" in the middle of the line
+        self._hidden = ColumnDataSource(data=dict(x=[], y=[]))
+        hidden = fig.text("x", "y", text=value("output = ?"), source=self._hidden, text_align="center",
+                          text_baseline="middle", text_font_size="20px", text_font_style="bold", visible=False)
+        self._reveal = ([marker, label], [hidden])
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_values, ["tokens", "values"])
         self.state.param.watch(self._render_output, "result")
+        self.state.param.watch(self._show_step, ["guided", "step", "values"])
         self._render_values()
         self._render_output()
+        self._show_step()
+
+    def _show_step(self, *_):
+        v = np.asarray(self.state.values, dtype=float)
+        self._hidden.data = dict(x=[(float(v.min()) + float(v.max())) / 2], y=[-0.45])
+        show_step(*self._reveal, self.state.revealed(3))
 
     def _render_values(self, *_):
         v, tokens = np.asarray(self.state.values, dtype=float), self.state.tokens

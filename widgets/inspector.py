@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from html import escape
 
 import numpy as np
@@ -11,6 +12,9 @@ from bokeh.models import Div
 
 from widgets.format import fmt, fmt_entry, fmt_vec, sqrt_text, token_color
 from widgets.state import AttentionState
+
+#: What a number of a step not yet revealed shows instead (step-through mode).
+PLACEHOLDER = "?"
 
 
 class Inspector(pn.viewable.Viewer):
@@ -24,12 +28,17 @@ class Inspector(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._pane = pn.pane.HTML("", name="inspector", css_classes=["inspector"], width=760)
-        self.state.param.watch(self._render, "result")
+        self.state.param.watch(self._render, ["result", "guided", "step"])
         self._render()
 
     def _render(self, *_):
         s = self.state
         r, i = s.result, s.selected
+        # Step-through: numbers of steps not reached yet become a "?" of the same cell (the layout stays).
+        shown = [s.revealed(k) for k in (1, 1, 2, 2, 2, 1, 3)]
+
+        def cell(k, x):
+            return fmt_entry(x) if shown[k] else PLACEHOLDER
         root = sqrt_text(s.d_k)
         token = escape(s.tokens[i])
         values = np.asarray(s.values, dtype=float)
@@ -40,13 +49,14 @@ class Inspector(pn.viewable.Viewer):
             cells = (r.dots[i, j], r.scores[i, j], r.shifted[i, j], r.exp[i, j], r.weights[i, j],
                      values[j], products[j])
             rows.append(
-                f'<tr><th scope="row" style="color:{token_color(j)}">{escape(t)} '
+                f'<tr><th scope="row"><span class="token" style="--token:{token_color(j)}">{escape(t)}</span> '
                 f'<span class="vec">{fmt_vec(s.keys[j], 0)}</span></th>'
-                + "".join(f"<td>{fmt_entry(c)}</td>" for c in cells) + "</tr>"
+                + "".join(f"<td>{cell(k, c)}</td>" for k, c in enumerate(cells)) + "</tr>"
             )
         scale_head = f"÷ {root}" if s.scale else "(no scaling)"
         self._pane.object = f"""
 <h3>Inspector: query of “{token}”, q = {fmt_vec(s.query, 3)}</h3>
+<div class="scroll" tabindex="0" role="region" aria-label="Every step of the selected query">
 <table class="steps">
 <thead><tr><th scope="col">key k<sub>i</sub></th>
 <th scope="col">1. q·k<sub>i</sub></th><th scope="col">2. s<sub>i</sub> = {scale_head}</th>
@@ -55,10 +65,10 @@ class Inspector(pn.viewable.Viewer):
 <th scope="col">6. a<sub>i</sub>·v<sub>i</sub></th></tr></thead>
 <tbody>{''.join(rows)}</tbody>
 <tfoot><tr><th scope="row">Σ / max</th><td></td><td>max {fmt(r.row_max[i])}</td><td></td>
-<td>Σ {fmt(r.exp_sum[i])}</td><td>Σ {fmt(r.weights[i].sum())}</td><td></td>
-<td>Σ {fmt_entry(r.output[i])}</td></tr></tfoot>
-</table>
-<p class="output">7. output = {" + ".join(fmt_entry(c) for c in products)} = {fmt_entry(r.output[i])}</p>"""
+<td>Σ {cell(3, r.exp_sum[i])}</td><td>Σ {cell(4, r.weights[i].sum())}</td><td></td>
+<td>Σ {cell(6, r.output[i])}</td></tr></tfoot>
+</table></div>
+<p class="output">7. output = {" + ".join(cell(6, c) for c in products)} = {cell(6, r.output[i])}</p>"""
 
     def __panel__(self):
         return self._pane
@@ -77,14 +87,14 @@ class Readout(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.div = Div(
-            name="readout", render_as_text=True, width=560,
-            html_attributes={"role": "status", "aria-live": "polite", "aria-atomic": "true",
-                             "aria-label": "Current numbers", "data-testid": "readout"},
-            styles={"white-space": "pre-line", "font-size": "16px", "line-height": "1.45",
-                    "font-variant-numeric": "tabular-nums"},
+            name="readout", render_as_text=True, sizing_mode="stretch_width",
+            # Not live: it changes on every pixel of a drag; the Announcer speaks for it, throttled.
+            html_attributes={"role": "region", "aria-label": "Current numbers", "data-testid": "readout"},
+            styles={"white-space": "pre-line", "font-size": "var(--ae-num, 16px)", "line-height": "1.35",
+                    "font-variant-numeric": "tabular-nums", "color": "var(--ae-fg, #111)"},
         )
-        self._layout = pn.pane.Bokeh(self.div, sizing_mode="fixed")
-        self.state.param.watch(self._render, "result")
+        self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
+        self.state.param.watch(self._render, ["result", "guided", "step"])
         self._render()
 
     @staticmethod
@@ -92,20 +102,86 @@ class Readout(pn.viewable.Viewer):
         r, i, tokens = state.result, state.selected, state.tokens
         out = r.output[i]
 
-        def per_token(row):
-            return ", ".join(f"{t} {fmt_entry(x)}" for t, x in zip(tokens, row))
+        def per_token(row, step=1):
+            return ", ".join(f"{t} {fmt_entry(x) if state.revealed(step) else PLACEHOLDER}" for t, x in zip(tokens, row))
 
         scale = f"q·k / {sqrt_text(state.d_k)}" if state.scale else "q·k (unscaled)"
         return (
             f'Query of "{tokens[i]}": q = {fmt_vec(state.query, 3)}\n'
             f"Dot products q·k: {per_token(r.dots[i])}\n"
             f"Scores s = {scale}: {per_token(r.scores[i])}\n"
-            f"Weights a = softmax(s): {per_token(r.weights[i])}\n"
-            + (f"Output Σ aᵢvᵢ = {fmt(out)} ≈ {out:.2f}" if np.ndim(out) == 0
+            f"Weights a = softmax(s): {per_token(r.weights[i], 2)}\n"
+            + (f"Output Σ aᵢvᵢ = {PLACEHOLDER}" if not state.revealed(3)
+               else f"Output Σ aᵢvᵢ = {fmt(out)} ≈ {out:.2f}" if np.ndim(out) == 0
                else f"Output Σ aᵢvᵢ = {fmt_vec(out, 4)} ≈ {fmt_vec(out, 2)}")
         )
 
     def _render(self, *_):
+        self.div.text = self.text(self.state)
+
+    def __panel__(self):
+        return self._layout
+
+
+class Announcer(pn.viewable.Viewer):
+    """A visually hidden ``aria-live`` region that tells screen-reader users the weights and output.
+
+    Throttled: it speaks once the numbers have been still for ``quiet`` seconds,
+    and at most every ``longest`` seconds during a continuous drag, never on
+    every pixel. Without a server session (tests) it updates at once. Numbers
+    the step-through still hides are not announced. Tests read it by
+    ``name="announcer"``.
+    """
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    quiet = param.Number(default=0.6, bounds=(0, None), doc="Seconds of stillness before speaking.")
+    longest = param.Number(default=2.0, bounds=(0, None), doc="Longest wait while the numbers keep changing.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.div = Div(
+            name="announcer", render_as_text=True, text=self.text(self.state),
+            html_attributes={"role": "status", "aria-live": "polite", "aria-atomic": "true",
+                             "data-testid": "announcer"},
+            # visually hidden but read (the usual "sr-only" recipe)
+            styles={"position": "absolute", "width": "1px", "height": "1px", "overflow": "hidden",
+                    "clip-path": "inset(50%)", "white-space": "nowrap"},
+        )
+        self._layout = pn.pane.Bokeh(self.div, width=1, height=1, margin=0)
+        self._first = self._last = None
+        self.state.param.watch(self._changed, ["result", "guided", "step"])
+
+    @staticmethod
+    def text(state: AttentionState) -> str:
+        r, i, tokens = state.result, state.selected, state.tokens
+        parts = [f'Query of "{tokens[i]}".']
+        if state.revealed(2):
+            parts.append("Weights: " + ", ".join(f"{t} {fmt(x)}" for t, x in zip(tokens, r.weights[i])) + ".")
+        if state.revealed(3):
+            parts.append(f"Output {fmt(float(r.output[i]))}.")
+        if state.guided:
+            parts.insert(0, f"Step {state.step} of 3.")
+        return " ".join(parts)
+
+    def _changed(self, *_):
+        doc = pn.state.curdoc
+        if doc is None or doc.session_context is None:
+            self.div.text = self.text(self.state)
+            return
+        now = time.monotonic()
+        if self._first is None:
+            self._first = now
+            doc.add_timeout_callback(self._speak, int(self.quiet * 1000))
+        self._last = now
+
+    def _speak(self):
+        now = time.monotonic()
+        still, waited = now - self._last, now - self._first
+        if still < self.quiet and waited < self.longest:
+            delay = min(self.quiet - still, self.longest - waited)
+            pn.state.curdoc.add_timeout_callback(self._speak, max(1, int(delay * 1000)))
+            return
+        self._first = self._last = None
         self.div.text = self.text(self.state)
 
     def __panel__(self):

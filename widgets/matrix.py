@@ -7,11 +7,12 @@ import panel as pn
 import param
 from bokeh import events
 from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMapper, Range1d
+from bokeh.core.properties import value
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from widgets.format import fmt, fmt_vec
-from widgets.state import AttentionState
+from widgets.state import AttentionState, show_step
 
 
 class AttentionMatrix(pn.viewable.Viewer):
@@ -46,12 +47,12 @@ class AttentionMatrix(pn.viewable.Viewer):
         fig.axis.axis_label_text_font_size = "14px"
         fig.axis.major_label_text_font_size = "15px"
         fig.grid.visible = False
-        fig.rect("x", "y", 1, 1, source=self._cells, fill_color={"field": "weight", "transform": mapper},
-                 line_color="white", line_width=2)
-        fig.text("x", "y", text="label", source=self._cells, text_align="center", text_baseline="middle",
-                 text_font_size="17px", text_color="text_color", text_font_style="bold")
-        fig.text("x", "y", text="label", source=self._sums, text_align="center", text_baseline="middle",
-                 text_font_size="15px", text_color="#333333")
+        cells = fig.rect("x", "y", 1, 1, source=self._cells, fill_color={"field": "weight", "transform": mapper},
+                         line_color="white", line_width=2)
+        labels = fig.text("x", "y", text="label", source=self._cells, text_align="center", text_baseline="middle",
+                          text_font_size="17px", text_color="text_color", text_font_style="bold")
+        sums = fig.text("x", "y", text="label", source=self._sums, text_align="center", text_baseline="middle",
+                        text_font_size="15px", text_color="#333333")
         # level="overlay": the row outline stays on top of the masked cells drawn after it
         fig.rect("x", "y", "width", 0.96, source=self._highlight, fill_alpha=0, line_color="#D55E00",
                  line_width=5, level="overlay")
@@ -59,8 +60,16 @@ class AttentionMatrix(pn.viewable.Viewer):
                  hatch_scale=10, line_color="white", line_width=2, name="masked-cells")
         fig.text("x", "y", text="label", source=self._masked, text_align="center", text_baseline="middle",
                  text_font_size="14px", text_color="#444444", text_font_style="italic")
-        fig.text("x", "y", text="label", source=self._outputs, text_align="center", text_baseline="middle",
-                 text_font_size="14px", text_color="#111111", text_font_style="bold", name="row-outputs")
+        outputs = fig.text("x", "y", text="label", source=self._outputs, text_align="center", text_baseline="middle",
+                           text_font_size="14px", text_color="#111111", text_font_style="bold", name="row-outputs")
+        # step-through: until step 2 (normalise) the cells are grey and hold a "?"; outputs wait for step 3
+        blank = fig.rect("x", "y", 1, 1, source=self._cells, fill_color="#c8c8c8", line_color="white", line_width=2,
+                         level="underlay", visible=False)
+        unknown = fig.text("x", "y", text=value("?"), source=self._cells, text_align="center",
+                           text_baseline="middle", text_font_size="22px", text_color="#111111",
+                           text_font_style="bold", visible=False)
+        self._reveal = ([cells, labels, sums], [blank, unknown])
+        self._reveal_output = [outputs]
         fig.add_layout(ColorBar(color_mapper=mapper, ticker=FixedTicker(ticks=[0, 0.25, 0.5, 0.75, 1]),
                                 major_label_text_font_size="13px", title="weight", width=16), "right")
         fig.on_event(events.Tap, self._on_tap)
@@ -68,8 +77,14 @@ class AttentionMatrix(pn.viewable.Viewer):
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_axes, "tokens")
         self.state.param.watch(self._render, "result")
+        self.state.param.watch(self._show_step, ["guided", "step"])
         self._render_axes()
         self._render()
+        self._show_step()
+
+    def _show_step(self, *_):
+        show_step(*self._reveal, self.state.revealed(2))
+        show_step(self._reveal_output, [], self.state.revealed(3))
 
     def _on_tap(self, event) -> None:
         if event.y is None:

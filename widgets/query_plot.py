@@ -6,11 +6,12 @@ import numpy as np
 import panel as pn
 import param
 from bokeh import events
+from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, Range1d
 from bokeh.plotting import figure
 
 from widgets.format import fmt_short, fmt_vec, token_color
-from widgets.state import AttentionState
+from widgets.state import AttentionState, show_step
 
 #: Visible plane; drags beyond it are clamped to its edge so q never leaves the view.
 PLANE = (-1.5, 2.5)
@@ -47,14 +48,22 @@ class QueryPlot(pn.viewable.Viewer):
         fig.title.text_font_size = "16px"
         fig.axis.axis_label_text_font_size = "14px"
         fig.axis.major_label_text_font_size = "14px"
-        fig.multi_line("xs", "ys", source=self._lines, line_width="width", line_color="color", line_alpha=0.55)
+        weighted = fig.multi_line("xs", "ys", source=self._lines, line_width="width", line_color="color",
+                                  line_alpha=0.55)
+        # step-through: until step 2 every line has one width, so the picture does not give the weights away
+        even = fig.multi_line("xs", "ys", source=self._lines, line_width=3, line_color="color", line_alpha=0.55,
+                              line_dash="dashed", level="underlay", visible=False)
+        self._reveal = ([weighted], [even])
         fig.scatter("x", "y", source=self._keys, size=16, color="color", marker="square")
-        fig.text("x", "y", text="label", source=self._keys, x_offset=12, y_offset=-6,
-                 text_font_size="15px", text_color="color", text_font_style="bold")
+        key_labels = fig.text("x", "y", text="label", source=self._keys, x_offset=12, y_offset=-6,
+                              text_font_size="15px", text_color="color", text_font_style="bold")
         fig.scatter("x", "y", source=self._query, size=20, fill_color="white", line_color="black",
                     line_width=4, marker="circle")
-        fig.text("x", "y", text="label", source=self._query, x_offset=-14, y_offset=16, text_align="right",
-                 text_font_size="15px", text_font_style="bold")
+        q_label = fig.text("x", "y", text="label", source=self._query, x_offset=-14, y_offset=16, text_align="right",
+                           text_font_size="15px", text_font_style="bold")
+        # projector mode: large labels name the points only (the coordinates are in the readout and the grid)
+        self._labels = ((key_labels.glyph, "label", "token"), (q_label.glyph, "label", value("q")))
+        self._titles = (fig.title.text, "Drag q, or a key")
         for ev in (events.Tap, events.PanStart, events.Pan):
             fig.on_event(ev, self._on_pointer)
         fig.on_event(events.PanEnd, self._on_pan_end)
@@ -64,8 +73,21 @@ class QueryPlot(pn.viewable.Viewer):
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_keys, ["tokens", "keys"])
         self.state.param.watch(self._render_query, "result")
+        self.state.param.watch(self._show_step, ["guided", "step"])
+        self.state.param.watch(self._label_for_mode, "mode")
+        self._label_for_mode()
         self._render_keys()
         self._render_query()
+        self._show_step()
+
+    def _label_for_mode(self, *_):
+        projector = self.state.mode == "projector"
+        for glyph, normal, large in self._labels:
+            glyph.text = large if projector else normal
+        self.figure.title.text = self._titles[projector]
+
+    def _show_step(self, *_):
+        show_step(*self._reveal, self.state.revealed(2))
 
     def _on_pointer(self, event) -> None:
         if event.x is None or event.y is None:

@@ -17,6 +17,11 @@ from core.scaling import MAX_D_K
 #: Largest coordinate a learner may set; beyond it the numbers stop being instructive.
 MAX_ABS_COORD = 1e6
 
+#: Presentation choices; the first of each is the default.
+MODES = ("normal", "projector")
+THEMES = ("light", "dark")
+#: The recipe's steps, in the order a guided walk-through reveals them.
+STEPS = ("score", "normalise", "combine")
 #: Preset names in the selector: the course's presets, then whatever the learner edits.
 DEFAULT_PRESET = next(iter(PRESETS))
 CUSTOM = "Custom"
@@ -74,6 +79,14 @@ class AttentionState(param.Parameterized):
     scale = param.Boolean(default=True, doc="Divide the dot products by sqrt(d_k).")
 
     message = param.String(default="", doc="Why the last input was refused; empty when it was accepted.")
+
+    # -- Classroom presentation: how the page shows the numbers, not what they are. --
+    mode = param.Selector(default="normal", objects=list(MODES), doc="'projector': large text, thick marks.")
+    theme = param.Selector(default="light", objects=list(THEMES), doc="Page and figure colours.")
+    guided = param.Boolean(default=False, doc="Step-through: hide the numbers of steps not yet reached.")
+    step = param.Integer(default=1, bounds=(1, len(STEPS)), doc="Guided step: 1 score, 2 normalise, 3 combine.")
+    notice = param.String(default="", doc="Which parts of the page address were ignored, and why.")
+
     result = param.ClassSelector(class_=AttentionResult, constant=True, doc="Core output for `queries`.")
 
     # --- presets, editing, trap, masking, the d_k experiment ----------------------------
@@ -167,10 +180,35 @@ class AttentionState(param.Parameterized):
             return
         self.param.update(selected=row, query=tuple(float(c) for c in self.keys[row]), message="", message_field="")
 
+    def revealed(self, step: int) -> bool:
+        """Whether the numbers of recipe step ``step`` (1 score, 2 normalise, 3 combine) are shown.
+
+        Outside guided mode everything is; in guided mode, steps up to the current one.
+        """
+        return not self.guided or step <= self.step
+
+    def next_step(self) -> None:
+        """Reveal the next step; the first call starts guided mode at step 1."""
+        if not self.guided:
+            self.param.update(guided=True, step=1)
+        elif self.step < len(STEPS):
+            self.step += 1
+
+    def previous_step(self) -> None:
+        """Hide the current step again (no-op at step 1 or outside guided mode)."""
+        if self.guided and self.step > 1:
+            self.step -= 1
+
+    @param.depends("selected", watch=True)
+    def _restart_steps(self):
+        # A new query is a new prediction: the class starts again from its scores.
+        if self.guided:
+            self.step = 1
+
     def reset(self) -> None:
         """Restore the current preset (the last named one after edits): query of "love", scaling on, no mask."""
         with param.parameterized.batch_call_watchers(self):
-            self.param.update(preset=self._origin, scale=True, causal=False, trap=False)
+            self.param.update(preset=self._origin, scale=True, causal=False, trap=False, step=1)
             self._load_preset()
 
     # --- presets and editing ----------------------------------------------------------
@@ -297,3 +335,14 @@ class AttentionState(param.Parameterized):
         elif row < self.selected:
             changes.update(selected=self.selected - 1)
         return self._edited(**changes)
+
+
+def show_step(shown, placeholders, revealed: bool) -> None:
+    """Step-through in a figure: show the renderers ``shown`` and hide their ``placeholders`` once revealed.
+
+    Only ``visible`` flags change; the data sources stay as they are.
+    """
+    for r in shown:
+        r.visible = revealed
+    for r in placeholders:
+        r.visible = not revealed

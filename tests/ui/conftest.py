@@ -99,3 +99,37 @@ def page(browser, server):
     yield pg
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+#: The two screens the layout must fit without scrolling: a classroom projector and a full-HD monitor.
+VIEWPORTS = {"1024x768": {"width": 1024, "height": 768}, "1920x1080": {"width": 1920, "height": 1080}}
+
+
+@pytest.fixture(params=list(VIEWPORTS))
+def viewport(request):
+    """Each of :data:`VIEWPORTS` in turn (tests using it run once per size)."""
+    return VIEWPORTS[request.param]
+
+
+@pytest.fixture
+def open_page(browser, server):
+    """``open_page(address="", viewport=None, **context_options)``: the app in a fresh browser context.
+
+    ``address`` is appended to the server URL (e.g. ``"?mode=projector"``). JavaScript errors fail the test.
+    """
+    from tests.ui.helpers import open_app
+
+    contexts, errors = [], []
+
+    def _open(address: str = "", viewport: dict | None = None, **options):
+        context = browser.new_context(viewport=viewport or {"width": 1280, "height": 800}, **options)
+        contexts.append(context)
+        pg = context.new_page()
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        open_app(pg, server + address)
+        return pg
+
+    yield _open
+    for c in contexts:
+        c.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"

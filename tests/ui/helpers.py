@@ -22,6 +22,12 @@ def open_app(page, url: str) -> None:
     page.locator(READOUT).wait_for()
 
 
+def show_tab(page, title: str) -> None:
+    """Bring the tab ``title`` (Weights, Matrix, All steps, Export, Keys) to the front."""
+    page.locator(".bk-tab", has_text=title).click()
+    page.wait_for_timeout(300)  # the figure in it lays itself out once visible
+
+
 def to_page(page, figure_name: str, x: float, y: float) -> tuple[float, float]:
     """Page pixel coordinates of data point (x, y) in the named Bokeh figure."""
     return tuple(page.evaluate(_TO_PAGE, [figure_name, x, y]))
@@ -49,3 +55,55 @@ def output(page) -> float:
 def wait_for_readout(page, pattern: str, timeout: float = 5000) -> str:
     page.locator(READOUT).filter(has_text=re.compile(pattern)).wait_for(timeout=timeout)
     return readout(page)
+
+
+#: Every element in the page, through shadow roots (Panel and Bokeh render into them).
+_DEEP = """
+function* deep(root) {
+  for (const el of root.querySelectorAll('*')) {
+    yield el
+    if (el.shadowRoot) yield* deep(el.shadowRoot)
+  }
+}
+"""
+
+
+def settle(page, mode: str = "normal", theme: str = "light") -> None:
+    """Wait until the page shows ``mode`` and ``theme`` and has laid itself out again."""
+    page.wait_for_function(f"() => document.documentElement.dataset.mode === {mode!r} && "
+                           f"document.documentElement.dataset.theme === {theme!r}")
+    page.wait_for_timeout(600)  # the relayout runs on the next animation frame, the canvases repaint after it
+
+
+def controls(page) -> list[dict]:
+    """Visible buttons, inputs, tabs, figures and the readout: their names and page rectangles."""
+    return page.evaluate(_DEEP + """() => {
+      const out = []
+      for (const el of deep(document)) {
+        const tag = el.tagName, cls = el.classList
+        const isControl = tag === 'BUTTON' || tag === 'INPUT' || cls.contains('bk-tab') || cls.contains('bk-Canvas')
+                          || el.getAttribute('data-testid') === 'readout'
+        if (!isControl) continue
+        const r = el.getBoundingClientRect()
+        if (r.width < 2 || r.height < 2) continue
+        const label = el.labels && el.labels.length ? el.labels[0].textContent : el.textContent
+        out.push({name: (label || el.getAttribute('aria-label') || tag + '.' + [...cls].join('.')).trim().slice(0, 40),
+                  left: r.left, top: r.top, right: r.right, bottom: r.bottom})
+      }
+      return out }""")
+
+
+def text_sizes(page) -> list[dict]:
+    """Every visible text on the page with its computed font size (KaTeX's hidden MathML and sr-only text skipped)."""
+    return page.evaluate(_DEEP + """() => {
+      const out = []
+      for (const el of deep(document)) {
+        if (['STYLE', 'SCRIPT', 'TITLE', 'NOSCRIPT', 'TEMPLATE'].includes(el.tagName)) continue
+        const text = [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim()
+        if (!text || text === '\\u200b') continue
+        const r = el.getBoundingClientRect(), cs = getComputedStyle(el)
+        if (r.width < 2 || r.height < 2 || cs.visibility === 'hidden' || el.closest('.katex-mathml')) continue
+        const script = !!el.closest('.msupsub')  // KaTeX sub/superscript (index letters like the i of s_i)
+        out.push({text: text.slice(0, 40), size: parseFloat(cs.fontSize), script})
+      }
+      return out }""")

@@ -1,0 +1,235 @@
+"""Classroom features without a browser: address, keys, step-through, export, projector styling.
+
+Expected numbers come from the course example ("I love NLP", d_k = 2), worked by
+hand: for q = q_love = (0, 1) the scores are (0, 1/√2, 1/√2), the weights
+(1, e^{1/√2}, e^{1/√2}) / (1 + 2 e^{1/√2}) = (0.1978, 0.4011, 0.4011), the output 4.4067.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pytest
+from bokeh.models import Plot
+
+from app import create_app
+from widgets.address import address_of, apply_address, parse_address
+from widgets.browser import handle_key
+from widgets.charts import OutputLine, WeightBars
+from widgets.export import to_csv, to_json
+from widgets.inspector import Announcer, Inspector, Readout
+from widgets.matrix import AttentionMatrix
+from widgets.presentation import FigureStyler
+from widgets.query_plot import QueryPlot
+from widgets.state import AttentionState
+from widgets.stepper import step_latex
+
+TOKENS = ["I", "love", "NLP"]
+E = math.exp(1 / math.sqrt(2))
+LOVE = [1 / (1 + 2 * E), E / (1 + 2 * E), E / (1 + 2 * E)]
+LOVE_OUT = 2 * LOVE[0] + 6 * LOVE[1] + 4 * LOVE[2]
+
+
+@pytest.fixture
+def state():
+    return AttentionState()
+
+
+# --- the page address -------------------------------------------------------------------------------------
+
+def test_a_full_address_sets_every_part(state):
+    apply_address(state, {"q": [b"0.5,0.25"], "row": [b"nlp"], "step": [b"2"], "mode": [b"projector"],
+                          "theme": [b"dark"]})
+    assert (state.query, state.selected, state.guided, state.step) == ((0.5, 0.25), 2, True, 2)
+    assert (state.mode, state.theme, state.notice) == ("projector", "dark", "")
+
+
+@pytest.mark.parametrize("name, raw", [
+    ("q", "abc"), ("q", "nan,1"), ("q", "1,inf"), ("q", "9,0"), ("q", "1"), ("q", "1,2,3"), ("q", ""),
+    ("row", "<b>love</b>"), ("row", "Paris"), ("row", "1"), ("step", "4"), ("step", "0"), ("step", "two"),
+    ("mode", "loud"), ("theme", "<script>alert(1)</script>"), ("zoom", "2"),
+])
+def test_a_bad_argument_is_named_and_the_default_kept(state, name, raw):
+    apply_address(state, {name: [raw.encode()]})
+    assert (state.query, state.selected, state.guided, state.mode, state.theme) == ((0.0, 1.0), 1, False,
+                                                                                      "normal", "light")
+    assert state.notice.startswith("Some of the page address was ignored")
+    assert f"{name} = {raw!r}" in state.notice or f"unknown argument {name!r}" in state.notice
+
+
+def test_good_arguments_survive_a_bad_neighbour(state):
+    settings, problems = parse_address({"q": ["0.1,1"], "mode": ["x"]}, TOKENS)
+    assert settings == {"query": (0.1, 1.0)} and len(problems) == 1 and "mode = 'x'" in problems[0]
+
+
+def test_the_address_restores_the_same_view(state):
+    state.select_row(0)
+    state.move_query(0.123456789, -0.987654321)
+    state.param.update(mode="projector", theme="dark")
+    state.next_step(), state.next_step()
+    again = AttentionState()
+    apply_address(again, {k: [v.encode()] for k, v in address_of(state).items()})
+    for name in ("query", "selected", "guided", "step", "mode", "theme"):
+        assert getattr(again, name) == getattr(state, name), name
+    assert again.notice == ""
+
+
+def test_create_app_reads_the_address():
+    page = create_app(args={"q": [b"1,1"], "row": [b"I"]})
+    assert page.state.query == (1.0, 1.0) and page.state.selected == 0
+
+
+# --- keyboard -----------------------------------------------------------------------------------------------
+
+def test_right_arrow_nudges_q_by_a_tenth(state):
+    assert handle_key(state, "ArrowRight")
+    assert state.query == (0.1, 1.0)
+    handle_key(state, "ArrowDown", shift=True)
+    assert state.query == (0.1, 0.99)
+    for _ in range(9):
+        handle_key(state, "ArrowRight")
+    assert state.query == (1.0, 0.99)  # no float drift after ten nudges
+
+
+def test_nudges_stop_at_the_edge_of_the_plane(state):
+    for _ in range(30):
+        handle_key(state, "ArrowUp")
+    assert state.query == (0.0, 2.5)
+
+
+def test_number_keys_select_rows_and_r_resets(state):
+    handle_key(state, "3")
+    assert state.selected == 2 and state.query == (1.0, 1.0)
+    handle_key(state, "1")
+    assert state.selected == 0 and state.query == (1.0, 0.0)
+    handle_key(state, "r")
+    assert state.selected == 1 and state.query == (0.0, 1.0)
+    assert not handle_key(state, "x") and not handle_key(state, "4")
+
+
+def test_space_starts_the_steps_and_arrows_walk_them(state):
+    handle_key(state, " ")
+    assert state.guided and state.step == 1
+    handle_key(state, "ArrowRight")
+    handle_key(state, "ArrowRight")
+    handle_key(state, "ArrowRight")
+    assert state.step == 3 and state.query == (0.0, 1.0)  # → steps in guided mode, never past 3
+    handle_key(state, "ArrowLeft")
+    assert state.step == 2
+    handle_key(state, "ArrowRight", in_plot=True)  # the focused plot keeps its arrows
+    assert state.step == 2 and state.query == (0.1, 1.0)
+    handle_key(state, "ArrowUp")
+    assert state.query == (0.1, 1.1)
+
+
+def test_a_new_row_restarts_the_steps(state):
+    state.param.update(guided=True, step=3)
+    state.select_row(0)
+    assert state.step == 1
+
+
+# --- step-through -------------------------------------------------------------------------------------------
+
+def test_unreached_steps_show_placeholders_everywhere(state):
+    readout, inspector = Readout(state=state), Inspector(state=state)
+    bars, line, matrix, plot = WeightBars(state=state), OutputLine(state=state), AttentionMatrix(state=state), \
+        QueryPlot(state=state)
+    state.next_step()  # step 1: scores only
+    text = readout.div.text
+    assert "Scores s = q·k / √2: I 0.0000, love 0.7071, NLP 0.7071" in text
+    assert "Weights a = softmax(s): I ?, love ?, NLP ?" in text and text.endswith("Output Σ aᵢvᵢ = ?")
+    assert "0.1978" not in inspector._pane.object and "4.4067" not in inspector._pane.object
+    assert "<td>0.7071</td>" in inspector._pane.object
+    for view in (bars, matrix, plot):
+        shown, hidden = view._reveal
+        assert not any(r.visible for r in shown) and all(r.visible for r in hidden)
+    state.next_step()  # step 2: weights
+    assert "Weights a = softmax(s): I 0.1978, love 0.4011, NLP 0.4011" in readout.div.text
+    assert all(r.visible for r in bars._reveal[0]) and all(r.visible for r in line._reveal[1])
+    assert "4.4067" not in inspector._pane.object
+    state.next_step()  # step 3: output
+    assert readout.div.text.endswith("Output Σ aᵢvᵢ = 4.4067 ≈ 4.41")
+    assert all(r.visible for r in line._reveal[0]) and "= 4.4067</p>" in inspector._pane.object
+
+
+def test_step_formulas_carry_the_live_numbers(state):
+    assert r"s_i = q \cdot k_i / \sqrt{2} &= (0.0000,\ 0.7071,\ 0.7071)" in step_latex(state, 1)
+    assert r"\textstyle\sum_j e_j &= 2.4931" in step_latex(state, 2)  # 1 + 2 e^0 with the max shifted out
+    assert r"(0.1978,\ 0.4011,\ 0.4011)" in step_latex(state, 2)
+    assert step_latex(state, 3).endswith(r"= 4.4067 \end{aligned}$$")
+    with pytest.raises(ValueError, match="step must be 1, 2 or 3"):
+        step_latex(state, 4)
+
+
+def test_the_announcer_speaks_weights_and_output_but_not_hidden_steps(state):
+    a = Announcer(state=state)
+    state.move_query(1.0, 1.0)
+    assert a.div.text == 'Query of "love". Weights: I 0.2483, love 0.2483, NLP 0.5035. Output 4.0000.'
+    assert a.div.html_attributes["aria-live"] == "polite"
+    state.next_step()
+    assert a.div.text == 'Step 1 of 3. Query of "love".'
+
+
+# --- export -------------------------------------------------------------------------------------------------
+
+def test_json_export_holds_every_number(state):
+    data = json.loads(to_json(state))
+    assert data["q"] == [0.0, 1.0] and data["selected"] == "love" and data["tokens"] == TOKENS
+    assert data["keys"] == [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]] and data["values"] == [2.0, 6.0, 4.0]
+    assert data["scores"] == pytest.approx([0, 1 / math.sqrt(2), 1 / math.sqrt(2)], abs=1e-15)
+    assert data["weights"] == pytest.approx(LOVE, abs=1e-15)
+    assert data["output"] == pytest.approx(LOVE_OUT, abs=1e-14)
+    assert len(data["weight_matrix"]) == 3 and data["weight_matrix"][1] == pytest.approx(LOVE, abs=1e-15)
+    assert all(sum(row) == pytest.approx(1, abs=1e-15) for row in data["weight_matrix"])
+
+
+def test_csv_export_has_one_number_per_line(state):
+    rows = list(csv.DictReader(io.StringIO(to_csv(state))))
+    by = {(r["quantity"], r["query_token"], r["key_token"], r["dimension"]): float(r["value"]) for r in rows}
+    assert by[("q", "love", "", "0")] == 0.0 and by[("q", "love", "", "1")] == 1.0
+    assert by[("value", "", "love", "")] == 6.0
+    assert by[("weight", "love", "NLP", "")] == pytest.approx(LOVE[2], abs=1e-15)
+    assert by[("output", "love", "", "")] == pytest.approx(LOVE_OUT, abs=1e-14)
+    assert by[("weight_matrix", "NLP", "NLP", "")] == pytest.approx(math.exp(2 / math.sqrt(2)) / (
+        2 * E + math.exp(2 / math.sqrt(2))), abs=1e-15)
+    assert len(rows) == 2 + 6 + 3 + 3 * 3 + 1 + 9
+
+
+# --- projector and themes -----------------------------------------------------------------------------------
+
+def _font_sizes(fig: Plot):
+    for model in fig.references():
+        for name, val in model.properties_with_values(include_defaults=True).items():
+            if name.endswith("_font_size") and not name.startswith(("hover_", "muted_", "nonselection_")):
+                val = getattr(val, "value", val)
+                val = val.get("value") if isinstance(val, dict) else val
+                if val is not None:
+                    yield f"{type(model).__name__}.{name}", float(str(val).removesuffix("px"))
+
+
+def test_projector_mode_makes_every_canvas_text_at_least_20px(state):
+    views = [QueryPlot(state=state), WeightBars(state=state), OutputLine(state=state), AttentionMatrix(state=state)]
+    figs = [v.figure for v in views]
+    FigureStyler(state=state, figures=figs)
+    normal = {f.id: dict(_font_sizes(f)) for f in figs}
+    assert min(min(s.values()) for s in normal.values()) < 20  # the normal view is denser
+    state.mode = "projector"
+    for f in figs:
+        small = {k: v for k, v in _font_sizes(f) if v < 20}
+        assert not small, f"{f.name}: {small}"
+    state.mode = "normal"
+    assert {f.id: dict(_font_sizes(f)) for f in figs} == normal  # back exactly as built
+
+
+def test_dark_theme_recolours_figures_in_place(state):
+    plot = QueryPlot(state=state)
+    FigureStyler(state=state, figures=[plot.figure])
+    fig_id = plot.figure.id
+    state.theme = "dark"
+    assert plot.figure.id == fig_id and plot.figure.background_fill_color == "#121212"
+    assert plot.figure.title.text_color == "#f2f2f2"
+    state.theme = "light"
+    assert plot.figure.background_fill_color == "#ffffff"

@@ -1,0 +1,155 @@
+"""The page's client-side half: keyboard shortcuts, the address bar, and the document's mode and theme.
+
+One small :class:`pn.custom.JSComponent` (no framework, no request outside the
+page): keys are read in the browser and sent to the server as messages, the
+server changes the state, and the state's mode, theme and address come back as
+parameters that the browser applies to ``<html>`` and ``history``.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import panel as pn
+import param
+
+from widgets.address import Q_RANGE, address_of
+from widgets.state import AttentionState
+
+#: Nudge of q per arrow key, and with Shift held.
+NUDGE, FINE_NUDGE = 0.1, 0.01
+
+#: Shortcut -> what it does, as the help text and the README list them.
+SHORTCUTS = (
+    ("← ↑ → ↓", "move q by 0.1 (with Shift: 0.01)"),
+    ("← →", "in step-through: previous / next step (↑ ↓ still move q; arrows always move q while the plot has focus)"),
+    ("Space", "next step (starts the step-through)"),
+    ("1  2  3", "inspect the query of I / love / NLP"),
+    ("R", "reset the example"),
+)
+
+_ARROWS = {"ArrowLeft": (-1, 0), "ArrowRight": (1, 0), "ArrowUp": (0, 1), "ArrowDown": (0, -1)}
+
+
+def handle_key(state: AttentionState, key: str, shift: bool = False, in_plot: bool = False) -> bool:
+    """Apply one keyboard shortcut to ``state``; returns False for keys that are not shortcuts.
+
+    Arrows nudge q (clamped to the plane the query plot shows), except ← and →
+    in guided mode, which step back and forth unless the query plot has focus.
+    """
+    if key in _ARROWS:
+        if state.guided and not in_plot and key in ("ArrowLeft", "ArrowRight"):
+            (state.next_step if key == "ArrowRight" else state.previous_step)()
+            return True
+        dx, dy = _ARROWS[key]
+        h = FINE_NUDGE if shift else NUDGE
+        lo, hi = Q_RANGE
+        x, y = state.query
+        state.move_query(min(max(round(x + dx * h, 9), lo), hi), min(max(round(y + dy * h, 9), lo), hi))
+        return True
+    if key == " ":
+        state.next_step()
+    elif key in ("1", "2", "3") and int(key) <= len(state.tokens):
+        state.select_row(int(key) - 1)
+    elif key in ("r", "R"):
+        state.reset()
+    else:
+        return False
+    return True
+
+
+class BrowserBridge(pn.custom.JSComponent):
+    """Keyboard shortcuts, ``<html data-mode data-theme>`` and the shareable address, for one page.
+
+    Keys are taken only when no text field, select or slider has focus, and
+    Space/Enter are left to a focused button or checkbox; keys with Ctrl, Alt
+    or Meta are never taken. The address bar is updated with
+    ``history.replaceState`` a moment after the state settles, so a drag does
+    not fill the history.
+    """
+
+    mode = param.String(default="normal")
+    theme = param.String(default="light")
+    search = param.String(default="", doc="What the address bar should hold, e.g. '?q=0.0,1.0&row=love'.")
+
+    _esm = """
+const TEXT_INPUTS = new Set(["INPUT", "TEXTAREA", "SELECT"])
+const CLICKABLE_INPUTS = new Set(["checkbox", "radio", "button", "submit", "reset", "file"])
+const OWN_ARROWS = new Set(["slider", "tab", "tablist", "listbox", "menu", "menubar", "radiogroup", "spinbutton"])
+const KEYS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", " ", "1", "2", "3", "r", "R"])
+
+function wantsKey(e) {
+  const path = e.composedPath()
+  const target = path[0]
+  if (!(target instanceof Element)) return true
+  const tag = target.tagName
+  if (target.isContentEditable) return false
+  if (TEXT_INPUTS.has(tag) && !(tag === "INPUT" && CLICKABLE_INPUTS.has(target.type))) return false
+  const role = target.getAttribute("role")
+  if (e.key.startsWith("Arrow") && role && OWN_ARROWS.has(role)) return false
+  const activates = tag === "BUTTON" || tag === "A" || tag === "INPUT" || ["button", "switch", "checkbox", "tab"].includes(role)
+  if ((e.key === " " || e.key === "Enter") && activates) return false
+  return true
+}
+
+export function render({ model, el }) {
+  const root = document.documentElement
+  // The whole app is the page's main content: one landmark for screen-reader navigation.
+  const app = document.querySelector("[data-root-id]")
+  if (app && !app.hasAttribute("role")) app.setAttribute("role", "main")
+  // Text sizes come from CSS, which Bokeh's layout does not watch: measure every view again once they apply.
+  const relayout = () => requestAnimationFrame(() => {
+    for (const doc of window.Bokeh.documents)
+      for (const m of doc.all_models) {
+        const v = window.Bokeh.index.find_one(m)
+        if (v && typeof v.invalidate_layout === "function") v.invalidate_layout()
+      }
+  })
+  const paint = () => {
+    const changed = root.dataset.mode !== model.mode
+    root.dataset.mode = model.mode
+    root.dataset.theme = model.theme
+    if (changed) relayout()
+  }
+  paint()
+  model.on(["mode", "theme"], paint)
+
+  let timer = null
+  const address = () => {
+    clearTimeout(timer)
+    timer = setTimeout(() => {
+      if (model.search && model.search !== window.location.search)
+        window.history.replaceState(window.history.state, "", model.search + window.location.hash)
+    }, 300)
+  }
+  address()
+  model.on("search", address)
+
+  const onKey = (e) => {
+    if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || !KEYS.has(e.key) || !wantsKey(e)) return
+    const inPlot = e.composedPath().some((n) => n.classList && n.classList.contains("ae-query-plot"))
+    e.preventDefault()  // arrows and Space would otherwise scroll the page
+    model.send_msg({key: e.key, shift: e.shiftKey, in_plot: inPlot})
+  }
+  document.addEventListener("keydown", onKey)
+  model.on("remove", () => { document.removeEventListener("keydown", onKey); clearTimeout(timer) })
+  el.setAttribute("aria-hidden", "true")
+  return document.createElement("span")
+}
+"""
+
+    def __init__(self, state: AttentionState, **params):
+        super().__init__(width=0, height=0, margin=0, **params)
+        self.state = state  # plain attribute: the state stays on the server, only the fields above sync
+        self.state.param.watch(self._sync, ["mode", "theme", "query", "selected", "guided", "step", "tokens"])
+        self._sync()
+
+    def _sync(self, *_):
+        s = self.state
+        self.param.update(mode=s.mode, theme=s.theme, search="?" + urlencode(address_of(s)))
+
+    def _handle_msg(self, msg) -> None:
+        if not isinstance(msg, dict):
+            return
+        with pn.io.hold():
+            handle_key(self.state, str(msg.get("key", "")), bool(msg.get("shift")), bool(msg.get("in_plot")))

@@ -1,0 +1,161 @@
+"""Projector mode and light/dark themes: page CSS, and the Bokeh figures restyled in place.
+
+HTML parts of the page follow CSS custom properties (``--ae-*``) that
+``static/theme.css`` declares on the document root for each
+``data-mode`` / ``data-theme``; the browser bridge sets those attributes.
+Canvas text and marks cannot follow CSS, so :class:`FigureStyler` sets the
+Bokeh models' own properties whenever the state's mode or theme changes: the
+figures are never rebuilt, only their properties change.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import param
+from bokeh.core.property.vectorization import Value
+from bokeh.models import ColorBar, Interpolator, LinearInterpolator, Plot, Text
+from panel.theme import Design
+from panel.theme.base import Inherit
+from panel.viewable import Viewable
+
+from widgets.state import AttentionState
+
+STATIC = Path(__file__).resolve().parents[1] / "static"
+#: Document-level CSS: the custom properties per mode and theme, the page frame.
+PAGE_CSS = (STATIC / "theme.css").read_text()
+#: Loaded into every Panel component's shadow root: maps Panel's and Bokeh's own variables onto ours.
+COMPONENT_CSS = (STATIC / "components.css").read_text()
+#: The page's own panes and layouts (header, notices, step-through, help).
+APP_CSS = (STATIC / "app.css").read_text()
+
+#: Colours of each theme. Text on the background has contrast >= 7:1 (WCAG AAA) in both.
+PALETTES = {
+    "light": dict(bg="#ffffff", fg="#111111", muted="#3d3d3d", grid="#d9d9d9", outline="#8c8c8c",
+                  cell_line="#ffffff", neutral="#c8c8c8"),
+    "dark": dict(bg="#121212", fg="#f2f2f2", muted="#cfcfcf", grid="#3b3b3b", outline="#8c8c8c",
+                 cell_line="#121212", neutral="#4a4a4a"),
+}
+#: Smallest canvas text in projector mode (CSS px), and how much every size grows.
+PROJECTOR_MIN_FONT = 20
+PROJECTOR_FONT_STEP = 6
+PROJECTOR_MIN_BORDER = 44
+#: Weight-width lines of the query plot: widths 1..14 become 4..20 in projector mode.
+PROJECTOR_LINE_WIDTHS = ((1, 14), (4, 20))
+
+
+class ClassroomDesign(Design):
+    """Panel's default look, plus :data:`COMPONENT_CSS` in every component, so themes switch without a rebuild."""
+
+    modifiers = {Viewable: {"stylesheets": [Inherit, COMPONENT_CSS]}}
+
+
+def _px(size) -> float | None:
+    if isinstance(size, Value):
+        size = size.value
+    elif isinstance(size, dict):
+        size = size.get("value")
+    m = re.fullmatch(r"\s*([\d.]+)px\s*", str(size)) if size is not None else None
+    return float(m.group(1)) if m else None
+
+
+class FigureStyler(param.Parameterized):
+    """Restyles Bokeh figures for the state's ``mode`` and ``theme`` by setting model properties.
+
+    The properties each figure was built with are remembered on construction
+    and restored in normal mode, so the views stay the authority on their own
+    normal look. Projector mode: canvas text grows by 6 px to at least 20 px,
+    markers by 40 %, lines and axes thicken, and every text is drawn in the
+    theme's foreground colour (token colours stay on markers, bars and lines,
+    where 3:1 is the contrast that applies). Text drawn on heatmap cells gets a
+    background box, so its contrast does not depend on the cell's colour.
+    """
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state whose mode and theme apply.")
+    figures = param.List(item_type=Plot, doc="The figures to restyle.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._original: dict[str, tuple[object, dict[str, object]]] = {}  # model id -> (model, built values)
+        self._interp = LinearInterpolator(x=list(PROJECTOR_LINE_WIDTHS[0]), y=list(PROJECTOR_LINE_WIDTHS[1]),
+                                          clip=False)
+        for fig in self.figures:
+            for model in fig.references():
+                built = {name: getattr(model, name) for name in model.properties_with_values(include_defaults=True)
+                         if self._styled(name)}
+                if built:
+                    self._original[model.id] = (model, built)
+        self._min_border = {fig.id: fig.min_border_bottom for fig in self.figures}
+        self.state.param.watch(self.apply, ["mode", "theme"])
+        self.apply()
+
+    @staticmethod
+    def _styled(name: str) -> bool:
+        return (name.endswith(("_font_size", "_color", "line_width")) or name in ("size",)) and not name.startswith(
+            ("hover_", "selection_", "nonselection_", "muted_"))
+
+    def _orig(self, model, name):
+        return self._original[model.id][1].get(name)
+
+    def apply(self, *_):
+        """Set every remembered property for the current mode and theme (one held document change)."""
+        projector = self.state.mode == "projector"
+        theme = self.state.theme
+        pal = PALETTES[theme]
+        plain = not projector and theme == "light"  # the figures' own look
+        for model, built in self._original.values():
+            updates = {name: self._value(model, name, orig, projector, plain, pal) for name, orig in built.items()}
+            updates = {k: v for k, v in updates.items() if v is not _KEEP}
+            if updates:
+                model.update(**updates)
+        for fig in self.figures:
+            # Bokeh sizes the bottom axis a little short for 20 px labels: leave them room
+            fig.update(background_fill_color=pal["bg"], border_fill_color=pal["bg"],
+                       min_border_bottom=PROJECTOR_MIN_BORDER if projector else self._min_border[fig.id])
+
+    def _value(self, model, name, orig, projector, plain, pal):
+        is_text_glyph = isinstance(model, Text)
+        if name.endswith("_font_size"):
+            size = _px(orig)
+            if not projector or size is None:
+                return orig
+            return f"{max(PROJECTOR_MIN_FONT, size + PROJECTOR_FONT_STEP):g}px"
+        if name == "size":  # scatter markers
+            return orig * 1.4 if projector and isinstance(orig, (int, float)) else orig
+        if name.endswith("line_width"):
+            if isinstance(orig, str):  # a field: the query plot's weight-width lines
+                return dict(field=orig, transform=self._interp) if projector else orig
+            if isinstance(orig, dict) and isinstance(orig.get("transform"), Interpolator):
+                return orig
+            if isinstance(orig, (int, float)) and name not in ("border_line_width", "grid_line_width",
+                                                               "minor_tick_line_width"):
+                return orig + 2 if projector and orig > 0 else orig
+            return orig
+        if name.endswith("text_color"):
+            if is_text_glyph and orig == "text_color":  # numbers on heatmap cells: ink chosen per cell
+                return pal["fg"] if projector else orig
+            return orig if plain else pal["fg"]
+        if is_text_glyph and name == "background_fill_color":
+            on_cells = self._orig(model, "text_color") == "text_color"
+            return pal["bg"] if projector and on_cells else orig
+        if is_text_glyph and name == "border_line_color":
+            return orig
+        if name in ("axis_line_color", "major_tick_line_color", "minor_tick_line_color", "bar_line_color"):
+            return orig if plain or orig is None else pal["muted"]
+        if name == "grid_line_color":
+            return orig if plain or orig is None else pal["grid"]
+        if name == "outline_line_color":
+            return orig if plain or orig is None else pal["outline"]
+        if isinstance(model, ColorBar) and name in ("background_fill_color", "border_line_color"):
+            return pal["bg"] if name == "background_fill_color" else orig
+        if name in ("fill_color", "line_color", "color") and isinstance(orig, str):
+            # constant black/white ink (the query marker, the output triangle, cell borders) follows the theme
+            if orig.lower() in ("black", "#000000", "#444444", "#333333"):
+                return orig if plain else pal["fg"]
+            if orig.lower() in ("white", "#ffffff"):
+                return orig if plain else pal["bg"]
+        return _KEEP
+
+
+_KEEP = object()

@@ -1,0 +1,102 @@
+"""Step-through (predict, then reveal): Back / Next over the recipe's three steps, with the live formula."""
+
+from __future__ import annotations
+
+import numpy as np
+import panel as pn
+import param
+
+from widgets.format import fmt
+from widgets.presentation import APP_CSS
+from widgets.state import STEPS, AttentionState
+
+TITLES = {1: "Step 1 of 3 · score", 2: "Step 2 of 3 · normalise", 3: "Step 3 of 3 · combine"}
+def _vec(xs) -> str:
+    return "(" + r",\ ".join(fmt(float(x)) for x in xs) + ")"
+
+
+def step_latex(state: AttentionState, step: int) -> str:
+    r"""LaTeX for recipe step ``step`` (1 score, 2 normalise, 3 combine) of the selected query, live numbers in.
+
+    Vectors run over the keys in token order; at most three short lines, so the
+    formula fits beside the query plot even at projector size. Numbers are the
+    state's own (computed once by the core), written with :func:`widgets.format.fmt`.
+
+    Raises
+    ------
+    ValueError
+        If ``step`` is not 1, 2 or 3.
+
+    >>> print(step_latex(AttentionState(), 3))
+    $$\begin{aligned} o &= \textstyle\sum_i a_i v_i \\ &= 0.1978 \cdot 2 + 0.4011 \cdot 6 + 0.4011 \cdot 4 = 4.4067 \end{aligned}$$
+    """
+    s, i = state, state.selected
+    r = s.result
+    if step == 1:
+        scaled = rf"s_i = q \cdot k_i / \sqrt{{{s.d_k}}}" if s.scale else r"s_i = q \cdot k_i"
+        body = rf"q \cdot k_i &= {_vec(r.dots[i])} \\ {scaled} &= {_vec(r.scores[i])}"
+    elif step == 2:
+        body = (rf"e_i = e^{{\,s_i - \max s}} &= {_vec(r.exp[i])} \\ "
+                rf"\textstyle\sum_j e_j &= {fmt(float(r.exp_sum[i]))} \\ "
+                rf"a_i = e_i / \textstyle\sum_j e_j &= {_vec(r.weights[i])}")
+    elif step == 3:
+        v = np.asarray(s.values, dtype=float)
+        terms = " + ".join(rf"{fmt(float(a))} \cdot {fmt(float(x), 2).rstrip('0').rstrip('.')}"
+                           for a, x in zip(r.weights[i], v))
+        body = rf"o &= \textstyle\sum_i a_i v_i \\ &= {terms} = {fmt(float(r.output[i]))}"
+    else:
+        raise ValueError(f"step must be 1, 2 or 3, got {step!r}")
+    return rf"$$\begin{{aligned}} {body} \end{{aligned}}$$"
+
+
+#: Shown when the step-through is off: the whole recipe, symbols only.
+RECIPE_LATEX = (r"$$\begin{aligned} s_i &= q \cdot k_i / \sqrt{d_k} & a &= \operatorname{softmax}(s) \\ "
+                r"o &= \textstyle\sum_i a_i v_i \end{aligned}$$")
+
+
+class StepThrough(pn.viewable.Viewer):
+    """The guided walk: a switch, Back and Next, the step's title and its formula with the live numbers.
+
+    Every view hides the numbers of the steps not yet reached (``state.revealed``);
+    this one shows the current step's formula. Rendered by Panel's ``LaTeX`` pane
+    with KaTeX, which Panel serves itself (no request leaves the page's host).
+    """
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        # CheckBoxGroup, not Checkbox: its box is wrapped in a <label>, so it has an accessible name
+        self.toggle = pn.widgets.CheckBoxGroup(options=["Step through"], value=["Step through"] * s.guided,
+                                               margin=(12, 10))
+        self.toggle.param.watch(lambda e: setattr(s, "guided", bool(e.new)), "value")
+        self.back = pn.widgets.Button(label="◀ Back", description="Hide this step again (←)", margin=(4, 6))
+        self.next = pn.widgets.Button(label="Next ▶", color="primary", description="Reveal the next step (Space, →)",
+                                      margin=(4, 6))
+        self.back.on_click(lambda _: s.previous_step())
+        self.next.on_click(lambda _: s.next_step())
+        self.title = pn.pane.HTML("", css_classes=["step-title"], margin=(0, 10), sizing_mode="stretch_width",
+                                  stylesheets=[APP_CSS])
+        self.formula = pn.pane.LaTeX(RECIPE_LATEX, renderer="katex", css_classes=["formula"], margin=(0, 10),
+                                     sizing_mode="stretch_width", stylesheets=[APP_CSS],
+                                     styles={"height": "calc(var(--ae-formula) * 4.3)"})  # 3 lines: steps never shift
+        s.param.watch(self._render, ["guided", "step", "result"])
+        self._render()
+        self._layout = pn.Column(pn.Row(self.toggle, self.back, self.next), self.title, self.formula,
+                                 sizing_mode="stretch_width", css_classes=["stepper"])
+
+    def _render(self, *_):
+        s = self.state
+        self.toggle.value = ["Step through"] * s.guided
+        self.back.disabled = not s.guided or s.step == 1
+        self.next.disabled = s.guided and s.step == len(STEPS)
+        if s.guided:
+            self.title.object = f"<h2>{TITLES[s.step]}</h2>"
+            self.formula.object = step_latex(s, s.step)
+        else:
+            self.title.object = "<h2>The recipe · Next or Space walks through it</h2>"
+            self.formula.object = RECIPE_LATEX
+
+    def __panel__(self):
+        return self._layout
