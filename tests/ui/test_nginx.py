@@ -18,7 +18,7 @@ import pytest
 
 from tests.ui.conftest import ROOT, free_port, wait_for_http
 from tests.ui.test_offline import is_loopback
-from tests.ui.helpers import open_app, readout, to_page, wait_for_readout, weights
+from tests.ui.helpers import open_app, readout, show_tab, to_page, wait_for_readout, weights
 
 # a busy shared machine can take seconds per round trip: wait long, still before the button is released
 LOADED = 20_000
@@ -193,6 +193,7 @@ def test_learners_spread_over_both_processes_and_each_page_stays_live(browser, s
             page = new_page(browser, route=f"learner-{i}")
             pages.append(page)
             open_app(page, stack.url)
+            show_tab(page, "Matrix")
             row = (0, 2)[i % 2]  # a fresh page shows "love": either click changes the readout
             page.mouse.click(*to_page(page, "attention-matrix", 0, row))
             wait_for_readout(page, f'Query of "{["I", "love", "NLP"][row]}"', timeout=LOADED)
