@@ -19,10 +19,12 @@ from widgets.charts import ValuesView, WeightBars
 from widgets.dk_panel import DkPanel
 from widgets.editor import Editor
 from widgets.export import Export
+from widgets.follow import RoomControls
 from widgets.formula import Formula
 from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler
+from widgets.preview import DragPreview
 from widgets.query_plot import QueryPlot
 from widgets.state import AttentionState
 from widgets.stepper import StepThrough
@@ -108,6 +110,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     inspector = Inspector(state=state)
     inspector._pane.param.update(stylesheets=[INSPECTOR_CSS], width=None, sizing_mode="stretch_width")
     readout = Readout(state=state)
+    DragPreview(query_plot, values, matrix, readout, bars, state=state)
     teaching = teaching_panels(state)
     figures = [v.figure for v in (query_plot, bars, values.line, values.plane, matrix)]
     figures += [p.object for t in teaching.values() for p in t.select(pn.pane.Bokeh) if isinstance(p.object, Plot)]
@@ -134,7 +137,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                           sizing_mode="stretch_width", visible=state.param.notice.rx.bool())
     message = pn.pane.HTML(state.param.message.rx.pipe(_as_text), css_classes=["message"], stylesheets=[APP_CSS],
                            sizing_mode="stretch_width", visible=state.param.message.rx.bool())
-    header = pn.Row(title, reset, looks, fullscreen, sizing_mode="stretch_width",
+    room = RoomControls(state=state)  # Present / follow a room (widgets/follow.py), at the header's end
+    header = pn.Row(title, reset, looks, fullscreen, room, sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
     tabs = pn.Tabs(

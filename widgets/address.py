@@ -16,6 +16,8 @@ from widgets.state import MODES, STEPS, THEMES, AttentionState
 
 #: Query arguments the page understands, in the order they are written.
 ARGUMENTS = ("q", "row", "step", "mode", "theme")
+#: Arguments that belong to a room (widgets/follow.py reads them); the address leaves them alone.
+ROOM_ARGUMENTS = ("room", "token")
 #: Where a shared q may lie: the query plot's visible plane (see widgets.query_plot.PLANE).
 Q_RANGE = (-1.5, 2.5)
 _SHOWN = 40  # characters of a bad value quoted back in the notice
@@ -91,7 +93,7 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
                 settings[name] = value
             else:
                 problems.append(f"{name} = {_quote(value)} ignored: choose {' or '.join(allowed)}.")
-        else:
+        elif name not in ROOM_ARGUMENTS:
             problems.append(f"unknown argument {_quote(name)} ignored.")
     return settings, problems
 

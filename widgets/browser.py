@@ -92,6 +92,23 @@ function wantsKey(e) {
   return true
 }
 
+// A nudge is previewed like a tap at the nudged position (static/preview.js, through the query
+// plot's own tap callback), so the numbers change on this key press; the server's arrive after.
+// Same arithmetic as handle_key: 9-decimal rounding, then the plane's bounds (the callback clamps).
+const STEPS = {ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, 1], ArrowDown: [0, -1]}
+function previewNudge(key, shift, inPlot) {
+  const doc = window.Bokeh && window.Bokeh.documents[0]
+  const fig = doc && doc.get_model_by_name("query-plot")
+  const cb = fig && (fig.js_event_callbacks.tap || [])[0]
+  if (cb == null) return
+  const args = cb.args instanceof Map ? Object.fromEntries(cb.args) : cb.args
+  if (args.inputs.data.guided[0] && !inPlot && (key === "ArrowLeft" || key === "ArrowRight")) return  // a step
+  const h = shift ? %(fine)r : %(nudge)r, [dx, dy] = STEPS[key]
+  const round9 = (v) => Math.round(v * 1e9) / 1e9
+  const x = round9(args.query.data.x[0] + dx * h), y = round9(args.query.data.y[0] + dy * h)
+  cb.execute(fig, {event_name: "tap", x, y})
+}
+
 export function render({ model, el }) {
   const root = document.documentElement
   // The whole app is the page's main content: one landmark for screen-reader navigation.
@@ -118,8 +135,14 @@ export function render({ model, el }) {
   const address = () => {
     clearTimeout(timer)
     timer = setTimeout(() => {
-      if (model.search && model.search !== window.location.search)
-        window.history.replaceState(window.history.state, "", model.search + window.location.hash)
+      if (!model.search) return
+      // a room's arguments (widgets/follow.py) stay: reloading keeps presenting or following
+      const next = new URLSearchParams(model.search)
+      const now = new URLSearchParams(window.location.search)
+      for (const name of ["room", "token"]) if (now.has(name)) next.set(name, now.get(name))
+      const search = "?" + next.toString()
+      if (search !== window.location.search)
+        window.history.replaceState(window.history.state, "", search + window.location.hash)
     }, 300)
   }
   address()
@@ -129,14 +152,14 @@ export function render({ model, el }) {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || !KEYS.has(e.key) || !wantsKey(e)) return
     const inPlot = e.composedPath().some((n) => n.classList && n.classList.contains("ae-query-plot"))
     e.preventDefault()  // arrows and Space would otherwise scroll the page
+    if (e.key.startsWith("Arrow")) previewNudge(e.key, e.shiftKey, inPlot)
     model.send_msg({key: e.key, shift: e.shiftKey, in_plot: inPlot})
   }
   document.addEventListener("keydown", onKey)
   model.on("remove", () => { document.removeEventListener("keydown", onKey); clearTimeout(timer) })
-  el.setAttribute("aria-hidden", "true")
   return document.createElement("span")
 }
-"""
+""" % {"fine": FINE_NUDGE, "nudge": NUDGE}
 
     def __init__(self, state: AttentionState, **params):
         super().__init__(width=0, height=0, margin=0, **params)

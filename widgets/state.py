@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 
@@ -57,6 +58,12 @@ def parse_coordinate(text) -> float:
     return x
 
 
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
+    return a == b
+
+
 class AttentionState(param.Parameterized):
     """Everything one learner's page shows, and nothing else.
 
@@ -105,6 +112,15 @@ class AttentionState(param.Parameterized):
     dk_seed = param.Integer(default=0, bounds=(0, None), doc="Seed of this session's random-vector draws.")
     scaling = param.ClassSelector(class_=ScalingExperiment, doc="Derived: the d_k experiment's result.")
 
+    #: The params that make up the view a presenter shares with a room (see widgets/follow.py). Every
+    #: other param is the page's own (``LOCAL_PARAMS``); a new param must be added to exactly one list.
+    SHARED_PARAMS = ("preset", "tokens", "keys", "values", "selected", "query", "scale", "causal", "trap",
+                     "guided", "step", "dk_experiment", "dk_seed")
+    #: Params never followed: derived ones, feedback about the page's own input or address, and the page's
+    #: own look (a follower chooses projector mode and theme for their own screen).
+    LOCAL_PARAMS = ("name", "message", "message_field", "notice", "result", "trap_result", "trap_error",
+                    "scaling", "mode", "theme")
+
     def __init__(self, **params):
         super().__init__(**params)
         # The named preset that Reset returns to, even after edits made the preset Custom.
@@ -113,6 +129,28 @@ class AttentionState(param.Parameterized):
             self._load_preset()
         self._recompute()
         self._run_experiment()
+
+    def snapshot(self) -> dict:
+        """A deep copy of the shared view: ``{name: value}`` for each of ``SHARED_PARAMS``."""
+        values = self.param.values()
+        return {name: copy.deepcopy(values[name]) for name in self.SHARED_PARAMS}
+
+    def apply_snapshot(self, snapshot: dict) -> list[str]:
+        """Take the shared view from ``snapshot``; returns the names that changed.
+
+        Only names in ``SHARED_PARAMS`` are read; values equal to the current
+        ones are skipped so the views re-render only what moved. ``preset`` goes
+        first, on its own: choosing a preset loads its data, which the rest of
+        the snapshot (edited vectors, the query, the row) then overrides.
+        """
+        changed = []
+        for names in (("preset",), tuple(n for n in self.SHARED_PARAMS if n != "preset")):
+            update = {n: copy.deepcopy(snapshot[n]) for n in names
+                      if n in snapshot and not _same(getattr(self, n), snapshot[n])}
+            if update:
+                self.param.update(**update, message="")
+                changed += list(update)
+        return changed
 
     @property
     def queries(self) -> np.ndarray:

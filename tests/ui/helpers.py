@@ -22,10 +22,19 @@ def open_app(page, url: str) -> None:
     page.locator(READOUT).wait_for()
 
 
-def show_tab(page, title: str) -> None:
-    """Bring the tab ``title`` (Weights, Matrix, All steps, Export, Keys) to the front."""
+def show_tab(page, title: str, figure: str | None = None) -> None:
+    """Bring the tab ``title`` to the front (Weights, Matrix, All steps, Recipe, Edit, Trap, √d_k, Export, Keys).
+
+    A tab's models reach the page only while it is shown: with ``figure`` (a Bokeh figure name), wait until
+    that figure is drawn.
+    """
     page.locator(".bk-tab", has_text=title).click()
-    page.wait_for_timeout(300)  # the figure in it lays itself out once visible
+    page.locator(".bk-tab.bk-active", has_text=title).wait_for()
+    if figure:
+        page.wait_for_function("""(name) => { const m = Bokeh.documents[0].get_model_by_name(name)
+            const v = m && Bokeh.index.find_one(m); return v != null && v.canvas_view != null }""", arg=figure,
+                               timeout=20000)
+    page.wait_for_timeout(300)  # the tab's figures lay themselves out once visible
 
 
 def to_page(page, figure_name: str, x: float, y: float) -> tuple[float, float]:

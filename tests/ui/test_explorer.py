@@ -32,7 +32,7 @@ def test_drag_updates_numbers_before_release_and_ends_at_nlp(page):
     assert output(page) == pytest.approx(4.0, abs=1e-4)
     assert "Dot products q·k: I 1.0000, love 1.0000, NLP 2.0000" in text
     page.mouse.up()
-    show_tab(page, "Matrix")
+    show_tab(page, "Matrix", "attention-matrix")
     # the selected row of the matrix is the dragged query's row
     cells = page.evaluate("""() => {
         const src = Bokeh.documents[0].get_model_by_name('attention-matrix').renderers[0].data_source;
@@ -44,7 +44,7 @@ def test_drag_updates_numbers_before_release_and_ends_at_nlp(page):
                                                  (1, "love", "4.4067 ≈ 4.41", "(0.000, 1.000)"),
                                                  (2, "NLP", "4.0000 ≈ 4.00", "(1.000, 1.000)")])
 def test_clicking_a_matrix_row_inspects_that_query(page, row, token, out, q):
-    show_tab(page, "Matrix")
+    show_tab(page, "Matrix", "attention-matrix")
     # click the last key column of the row, then the row-sum column: both select it
     for col in (2, 3):
         page.mouse.click(*to_page(page, "attention-matrix", col, row))
@@ -56,7 +56,7 @@ def test_clicking_a_matrix_row_inspects_that_query(page, row, token, out, q):
 
 
 def test_clicking_the_selected_row_keeps_it_selected(page):
-    show_tab(page, "Matrix")
+    show_tab(page, "Matrix", "attention-matrix")
     page.mouse.click(*to_page(page, "attention-matrix", 0, 2))
     wait_for_readout(page, 'Query of "NLP"')
     page.mouse.click(*to_page(page, "attention-matrix", 1, 2))
@@ -78,7 +78,7 @@ def test_reset_restores_the_example(page):
 def test_two_pages_are_independent(browser, server, page):
     other = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
     open_app(other, server)
-    show_tab(page, "Matrix")
+    show_tab(page, "Matrix", "attention-matrix")
     page.mouse.click(*to_page(page, "attention-matrix", 0, 0))
     wait_for_readout(page, 'Query of "I"')
     other.mouse.click(*to_page(other, "query-plot", 1.0, 1.0))

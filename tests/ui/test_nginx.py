@@ -41,7 +41,7 @@ def site_config(listen: int, backends: list[int], sticky: bool = True) -> str:
     text, n_up = re.subn(r"(    server 127\.0\.0\.1:\d+;\n)+", servers, text)
     assert (n_listen, n_up) == (1, 1), "deploy/nginx.conf no longer has the `listen 80;` / upstream lines"
     if not sticky:
-        text, n_hash = re.subn(r"\n\s*hash \$explorer_route consistent;", "", text)
+        text, n_hash = re.subn(r"\n\s*hash \$explorer_key consistent;", "", text)
         assert n_hash == 1
     return text
 
@@ -82,7 +82,11 @@ class Stack:
                                                    stdout=log, stderr=subprocess.STDOUT))
             for port, proc in zip(self.backends, self.procs):
                 wait_for_http(f"http://127.0.0.1:{port}/liveness", proc)
-            (tmp / "site.conf").write_text(site_config(self.listen, self.backends, sticky))
+            site = site_config(self.listen, self.backends, sticky)
+            self.access_log = tmp / "site-access.log"
+            site, n_log = re.subn(r"access_log /var/log/nginx/\S+", f"access_log {self.access_log}", site)
+            assert n_log == 1, "deploy/nginx.conf no longer has its access_log line"
+            (tmp / "site.conf").write_text(site)
             (tmp / "nginx.conf").write_text(main_config(tmp, tmp / "site.conf"))
             nginx = nginx_binary()
             check = subprocess.run([nginx, "-t", "-p", str(tmp), "-c", str(tmp / "nginx.conf")],
@@ -206,6 +210,40 @@ def test_learners_spread_over_both_processes_and_each_page_stays_live(browser, s
             page.mouse.click(*to_page(page, "query-plot", 2.0, -1.0))
             wait_for_readout(page, r"q = \(2\.000, -1\.000\)", timeout=LOADED)
             assert not page.foreign, page.foreign
+    finally:
+        for page in pages:
+            page.context.close()
+
+
+def test_a_room_s_presenter_and_followers_reach_one_process_whatever_their_cookie(browser, stack):
+    """Pages whose route cookies point at both processes all follow one room: nginx hashes on its code."""
+    from tests.ui.test_follow import WAIT, present
+
+    pages = []
+    try:
+        teacher = new_page(browser, route="teacher")
+        pages.append(teacher)
+        open_app(teacher, stack.url)
+        code, link = present(teacher)
+        assert link.startswith(stack.url)
+        students = []
+        for i in range(6):
+            student = new_page(browser, route=f"student-{i}")
+            pages.append(student)
+            open_app(student, link)
+            student.get_by_text("Following room").wait_for(timeout=WAIT)
+            students.append(student)
+        # without the room those cookies spread over both processes (see the test above); here every
+        # websocket of the room is on one process (the teacher's page before Present may be on either)
+        counts = stack.wait_for_sessions(lambda c: sum(c) >= 7)
+        assert max(counts) >= 7, f"websockets per process: {counts}"
+        teacher.mouse.click(*to_page(teacher, "query-plot", 1.0, 1.0))
+        for student in students:
+            wait_for_readout(student, r"q = \(1\.000, 1\.000\)", WAIT)
+            assert not student.foreign, student.foreign
+        token = teacher.url.split("token=")[1]
+        logged = stack.access_log.read_text() + "".join(Path(log.name).read_text() for log in stack.logs)
+        assert "GET /ws" in logged and code not in logged and token not in logged
     finally:
         for page in pages:
             page.context.close()

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import open_app, readout, to_page, wait_for_readout, weights
+from tests.ui.helpers import open_app, readout, show_tab, to_page, wait_for_readout, weights
 
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -26,15 +26,18 @@ def type_into(page, css_class: str, text: str) -> None:
 
 
 def test_module_2_preset_shows_the_vector_output(page):
+    show_tab(page, "Edit")
     page.locator("select").first.select_option("Module 2: vector values")
     # a preset switch rebuilds the editor and the value views: allow a loaded machine time
     wait_for_readout(page, r"Output Σ aᵢvᵢ = \(3\.9833, 6\.0167\)", timeout=20000)
+    show_tab(page, "Matrix", "attention-matrix")
     page.wait_for_function("""() => Bokeh.documents[0].get_model_by_name('attention-matrix').renderers
         .find((r) => r.name === 'row-outputs').data_source.data.label[0] === '(6.0167, 3.9833)'""")
     page.mouse.click(*to_page(page, "attention-matrix", 0, 0))
     text = wait_for_readout(page, 'Query of "I"')
     assert weights(page) == pytest.approx([0.4011, 0.1978, 0.4011], abs=1e-4)
     assert "Output Σ aᵢvᵢ = (6.0167, 3.9833)" in text
+    show_tab(page, "Weights", "value-plane")
     label = page.evaluate("""() => Bokeh.documents[0].get_model_by_name('value-plane').renderers
         .find((r) => r.data_source.data.label && String(r.data_source.data.label[0]).startsWith('output'))
         .data_source.data.label[0]""")
@@ -42,6 +45,7 @@ def test_module_2_preset_shows_the_vector_output(page):
 
 
 def test_bad_coordinate_shows_a_message_and_keeps_the_numbers(page):
+    show_tab(page, "Edit")
     before = readout(page)
     type_into(page, "field-k-1-0", "abc")
     message = page.locator(".field-message").filter(has_text="k_love[1] refused")
@@ -58,6 +62,7 @@ def test_bad_coordinate_shows_a_message_and_keeps_the_numbers(page):
 def test_a_token_named_like_html_is_text_and_runs_nothing(page):
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    show_tab(page, "Edit")
     type_into(page, "field-name-0-", XSS)
     message = page.locator(".field-message").filter(has_text="name of token 1 refused")
     message.wait_for()
@@ -69,8 +74,10 @@ def test_a_token_named_like_html_is_text_and_runs_nothing(page):
 
 
 def test_causal_mask_greys_the_upper_triangle(page):
+    show_tab(page, "Edit")
     page.locator(".switch-causal input").check()
     wait_for_readout(page, "NLP masked", timeout=20000)
+    show_tab(page, "Matrix", "attention-matrix")
     assert weights(page) == pytest.approx([0.3302, 0.6698, 0.0], abs=1e-4)
     data = matrix_source(page, "masked-cells")
     assert sorted(zip(data["x"], data["y"])) == [(1, 0), (2, 0), (2, 1)]
@@ -97,6 +104,7 @@ def test_formula_renders_locally_with_live_numbers(browser, server):
     requests = []
     page.on("request", lambda r: requests.append(r.url))
     open_app(page, server)
+    show_tab(page, "Recipe")
     page.locator(".formula .katex").first.wait_for()
     assert page.locator(".formula .katex").count() >= 3
     maths = " ".join(page.locator(".formula .katex").all_text_contents())

@@ -1,0 +1,148 @@
+// Drag preview: while the pointer moves, draw the numbers it implies on the same frame,
+// before the server's answer arrives. Needs attentionStep and fmt from attention.js.
+//
+// Everything here is a preview. The server still receives every (coalesced) position,
+// recomputes with the NumPy core and sends its numbers, which replace these. Changes are
+// made with {sync: false}: they redraw the page but are never sent back to the server.
+//
+// `a` holds the Bokeh models (see widgets/preview.py): inputs (what the server says the
+// computation depends on), query, lines, bars, line_out, plane_out, plane_values, cells,
+// sums, outputs, readout.
+
+function previewState(a) {
+  const all = (window.attentionExplorerPreview ??= new Map());
+  if (!all.has(a.inputs.id)) all.set(a.inputs.id, { dragging: false, q: null, releasedAt: 0 });
+  return all.get(a.inputs.id);
+}
+
+function col(src, name, i, value) {
+  if (src.data[name] !== undefined && i < src.data[name].length) src.data[name][i] = value;
+}
+
+function fmtVec(v, d) { return "(" + v.map((c) => fmt(c, d)).join(", ") + ")"; }
+function fmtEntry(x) { return x === -Infinity ? "masked" : fmt(x, 4); }
+function sqrtText(d) { const r = Math.round(Math.sqrt(d)); return r * r === d ? String(r) : "√" + d; }
+
+// The same text as widgets/inspector.py's Readout.text, including the step-through's
+// placeholders for numbers of steps not yet revealed (revealed[k-1] for step k).
+function readoutText(inp, q, r) {
+  const tokens = inp.tokens, i = inp.selected, shown = (step) => inp.revealed[step - 1];
+  const perToken = (row, step = 1) =>
+    row.map((x, j) => `${tokens[j]} ${shown(step) ? fmtEntry(x) : inp.placeholder}`).join(", ");
+  const scale = inp.scale ? `q·k / ${sqrtText(q.length)}` : "q·k (unscaled)";
+  const out = r.output;
+  const outText = !shown(3) ? `Output Σ aᵢvᵢ = ${inp.placeholder}`
+    : inp.scalar ? `Output Σ aᵢvᵢ = ${fmt(out[0], 4)} ≈ ${fmt(out[0], 2)}`
+    : `Output Σ aᵢvᵢ = ${fmtVec(out, 4)} ≈ ${fmtVec(out, 2)}`;
+  return `Query of "${tokens[i]}": q = ${fmtVec(q, 3)}\n` +
+    `Dot products q·k: ${perToken(r.dots)}\n` +
+    `Scores s = ${scale}: ${perToken(r.scores)}\n` +
+    `Weights a = softmax(s): ${perToken(r.weights, 2)}\n` + outText;
+}
+
+function inputsOf(a) {
+  const d = a.inputs.data;
+  return {
+    keys: d.keys[0], values: d.values[0], tokens: d.tokens[0], allowed: d.allowed[0],
+    selected: d.selected[0], scale: d.scale[0], scalar: d.scalar[0],
+    revealed: d.revealed[0], placeholder: d.placeholder[0],
+    plane: d.plane[0], grab: d.grab[0], maxWidth: d.max_width[0],
+  };
+}
+
+// Writes the readout's text into its element only. Setting the Div model's text instead would
+// rebuild the Div and re-lay-out the page on every move (tens of ms); the server's text,
+// when it comes, goes through the model as usual.
+function showReadout(a, text) {
+  const view = Bokeh.index.find_one(a.readout);
+  if (view != null && view.markup_el != null) view.markup_el.textContent = text;
+}
+
+// The readout (text) changes at once; the plots' data sources change on the next
+// animation frame, just before the browser paints them, once however many moves came.
+function applyPreview(a, q) {
+  const inp = inputsOf(a);
+  const r = attentionStep(q, inp.keys, inp.values, inp.allowed, inp.scale);
+  const st = previewState(a);
+  showReadout(a, readoutText(inp, q, r));
+  st.frame = { q, r, inp };
+  if (!st.frameRequested) {
+    st.frameRequested = true;
+    requestAnimationFrame(() => { st.frameRequested = false; drawFrame(a, st.frame); });
+  }
+}
+
+function drawFrame(a, { q, r, inp }) {
+  col(a.query, "x", 0, q[0]); col(a.query, "y", 0, q[1]);
+  col(a.query, "label", 0, `q ${fmtVec(q, 2)}`);
+  a.query.change.emit();
+  r.weights.forEach((w, j) => {
+    col(a.lines, "xs", j, [q[0], inp.keys[j][0]]); col(a.lines, "ys", j, [q[1], inp.keys[j][1]]);
+    col(a.lines, "width", j, 1 + (inp.maxWidth - 1) * w);
+    col(a.bars, "top", j, w); col(a.bars, "label", j, fmt(w, 4));
+    if (!inp.scalar) col(a.plane_values, "size", j, 8 + 16 * w);
+  });
+  a.lines.change.emit(); a.bars.change.emit();
+  if (inp.scalar) {
+    col(a.line_out, "x", 0, r.output[0]); col(a.line_out, "label", 0, fmt(r.output[0], 4));
+    a.line_out.change.emit();
+  } else {
+    col(a.plane_out, "x", 0, r.output[0]); col(a.plane_out, "y", 0, r.output[1]);
+    col(a.plane_out, "label", 0, `output ${fmtVec(r.output, 4)}`);
+    a.plane_out.change.emit(); a.plane_values.change.emit();
+  }
+  // the selected row of the matrix: its unmasked cells, in column order
+  const cells = a.cells.data;
+  for (let c = 0; c < cells.y.length; c++) {
+    if (cells.y[c] !== inp.selected) continue;
+    const w = r.weights[cells.x[c]];
+    cells.weight[c] = w; cells.label[c] = fmt(w, 4); cells.text_color[c] = w < 0.55 ? "white" : "black";
+  }
+  a.cells.change.emit();
+  col(a.sums, "label", inp.selected, fmt(r.weights.reduce((s, w) => s + w, 0), 4));
+  col(a.outputs, "label", inp.selected, inp.scalar ? fmt(r.output[0], 4) : fmtVec(r.output, 4));
+  a.sums.change.emit(); a.outputs.change.emit();
+}
+
+// Tap, PanStart, Pan, PanEnd on the query plot: mirror widgets/query_plot.py's choice of target
+function onPointer(a, ev) {
+  const st = previewState(a), inp = inputsOf(a);
+  if (ev.event_name === "panend") { st.dragging = false; st.releasedAt = performance.now(); return; }
+  if (ev.x == null || ev.y == null) return;
+  const [lo, hi] = inp.plane;
+  const q = [Math.min(Math.max(ev.x, lo), hi), Math.min(Math.max(ev.y, lo), hi)];
+  if (ev.event_name === "panstart") {
+    // a drag that starts near a key moves that key (the server decides the same way): no preview
+    const cur = [a.query.data.x[0], a.query.data.y[0]]; // where q is drawn now
+    const dq = Math.hypot(cur[0] - ev.x, cur[1] - ev.y);
+    const dk = inp.keys.map((k) => Math.hypot(k[0] - ev.x, k[1] - ev.y));
+    const j = dk.indexOf(Math.min(...dk));
+    st.dragging = !(dk[j] <= inp.grab && dk[j] < dq);
+  } else if (ev.event_name === "tap") {
+    st.dragging = true;
+  }
+  if (!st.dragging) return;
+  st.q = q;
+  applyPreview(a, q);
+  if (ev.event_name === "tap") { st.dragging = false; st.releasedAt = performance.now(); }
+}
+
+// The server's numbers arrived (the readout changed). They win, unless the hand has already
+// moved on: then the newer preview is drawn again before the browser paints, so the numbers
+// never step back to an older position. Once the server has caught up with the last
+// previewed position (or a second after release, if it refused it), it alone draws again.
+function onServerUpdate(a) {
+  const st = previewState(a);
+  if (st.q == null) return;
+  queueMicrotask(() => {
+    if (st.q == null) return;
+    const server = [a.query.data.x[0], a.query.data.y[0]];
+    const caughtUp = server[0] === st.q[0] && server[1] === st.q[1];
+    if (!st.dragging && (caughtUp || performance.now() - st.releasedAt > 1000)) {
+      st.q = null;
+      showReadout(a, a.readout.text); // the server's text, even if it did not change
+      return;
+    }
+    if (!caughtUp) applyPreview(a, st.q);
+  });
+}

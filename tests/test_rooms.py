@@ -1,0 +1,226 @@
+"""Rooms: the registry's codes, tokens and expiry, and the page's end of a room without a server."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import numpy as np
+import pytest
+
+from widgets.follow import RedactRoomArguments, RoomControls, qr_svg
+from widgets.rooms import ALPHABET, CODE_LENGTH, RoomError, RoomRegistry, end_after_from_env, normalize_code
+from widgets.state import AttentionState
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return FakeClock()
+
+
+@pytest.fixture
+def registry(clock):
+    return RoomRegistry(end_after=120, clock=clock)
+
+
+def test_codes_are_short_readable_and_unique(registry):
+    codes = {registry.create()[0].code for _ in range(500)}
+    assert len(codes) == 500
+    for code in codes:
+        assert re.fullmatch(f"[{ALPHABET}]{{{CODE_LENGTH}}}", code)
+        assert not set(code) & set("0O1IL")
+
+
+def test_tokens_are_unguessable_and_not_the_code(registry):
+    (room_a, token_a), (room_b, token_b) = registry.create(), registry.create()
+    assert token_a != token_b and len(token_a) >= 32
+    assert room_a.code not in token_a
+    assert token_a not in repr(room_a)  # the room keeps only a digest
+
+
+def test_typed_codes_are_forgiving_but_strict():
+    assert normalize_code("k7m-4qx") == "K7M4QX"
+    assert normalize_code("K7M 4QX") == "K7M4QX"
+    for bad in (None, "", "K7M4Q", "K7M4QXX", "K7M4Q0", "<b>x</b>"):
+        assert normalize_code(bad) is None
+
+
+def test_publishing_needs_the_presenter_token(registry):
+    room, token = registry.create({"query": (0.0, 1.0)})
+    for wrong in (None, "", token[:-1] + ("A" if token[-1] != "A" else "B")):
+        with pytest.raises(RoomError):
+            registry.publish(room.code, wrong, {"query": (9.0, 9.0)})
+    assert room.snapshot == {"query": (0.0, 1.0)} and room.version == 0
+    assert registry.publish(room.code, token, {"query": (1.0, 1.0)}) == 1
+    assert room.snapshot == {"query": (1.0, 1.0)}
+
+
+def test_entering_as_presenter_needs_the_token(registry):
+    room, token = registry.create()
+    with pytest.raises(RoomError):
+        registry.enter_as_presenter(room.code, None, "s1")
+    with pytest.raises(RoomError):
+        registry.enter_as_presenter(room.code, "not-the-token", "s1")
+    assert registry.enter_as_presenter(room.code.lower(), token, "s1") is room
+    assert room.presenter == "s1" and room.left_at is None
+
+
+def test_a_presenter_link_routed_to_another_process_opens_the_room_there(registry):
+    other = RoomRegistry(end_after=120, clock=FakeClock())
+    room, token = other.create()
+    here = registry.enter_as_presenter(room.code, token, "s1")
+    assert registry.get(room.code) is here
+    with pytest.raises(RoomError):
+        registry.enter_as_presenter(room.code, "someone-else", "s2")
+
+
+def test_followers_get_every_change_and_the_end(registry):
+    room, token = registry.create({"query": (0.0, 1.0)})
+    seen = []
+    registry.follow(room.code, "f1", lambda v, s: seen.append((v, s)))
+    registry.publish(room.code, token, {"query": (1.0, 0.0)})
+    registry.unfollow(room.code, "f2")  # unknown follower: nothing happens
+    registry.end(room.code, token)
+    assert seen == [(1, {"query": (1.0, 0.0)}), (None, None)]
+    with pytest.raises(RoomError):
+        registry.follow(room.code, "f3", lambda v, s: None)
+
+
+def test_a_room_ends_end_after_seconds_after_its_presenter_left(registry, clock):
+    room, token = registry.create()
+    registry.enter_as_presenter(room.code, token, "s1")
+    clock.now += 10_000
+    assert registry.sweep() == []  # the presenter is still there
+    registry.presenter_left(room.code, "s1")
+    clock.now += 119
+    assert registry.sweep() == []
+    clock.now += 1
+    assert registry.sweep() == [room.code]
+    assert registry.get(room.code) is None and room.ended
+
+
+def test_a_presenter_who_comes_back_in_time_resumes(registry, clock):
+    room, token = registry.create({"query": (2.0, 2.0)})
+    registry.enter_as_presenter(room.code, token, "s1")
+    registry.presenter_left(room.code, "s1")
+    clock.now += 100
+    assert registry.enter_as_presenter(room.code, token, "s2") is room
+    registry.presenter_left(room.code, "s1")  # the old page going away later changes nothing
+    clock.now += 1000
+    assert registry.sweep() == [] and room.snapshot == {"query": (2.0, 2.0)}
+
+
+def test_a_room_nobody_presents_ends_too(registry, clock):
+    room, _ = registry.create()
+    clock.now += 120
+    assert registry.sweep() == [room.code]
+
+
+def test_an_ended_code_can_be_reopened_only_by_its_presenter(registry, clock):
+    room, token = registry.create()
+    registry.end(room.code, token)
+    with pytest.raises(RoomError):
+        registry.enter_as_presenter(room.code, "another-token", "s9")
+    assert registry.enter_as_presenter(room.code, token, "s1").code == room.code
+    with pytest.raises(RoomError):
+        registry.end(room.code, "another-token")
+
+
+def test_end_after_comes_from_the_environment(monkeypatch):
+    monkeypatch.delenv("ROOM_END_AFTER", raising=False)
+    assert end_after_from_env() == 300
+    monkeypatch.setenv("ROOM_END_AFTER", "2.5")
+    assert end_after_from_env() == 2.5
+    for bad in ("0", "-1", "soon"):
+        monkeypatch.setenv("ROOM_END_AFTER", bad)
+        with pytest.raises(ValueError):
+            end_after_from_env()
+
+
+def test_every_state_param_is_either_shared_or_local():
+    names = set(AttentionState.param)
+    shared, local = set(AttentionState.SHARED_PARAMS), set(AttentionState.LOCAL_PARAMS)
+    assert not shared & local
+    assert names == shared | local, f"classify {names - shared - local} in SHARED_PARAMS or LOCAL_PARAMS"
+
+
+def test_a_snapshot_is_a_copy_and_applies_only_what_differs():
+    a, b = AttentionState(), AttentionState()
+    a.move_query(1.0, 1.0)
+    snap = a.snapshot()
+    snap["keys"][0, 0] = 99.0  # mutating the snapshot must not touch the presenter
+    assert a.keys[0, 0] == 1.0
+    snap = a.snapshot()
+    assert b.apply_snapshot(snap) == ["query"]
+    assert b.query == (1.0, 1.0) and b.result.output[1] == pytest.approx(4.0)
+    assert b.apply_snapshot(snap) == []
+    b.keys[0, 0] = 5.0
+    assert a.keys[0, 0] == 1.0  # nothing is shared between the two states
+
+
+def test_page_roles_without_a_server(registry):
+    presenter_state, follower_state = AttentionState(), AttentionState()
+    presenter = RoomControls(state=presenter_state, registry=registry)
+    presenter._on_present(None)
+    assert presenter.role == "presenter" and len(presenter.code) == CODE_LENGTH
+
+    follower = RoomControls(state=follower_state, registry=registry)
+    follower._enter(presenter.code, None)
+    assert follower.role == "follower" and follower.following
+    presenter_state.select_row(2)
+    assert follower_state.selected == 2 and follower_state.query == (1.0, 1.0)
+
+    # the follower moves the query: it explores on its own, the presenter does not move
+    follower_state.move_query(-1.0, 0.5)
+    assert not follower.following and presenter_state.query == (1.0, 1.0)
+    presenter_state.move_query(0.5, 0.5)
+    assert follower_state.query == (-1.0, 0.5)
+    follower._on_toggle(None)  # Follow again
+    assert follower.following and follower_state.query == (0.5, 0.5)
+    np.testing.assert_array_equal(follower_state.keys, presenter_state.keys)
+
+
+def test_a_wrong_code_leaves_the_explorer_alone(registry):
+    page = RoomControls(state=AttentionState(), registry=registry)
+    page._enter("ZZZZZZ", None)
+    assert page.role == "alone" and "no room ZZZZZZ" in page.notice
+    page._enter("<script>", None)
+    assert "not valid" in page.notice and "<script>" not in page.notice
+
+
+def test_the_qr_code_is_an_inline_svg_of_the_link():
+    svg = qr_svg("http://example.org/?room=K7M4QX")
+    assert svg.startswith("<svg") and "http" not in svg.split(">", 1)[1]  # drawn, no external reference
+
+
+def test_room_arguments_are_redacted_from_log_lines():
+    record = logging.LogRecord("tornado.access", logging.INFO, __file__, 1, "%d %s %.2fms",
+                               (200, "GET /?room=K7M4QX&token=s3cr-et_ (127.0.0.1)", 3.0), None)
+    assert RedactRoomArguments().filter(record)
+    assert record.getMessage() == "200 GET /?room=…&token=… (127.0.0.1) 3.00ms"
+
+
+def test_a_follower_takes_a_preset_and_the_edits_made_after_it():
+    teacher, student = AttentionState(), AttentionState()
+    teacher.preset = "Module 2: vector values"
+    teacher.select_row(2)
+    teacher.move_query(0.5, 1.5)
+    assert student.apply_snapshot(teacher.snapshot())[0] == "preset"
+    for name in AttentionState.SHARED_PARAMS:
+        np.testing.assert_array_equal(np.asarray(getattr(student, name), dtype=object),
+                                      np.asarray(getattr(teacher, name), dtype=object), err_msg=name)
+    # an edited key makes the preset Custom; the follower gets the edited key, not a reloaded preset
+    assert teacher.set_key(0, 1, "2.5")
+    teacher.causal = True
+    student.apply_snapshot(teacher.snapshot())
+    assert student.preset == "Custom" and student.keys[0, 1] == 2.5 and student.causal
+    assert student.query == (0.5, 1.5) and student.selected == 2
+    np.testing.assert_allclose(student.result.weights, teacher.result.weights, rtol=0, atol=0)

@@ -1,0 +1,249 @@
+"""Follow the presenter in real browsers: one presenter, followers in other browser contexts."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from tests.ui.conftest import ROOT, SCREENSHOTS, free_port, wait_for_http
+from tests.ui.helpers import READOUT, open_app, readout, to_page, wait_for_readout, weights
+
+APP_READY = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
+             "Bokeh.documents[0].get_model_by_name('query-plot') != null")
+#: Runs app.py with every logger at INFO, so the log shows what an INFO-level deployment would keep.
+SERVE_AT_INFO = ("import logging, runpy; logging.basicConfig(level=logging.INFO); "
+                 "runpy.run_path('app.py', run_name='__main__')")
+#: The machine may be busy with other work: wait long for a page, but assert exactly what it shows.
+WAIT = 15_000
+SECRETS: list[str] = []  # every room code, join link and presenter token the tests saw
+
+
+@pytest.fixture(scope="module")
+def room_server():
+    port = free_port()
+    # a closed page's session is discarded after 30 s (checked every 2 s), then its room lives 2 s more
+    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1", "ROOM_END_AFTER": "2",
+           "EXPLORER_SESSION_TOKEN_EXPIRATION_S": "30", "EXPLORER_UNUSED_SESSION_LIFETIME_MS": "30000",
+           "EXPLORER_CHECK_UNUSED_SESSIONS_MS": "2000"}
+    log = open(ROOT / "tests" / "ui" / "server-rooms.log", "w+")
+    proc = subprocess.Popen([sys.executable, "-c", SERVE_AT_INFO], cwd=ROOT, env=env, stdout=log,
+                            stderr=subprocess.STDOUT)
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/liveness", proc, timeout=180)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        # stopping Bokeh while a websocket is still open logs an AssertionError: let the pages go first
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            log.seek(0)
+            text = log.read()
+            if text.count("WebSocket connection opened") <= text.count("WebSocket connection closed"):
+                break
+            time.sleep(0.2)
+        proc.terminate()
+        try:
+            proc.wait(60)  # a busy machine can take a while to close every session
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.seek(0)
+        text = log.read()
+        log.close()
+    assert "Traceback" not in text, text
+    # the log is at INFO and did log the requests that carried room links...
+    assert re.search(r"GET /\?room=…&token=…", text) and re.search(r"GET /ws\?room=…", text), text
+    # ...but never a code, a link or a token
+    leaks = [s for s in SECRETS if s in text]
+    assert SECRETS and not leaks, f"the server log shows {leaks}"
+
+
+def new_page(browser, url, viewport=(1280, 800)):
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+    page = context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda e: page.errors.append(str(e)))
+    open_app(page, url)
+    return page
+
+
+def present(page) -> tuple[str, str]:
+    """Press Present; returns the room code and the join link shown on the presenter's page."""
+    with page.expect_navigation(url=re.compile(r"[?&]token=")):
+        page.get_by_role("button", name="Present").click()
+    page.wait_for_function(APP_READY)
+    page.locator(READOUT).wait_for(timeout=WAIT)
+    code = page.locator(".room-code").text_content().replace(" ", "")
+    link = page.locator(".room-link").text_content()
+    token = parse_qs(urlparse(page.url).query)["token"][0]
+    SECRETS.extend([code, link, token])
+    assert link.endswith(f"/?room={code}") and token not in link
+    return code, link
+
+
+def follower(browser, link, viewport=(1280, 800)):
+    page = new_page(browser, link, viewport)
+    page.get_by_text("Following room").wait_for(timeout=WAIT)
+    return page
+
+
+def drag(page, points):
+    """Press at the first point, move through the others with the button held, release."""
+    page.mouse.move(*to_page(page, "query-plot", *points[0]))
+    page.mouse.down()
+    for p in points[1:]:
+        page.mouse.move(*to_page(page, "query-plot", *p), steps=4)
+        page.wait_for_timeout(20)
+    page.mouse.up()
+
+
+def first_line(page) -> str:
+    return readout(page).splitlines()[0]
+
+
+def close(*pages):
+    for p in pages:
+        errors = p.errors
+        p.context.close()
+        assert not errors, errors
+
+
+def test_a_follower_follows_detaches_and_rejoins(browser, room_server):
+    teacher = new_page(browser, room_server)
+    teacher.mouse.click(*to_page(teacher, "query-plot", 2.0, -1.0))  # the view before presenting is kept
+    wait_for_readout(teacher, r"q = \(2\.000, -1\.000\)", WAIT)
+    code, link = present(teacher)
+    assert re.fullmatch(r"[2-9A-HJKMNP-Z]{6}", code)
+    assert "q = (2.000, -1.000)" in first_line(teacher)
+    student = follower(browser, link)
+    assert first_line(student) == first_line(teacher)
+    assert not teacher.locator(".room-qr svg").is_visible()
+    teacher.get_by_role("button", name="QR code").click()  # shown on demand, drawn by the server
+    teacher.locator(".room-qr svg").wait_for(timeout=WAIT)
+    assert student.locator(".room-code").text_content() == f"{code[:3]} {code[3:]}"
+
+    drag(teacher, [(2.0, -1.0), (1.5, 0.0), (1.0, 1.0)])
+    text = wait_for_readout(student, r"q = \(1\.000, 1\.000\)", WAIT)
+    assert weights(student) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
+    assert "Output Σ aᵢvᵢ = 4.0000" in text
+
+    student.get_by_role("button", name="Explore on my own").click()
+    student.get_by_role("button", name="Follow again").wait_for(timeout=WAIT)
+    teacher.mouse.click(*to_page(teacher, "attention-matrix", 0, 0))  # the teacher inspects "I"
+    wait_for_readout(teacher, r'Query of "I": q = \(1\.000, 0\.000\)', WAIT)
+    teacher.wait_for_timeout(500)
+    assert first_line(student) == 'Query of "love": q = (1.000, 1.000)'  # detached: stays put
+
+    student.get_by_role("button", name="Follow again").click()
+    wait_for_readout(student, r'Query of "I": q = \(1\.000, 0\.000\)', WAIT)  # snaps to the teacher's view
+    assert weights(student) == pytest.approx(weights(teacher), abs=1e-9)
+    close(teacher, student)
+
+
+def test_five_pages_follow_and_no_follower_drives_the_room(browser, room_server):
+    teacher = new_page(browser, room_server)
+    code, link = present(teacher)
+    students = [follower(browser, link) for _ in range(4)]
+    # pressing on a key would drag that key: start the drag on empty ground
+    drag(teacher, [(0.5, 1.5), (0.5, 0.5), (1.5, 0.5), (1.5, 1.5)])
+    for p in [teacher, *students]:
+        wait_for_readout(p, r"q = \(1\.500, 1\.500\)", WAIT)
+
+    # a student drags on their own page: it leaves the room's stream; nobody else moves
+    rebel = students[0]
+    drag(rebel, [(1.5, 1.5), (-1.0, -1.0)])
+    wait_for_readout(rebel, r"q = \(-1\.000, -1\.000\)", WAIT)
+    rebel.get_by_role("button", name="Follow again").wait_for(timeout=WAIT)
+    # a page holding the join link plus a made-up token is not the presenter either
+    forger = new_page(browser, link + "&token=" + "A" * 32)
+    forger.get_by_text("does not belong to room").wait_for(timeout=WAIT)
+    forger.get_by_text("Following room").wait_for(timeout=WAIT)
+    drag(forger, [(1.5, 1.5), (2.0, -1.0)])
+    wait_for_readout(forger, r"q = \(2\.000, -1\.000\)", WAIT)
+    teacher.wait_for_timeout(700)
+    for p in [teacher, *students[1:]]:
+        assert "q = (1.500, 1.500)" in first_line(p)
+
+    # the teacher's next move still reaches every follower that follows, and only those
+    teacher.mouse.click(*to_page(teacher, "query-plot", 0.0, 2.0))
+    for s in students[1:]:
+        wait_for_readout(s, r"q = \(0\.000, 2\.000\)", WAIT)
+    teacher.wait_for_timeout(500)
+    assert "q = (-1.000, -1.000)" in first_line(rebel)
+    assert "q = (2.000, -1.000)" in first_line(forger)
+    close(teacher, forger, *students)
+
+
+def test_a_presenter_who_reloads_resumes_the_room(browser, room_server):
+    teacher = new_page(browser, room_server)
+    code, link = present(teacher)
+    student = follower(browser, link)
+    teacher.mouse.click(*to_page(teacher, "attention-matrix", 0, 2))
+    wait_for_readout(student, 'Query of "NLP"', WAIT)
+    teacher.reload()
+    teacher.wait_for_function(APP_READY)
+    wait_for_readout(teacher, 'Query of "NLP"', WAIT)  # the room's view, not the default one
+    assert teacher.locator(".room-code").text_content().replace(" ", "") == code
+    teacher.mouse.click(*to_page(teacher, "query-plot", 2.0, 2.0))
+    wait_for_readout(student, r'Query of "NLP": q = \(2\.000, 2\.000\)', WAIT)
+    close(teacher, student)
+
+
+def test_wrong_and_ended_rooms_show_a_notice_and_the_normal_app(browser, room_server):
+    lost = new_page(browser, room_server + "?room=ZZZZZZ")
+    lost.get_by_text("There is no room ZZZZZZ on this server").wait_for(timeout=WAIT)
+    assert 'Query of "love": q = (0.000, 1.000)' in readout(lost)
+    lost.get_by_role("button", name="Present").wait_for(timeout=WAIT)
+    garbled = new_page(browser, room_server + "?room=%3Cb%3Ehi")
+    garbled.get_by_text("The link's room code is not valid").wait_for(timeout=WAIT)
+    assert garbled.locator("b", has_text="hi").count() == 0
+
+    teacher = new_page(browser, room_server)
+    code, link = present(teacher)
+    student = follower(browser, link)
+    teacher.mouse.click(*to_page(teacher, "query-plot", 1.0, 0.5))
+    wait_for_readout(student, r"q = \(1\.000, 0\.500\)", WAIT)
+    teacher.get_by_role("button", name="Stop presenting").click()
+    student.get_by_text(f"Room {code} has ended. You keep the last view.").wait_for(timeout=WAIT)
+    assert "q = (1.000, 0.500)" in first_line(student)
+    late = new_page(browser, link)
+    late.get_by_text(f"There is no room {code} on this server").wait_for(timeout=WAIT)
+    assert 'Query of "love": q = (0.000, 1.000)' in readout(late)
+    close(lost, garbled, teacher, student, late)
+
+
+def test_a_room_ends_after_its_presenter_leaves(browser, room_server):
+    teacher = new_page(browser, room_server)
+    code, link = present(teacher)
+    student = follower(browser, link)
+    teacher.mouse.click(*to_page(teacher, "query-plot", 0.5, 2.0))
+    wait_for_readout(student, r"q = \(0\.500, 2\.000\)", WAIT)
+    close(teacher)
+    # the server notices a closed page when it discards its session (see room_server), then the
+    # room lives ROOM_END_AFTER = 2 s more
+    student.get_by_text(f"Room {code} has ended. You keep the last view.").wait_for(timeout=120_000)
+    assert "q = (0.500, 2.000)" in first_line(student)
+    close(student)
+
+
+@pytest.mark.parametrize("size", [(1024, 768), (1920, 1080)])
+def test_screenshots_of_presenter_and_follower(browser, room_server, size):
+    teacher = new_page(browser, room_server, size)
+    code, link = present(teacher)
+    student = follower(browser, link, size)
+    teacher.get_by_role("button", name="QR code").click()
+    teacher.locator(".room-qr svg").wait_for(timeout=WAIT)
+    teacher.mouse.click(*to_page(teacher, "query-plot", 1.0, 1.0))
+    wait_for_readout(student, r"q = \(1\.000, 1\.000\)", WAIT)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for name, p in (("presenter", teacher), ("follower", student)):
+        p.evaluate("window.scrollTo(0, 0)")
+        p.screenshot(path=SCREENSHOTS / f"{name}-{size[0]}x{size[1]}.png")
+        code_box = p.locator(".room-code").bounding_box()
+        assert code_box and code_box["x"] + code_box["width"] <= size[0], "the room code is off screen"
+    close(teacher, student)

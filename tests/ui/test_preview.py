@@ -1,0 +1,139 @@
+"""The in-browser preview: same numbers as the NumPy core, and the server's numbers win."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from core import scaled_dot_product_attention
+from tests.ui.conftest import ROOT, free_port, wait_for_http
+from tests.ui.helpers import open_app, readout, to_page
+from widgets.inspector import Readout
+from widgets.state import AttentionState
+
+# The preview's functions exactly as the page received them: the code of the query plot's
+# pan callback, up to where it binds its Bokeh models.
+PAGE_FUNCTIONS = """(cases) => {
+  const cb = Bokeh.documents[0].get_model_by_name('query-plot').js_event_callbacks.pan[0];
+  const lib = cb.code.slice(0, cb.code.indexOf('const a = {'));
+  const {attentionStep, fmt, readoutText} = new Function(lib + '; return {attentionStep, fmt, readoutText};')();
+  return cases.map((c) => {
+    const r = attentionStep(c.q, c.keys, c.values, c.allowed, c.scale);
+    return {r, text: c.inp ? readoutText(c.inp, c.q, r) : null};
+  });
+}"""
+
+
+def random_cases(n_cases=240, seed=2017):
+    rng = np.random.default_rng(seed)
+    cases = []
+    for i in range(n_cases):
+        n, d_k = int(rng.integers(2, 9)), int(rng.choice([1, 2, 2, 3, 4]))
+        d_v = int(rng.choice([0, 1, 2, 3]))  # 0: scalar values
+        K = rng.normal(size=(n, d_k)) * rng.choice([0.5, 2, 10])
+        q = rng.normal(size=d_k) * rng.choice([0.5, 2, 10])
+        V = rng.normal(size=n if d_v == 0 else (n, d_v)) * 5
+        allowed = rng.random(n) < 0.7 if i % 3 else np.arange(n) <= rng.integers(0, n)  # random or causal
+        allowed[rng.integers(0, n)] = True
+        cases.append(dict(q=q, K=K, V=V, allowed=allowed, scale=bool(i % 4)))
+    return cases
+
+
+def test_in_browser_formula_agrees_with_the_core(page):
+    cases = random_cases()
+    payload = [dict(q=c["q"].tolist(), keys=c["K"].tolist(),
+                    values=(c["V"][:, None] if c["V"].ndim == 1 else c["V"]).tolist(),
+                    allowed=c["allowed"].tolist(), scale=c["scale"], inp=None) for c in cases]
+    got = page.evaluate(PAGE_FUNCTIONS, payload)
+    assert len(got) >= 200
+    for c, g in zip(cases, got):
+        ref = scaled_dot_product_attention(c["q"][None, :], c["K"], c["V"], mask=c["allowed"][None, :],
+                                           scale=c["scale"])
+        r = g["r"]
+        np.testing.assert_allclose(r["dots"], ref.dots[0], rtol=1e-9, atol=1e-9)
+        finite = np.isfinite(ref.scores[0])
+        np.testing.assert_allclose(np.array(r["scores"], dtype=float)[finite], ref.scores[0][finite], rtol=1e-9,
+                                   atol=1e-9)
+        assert all(s is None or s == -np.inf for s, f in zip(r["scores"], finite) if not f)  # masked: -inf
+        np.testing.assert_allclose(r["weights"], ref.weights[0], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(r["output"], np.atleast_1d(ref.output[0]), rtol=1e-9, atol=1e-9)
+
+
+def test_in_browser_readout_text_is_the_servers(page):
+    """Same formatting both sides: for the state's own numbers the two texts are identical."""
+    rng = np.random.default_rng(5)
+    states, payload = [], []
+    for i in range(40):
+        s = AttentionState()
+        if i % 2:
+            s.preset = "Module 2: vector values"
+        s.select_row(int(rng.integers(0, 3)))
+        s.causal = bool(i % 3 == 0)
+        s.scale = bool(i % 5)
+        if i % 4 == 1:  # the step-through, at each step
+            s.guided, s.step = True, int(rng.integers(1, 4))
+        s.move_query(*(np.round(rng.uniform(-1.5, 2.5, size=2), int(rng.integers(1, 6)))))
+        V = np.asarray(s.values, dtype=float)
+        i_sel = s.selected
+        payload.append(dict(
+            q=list(s.query), keys=np.asarray(s.keys).tolist(), values=(V[:, None] if V.ndim == 1 else V).tolist(),
+            allowed=s.result.mask[i_sel].tolist(), scale=s.scale,
+            inp=dict(tokens=list(s.tokens), selected=i_sel, scale=s.scale, scalar=V.ndim == 1,
+                     revealed=[s.revealed(k) for k in (1, 2, 3)], placeholder="?"),
+        ))
+        states.append(s)
+    got = page.evaluate(PAGE_FUNCTIONS, payload)
+    for s, g in zip(states, got):
+        assert g["text"] == Readout.text(s)
+
+
+@pytest.fixture
+def forced_server():
+    """A server whose outputs are 0.5 higher than the core's (tests/ui/forced_server.py)."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "ui" / "forced_server.py")],
+                            env={**os.environ, "PORT": str(port)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/", proc)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+WATCH_TEXTS = """() => {
+  const el = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('readout')).el;
+  window.readoutTexts = [];
+  new MutationObserver(() => {
+    const line = el.shadowRoot.querySelector('.bk-clearfix').textContent.split('\\n').pop();
+    if (window.readoutTexts.at(-1) !== line) window.readoutTexts.push(line);
+  }).observe(el.shadowRoot, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def test_server_numbers_replace_the_preview(browser, forced_server):
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    open_app(page, forced_server)
+    # the server's own first numbers: output 4.4067 + 0.5
+    assert readout(page).endswith("Output Σ aᵢvᵢ = 4.9067 ≈ 4.91")
+    page.evaluate(WATCH_TEXTS)
+    x0, y0 = to_page(page, "query-plot", 0.0, 1.0)
+    x1, y1 = to_page(page, "query-plot", 1.0, 1.0)
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    for i in range(1, 11):
+        page.mouse.move(x0 + (x1 - x0) * i / 10, y0 + (y1 - y0) * i / 10)
+    page.mouse.up()
+    # within a round trip the server's number (4.0 + 0.5) replaces the preview's 4.0
+    page.wait_for_function("() => (window.readoutTexts.at(-1) || '').includes('= 4.5000')", timeout=10_000)
+    texts = page.evaluate("() => window.readoutTexts")
+    assert "Output Σ aᵢvᵢ = 4.0000 ≈ 4.00" in texts, texts  # the preview showed the core's number first
+    assert texts.index("Output Σ aᵢvᵢ = 4.0000 ≈ 4.00") < len(texts) - 1
+    page.wait_for_timeout(1500)  # and it stays the server's
+    assert readout(page).endswith("Output Σ aᵢvᵢ = 4.5000 ≈ 4.50")
+    page.context.close()

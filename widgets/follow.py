@@ -1,0 +1,309 @@
+"""Follow the presenter: one page drives a room, the class's pages follow it live.
+
+:class:`RoomControls` is the page's end of a room (:mod:`widgets.rooms`). Its
+role comes from the page's link:
+
+- no ``room``: a "Present" button. Pressing it opens a room and reloads the page
+  as the presenter link ``?room=CODE&token=TOKEN`` (reloading lets a proxy route
+  the presenter by the code, like its followers);
+- ``room`` and the room's ``token``: the presenter. Every change to the state's
+  ``SHARED_PARAMS`` is published to the room; the page shows the code, the join
+  link and its QR code;
+- ``room`` alone: a follower. It takes the room's view at once and every later
+  one, until the learner presses "Explore on my own" (or moves anything
+  themselves); "Follow again" snaps back to the presenter's current view.
+
+A follower's document is only ever changed in a callback on its own session
+(``add_next_tick_callback``), so it runs under that document's lock; pending
+snapshots are coalesced, so a slow follower gets the latest view, never a
+backlog, and the presenter's callback never waits for any follower.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from html import escape
+from pathlib import Path
+from urllib.parse import quote
+
+import panel as pn
+import param
+import segno
+from panel.io.state import set_curdoc
+
+from widgets.rooms import RoomError, RoomRegistry, get_registry, normalize_code
+from widgets.state import AttentionState
+
+ROOM_CSS = (Path(__file__).parent.parent / "static" / "room.css").read_text()
+
+
+class RedactRoomArguments(logging.Filter):
+    """Blank the values of ``room`` and ``token`` in logged URLs (tornado's access log logs every URI).
+
+    >>> RedactRoomArguments.redact("101 GET /app/ws?room=K7M4QX&token=abc-_1 (127.0.0.1) 2.1ms")
+    '101 GET /app/ws?room=…&token=… (127.0.0.1) 2.1ms'
+    """
+
+    _ARG = re.compile(r"(?<=[?&;])(room|token)=[^&;\s\"']*", re.IGNORECASE)
+
+    @classmethod
+    def redact(cls, text: str) -> str:
+        return cls._ARG.sub(r"\1=…", text)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        redacted = self.redact(message)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
+        return True
+
+
+def install_log_redaction() -> None:
+    """Redact room arguments from the loggers that log request URIs (idempotent)."""
+    for name in ("tornado.access", "tornado.application", "tornado.general", "bokeh.server", "panel"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactRoomArguments) for f in logger.filters):
+            logger.addFilter(RedactRoomArguments())
+
+
+def qr_svg(url: str) -> str:
+    """The QR code of ``url`` as an inline SVG element, drawn locally by segno."""
+    return segno.make(url, error="m").svg_inline(scale=5, border=2, title="QR code of the join link")
+
+
+def _arg(name: str) -> str | None:
+    values = pn.state.session_args.get(name) if pn.state.curdoc and pn.state.curdoc.session_context else None
+    return values[0].decode(errors="replace") if values else None
+
+
+class RoomControls(pn.viewable.Viewer):
+    """The "Present" button, the presenter's room card, or the follower's banner, by the page's link.
+
+    Test hooks: the card is ``.room-card``, the code in it ``.room-code``, the
+    join link ``.room-link``; the notice is ``.room-notice``.
+    """
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state this page renders.")
+    role = param.Selector(default="alone", objects=["alone", "presenter", "follower"], constant=True,
+                          doc="What this page is to a room.")
+    code = param.String(default="", constant=True, doc="The room's code; not a secret.")
+    following = param.Boolean(default=False, doc="A follower page takes the presenter's view.")
+    notice = param.String(default="", doc="What happened to the page's room, for the learner.")
+
+    def __init__(self, registry: RoomRegistry | None = None, **params):
+        super().__init__(**params)
+        install_log_redaction()
+        self._registry = registry or get_registry()
+        self._token: str | None = None  # the presenter token: never a param, never logged
+        self._doc = pn.state.curdoc
+        ctx = self._doc.session_context if self._doc else None
+        self._session = ctx.id if ctx else f"local-{id(self)}"
+        self._pending = None  # (version, snapshot) offered by the room, not yet applied
+        self._scheduled = False
+        self._applying = False
+        self._lock = threading.Lock()
+
+        self._present = pn.widgets.Button(label="Present", color="success", margin=(6, 8),
+                                          description="Let a class follow this page live")
+        self._present.on_click(self._on_present)
+        self._stop = pn.widgets.Button(label="Stop presenting", margin=(6, 8), description="End the room now")
+        self._qr = pn.pane.HTML("", css_classes=["room-qr"], stylesheets=[ROOM_CSS], width=190, margin=(0, 5))
+        self._qr_toggle = pn.widgets.Toggle(label="QR code", value=False, margin=(6, 8))
+        self._qr.visible = self._qr_toggle.param.value
+        self._stop.on_click(self._on_stop)
+        self._toggle = pn.widgets.Button(label="Explore on my own", margin=(6, 8),
+                                         description="Stop following; your changes stay on your page")
+        self._toggle.on_click(self._on_toggle)
+        self._card = pn.pane.HTML("", css_classes=["room-card"], stylesheets=[ROOM_CSS], width=250, margin=(2, 8))
+        self._notice = pn.pane.Str(self.param.notice, css_classes=["room-notice"], stylesheets=[ROOM_CSS],
+                                   width=260, margin=(6, 8), visible=self.param.notice.rx.bool())
+        # a row: the controls sit at the end of the page's header
+        self._layout = pn.Row(self._present, self._notice, margin=0)
+
+        self.state.param.watch(self._on_state_change, list(AttentionState.SHARED_PARAMS))
+        if ctx is not None:
+            self._doc.on_session_destroyed(self._on_destroyed)
+            self._registry.start_sweeping()
+        self._enter(_arg("room"), _arg("token"))
+
+    # -- entering a room from the page's link ---------------------------------------------------------------------
+
+    def _enter(self, room_arg: str | None, token: str | None) -> None:
+        if room_arg is None:
+            return
+        code = normalize_code(room_arg)
+        if code is None:
+            self.notice = "The link's room code is not valid. This is the explorer on its own."
+            return
+        if token:
+            try:
+                room = self._registry.enter_as_presenter(code, token, self._session)
+            except RoomError as e:
+                self.notice = f"{e} Following it instead, if it is running."
+            else:
+                self._token = token
+                self._set_role("presenter", code)
+                if room.snapshot is not None:
+                    self.state.apply_snapshot(room.snapshot)
+                self._publish()
+                if self._doc is not None and self._doc.session_context is not None:
+                    pn.state.onload(self._show_presenter)
+                else:
+                    self._show_presenter()
+                return
+        try:
+            room = self._registry.follow(code, self._session, self._offer)
+        except RoomError:
+            self.notice = (f"There is no room {code} on this server: it may have ended. "
+                           "This is the explorer on its own.")
+            return
+        self._set_role("follower", code)
+        self.following = True
+        if room.snapshot is not None:
+            self._apply(room.snapshot)
+        self._show_follower()
+
+    def _set_role(self, role: str, code: str) -> None:
+        with param.edit_constant(self):
+            self.param.update(role=role, code=code)
+
+    # -- presenter --------------------------------------------------------------------------------------------------
+
+    def _on_present(self, _event) -> None:
+        room, token = self._registry.create(self.state.snapshot())
+        loc = pn.state.location
+        if loc is None:  # not served (component tests): present in place
+            self._registry.enter_as_presenter(room.code, token, self._session)
+            self._token = token
+            self._set_role("presenter", room.code)
+            self._show_presenter()
+            return
+        # Reload as the presenter link so that a proxy routing by room code sends this page where the room lives.
+        loc.update_query(room=room.code, token=token)
+        loc.reload = True
+
+    def _publish(self) -> None:
+        try:
+            self._registry.publish(self.code, self._token, self.state.snapshot())
+        except RoomError:
+            self._set_role("alone", "")
+            self._token = None
+            self.notice = "Your room has ended. Press Present to start a new one."
+            self._layout[:] = [self._present, self._notice]
+
+    def join_link(self) -> str:
+        """The link a class opens to follow this page: the page's address with only ``?room=CODE``."""
+        loc = pn.state.location
+        if loc is None or not loc.hostname:
+            return f"?room={self.code}"
+        port = f":{loc.port}" if loc.port else ""
+        return f"{loc.protocol}//{loc.hostname}{port}{loc.pathname}?room={quote(self.code)}"
+
+    def _show_presenter(self) -> None:
+        link = self.join_link()
+        pretty = self._pretty_code()
+        self._card.object = (
+            f'<div class="room-label">Presenting · room</div><div class="room-code" aria-label="Room code '
+            f'{escape(self.code)}">{pretty}</div><div class="room-label">Join at</div>'
+            f'<a class="room-link" href="{escape(link)}">{escape(link)}</a>'
+        )
+        self._qr.object = qr_svg(link)
+        self._layout[:] = [self._card, self._qr_toggle, self._qr, self._stop, self._notice]
+
+    def _pretty_code(self) -> str:
+        """The code as the class reads it: two groups of three."""
+        return escape(f"{self.code[:3]} {self.code[3:]}")
+
+    def _on_stop(self, _event) -> None:
+        self._registry.end(self.code, self._token)
+        self._token = None
+        self._set_role("alone", "")
+        self.notice = "The room has ended; followers keep their last view."
+        self._layout[:] = [self._present, self._notice]
+
+    # -- follower -------------------------------------------------------------------------------------------------
+
+    def _offer(self, version, snapshot) -> None:
+        """The room's listener; runs in the presenter's callback, so it only records and schedules."""
+        if snapshot is not None and not self.following:
+            return
+        with self._lock:
+            self._pending = (version, snapshot)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        if self._doc is not None and self._doc.session_context is not None:
+            self._doc.add_next_tick_callback(self._take_pending)
+        else:
+            self._take_pending()
+
+    def _take_pending(self) -> None:
+        with self._lock:
+            pending, self._pending, self._scheduled = self._pending, None, False
+        if pending is None:
+            return
+        version, snapshot = pending
+        with set_curdoc(self._doc):
+            if version is None:
+                self._on_room_ended()
+            elif self.following:
+                self._apply(snapshot)
+
+    def _apply(self, snapshot) -> None:
+        self._applying = True
+        try:
+            with pn.io.hold(self._doc):
+                self.state.apply_snapshot(snapshot)
+        finally:
+            self._applying = False
+
+    def _on_room_ended(self) -> None:
+        self.following = False
+        self.notice = f"Room {self.code} has ended. You keep the last view."
+        self._card.object = f'<div class="room-label">Followed room</div><div class="room-code">{self._pretty_code()}</div>'
+        self._layout[:] = [self._card, self._notice]
+
+    def _on_toggle(self, _event) -> None:
+        if self.following:
+            self.following = False
+        else:
+            room = self._registry.get(self.code)
+            if room is None:
+                self._on_room_ended()
+                return
+            self.following = True
+            if room.snapshot is not None:
+                self._apply(room.snapshot)
+
+    def _on_state_change(self, *_events) -> None:
+        if self.role == "presenter" and self._token:
+            self._publish()
+        elif self.role == "follower" and self.following and not self._applying:
+            self.following = False  # the learner moved something: they explore on their own now
+
+    @param.depends("following", watch=True)
+    def _show_follower(self) -> None:
+        if self.role != "follower" or not self._registry.get(self.code):
+            return
+        code = self._pretty_code()
+        if self.following:
+            self._card.object = f'<div class="room-label">Following room</div><div class="room-code">{code}</div>'
+            self._toggle.label = "Explore on my own"
+        else:
+            self._card.object = (f'<div class="room-label">Exploring on your own · room</div>'
+                                 f'<div class="room-code">{code}</div>')
+            self._toggle.label = "Follow again"
+        self._layout[:] = [self._card, self._toggle, self._notice]
+
+    # -- leaving ----------------------------------------------------------------------------------------------------
+
+    def _on_destroyed(self, _session_context) -> None:
+        if self.role == "presenter":
+            self._registry.presenter_left(self.code, self._session)
+        elif self.role == "follower":
+            self._registry.unfollow(self.code, self._session)
+
+    def __panel__(self):
+        return self._layout

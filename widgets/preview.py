@@ -1,0 +1,78 @@
+"""The in-browser drag preview: numbers follow the hand at any network distance.
+
+During a drag the browser computes the selected query's scores, weights and output
+itself (``static/attention.js``, a line-by-line mirror of ``core.attention``) and
+redraws the query, the lines, the bars, the output marker, the matrix row and the
+readout on the pointer's own event. The server still receives every coalesced
+position and recomputes with the NumPy core; its numbers replace the preview when
+they arrive, and the inspector, exports and URL use only them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import param
+from bokeh.models import ColumnDataSource, CustomJS
+
+from widgets.charts import ValuesView
+from widgets.inspector import PLACEHOLDER, Readout
+from widgets.matrix import AttentionMatrix
+from widgets.query_plot import GRAB_RADIUS, MAX_LINE_WIDTH, PLANE, QueryPlot
+from widgets.state import AttentionState
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+#: The preview's JavaScript: the formula, then the drawing. Read once; it never changes.
+PREVIEW_JS = (STATIC / "attention.js").read_text() + "\n" + (STATIC / "preview.js").read_text()
+
+
+class DragPreview(param.Parameterized):
+    """Attaches the preview to one session's views and keeps its inputs in step with the state.
+
+    ``inputs`` is a one-row ``ColumnDataSource`` holding what the computation depends on
+    besides q: K : (n, d_k), V as (n, d_v) rows, tokens, the selected row's mask row,
+    scaling, and which recipe steps the step-through has revealed. It changes only when one of
+    those does, never during a drag.
+    """
+
+    state = param.ClassSelector(class_=AttentionState)
+
+    def __init__(self, query_plot: QueryPlot, values: ValuesView, matrix: AttentionMatrix,
+                 readout: Readout, bars, **params):
+        super().__init__(**params)
+        self.inputs = ColumnDataSource(data=self._inputs())
+        models = dict(
+            inputs=self.inputs, query=query_plot._query, lines=query_plot._lines, bars=bars._bars,
+            line_out=values.line._output, plane_out=values.plane._output, plane_values=values.plane._values,
+            cells=matrix._cells, sums=matrix._sums, outputs=matrix._outputs, readout=readout.div,
+        )
+        bundle = "const a = {" + ", ".join(models) + "};\n"
+        on_pointer = CustomJS(args=models, code=PREVIEW_JS + bundle + "onPointer(a, cb_obj);")
+        for event in ("tap", "panstart", "pan", "panend"):
+            query_plot.figure.js_on_event(event, on_pointer)
+        readout.div.js_on_change("text", CustomJS(args=models, code=PREVIEW_JS + bundle + "onServerUpdate(a);"))
+        self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal"])
+        self._watch_readout()
+
+    def _watch_readout(self) -> None:
+        # The step-through hides numbers of steps not reached yet: the preview must not reveal them.
+        if "guided" in self.state.param:
+            self.state.param.watch(self._sync, ["guided"])
+
+    def _inputs(self) -> dict:
+        s = self.state
+        V = np.asarray(s.values, dtype=float)
+        i = s.selected
+        return dict(
+            keys=[np.asarray(s.keys, dtype=float).tolist()],
+            values=[(V[:, None] if V.ndim == 1 else V).tolist()],
+            tokens=[list(s.tokens)],
+            allowed=[s.result.mask[i].tolist()],
+            selected=[i], scale=[bool(s.scale)], scalar=[V.ndim == 1],
+            revealed=[[s.revealed(step) for step in (1, 2, 3)]], placeholder=[PLACEHOLDER], guided=[bool(s.guided)],
+            plane=[list(PLANE)], grab=[GRAB_RADIUS], max_width=[MAX_LINE_WIDTH],
+        )
+
+    def _sync(self, *_):
+        self.inputs.data = self._inputs()

@@ -1,0 +1,281 @@
+"""Rooms: one presenter's view, followed live by a class, kept in this server process's memory.
+
+A :class:`RoomRegistry` exists once per server process (:func:`get_registry`
+keeps it in ``pn.state.cache``, never in a module global). A :class:`Room` has a
+short code anyone may know (the join link carries only ``?room=CODE``) and a
+presenter token only the presenter's page knows; every change to the room's
+view must present that token. Followers subscribe to a room and receive the
+latest snapshot; the registry never touches a follower's document itself (see
+:mod:`widgets.follow`).
+
+Several server processes behind a proxy each have their own registry: the
+proxy must route every request carrying ``room=CODE`` to the same process (see
+``deploy/nginx.conf``). A presenter link may therefore arrive at a process
+that has never seen its code: :meth:`RoomRegistry.enter_as_presenter` then opens
+the room there under that code and token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+#: Letters and digits a class can read off a projector: no 0/O or 1/I/L to confuse.
+ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
+CODE_LENGTH = 6
+#: Seconds a room lives on after its presenter's page has gone (``ROOM_END_AFTER`` overrides).
+DEFAULT_END_AFTER = 300.0
+#: Ended codes are remembered this long so nobody but their presenter can reopen them.
+TOMBSTONE_SECONDS = 24 * 3600.0
+CACHE_KEY = "attention-explorer.rooms"
+
+Snapshot = dict[str, Any]
+#: A follower's callback: ``(version, snapshot)`` on each change, ``(None, None)`` when the room ends.
+Listener = Callable[[int | None, Snapshot | None], None]
+
+
+class RoomError(Exception):
+    """A room request that cannot be honoured; ``str(error)`` is safe to show to the learner."""
+
+
+def normalize_code(text: str | None) -> str | None:
+    """The room code in ``text`` (case, spaces and dashes ignored), or None if it cannot be one.
+
+    >>> normalize_code(" k7m-4qx ")
+    'K7M4QX'
+    >>> normalize_code("K7M4Q0") is None  # 0 is not in the alphabet
+    True
+    """
+    if not text:
+        return None
+    code = "".join(c for c in text.upper() if c not in " -")
+    if len(code) != CODE_LENGTH or any(c not in ALPHABET for c in code):
+        return None
+    return code
+
+
+def end_after_from_env() -> float:
+    """``ROOM_END_AFTER`` in seconds (a positive number), or :data:`DEFAULT_END_AFTER`.
+
+    Raises ValueError if the variable is set to anything else.
+    """
+    raw = os.environ.get("ROOM_END_AFTER", "").strip()
+    if not raw:
+        return DEFAULT_END_AFTER
+    value = float(raw)
+    if not value > 0:
+        raise ValueError(f"ROOM_END_AFTER must be a positive number of seconds, not {raw!r}")
+    return value
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+@dataclass(eq=False)
+class Room:
+    """One presented view. ``snapshot`` and ``version`` change only through the registry."""
+
+    code: str
+    _token_digest: bytes = field(repr=False)
+    snapshot: Snapshot | None = None
+    version: int = 0
+    presenter: str | None = None  # session id of the page currently presenting
+    left_at: float | None = None  # when the presenter's page went away; None while present
+    ended: bool = False
+    _listeners: dict[object, Listener] = field(default_factory=dict, repr=False)
+
+    def token_matches(self, token: str | None) -> bool:
+        return bool(token) and hmac.compare_digest(self._token_digest, _digest(token))
+
+    @property
+    def follower_count(self) -> int:
+        return len(self._listeners)
+
+
+class RoomRegistry:
+    """Every room of this server process. Thread-safe; never blocks on a follower.
+
+    ``end_after``: seconds a room outlives its presenter's page. ``clock``: a
+    monotonic clock in seconds (tests pass a fake one).
+    """
+
+    def __init__(self, end_after: float = DEFAULT_END_AFTER, clock: Callable[[], float] = time.monotonic):
+        self.end_after = end_after
+        self._clock = clock
+        self._rooms: dict[str, Room] = {}
+        self._ended: dict[str, tuple[bytes, float]] = {}  # code -> (token digest, when it ended)
+        self._lock = threading.RLock()
+        self._sweeper = None
+
+    # -- creating and entering ------------------------------------------------------------------------------------
+
+    def create(self, snapshot: Snapshot | None = None) -> tuple[Room, str]:
+        """Open a room under a fresh code; returns it with its presenter token (shown to nobody else).
+
+        The room waits for its presenter's page (:meth:`enter_as_presenter`) and
+        ends ``end_after`` seconds from now if none comes.
+        """
+        token = secrets.token_urlsafe(24)
+        with self._lock:
+            while True:
+                code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+                if code not in self._rooms and code not in self._ended:
+                    break
+            room = self._open(code, token, snapshot)
+        return room, token
+
+    def enter_as_presenter(self, code: str | None, token: str | None, session: str) -> Room:
+        """Make ``session`` the presenter of room ``code``; the token must be the room's.
+
+        A code this process has never seen is opened here under that token (the
+        presenter link was routed here by the code). Raises :class:`RoomError`
+        for a malformed code, a wrong token, or an ended room's code with
+        another token.
+        """
+        norm = normalize_code(code)
+        if norm is None:
+            raise RoomError("That is not a room code.")
+        if not token:
+            raise RoomError(f"Only the presenter's link can present room {norm}.")
+        with self._lock:
+            room = self._rooms.get(norm)
+            if room is None:
+                ended = self._ended.get(norm)
+                if ended is not None and not hmac.compare_digest(ended[0], _digest(token)):
+                    raise RoomError(f"Room {norm} has ended.")
+                self._ended.pop(norm, None)
+                room = self._open(norm, token, None)
+            elif not room.token_matches(token):
+                raise RoomError(f"This presenter link does not belong to room {norm}.")
+            room.presenter, room.left_at = session, None
+            return room
+
+    def _open(self, code: str, token: str, snapshot: Snapshot | None) -> Room:
+        room = Room(code=code, _token_digest=_digest(token), snapshot=snapshot, left_at=self._clock())
+        self._rooms[code] = room
+        return room
+
+    def get(self, code: str | None) -> Room | None:
+        """The running room with this code (any case, dashes allowed), or None."""
+        norm = normalize_code(code)
+        with self._lock:
+            return self._rooms.get(norm) if norm else None
+
+    # -- the presenter's side -------------------------------------------------------------------------------------
+
+    def publish(self, code: str, token: str | None, snapshot: Snapshot) -> int:
+        """Make ``snapshot`` the room's view and offer it to every follower; returns its version.
+
+        Raises :class:`RoomError` if the room is not running or the token is not the room's.
+        """
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is None or room.ended:
+                raise RoomError(f"Room {code} is not running.")
+            if not room.token_matches(token):
+                raise RoomError(f"Only the presenter can change room {code}.")
+            room.version += 1
+            room.snapshot = snapshot
+            version, listeners = room.version, list(room._listeners.values())
+        for listener in listeners:  # each only records the snapshot and schedules its own page
+            listener(version, snapshot)
+        return version
+
+    def presenter_left(self, code: str, session: str) -> None:
+        """The presenter's page ``session`` is gone: start the room's ``end_after`` countdown."""
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is not None and room.presenter == session:
+                room.presenter, room.left_at = None, self._clock()
+
+    def end(self, code: str, token: str | None) -> None:
+        """End the room now (the presenter stops presenting). Raises :class:`RoomError` without its token."""
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is None:
+                return
+            if not room.token_matches(token):
+                raise RoomError(f"Only the presenter can end room {code}.")
+        self._end(room)
+
+    # -- the followers' side --------------------------------------------------------------------------------------
+
+    def follow(self, code: str, key: object, listener: Listener) -> Room:
+        """Subscribe ``listener`` (keyed by ``key``) to room ``code``. Raises :class:`RoomError` if it is not running."""
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is None or room.ended:
+                raise RoomError(f"There is no room {code} running on this server.")
+            room._listeners[key] = listener
+            return room
+
+    def unfollow(self, code: str, key: object) -> None:
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is not None:
+                room._listeners.pop(key, None)
+
+    # -- ending ---------------------------------------------------------------------------------------------------
+
+    def sweep(self) -> list[str]:
+        """End every room whose presenter has been gone ``end_after`` seconds; returns their codes."""
+        now = self._clock()
+        with self._lock:
+            done = [r for r in self._rooms.values() if r.left_at is not None and now - r.left_at >= self.end_after]
+            self._ended = {c: e for c, e in self._ended.items() if now - e[1] < TOMBSTONE_SECONDS}
+        for room in done:
+            self._end(room)
+        return [r.code for r in done]
+
+    def _end(self, room: Room) -> None:
+        with self._lock:
+            if self._rooms.get(room.code) is not room:
+                return
+            del self._rooms[room.code]
+            self._ended[room.code] = (room._token_digest, self._clock())
+            room.ended = True
+            listeners, room._listeners = list(room._listeners.values()), {}
+        for listener in listeners:
+            listener(None, None)
+
+    def start_sweeping(self) -> bool:
+        """Call :meth:`sweep` once a second on the running event loop, from now on; True if it does.
+
+        Call it from the server's event-loop thread (a page's session is created there; Bokeh may run
+        event callbacks in worker threads, which have no loop). Without a running loop nothing
+        happens: unit tests call :meth:`sweep` themselves.
+        """
+        import asyncio
+
+        from tornado.ioloop import PeriodicCallback
+
+        with self._lock:
+            if self._sweeper is not None:
+                return True
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                return False
+            self._sweeper = PeriodicCallback(self.sweep, 1000)
+            self._sweeper.start()
+            return True
+
+    def __len__(self) -> int:
+        return len(self._rooms)
+
+
+def get_registry() -> RoomRegistry:
+    """This server process's registry, created on first use."""
+    import panel as pn
+
+    registry = pn.state.cache.get(CACHE_KEY)
+    if registry is None:
+        registry = pn.state.cache.setdefault(CACHE_KEY, RoomRegistry(end_after=end_after_from_env()))
+    return registry
