@@ -116,7 +116,7 @@ class RoomControls(pn.viewable.Viewer):
         self._toggle = pn.widgets.Button(label="Explore on my own", margin=(6, 8),
                                          description="Stop following; your changes stay on your page")
         self._toggle.on_click(self._on_toggle)
-        self._card = pn.pane.HTML("", css_classes=["room-card"], stylesheets=[ROOM_CSS], width=250, margin=(2, 8))
+        self._card = pn.pane.HTML("", css_classes=["room-card"], stylesheets=[ROOM_CSS], width=200, margin=(2, 8))
         self._notice = pn.pane.Str(self.param.notice, css_classes=["room-notice"], stylesheets=[ROOM_CSS],
                                    width=260, margin=(6, 8), visible=self.param.notice.rx.bool())
         # a row: the controls sit at the end of the page's header
@@ -210,7 +210,9 @@ class RoomControls(pn.viewable.Viewer):
             f'<a class="room-link" href="{escape(link)}">{escape(link)}</a>'
         )
         self._qr.object = qr_svg(link)
-        self._layout[:] = [self._card, self._qr_toggle, self._qr, self._stop, self._notice]
+        # stacked, so the header grows taller rather than wider when the QR code is shown
+        self._layout[:] = [pn.Column(self._card, self._qr, margin=0), pn.Column(self._qr_toggle, self._stop, margin=0),
+                           self._notice]
 
     def _pretty_code(self) -> str:
         """The code as the class reads it: two groups of three."""

@@ -76,8 +76,8 @@ def present(page) -> tuple[str, str]:
     """Press Present; returns the room code and the join link shown on the presenter's page."""
     with page.expect_navigation(url=re.compile(r"[?&]token=")):
         page.get_by_role("button", name="Present").click()
-    page.wait_for_function(APP_READY)
-    page.locator(READOUT).wait_for(timeout=WAIT)
+    page.wait_for_function(APP_READY, timeout=4 * WAIT)  # a whole page load
+    page.locator(READOUT).wait_for(timeout=4 * WAIT)
     code = page.locator(".room-code").text_content().replace(" ", "")
     link = page.locator(".room-link").text_content()
     token = parse_qs(urlparse(page.url).query)["token"][0]
@@ -134,7 +134,7 @@ def test_a_follower_follows_detaches_and_rejoins(browser, room_server):
 
     student.get_by_role("button", name="Explore on my own").click()
     student.get_by_role("button", name="Follow again").wait_for(timeout=WAIT)
-    teacher.mouse.click(*to_page(teacher, "attention-matrix", 0, 0))  # the teacher inspects "I"
+    teacher.keyboard.press("1")  # the teacher inspects "I"
     wait_for_readout(teacher, r'Query of "I": q = \(1\.000, 0\.000\)', WAIT)
     teacher.wait_for_timeout(500)
     assert first_line(student) == 'Query of "love": q = (1.000, 1.000)'  # detached: stays put
@@ -142,6 +142,13 @@ def test_a_follower_follows_detaches_and_rejoins(browser, room_server):
     student.get_by_role("button", name="Follow again").click()
     wait_for_readout(student, r'Query of "I": q = \(1\.000, 0\.000\)', WAIT)  # snaps to the teacher's view
     assert weights(student) == pytest.approx(weights(teacher), abs=1e-9)
+
+    # projector mode is each screen's own: the teacher's projector does not enlarge the student's laptop
+    teacher.get_by_label("Projector").check()
+    teacher.wait_for_function("() => document.documentElement.dataset.mode === 'projector'", timeout=WAIT)
+    teacher.mouse.click(*to_page(teacher, "query-plot", 0.5, 2.0))
+    wait_for_readout(student, r"q = \(0\.500, 2\.000\)", WAIT)
+    assert student.evaluate("document.documentElement.dataset.mode") == "normal"
     close(teacher, student)
 
 
@@ -183,7 +190,7 @@ def test_a_presenter_who_reloads_resumes_the_room(browser, room_server):
     teacher = new_page(browser, room_server)
     code, link = present(teacher)
     student = follower(browser, link)
-    teacher.mouse.click(*to_page(teacher, "attention-matrix", 0, 2))
+    teacher.keyboard.press("3")  # the teacher inspects "NLP"
     wait_for_readout(student, 'Query of "NLP"', WAIT)
     teacher.reload()
     teacher.wait_for_function(APP_READY)
