@@ -13,6 +13,7 @@ from pathlib import Path
 import panel as pn
 from bokeh.models import Plot
 
+from transport import nodelay_on_load
 from widgets.address import apply_address
 from widgets.browser import SHORTCUTS, BrowserBridge
 from widgets.charts import ValuesView, WeightBars
@@ -94,6 +95,7 @@ def address_args() -> dict:
 def create_app(state: AttentionState | None = None, args: dict | None = None) -> pn.viewable.Viewable:
     """Build one learner's page over ``state`` (a fresh one by default), set up from the address ``args``."""
     state = state or AttentionState()
+    nodelay_on_load()
     apply_address(state, address_args() if args is None else args)
 
     query_plot = _stretch(QueryPlot(state=state))

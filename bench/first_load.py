@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from tests.ui.conftest import CHROMIUM_ARGS, free_port, wait_for_http  # noqa: E402
-from tests.ui.helpers import open_app, to_page, wait_for_readout  # noqa: E402
+from tests.ui.helpers import open_app, show_tab, to_page, wait_for_readout  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"
 HEADING = "## First load"
@@ -102,6 +102,7 @@ def load_once(browser, url: str, relay: CountingRelay, identity: bool) -> dict:
     relay.reset()
     t0 = time.perf_counter()
     open_app(page, url)
+    show_tab(page, "Matrix")
     page.mouse.click(*to_page(page, "attention-matrix", 0, 2))
     wait_for_readout(page, 'Query of "NLP"')
     tti = time.perf_counter() - t0

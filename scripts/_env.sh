@@ -20,7 +20,8 @@ find_python() {
 
 # make_venv REQUIREMENTS_FILE: (re)install only when the requirements changed
 make_venv() {
-  local req="$1" stamp=".venv/.installed-$(basename "$req")"
+  local req="$1"
+  local stamp=".venv/.installed-$(basename "$req")"
   if [ ! -x .venv/bin/python ] || ! is_312 .venv/bin/python; then
     rm -rf .venv
     "$(find_python)" -m venv .venv

@@ -15,8 +15,10 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 import serve
-from tests.ui.helpers import open_app, readout, to_page, wait_for_readout, weights
+from tests.ui.helpers import open_app, readout, show_tab, to_page, wait_for_readout, weights
 
+# a busy shared machine can take seconds per round trip
+LOADED = 20_000
 LOCAL_SCHEMES = {"data", "blob", "about"}
 
 
@@ -44,7 +46,7 @@ def test_is_loopback(url, local):
 
 
 def _use_every_control(page) -> int:
-    """Click every button, switch and checkbox; pick every option of every list; type into text fields.
+    """Open every tab; click every button, switch and checkbox; pick every option of every list; type into text fields.
 
     Using one control can re-render others (a preset rebuilds the editor), so each is looked up again
     by position just before use, and one that has gone meanwhile is passed over.
@@ -69,7 +71,8 @@ def _use_every_control(page) -> int:
         field.fill("1", timeout=3000)
         field.press("Enter", timeout=3000)
 
-    return (each("button:visible", lambda b: b.click(timeout=3000))
+    return (each(".bk-tab", lambda t: t.click(timeout=3000))
+            + each("button:visible", lambda b: b.click(timeout=3000))
             + each("input[type=checkbox]:visible, input[type=radio]:visible", lambda b: b.click(timeout=3000))
             + each("select:visible", pick_each)
             + each("input[type=text]:visible, input:not([type]):visible, textarea:visible", type_one))
@@ -114,18 +117,19 @@ def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
         for i in range(1, 11):
             page.mouse.move(x0 + (x1 - x0) * i / 10, y0 + (y1 - y0) * i / 10)
             page.wait_for_timeout(30)
-        wait_for_readout(page, r"q = \(1\.000, 1\.000\)")
+        wait_for_readout(page, r"q = \(1\.000, 1\.000\)", timeout=LOADED)
         page.mouse.up()
         assert weights(page) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
 
         # the readout shows "love" after the drag: each click below changes it, so each wait means something
+        show_tab(page, "Matrix")
         for row, token in [(2, "NLP"), (0, "I"), (1, "love")]:
             page.wait_for_timeout(400)  # Bokeh reads a second tap within 300 ms as a double tap, not a tap
             page.mouse.click(*to_page(page, "attention-matrix", 0, row))
-            wait_for_readout(page, f'Query of "{token}"')
+            wait_for_readout(page, f'Query of "{token}"', timeout=LOADED)
 
         page.get_by_role("button", name="Reset example").click()
-        wait_for_readout(page, r'Query of "love": q = \(0\.000, 1\.000\)')
+        wait_for_readout(page, r'Query of "love": q = \(0\.000, 1\.000\)', timeout=LOADED)
 
         used = _use_every_control(page)
         assert used >= 1, "found no control on the page: the selectors no longer match the page's widgets"

@@ -1,0 +1,105 @@
+"""Memory per idle session, and whether it comes back after the sessions close.
+
+Starts the app with explicit unused-session settings (``bench.server``: Bokeh's defaults, 15 s lifetime,
+checked every 17 s), warms it up, then opens ``--sessions`` idle sessions over Bokeh's protocol, closes
+them all, waits for the server to discard them, and reads the server's resident memory (psutil) at each
+step.
+
+    python -m bench.memory --sessions 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import time
+from pathlib import Path
+
+import psutil
+
+from bench.protocol_client import Learner
+from bench.server import CHECK_UNUSED_MS, ROOT, UNUSED_SESSION_LIFETIME_MS, serve, ws_url
+
+MB = 2**20
+
+
+async def open_sessions(url: str, n: int) -> list[Learner]:
+    learners = [Learner(ws_url(url)) for _ in range(n)]
+    gate = asyncio.Semaphore(4)
+
+    async def connect(learner):
+        async with gate:
+            await learner.connect()
+
+    await asyncio.gather(*(connect(learner) for learner in learners))
+    return learners
+
+
+def settle_rss(proc: psutil.Process, seconds: float) -> float:
+    """Resident memory in MB after ``seconds``, the lowest of the last few samples."""
+    samples = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        samples.append(proc.memory_info().rss / MB)
+        time.sleep(0.5)
+    return min(samples[-4:]) if samples else proc.memory_info().rss / MB
+
+
+def run(app: str, n: int, lifetime_ms: int, check_ms: int) -> dict:
+    cleanup_s = (lifetime_ms + check_ms) / 1000 + 5
+    with serve(app, unused_lifetime_ms=lifetime_ms, check_unused_ms=check_ms) as (url, proc):
+        async def cycle(k):
+            learners = await open_sessions(url, k)
+            for learner in learners:
+                learner.close()
+            await asyncio.sleep(0.5)
+
+        asyncio.run(cycle(5))  # warm-up: imports, caches, first sessions
+        rss_start = settle_rss(proc, cleanup_s)
+
+        async def hold_open():
+            learners = await open_sessions(url, n)
+            rss = settle_rss(proc, 3)
+            for learner in learners:
+                learner.close()
+            await asyncio.sleep(0.5)
+            return rss
+
+        t = time.monotonic()
+        rss_open = asyncio.run(hold_open())
+        open_s = time.monotonic() - t
+        gc.collect()
+        rss_closed = settle_rss(proc, cleanup_s)
+        rss_later = settle_rss(proc, cleanup_s)
+    return {
+        "bench": "memory", "sessions": n, "open_s": round(open_s, 1),
+        "unused_session_lifetime_ms": lifetime_ms, "check_unused_sessions_ms": check_ms,
+        "rss_start_mb": rss_start, "rss_open_mb": rss_open, "rss_closed_mb": rss_closed,
+        "rss_closed_later_mb": rss_later,
+        "mb_per_idle_session": (rss_open - rss_start) / n,
+        "after_close_vs_start_pct": 100 * (rss_later - rss_start) / rss_start,
+        "load_avg": psutil.getloadavg(),
+    }
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sessions", type=int, default=300)
+    ap.add_argument("--unused-session-lifetime", type=int, default=UNUSED_SESSION_LIFETIME_MS, help="ms")
+    ap.add_argument("--check-unused-sessions", type=int, default=CHECK_UNUSED_MS, help="ms")
+    ap.add_argument("--app", default=str(ROOT / "app.py"))
+    ap.add_argument("--json", help="append the results to this JSON-lines file")
+    args = ap.parse_args(argv)
+    r = run(args.app, args.sessions, args.unused_session_lifetime, args.check_unused_sessions)
+    print(json.dumps(r), flush=True)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        with open(args.json, "a") as f:
+            f.write(json.dumps(r) + "\n")
+    return r
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Start the app (or the reference app) as a real server on a free loopback port, and watch its process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Bokeh's own defaults, passed explicitly so the benchmark states what it ran with: a session whose
+#: last websocket closed is destroyed after UNUSED_SESSION_LIFETIME_MS, checked every CHECK_UNUSED_MS.
+UNUSED_SESSION_LIFETIME_MS = 15_000
+CHECK_UNUSED_MS = 17_000
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=20) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer within {timeout} s")
+
+
+def _exit_on_sigterm(*_):
+    raise SystemExit(143)  # unwinds through serve(), which stops the server
+
+
+@contextmanager
+def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED_SESSION_LIFETIME_MS,
+          check_unused_ms: int = CHECK_UNUSED_MS, log: Path | None = None):
+    """``panel serve APP`` on 127.0.0.1:<free port>; yields (base URL, psutil.Process). Always stopped."""
+    app = Path(app).resolve()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    port = free_port()
+    cmd = [sys.executable, "-m", "panel", "serve", str(app), "--port", str(port), "--address", "127.0.0.1",
+           "--allow-websocket-origin", f"127.0.0.1:{port}", "--index", app.stem,
+           "--unused-session-lifetime", str(unused_lifetime_ms), "--check-unused-sessions", str(check_unused_ms)]
+    out = open(log, "w") if log else subprocess.DEVNULL
+    proc = subprocess.Popen(cmd, cwd=app.parent, stdout=out, stderr=subprocess.STDOUT,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        url = f"http://127.0.0.1:{port}/{app.stem}"
+        _wait_for_http(url, proc)
+        yield url, psutil.Process(proc.pid)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        if log:
+            out.close()
+
+
+def ws_url(page_url: str) -> str:
+    return page_url.replace("http://", "ws://", 1) + "/ws"
+
+
+class Sampler:
+    """Samples a process's CPU (fraction of one core) and resident memory every ``interval`` seconds."""
+
+    def __init__(self, proc: psutil.Process, interval: float = 0.5):
+        self.proc, self.interval = proc, interval
+        self.cpu: list[float] = []
+        self.rss: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        self.proc.cpu_percent(None)
+        while not self._stop.wait(self.interval):
+            try:
+                self.cpu.append(self.proc.cpu_percent(None) / 100)
+                self.rss.append(self.proc.memory_info().rss)
+            except psutil.Error:
+                return
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        self.cpu_times0 = self.proc.cpu_times()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        t = self.proc.cpu_times()
+        self.elapsed = time.perf_counter() - self.t0
+        self.cpu_seconds = (t.user + t.system) - (self.cpu_times0.user + self.cpu_times0.system)

@@ -1,0 +1,25 @@
+"""Small statistics shared by the benchmarks."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+
+def pct(values, p: float) -> float | None:
+    """The p-th percentile (nearest rank) of ``values``, or None if there are none."""
+    v = sorted(values)
+    if not v:
+        return None
+    return v[min(len(v) - 1, max(0, math.ceil(p / 100 * len(v)) - 1))]
+
+
+def summary_ms(seconds) -> dict:
+    """p50/p95/max in milliseconds of durations given in seconds."""
+    ms = [s * 1e3 for s in seconds]
+    return {"n": len(ms), "p50": pct(ms, 50), "p95": pct(ms, 95), "max": max(ms) if ms else None}
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None

@@ -1,0 +1,59 @@
+"""The served page's websocket sends without Nagle's delay, under both ways of serving the app."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import panel as pn
+import pytest
+from bokeh.models import Div
+from panel.io.server import get_server
+
+from app import create_app
+from bench.protocol_client import Learner
+from transport import session_websockets, set_websocket_nodelay
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _plain_page():
+    return pn.pane.Bokeh(Div(name="readout", text="plain"))
+
+
+async def _served_nodelay(app) -> list[int]:
+    """Serve ``app`` on loopback, open one session as a browser does, return TCP_NODELAY of its websockets."""
+    server = get_server(app, port=0, address="127.0.0.1", start=False, show=False,
+                        allow_websocket_origin=["127.0.0.1"])
+    server.start()
+    learner = Learner(f"ws://127.0.0.1:{server.port}/ws", figure="readout")
+    try:
+        await learner.connect()  # pulls the document and announces document_ready, as the browser does
+        for _ in range(100):  # onload callbacks run on the server's loop shortly after document_ready
+            await asyncio.sleep(0.02)
+            sessions = server.get_sessions()
+            flags = [ws.ws_connection.stream.socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+                     for s in sessions for ws in session_websockets(s.document)]
+            if flags and all(flags):
+                break
+        return flags
+    finally:
+        learner.close()
+        server.stop()
+
+
+@pytest.mark.parametrize("app", [create_app, str(ROOT / "app.py")], ids=["python app.py", "panel serve app.py"])
+def test_served_websocket_has_nodelay(app):
+    flags = asyncio.run(_served_nodelay(app))
+    assert len(flags) == 1 and flags[0] != 0
+
+
+def test_bokeh_alone_leaves_nagle_on():
+    # the reason transport.py exists: without it the same check reads 0
+    flags = asyncio.run(_served_nodelay(_plain_page))
+    assert flags == [0]
+
+
+def test_not_served_is_a_no_op():
+    assert session_websockets(None) == [] and set_websocket_nodelay(pn.state.curdoc) == 0
