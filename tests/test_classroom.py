@@ -173,6 +173,14 @@ def test_the_announcer_speaks_weights_and_output_but_not_hidden_steps(state):
     assert a.div.text == 'Step 1 of 3. Query of "love".'
 
 
+def test_the_announcer_speaks_a_vector_output():
+    # course text, Module 2: row "I" weights (0.4011, 0.1978, 0.4011), output (6.0167, 3.9833)
+    state = AttentionState(preset="Module 2: vector values")
+    a = Announcer(state=state)
+    state.select_row(0)
+    assert a.div.text == 'Query of "I". Weights: I 0.4011, love 0.1978, NLP 0.4011. Output (6.0167, 3.9833).'
+
+
 # --- export -------------------------------------------------------------------------------------------------
 
 def test_json_export_holds_every_number(state):

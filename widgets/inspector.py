@@ -158,7 +158,7 @@ class Announcer(pn.viewable.Viewer):
         if state.revealed(2):
             parts.append("Weights: " + ", ".join(f"{t} {fmt(x)}" for t, x in zip(tokens, r.weights[i])) + ".")
         if state.revealed(3):
-            parts.append(f"Output {fmt(float(r.output[i]))}.")
+            parts.append(f"Output {fmt_entry(r.output[i])}.")
         if state.guided:
             parts.insert(0, f"Step {state.step} of 3.")
         return " ".join(parts)

@@ -184,10 +184,18 @@ def test_no_serious_accessibility_violations(open_page, address):
     settle(page, "projector" if "projector" in address else "normal", "dark" if "dark" in address else "light")
     for tab in ("Weights", "Matrix", "All steps", "Export", "Keys"):
         show_tab(page, tab)
-        results = Axe().run(page)
-        serious = [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:4])
-                   for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+        serious = _serious_violations(page)
+        if serious and all(rule == "aria-hidden-focus" for rule, *_ in serious):
+            # Panel's Tabs set aria-hidden on a pane while it hides it; a run that lands mid-switch sees both
+            page.wait_for_timeout(1000)
+            serious = _serious_violations(page)
         assert not serious, f"{tab}: {serious}"
+
+
+def _serious_violations(page) -> list:
+    results = Axe().run(page)
+    return [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:4])
+            for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
 
 
 @pytest.mark.parametrize("mode", list(MODES))

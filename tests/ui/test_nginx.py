@@ -197,7 +197,7 @@ def test_learners_spread_over_both_processes_and_each_page_stays_live(browser, s
             page = new_page(browser, route=f"learner-{i}")
             pages.append(page)
             open_app(page, stack.url)
-            show_tab(page, "Matrix")
+            show_tab(page, "Matrix", "attention-matrix")
             row = (0, 2)[i % 2]  # a fresh page shows "love": either click changes the readout
             page.mouse.click(*to_page(page, "attention-matrix", 0, row))
             wait_for_readout(page, f'Query of "{["I", "love", "NLP"][row]}"', timeout=LOADED)
