@@ -133,7 +133,7 @@ def main(argv=None) -> list[dict]:
         print(json.dumps(r), flush=True)
         if args.json:
             Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.json, "a") as f:
+            with open(args.json, "a") as f:
                 f.write(json.dumps({"bench": "classroom", **r}) + "\n")
     return results
 

@@ -122,6 +122,23 @@ def test_tapping_a_row_selects_it_and_moves_the_query(state):
     assert state.selected == 0 and state.message == ""
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), [1], "1", None, True])
+def test_pointer_events_a_browser_never_sends_change_nothing(state, bad):
+    """A broken or hostile client's coordinates: no exception, the state stays as it was."""
+    plot, matrix = QueryPlot(state=state), AttentionMatrix(state=state)
+    before = (state.query, state.selected)
+    for ev in (events.Tap, events.PanStart, events.Pan):
+        plot._on_pointer(ev(plot.figure, x=bad, y=1.0, sx=0, sy=0))
+        plot._on_pointer(ev(plot.figure, x=0.0, y=bad, sx=0, sy=0))
+    matrix._on_tap(events.Tap(matrix.figure, x=0.0, y=bad, sx=0, sy=0))
+    if isinstance(bad, float) and bad != bad:  # NaN reaches move_query, which refuses it with a message
+        assert state.message.startswith("Query refused")
+    elif isinstance(bad, float):  # ±inf is a drag far outside the plot: clamped to the plane's edge
+        assert state.query in [(2.5, 1.0), (-1.5, 1.0), (0.0, 2.5), (0.0, -1.5)]
+        return
+    assert (state.query, state.selected) == before
+
+
 def test_bars_and_output_line(state):
     bars, line = WeightBars(state=state), OutputLine(state=state)
     assert bars._bars.data["label"] == ["0.1978", "0.4011", "0.4011"]

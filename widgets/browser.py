@@ -157,6 +157,28 @@ export function render({ model, el }) {
   }
   document.addEventListener("keydown", onKey)
   model.on("remove", () => { document.removeEventListener("keydown", onKey); clearTimeout(timer) })
+
+  // The server went away (a restart, a cut network). Bokeh's own notice is not shown in a Panel page, and
+  // a session does not survive a restart, so say so and offer a reload: the address holds the view.
+  const doc = window.Bokeh && window.Bokeh.documents[0]
+  if (doc != null) doc.on_event("connection_lost", () => {
+    if (document.querySelector(".ae-connection-lost")) return
+    const banner = document.createElement("div")
+    banner.className = "ae-connection-lost"
+    banner.setAttribute("role", "alert")
+    banner.setAttribute("data-testid", "connection-lost")
+    banner.style.cssText = "position: fixed; top: 0; left: 0; right: 0; z-index: 10000; padding: 12px 16px; " +
+      "background: #8a1c00; color: #fff; font: 600 20px/1.4 system-ui, sans-serif; text-align: center"
+    banner.textContent = "Lost the connection to the server. The page address keeps this view: " +
+      "reload once the server is back. "
+    const reload = document.createElement("button")
+    reload.textContent = "Reload"
+    reload.style.cssText = "font: inherit; margin-left: 12px; padding: 2px 14px; color: #8a1c00; background: #fff; " +
+      "border: 2px solid #fff; border-radius: 4px; cursor: pointer"
+    reload.addEventListener("click", () => window.location.reload())
+    banner.append(reload)
+    document.body.append(banner)
+  })
   return document.createElement("span")
 }
 """ % {"fine": FINE_NUDGE, "nudge": NUDGE}

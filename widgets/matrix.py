@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
 import panel as pn
 import param
@@ -87,7 +90,8 @@ class AttentionMatrix(pn.viewable.Viewer):
         show_step(self._reveal_output, [], self.state.revealed(3))
 
     def _on_tap(self, event) -> None:
-        if event.y is None:
+        # a browser sends a finite number; a broken or hostile client's NaN, inf or list is ignored
+        if not isinstance(event.y, numbers.Real) or not math.isfinite(event.y):
             return
         row = round(event.y)
         if 0 <= row < len(self.state.tokens):

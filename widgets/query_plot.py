@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import panel as pn
 import param
@@ -90,7 +92,9 @@ class QueryPlot(pn.viewable.Viewer):
         show_step(*self._reveal, self.state.revealed(2))
 
     def _on_pointer(self, event) -> None:
-        if event.x is None or event.y is None:
+        # a browser always sends two numbers; anything else is a hostile or broken client, ignored here
+        # (NaN passes, and move_query refuses it with a message)
+        if not all(isinstance(c, numbers.Real) and not isinstance(c, bool) for c in (event.x, event.y)):
             return
         if isinstance(event, events.PanStart):
             self._target = self._grab(event.x, event.y)

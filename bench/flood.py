@@ -1,0 +1,94 @@
+"""One client floods the server with pointer events: how much slower do the other learners get?
+
+Two phases on one server, each ``--duration`` seconds: ``--sessions`` learners drag at ``--rate`` moves
+per second (as in :mod:`bench.classroom`), first alone, then while one more session sends ``pan`` events
+as fast as its websocket takes them, never waiting for an answer. Reported per phase: the learners'
+update latency p50/p95/max, final positions lost, server CPU; and how many events the flooder sent.
+
+    python -m bench.flood --sessions 5 --duration 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+
+import psutil
+
+from bench.classroom import FINAL_WAIT_S, _final_shown, drag
+from bench.protocol_client import Learner
+from bench.server import Sampler, serve, ws_url
+from bench.stats import summary_ms
+
+
+async def flood(learner: Learner, stop: asyncio.Event, counter: list[int]) -> None:
+    """Pan events back to back; each send yields to the loop only as long as the socket needs."""
+    k = 0
+    await learner.pointer("panstart", 0.0, 0.0)
+    while not stop.is_set():
+        k += 1
+        await learner.pointer("pan", (k % 400) / 200 - 1.0, ((k * 7) % 400) / 200 - 1.0)
+        if k % 50 == 0:
+            await asyncio.sleep(0)  # let this process's own learners send too
+    counter.append(k)
+
+
+async def phase(url: str, n: int, rate: float, duration: float, server: psutil.Process, flooding: bool) -> dict:
+    learners = [Learner(ws_url(url)) for _ in range(n)]
+    for learner in learners:
+        await learner.connect()
+    listeners = [asyncio.create_task(learner.listen()) for learner in learners]
+    flooder, stop, sent = None, asyncio.Event(), []
+    if flooding:
+        flooder = Learner(ws_url(url))
+        await flooder.connect()
+        # the flooder reads nothing back on purpose: a hostile client need not
+        flood_task = asyncio.create_task(flood(flooder, stop, sent))
+        await asyncio.sleep(2.0)  # the flood is under way before the learners start
+    lag: list[float] = []
+    with Sampler(server) as sampler:
+        await asyncio.gather(*(drag(learner, i, rate, duration, lag) for i, learner in enumerate(learners)))
+        deadline = time.perf_counter() + FINAL_WAIT_S
+        while time.perf_counter() < deadline and not all(_final_shown(lr) for lr in learners):
+            await asyncio.sleep(0.05)
+    if flooding:
+        stop.set()
+        await flood_task
+        flooder.close()
+    for learner in learners:
+        learner.close()
+    await asyncio.gather(*listeners, return_exceptions=True)
+    latencies = [t - lr.sent[key] for lr in learners for key, t in lr.shown if key in lr.sent]
+    return {
+        "flooding": flooding, "sessions": n, "rate_hz": rate, "duration_s": duration,
+        "latency_ms": summary_ms(latencies),
+        "final_positions_lost": sum(1 for lr in learners if not _final_shown(lr)),
+        "flood_events_sent": sent[0] if sent else 0,
+        "server_cpu_cores_mean": sum(sampler.cpu) / max(len(sampler.cpu), 1),
+        "load_avg": psutil.getloadavg(),
+    }
+
+
+def main(argv=None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sessions", type=int, default=5, help="learners dragging beside the flood (default 5)")
+    ap.add_argument("--duration", type=float, default=20.0, help="seconds per phase (default 20)")
+    ap.add_argument("--rate", type=float, default=30.0, help="learners' moves per second (default 30)")
+    ap.add_argument("--json", help="append the results to this JSON-lines file")
+    args = ap.parse_args(argv)
+    results = []
+    for flooding in (False, True):
+        with serve() as (url, proc):
+            r = asyncio.run(phase(url, args.sessions, args.rate, args.duration, proc, flooding))
+        results.append(r)
+        print(json.dumps(r), flush=True)
+        if args.json:
+            with open(args.json, "a") as f:
+                f.write(json.dumps({"bench": "flood", **r}) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Hostile websocket traffic against a real server: foreign origins, oversized and malformed messages.
+
+The server is ``python app.py`` with its shipped settings (serve.py); the clients speak Bokeh's own
+protocol through :class:`bench.protocol_client.Learner`, so what is sent is what a browser could send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from tornado.httpclient import HTTPClientError, HTTPRequest
+from tornado.websocket import websocket_connect
+
+from bench.protocol_client import Learner
+from tests.ui.conftest import ROOT, free_port, wait_for_http
+
+#: serve.py's default EXPLORER_WS_MAX_MESSAGE_BYTES (1 MiB), far below Bokeh's 20 MB.
+MAX_MESSAGE = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def app_server():
+    """``python app.py`` on a free loopback port: yields (port, log path)."""
+    port = free_port()
+    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    env.pop("BOKEH_ALLOW_WS_ORIGIN", None)
+    log_path = ROOT / "tests" / "server-hostile.log"
+    with open(log_path, "w+") as log:
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/", proc)
+            yield port, log_path
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    text = log_path.read_text()
+    assert "Traceback" not in text, f"the server logged a traceback:\n{text}"
+
+
+def ws_url(port: int) -> str:
+    return f"ws://127.0.0.1:{port}/app/ws"
+
+
+def run(coro, timeout: float = 60):
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+async def _handshake(port: int, origin: str) -> None:
+    from bokeh.util.token import generate_jwt_token, generate_session_id
+
+    token = generate_jwt_token(generate_session_id())
+    sock = await websocket_connect(HTTPRequest(ws_url(port), headers={"Origin": origin}),
+                                   subprotocols=["bokeh", token])
+    sock.close()
+
+
+def test_a_websocket_from_a_foreign_origin_is_refused(app_server):
+    port, _ = app_server
+    with pytest.raises(HTTPClientError) as refused:
+        run(_handshake(port, "http://evil.example"))
+    assert refused.value.code == 403
+    # the page's own origin is let in: the refusal above is the origin check, not a broken handshake
+    run(_handshake(port, f"http://localhost:{port}"))
+
+
+async def _learner(port: int) -> Learner:
+    learner = Learner(ws_url(port))
+    await learner.connect()
+    return learner
+
+
+async def _drag_and_read(learner: Learner, x: float, y: float, timeout: float = 30) -> tuple[str, str]:
+    """Tap at (x, y) and wait for the readout that shows it; returns the q the server wrote."""
+    listener = asyncio.ensure_future(learner.listen())
+    try:
+        await learner.pointer("tap", x, y)
+        deadline = time.monotonic() + timeout
+        key = (f"{x:.3f}", f"{y:.3f}")
+        while time.monotonic() < deadline:
+            if any(shown == key for shown, _ in learner.shown):
+                return key
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"the readout never showed q = {key}; it showed {[s for s, _ in learner.shown]}")
+    finally:
+        learner.close()
+        listener.cancel()
+
+
+async def _oversized(port: int) -> bool:
+    """Send one message just over the cap; True if the server closed the socket."""
+    learner = await _learner(port)
+    await learner.sock.write_message("x" * (MAX_MESSAGE + 1))
+    try:
+        while True:
+            fragment = await asyncio.wait_for(learner.sock.read_message(), 20)
+            if fragment is None:
+                return True
+    except asyncio.TimeoutError:
+        return False
+
+
+def test_an_oversized_message_closes_only_its_own_socket(app_server):
+    port, _ = app_server
+    assert run(_oversized(port)), "a message over the 1 MiB cap did not close the websocket"
+
+    async def after():
+        return await _drag_and_read(await _learner(port), 2.0, -1.0)
+
+    assert run(after()) == ("2.000", "-1.000")  # the server still serves the next learner
+
+
+async def _malformed(port: int) -> list[tuple[str, str]]:
+    """One session sends pointer events a browser never would, then a good one."""
+    learner = await _learner(port)
+    listener = asyncio.ensure_future(learner.listen())
+    try:
+        # BokehJS writes non-finite numbers this way (JSON has no NaN or Infinity)
+        nan, inf = {"type": "number", "value": "nan"}, {"type": "number", "value": "+inf"}
+        for x, y in [(nan, 1.0), (inf, 0.0), (1e308, -1e308), ("1", None), (None, None), ([1], {"a": 2})]:
+            values = dict(model={"id": learner.figure_id}, sx=0.0, sy=0.0, x=x, y=y)
+            await learner._send_event({"type": "map", "entries": [[k, v] for k, v in values.items()]}, name="tap")
+        await learner.pointer("tap", 0.5, 0.25)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and ("0.500", "0.250") not in [s for s, _ in learner.shown]:
+            await asyncio.sleep(0.05)
+        return [s for s, _ in learner.shown]
+    finally:
+        learner.close()
+        listener.cancel()
+
+
+def test_malformed_pointer_events_change_nothing_and_the_session_lives_on(app_server):
+    port, log_path = app_server
+    shown = run(_malformed(port))
+    # clamped to the plane (−1.5 … 2.5), never NaN or infinite; the good tap afterwards is served
+    assert shown[-1] == ("0.500", "0.250"), shown
+    for x, y in shown:
+        assert -1.5 <= float(x) <= 2.5 and -1.5 <= float(y) <= 2.5, shown
+    assert "nan" not in " ".join(x + y for x, y in shown).lower()

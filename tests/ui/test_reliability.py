@@ -1,0 +1,193 @@
+"""One learner's bad input, and many learners at once, in a real browser: nothing leaks, nothing breaks.
+
+Expected numbers come from :func:`reference`, a few lines of plain Python written from the formula
+(Vaswani et al. 2017, eq. 1), not from the app's core. The shared ``server`` fixture fails the run if the
+server logged a traceback.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from tests.ui.helpers import numbers, open_app, readout, show_tab, to_page, wait_for_readout
+from tests.ui.test_teaching import XSS, type_into
+
+KEYS = [(1.0, 0.0), (0.0, 1.0), (1.0, 1.0)]
+VALUES = [2.0, 6.0, 4.0]
+#: The query plane's extent (widgets/query_plot.py): a drag past the edge stops there.
+PLANE = (-1.5, 2.5)
+LOADED = 20000
+
+
+def reference(q, keys=KEYS, values=VALUES) -> tuple[list[float], float]:
+    """Weights and output of scaled dot-product attention for one query, in plain Python."""
+    scores = [(q[0] * k[0] + q[1] * k[1]) / math.sqrt(len(q)) for k in keys]
+    top = max(scores)
+    e = [math.exp(s - top) for s in scores]
+    weights = [x / sum(e) for x in e]
+    return weights, sum(a * v for a, v in zip(weights, values))
+
+
+def shown(page) -> tuple[tuple[float, float], list[float], float]:
+    """q, the weights and the output as the readout writes them."""
+    text = readout(page)
+    q = tuple(float(c) for c in re.search(r"q = \((-?\d+\.\d+), (-?\d+\.\d+)\)", text).groups())
+    return q, numbers(text, "Weights"), numbers(text, "Output")[0]
+
+
+def assert_consistent(page, values=VALUES) -> tuple[float, float]:
+    """The readout's weights and output are those of its own q (to the 4 decimals shown)."""
+    q, w, out = shown(page)
+    ref_w, ref_out = reference(q, values=values)
+    assert w == pytest.approx(ref_w, abs=1.5e-3) and out == pytest.approx(ref_out, abs=1e-2), readout(page)
+    return q
+
+
+def new_page(browser, server, size=(1024, 768)):
+    page = browser.new_context(viewport={"width": size[0], "height": size[1]}).new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors
+    open_app(page, server)
+    return page
+
+
+#: Typed text that is not a coordinate, and why each is refused.
+BAD_NUMBERS = ["abc", "nan", "inf", "-1e400", "1e9", "", "0x10", "1,5", "<b>1</b>", XSS]
+BAD_NAMES = ["", "<b>NLP</b>", XSS, "I", "x" * 200, "a;b"]
+
+
+def test_every_input_path_refuses_bad_values_and_other_pages_are_untouched(browser, server):
+    other = new_page(browser, server)
+    other.mouse.click(*to_page(other, "query-plot", 2.0, -1.0))
+    wait_for_readout(other, r"q = \(2\.000, -1\.000\)", timeout=LOADED)
+    other_before = readout(other)
+
+    page = new_page(browser, server)
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    before = readout(page)
+    assert before.startswith('Query of "love": q = (0.000, 1.000)')
+
+    # number fields and token names (the Edit tab's table of q, keys, values and names)
+    show_tab(page, "Edit")
+    fields = {"field-q--0": "q[1]", "field-q--1": "q[2]", "field-k-0-0": "k_I[1]", "field-k-2-1": "k_NLP[2]",
+              "field-v-1-0": "v_love"}
+    for css, label in fields.items():
+        for bad in BAD_NUMBERS:
+            type_into(page, css, bad)
+            page.locator(".field-message").filter(has_text=f"{label} refused").wait_for(timeout=LOADED)
+            assert readout(page) == before, (label, bad)
+    for bad in BAD_NAMES:
+        type_into(page, "field-name-2-", bad)
+        page.locator(".field-message").filter(has_text="name of token 3 refused").wait_for(timeout=LOADED)
+        assert readout(page) == before, bad
+    assert page.locator("img[src=x]").count() == 0 and page.locator("b", has_text="NLP").count() == 0
+    assert dialogs == []
+
+    # keys that are not shortcuts, with the page focused
+    page.locator(".app-title").click()
+    for key in ["x", "9", "4", "Escape", "Delete", "Backspace", "Enter", "Tab"]:
+        page.keyboard.press(key)
+    page.wait_for_timeout(500)
+    assert readout(page).splitlines()[0] == before.splitlines()[0]
+
+    # a drag that leaves the plot and is released far outside it stops at the plane's edge
+    show_tab(page, "Weights")
+    page.mouse.move(*to_page(page, "query-plot", 0.0, 1.0))
+    page.mouse.down()
+    for x, y in [(300, 200), (700, 30), (1000, 5), (1020, 760)]:
+        page.mouse.move(x, y, steps=4)
+    page.mouse.up()
+    page.wait_for_timeout(1000)
+    q = assert_consistent(page)
+    assert all(PLANE[0] <= c <= PLANE[1] for c in q), q
+    assert q != (0.0, 1.0), "the drag did not move q at all"
+
+    # the other learner saw none of it, and still works
+    assert readout(other) == other_before
+    other.mouse.click(*to_page(other, "query-plot", 0.5, 0.5))
+    wait_for_readout(other, r"q = \(0\.500, 0\.500\)", timeout=LOADED)
+    assert page.errors == [] and other.errors == []
+    page.context.close()
+    other.context.close()
+
+
+def test_twenty_learners_keep_their_own_state(browser, server):
+    """Twenty pages on one server, each with its own q; every other one also edits v_I."""
+    pages = []
+    try:
+        for i in range(20):
+            page = new_page(browser, server, size=(1024, 768))
+            pages.append(page)
+            q = (-1.0 + 0.5 * (i % 5), -1.0 + 0.5 * (i // 5))
+            page.mouse.click(*to_page(page, "query-plot", *q))
+            wait_for_readout(page, rf"q = \({q[0]:.3f}, {q[1]:.3f}\)", timeout=LOADED)
+            if i % 2:
+                show_tab(page, "Edit")
+                type_into(page, "field-v-0-0", str(10 + i))
+                show_tab(page, "Weights")
+        for i, page in enumerate(pages):
+            q = (-1.0 + 0.5 * (i % 5), -1.0 + 0.5 * (i // 5))
+            values = [10.0 + i, 6.0, 4.0] if i % 2 else VALUES
+            expected = reference(q, values=values)[1]
+            text = wait_for_readout(page, rf"Output Σ aᵢvᵢ = {expected:.4f}".replace(".", r"\."), timeout=LOADED)
+            assert text.startswith(f'Query of "love": q = ({q[0]:.3f}, {q[1]:.3f})'), (i, text)
+            assert page.errors == [], (i, page.errors)
+        fresh = new_page(browser, server)
+        assert readout(fresh).startswith('Query of "love": q = (0.000, 1.000)')
+        assert numbers(readout(fresh), "Output")[0] == pytest.approx(reference((0.0, 1.0))[1], abs=1e-4)
+        fresh.context.close()
+    finally:
+        for page in pages:
+            page.context.close()
+
+
+def test_a_restarted_server_is_announced_and_the_address_restores_the_view(browser):
+    """The page says it lost the server; after a restart, reloading its address gives the same view."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.ui.conftest import ROOT, free_port, wait_for_http
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    env = {**os.environ, "PORT": str(port)}
+
+    def start():
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        wait_for_http(url, proc)
+        return proc
+
+    proc = start()
+    page = new_page(browser, url)
+    try:
+        page.keyboard.press("3")  # the query of NLP
+        wait_for_readout(page, 'Query of "NLP"', timeout=LOADED)
+        page.mouse.click(*to_page(page, "query-plot", 0.5, -0.25))
+        wait_for_readout(page, r"q = \(0\.500, -0\.250\)", timeout=LOADED)
+        page.wait_for_function("() => location.search.includes('row=NLP') && location.search.includes('q=0.5')")
+        banner = page.get_by_test_id("connection-lost")
+        assert banner.count() == 0
+
+        proc.terminate()
+        proc.wait(10)
+        banner.wait_for(timeout=LOADED)
+        assert "Lost the connection to the server" in banner.text_content()
+        assert banner.get_attribute("role") == "alert"
+
+        proc = start()
+        banner.get_by_role("button", name="Reload").click()
+        wait_for_readout(page, r'Query of "NLP": q = \(0\.500, -0\.250\)', timeout=LOADED)
+        assert page.get_by_test_id("connection-lost").count() == 0
+        assert_consistent(page)
+        assert page.errors == []
+    finally:
+        page.context.close()
+        proc.terminate()
+        proc.wait(10)
