@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import time
 
 import numpy as np
 import panel as pn
@@ -107,9 +108,22 @@ class QueryPlot(pn.viewable.Viewer):
             self._flush()
         elif not self._flush_scheduled:
             self._flush_scheduled = True
-            doc.add_next_tick_callback(self._flush)
+            # Pacing: after each update a session waits as long as that update took from request to
+            # done (its own cost plus the wait behind other sessions), and at least MIN_GAP. Moves
+            # arriving meanwhile only replace the pending one. So the more crowded the server, the fewer
+            # stale positions each session renders: a full class, or one client flooding events, drains
+            # its queue of cheap pointer messages instead, and the newest position always lands.
+            self._requested = time.perf_counter()
+            wait = self._next_flush - self._requested
+            if wait > 0:
+                doc.add_timeout_callback(self._flush, max(1, round(wait * 1000)))
+            else:
+                doc.add_next_tick_callback(self._flush)
 
     _flush_scheduled = False
+    _next_flush = _requested = 0.0
+    #: Shortest time between two server updates of one session (the preview in the page fills the gaps).
+    MIN_GAP = 1 / 60
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -117,11 +131,14 @@ class QueryPlot(pn.viewable.Viewer):
             return
         target, x, y = self._pending
         self._pending = None
+        start = time.perf_counter()
         with pn.io.hold():
             if target is None:
                 self.state.move_query(x, y)
             elif target < len(self.state.tokens):
                 self.state.move_key(target, x, y)
+        end = time.perf_counter()
+        self._next_flush = end + max(self.MIN_GAP, end - min(start, self._requested))
 
     def _on_pan_end(self, event) -> None:
         # a pending move keeps its own target, so ending the drag here loses nothing
