@@ -17,7 +17,8 @@ page, headless system Chromium holds the button on the query plot and moves arou
   the Div has re-rendered the text. "Of which page": from the last websocket frame before it.
 
 Two drags per page: a **paced** one like :mod:`bench.drag` (each move once the readout has changed, then
-20 ms), where the server's answers queue behind each other and coalesce, and a **one at a time** one,
+20 ms), where the server's answers can meet the next moves (and would coalesce at a hand's rate, which this
+harness does not reach: it delivers 6–8 moves/s here), and a **one at a time** one,
 where each move waits for its confirmation, which shows round trip + processing alone.
 
     python -m bench.preview_latency --moves 100 --single 30 --rounds 2 --delay-ms 25
@@ -126,6 +127,9 @@ def _drag(page, moves: int, wait_confirm: bool) -> dict:
     cx, cy, r = 0.5, 0.5, 0.8 if not wait_confirm else 0.6  # a different circle: every text is new
     points = [page.evaluate(_TO_PAGE, [cx + r * math.cos(2 * math.pi * k / moves),
                                        cy + r * math.sin(2 * math.pi * k / moves)]) for k in range(moves + 1)]
+    reset = ("() => { window.__pl.moves = []; window.__pl.unmatched = 0; window.__pl.notInDom = 0;"
+             " window.__pl.serverChanges = 0; }")
+    page.evaluate(reset)
     # as in bench.drag: a press held still for 300 ms is a long press, so press, nudge, retry until it pans
     for _attempt in range(8):
         page.mouse.move(*points[0])
@@ -140,8 +144,7 @@ def _drag(page, moves: int, wait_confirm: bool) -> dict:
             page.wait_for_timeout(300)
     # the warm-up's confirmation first, so that it is not counted against the first move
     _wait(page, "() => window.__pl.moves.every(m => m.confirm !== null)", CONFIRM_TIMEOUT_MS)
-    page.evaluate("() => { window.__pl.moves = []; window.__pl.unmatched = 0; window.__pl.notInDom = 0;"
-                  " window.__pl.serverChanges = 0; }")
+    page.evaluate(reset)
     wall0 = time.perf_counter()
     misses = 0
     for k in range(1, moves + 1):
