@@ -2,7 +2,8 @@
 
     python -m bench.run                 # full: drag 3x100 moves, classroom 1..100 learners x 30 s, 300 sessions
     python -m bench.run --quick         # a few minutes: shorter drags, 5 s classroom with 1 and 10 learners
-    python -m bench.run --only drag     # one of: drag, classroom, memory (repeatable)
+    python -m bench.run --only preview --delay-ms 25   # the drag preview, direct and through a delaying proxy
+    python -m bench.run --only drag     # one of: drag, preview, classroom, memory (repeatable)
 
 Each benchmark runs in its own process (Playwright's sync API and Bokeh's protocol client each run an
 event loop). Every server is started on a free 127.0.0.1 port and stopped at the end.
@@ -38,11 +39,12 @@ def _fmt(x, digits=1):
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="short runs, for a first look")
-    ap.add_argument("--only", action="append", choices=["drag", "classroom", "memory"])
+    ap.add_argument("--only", action="append", choices=["drag", "preview", "classroom", "memory"])
     ap.add_argument("--repeat", type=int, default=1, help="run each benchmark this many times; medians reported")
+    ap.add_argument("--delay-ms", type=float, default=25, help="preview: proxy delay each way (default 25)")
     ap.add_argument("--duration", type=float, help="classroom seconds of dragging (default 30, quick 5)")
     args = ap.parse_args(argv)
-    only = set(args.only or ["drag", "classroom", "memory"])
+    only = set(args.only or ["drag", "preview", "classroom", "memory"])
     OUT.mkdir(exist_ok=True)
     out = OUT / "results.jsonl"
     started = time.strftime("%Y-%m-%d %H:%M")
@@ -59,6 +61,26 @@ def main(argv=None) -> None:
         for name in ("app", "reference"):
             lines.append(f"| {name} | " + " | ".join(_fmt(median([r[name][k] for r in rs])) for k in ("p50", "p95", "max"))
                          + f" | {_fmt(median([r[name]['misses'] for r in rs]), 0)} |")
+
+    if "preview" in only:
+        rs = []
+        for _ in range(args.repeat):
+            rs += _run("bench.preview_latency", ["--delay-ms", str(args.delay_ms),
+                                                 "--moves", "80" if args.quick else "100",
+                                                 "--single", "10" if args.quick else "30",
+                                                 "--rounds", "1" if args.quick else "2"], out)
+        lines += ["", f"Drag preview, direct and through a {args.delay_ms:g} ms-each-way proxy "
+                  "(ms, median over runs)", "",
+                  "| network | drag | first change p50 | p95 | max | from dispatch p95 | server's numbers p50 | p95 "
+                  "| moves/s |", "|---|---|---|---|---|---|---|---|---|"]
+        for net in ("direct", "proxy"):
+            for drag in ("paced", "single"):
+                m = lambda f: median([f(r[net][drag]) for r in rs if drag in r[net]])  # noqa: E731
+                lines.append(f"| {net} | {drag} | "
+                             + " | ".join(_fmt(m(lambda d: d["first"][k])) for k in ("p50", "p95", "max"))
+                             + f" | {_fmt(m(lambda d: d['from_dispatch']['p95']))} | "
+                             + " | ".join(_fmt(m(lambda d: d["confirm"][k])) for k in ("p50", "p95"))
+                             + f" | {_fmt(m(lambda d: d['moves_per_s']))} |")
 
     if "classroom" in only:
         sessions = ["1", "10"] if args.quick else ["1", "10", "30", "60", "100"]

@@ -49,14 +49,17 @@ def _exit_on_sigterm(*_):
 
 @contextmanager
 def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED_SESSION_LIFETIME_MS,
-          check_unused_ms: int = CHECK_UNUSED_MS, log: Path | None = None):
-    """``panel serve APP`` on 127.0.0.1:<free port>; yields (base URL, psutil.Process). Always stopped."""
+          check_unused_ms: int = CHECK_UNUSED_MS, log: Path | None = None, extra_origins: tuple[str, ...] = ()):
+    """``panel serve APP`` on 127.0.0.1:<free port>; yields (base URL, psutil.Process). Always stopped.
+
+    ``extra_origins`` (``host:port``) may open its websocket too, e.g. a proxy in front of it."""
     app = Path(app).resolve()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     port = free_port()
     cmd = [sys.executable, "-m", "panel", "serve", str(app), "--port", str(port), "--address", "127.0.0.1",
-           "--allow-websocket-origin", f"127.0.0.1:{port}", "--index", app.stem,
+           *[a for o in (f"127.0.0.1:{port}", *extra_origins) for a in ("--allow-websocket-origin", o)],
+           "--index", app.stem,
            "--unused-session-lifetime", str(unused_lifetime_ms), "--check-unused-sessions", str(check_unused_ms)]
     out = open(log, "w") if log else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, cwd=app.parent, stdout=out, stderr=subprocess.STDOUT,
