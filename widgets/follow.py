@@ -26,7 +26,7 @@ import re
 import threading
 from html import escape
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import panel as pn
 import param
@@ -137,6 +137,8 @@ class RoomControls(pn.viewable.Viewer):
         if code is None:
             self.notice = "The link's room code is not valid. This is the explorer on its own."
             return
+        if room_arg != code and self._reload_with_code(code):
+            return
         if token:
             try:
                 room = self._registry.enter_as_presenter(code, token, self._session)
@@ -164,6 +166,28 @@ class RoomControls(pn.viewable.Viewer):
         if room.snapshot is not None:
             self._apply(room.snapshot)
         self._show_follower()
+
+    def _reload_with_code(self, code: str) -> bool:
+        """Reload the page as ``?room=CODE`` (the code as the server writes it); False where that cannot be done.
+
+        A proxy routes a room by the code as typed (``deploy/nginx.conf`` hashes ``room``, and nginx cannot
+        change its case): ``k7m-4qx`` may reach another process than ``K7M4QX``, where the room is not.
+        So a page never joins under another spelling; it comes back under the one its presenter's
+        process was reached with. The reload waits for the page to load: until then the browser's own
+        address would overwrite the change.
+        """
+        if self._doc is None or self._doc.session_context is None or pn.state.location is None:
+            return False
+        location = pn.state.location
+        args = {name: _arg(name) for name in pn.state.session_args if not name.startswith("bokeh-")}
+
+        def reload() -> None:
+            location.search = "?" + urlencode({**args, "room": code})
+            location.reload = True
+
+        self.notice = f"Opening room {code[:3]} {code[3:]}…"
+        pn.state.onload(reload)
+        return True
 
     def _set_role(self, role: str, code: str) -> None:
         with param.edit_constant(self):

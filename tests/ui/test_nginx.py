@@ -247,3 +247,57 @@ def test_a_room_s_presenter_and_followers_reach_one_process_whatever_their_cooki
     finally:
         for page in pages:
             page.context.close()
+
+
+def liveness_lines(stack) -> list[str]:
+    return [line for line in stack.access_log.read_text().splitlines() if '"GET /liveness ' in line]
+
+
+def answering_process(stack, query: str) -> str:
+    """The app process nginx sends ``query`` to: a request for /liveness with it, as nginx's access log names it."""
+    import urllib.request
+
+    before = len(liveness_lines(stack))
+    with urllib.request.urlopen(f"{stack.url}liveness?{query}", timeout=60) as r:
+        assert r.status == 200
+    deadline = time.monotonic() + 10
+    while len(lines := liveness_lines(stack)) <= before:
+        assert time.monotonic() < deadline, "nginx logged no request for /liveness"
+        time.sleep(0.05)
+    return lines[before].split()[-1]
+
+
+def spellings(code: str):
+    """Ways a learner may type the code that the app accepts (its case, a dash or a space between groups)."""
+    for sep in ("", "-", "%20"):
+        for k in range(1, len(code)):
+            for text in (code.lower(), code[:k].lower() + code[k:], code[:k] + code[k:].lower()):
+                yield text[:3] + sep + text[3:]
+
+
+def test_a_room_code_spelled_otherwise_reaches_the_room(browser, stack):
+    """nginx hashes the code as typed: a spelling routed to the other process still ends in the room."""
+    from tests.ui.test_follow import WAIT, present
+
+    teacher = new_page(browser, route="teacher")
+    student = None
+    try:
+        open_app(teacher, stack.url)
+        code, link = present(teacher)
+        home = answering_process(stack, f"room={code}")
+        # a spelling nginx sends elsewhere; without one this test would not test the routing
+        other = next((s for s in spellings(code) if answering_process(stack, f"room={s}") != home), None)
+        assert other is not None, f"every spelling of {code} reaches {home}"
+        student = new_page(browser, route="student")
+        student.goto(f"{stack.url}?room={other}")
+        student.wait_for_url(re.compile(rf"[?&]room={code}(&|$)"), timeout=4 * WAIT)
+        student.get_by_text("Following room").wait_for(timeout=4 * WAIT)
+        assert f"{code[:3]} {code[3:]}" == student.locator(".room-code").text_content()
+        teacher.mouse.click(*to_page(teacher, "query-plot", 1.5, -0.5))
+        wait_for_readout(student, r"q = \(1\.500, -0\.500\)", WAIT)
+        assert not student.foreign, student.foreign
+    finally:
+        teacher.context.close()
+        if student is not None:
+            student.context.close()
+
