@@ -33,6 +33,7 @@ import param
 import segno
 from panel.io.state import set_curdoc
 
+from widgets.address import address_of
 from widgets.rooms import RoomError, RoomRegistry, get_registry, normalize_code
 from widgets.state import AttentionState
 
@@ -205,7 +206,9 @@ class RoomControls(pn.viewable.Viewer):
             self._show_presenter()
             return
         # Reload as the presenter link so that a proxy routing by room code sends this page where the room lives.
-        loc.update_query(room=room.code, token=token)
+        # The room's process may be another one, which knows the page only from its address: the address
+        # carries the whole view (widgets/address.py), as it is now, not as the page was opened.
+        loc.search = "?" + urlencode({"room": room.code, "token": token, **address_of(self.state)})
         loc.reload = True
 
     def _publish(self) -> None:

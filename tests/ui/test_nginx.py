@@ -253,12 +253,14 @@ def liveness_lines(stack) -> list[str]:
     return [line for line in stack.access_log.read_text().splitlines() if '"GET /liveness ' in line]
 
 
-def answering_process(stack, query: str) -> str:
-    """The app process nginx sends ``query`` to: a request for /liveness with it, as nginx's access log names it."""
+def answering_process(stack, query: str, route: str | None = None) -> str:
+    """The app process nginx sends ``query`` to (with a route cookie): a request for /liveness, as nginx logs it."""
     import urllib.request
 
     before = len(liveness_lines(stack))
-    with urllib.request.urlopen(f"{stack.url}liveness?{query}", timeout=60) as r:
+    request = urllib.request.Request(f"{stack.url}liveness?{query}",
+                                     headers={"Cookie": f"explorer_route={route}"} if route else {})
+    with urllib.request.urlopen(request, timeout=60) as r:
         assert r.status == 200
     deadline = time.monotonic() + 10
     while len(lines := liveness_lines(stack)) <= before:
@@ -301,3 +303,34 @@ def test_a_room_code_spelled_otherwise_reaches_the_room(browser, stack):
         if student is not None:
             student.context.close()
 
+
+def test_present_keeps_an_edited_example_when_the_room_lives_on_the_other_process(browser, stack):
+    """Keys and values from the address, the causal mask switched on the page: Present reloads on the room's process."""
+    from tests.ui.test_follow import WAIT, present
+
+    for attempt in range(8):  # the room's code is random: until it lands on the other process
+        route = f"editor-{attempt}"
+        teacher = new_page(browser, route=route)
+        try:
+            # every key at the origin: equal scores; with the causal mask "love" sees I and itself, 1/2 each
+            open_app(teacher, f"{stack.url}?keys=0,0;0,0;0,0&values=3;6;9")
+            show_tab(teacher, "Edit")
+            teacher.locator(".switch-causal input").check()
+            wait_for_readout(teacher, r"Output Σ aᵢvᵢ = 4\.5000", WAIT)
+            before = answering_process(stack, "", route=route)
+            code, link = present(teacher)
+            if answering_process(stack, f"room={code}") == before:
+                continue
+            text = wait_for_readout(teacher, r"Output Σ aᵢvᵢ = 4\.5000", WAIT)
+            assert weights(teacher) == pytest.approx([0.5, 0.5, 0.0], abs=1e-4), text
+            student = new_page(browser, route="editor-student")
+            try:
+                open_app(student, link)
+                student.get_by_text("Following room").wait_for(timeout=WAIT)
+                wait_for_readout(student, r"Output Σ aᵢvᵢ = 4\.5000", WAIT)
+            finally:
+                student.context.close()
+            return
+        finally:
+            teacher.context.close()
+    pytest.fail("eight rooms in a row landed on their presenter's first process")
