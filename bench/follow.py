@@ -2,15 +2,24 @@
 
     .venv/bin/python bench/follow.py                    # 60 followers, 30 moves/s for 30 s
     .venv/bin/python bench/follow.py --seconds 5 --followers 10   # a quick run
+    .venv/bin/python bench/follow.py --presenter browser          # the presenter is headless Chromium
 
-The server is ``python app.py`` on a free loopback port. The presenter is a real page in headless
-Chromium (Playwright) that presses Present and then drags the query along a Lissajous path at the given
-rate, noting when each move left the hand and the query it aims at (the plot's own scales invert the
-pixel). Followers are Bokeh's own client (``bokeh.client.pull_session``, ``import panel`` first) in
-separate processes (Playwright and bokeh.client each want their own event loop); each records when its
-readout's text showed which query. A follower's latency for a shown query is the time since the latest
-move that aimed at it. Dropped = moves whose query a follower never showed (the server coalesces: a
-follower that is behind gets only the latest view); the last move's query must always arrive.
+The server is ``python app.py`` on a free loopback port. Every session speaks Bokeh's own protocol
+(``bench/protocol_client.py``, the client of the classroom benchmark): it pulls the document, then sends
+``document_ready`` as BokehJS does once a page has rendered.
+
+The presenter opens the page, presses Present (a ``button_click`` on the Present button), takes the
+presenter link the server then sets as the page's address, opens that, and drags the query along a
+Lissajous path at the given rate: the ``panstart``/``pan`` events BokehJS sends for a drag on the query
+plot. With ``--presenter browser`` it is a real page in headless Chromium instead (Playwright presses
+Present and moves the mouse); on a small, busy machine Chromium cannot move the mouse 30 times a second,
+so the rate it reached is reported.
+
+Followers open the join link ``?room=CODE`` in separate processes (asyncio each), with permessage-deflate
+as browsers negotiate it, and note when their readout's text showed which query. A follower's latency
+for a shown query is the time since the latest move that aimed at it. Dropped = moves whose query a
+follower never showed (the server coalesces: a follower that is behind gets only the latest view); the
+last move's query must always arrive. All times are CLOCK_MONOTONIC, comparable across processes.
 
 Results are printed as JSON and written to bench/out/follow.json.
 """
@@ -36,47 +45,45 @@ QUERY_RE = re.compile(r"q = \((-?\d+\.\d{3}), (-?\d+\.\d{3})\)")
 # follower processes
 
 
-def run_followers(url: str, code: str, count: int, ready_file: str, out_file: str) -> None:
-    """Open ``count`` follower sessions, signal readiness, record until stdin closes; write JSON."""
-    import panel  # noqa: F401  (registers Panel's models so the client can decode the document)
-    from bokeh.client import pull_session
-    from bokeh.events import DocumentReady
-    from tornado.ioloop import IOLoop
+def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file: str) -> None:
+    """Open ``count`` follower sessions, signal readiness, record until the stop file appears; write JSON."""
+    import asyncio
 
-    records: list[list[tuple[float, float, float]]] = []
-    sessions = []
-    for i in range(count):
-        session = pull_session(url=url, arguments={"room": code})
-        # what a browser sends once it has rendered the page; until then Panel leaves changes to the
-        # full document it sends on connection, and a follower would see nothing
-        session.document.callbacks.send_event(DocumentReady())
-        div = session.document.select_one({"name": "readout"})
-        seen: list[tuple[float, float, float]] = []
+    import psutil
 
-        def on_text(attr, old, new, seen=seen):
-            m = QUERY_RE.search(new)
-            if m:
-                seen.append((time.monotonic(), float(m.group(1)), float(m.group(2))))
+    from bench.protocol_client import Learner
 
-        div.on_change("text", on_text)
-        records.append(seen)
-        sessions.append(session)
-    Path(ready_file).write_text("ready")
-    loop = IOLoop.current()
+    async def follow() -> dict:
+        learners = [Learner(f"{ws_url}?room={code}", compress=True, clock=time.monotonic, keep_patches=False)
+                    for _ in range(count)]
+        gate = asyncio.Semaphore(4)  # a class does not open its pages in the same millisecond either
 
-    def poll_stop():
-        if Path(ready_file + ".stop").exists():
-            loop.stop()
-        else:
-            loop.call_later(0.1, poll_stop)
+        async def connect(learner: Learner) -> None:
+            async with gate:
+                await learner.connect()
 
-    loop.call_later(0.1, poll_stop)
-    loop.start()
-    Path(out_file).write_text(json.dumps(records))
-    print("follower texts:", [s.document.select_one({"name": "readout"}).text.splitlines()[0] for s in sessions[:2]],
-          file=sys.stderr)
-    for s in sessions:
-        s.close()
+        t0 = time.monotonic()
+        await asyncio.gather(*(connect(learner) for learner in learners))
+        connect_s = time.monotonic() - t0
+        listeners = [asyncio.create_task(learner.listen()) for learner in learners]
+        me = psutil.Process()
+        cpu0, wall0 = sum(me.cpu_times()[:2]), time.monotonic()
+        bytes0 = sum(learner.bytes_in for learner in learners)  # after the documents themselves
+        Path(ready_file).write_text("ready")
+        while not Path(ready_file + ".stop").exists():
+            await asyncio.sleep(0.1)
+        cpu, wall = sum(me.cpu_times()[:2]) - cpu0, time.monotonic() - wall0
+        for learner in learners:
+            learner.close()
+        await asyncio.gather(*listeners, return_exceptions=True)
+        return {
+            "connect_s": connect_s, "client_cpu_s": cpu, "listen_s": wall,
+            "bytes_in": sum(learner.bytes_in for learner in learners) - bytes0,
+            "messages_in": sum(learner.messages_in for learner in learners),
+            "records": [[(t, float(x), float(y)) for (x, y), t in learner.shown] for learner in learners],
+        }
+
+    Path(out_file).write_text(json.dumps(asyncio.run(follow())))
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -109,89 +116,210 @@ def percentile(xs: list[float], p: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
+class Presenter:
+    """Drives the room; ``start(...)`` returns the room code, ``drag(...)`` the moves as (time, x, y) in data units."""
+
+    def final_text(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+class ProtocolPresenter(Presenter):
+    """The presenter's page over Bokeh's protocol, in a thread of its own with its own event loop."""
+
+    def __init__(self, url: str):
+        import asyncio
+        import threading
+
+        self.ws = url.replace("http://", "ws://", 1) + "app/ws"
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+
+    def _run(self, coro, timeout: float = 300):
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def start(self) -> str:
+        return self._run(self._present())
+
+    async def _present(self) -> str:
+        import asyncio
+        from urllib.parse import parse_qs
+
+        from bench.protocol_client import Learner, find_objects
+
+        page = Learner(self.ws, compress=True, clock=time.monotonic, keep_patches=True)
+        await page.connect(keep_doc=True)
+        button = next(b for b in find_objects(page.doc, "Button") if b["attributes"].get("label") == "Present")
+        listening = asyncio.create_task(page.listen())
+        await page.click(button["id"])
+        # pressing Present sets the page's address to the presenter link (Panel's Location model), then reloads
+        search = None
+        deadline = time.monotonic() + 60
+        while search is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            for events in page.patches:
+                for ev in events:
+                    if ev.get("kind") == "ModelChanged" and ev.get("attr") == "search" and "token=" in str(ev["new"]):
+                        search = ev["new"]
+        page.close()
+        await asyncio.gather(listening, return_exceptions=True)
+        if search is None:
+            raise RuntimeError("pressing Present did not give a presenter link")
+        self.me = Learner(self.ws + search, compress=True, clock=time.monotonic, keep_patches=False)
+        await self.me.connect()
+        self.listening = asyncio.create_task(self.me.listen())
+        return parse_qs(search.lstrip("?"))["room"][0]
+
+    def drag(self, points: list[tuple[float, float]], rate: float) -> list[tuple[float, float, float]]:
+        return self._run(self._drag(points, rate), timeout=len(points) / rate + 300)
+
+    async def _drag(self, points, rate):
+        import asyncio
+
+        await self.me.pointer("panstart", *points[0])
+        moves = []
+        start = time.monotonic()
+        for i, (x, y) in enumerate(points[1:], 1):
+            delay = start + i / rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            t = time.monotonic()
+            await self.me.pointer("pan", x, y)
+            moves.append((t, x, y))
+        await self.me.pointer("panend", *points[-1])
+        return moves
+
+    def final_text(self) -> str | None:
+        return "q = ({}, {})".format(*self.me.shown[-1][0]) if self.me.shown else None
+
+    def close(self) -> None:
+        self.me.close()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+class BrowserPresenter(Presenter):
+    """The presenter's page in headless Chromium, driven with Playwright's mouse."""
+
+    READY = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
+             "Bokeh.documents[0].get_model_by_name('query-plot') != null")
+
+    def __init__(self, url: str):
+        from playwright.sync_api import sync_playwright
+
+        from tests.ui.conftest import CHROMIUM_ARGS
+
+        self.url = url
+        self.pw = sync_playwright().start()
+        chromium = os.environ.get("CHROMIUM") or "/usr/bin/chromium"
+        self.browser = self.pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        self.page = self.browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+
+    def start(self) -> str:
+        page = self.page
+        page.goto(self.url)
+        page.wait_for_function(self.READY)
+        with page.expect_navigation(url=re.compile(r"[?&]token=")):
+            page.get_by_role("button", name="Present").click()
+        page.wait_for_function(self.READY)
+        page.locator(".room-code").wait_for()
+        return page.locator(".room-code").text_content().replace(" ", "")
+
+    def drag(self, points, rate):
+        page = self.page
+        pixels = [page.evaluate(_TO_PAGE, list(p)) for p in points]
+        moves = []
+        page.mouse.move(*pixels[0])
+        page.mouse.down()
+        start = time.monotonic()
+        for i, (px, py) in enumerate(pixels[1:], 1):
+            delay = start + i / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            t = time.monotonic()
+            page.mouse.move(px, py)
+            moves.append((t, px, py))
+        page.mouse.up()
+        # the query each move aimed at: the plot's own scales invert the pixel
+        data = page.evaluate(f"(pts) => pts.map(p => ({_TO_DATA})(p))", [[x, y] for _, x, y in moves])
+        return [(t, x, y) for (t, _, _), (x, y) in zip(moves, data)]
+
+    def final_text(self):
+        m = QUERY_RE.search(self.page.locator("[data-testid=readout] .bk-clearfix").text_content())
+        return m.group(0) if m else None
+
+    def close(self):
+        self.browser.close()
+        self.pw.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--followers", type=int, default=60)
     ap.add_argument("--processes", type=int, default=2, help="follower client processes")
     ap.add_argument("--rate", type=float, default=30.0, help="presenter moves per second")
     ap.add_argument("--seconds", type=float, default=30.0)
+    ap.add_argument("--settle", type=float, default=10.0, help="seconds after the drag for the last view to arrive")
+    ap.add_argument("--presenter", choices=["protocol", "browser"], default="protocol")
     args = ap.parse_args()
 
     import psutil
-    from playwright.sync_api import sync_playwright
 
-    from tests.ui.conftest import CHROMIUM_ARGS, free_port, wait_for_http
+    from tests.ui.conftest import free_port, wait_for_http
 
     out_dir = ROOT / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
+    ws = url.replace("http://", "ws://", 1) + "app/ws"  # `python app.py` serves the page at /app
     log = open(out_dir / "follow-server.log", "w")
     server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                               env={**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"})
     followers: list[subprocess.Popen] = []
+    presenter: Presenter | None = None
+    load_start = os.getloadavg()
     try:
         wait_for_http(url + "liveness", server, timeout=180)
-        with sync_playwright() as p:
-            chromium = os.environ.get("CHROMIUM") or "/usr/bin/chromium"
-            browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-            page.goto(url)
-            ready = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
-                     "Bokeh.documents[0].get_model_by_name('query-plot') != null")
-            page.wait_for_function(ready)
-            with page.expect_navigation(url=re.compile(r"[?&]token=")):
-                page.get_by_role("button", name="Present").click()
-            page.wait_for_function(ready)
-            page.locator(".room-code").wait_for()
-            code = page.locator(".room-code").text_content().replace(" ", "")
+        presenter = (BrowserPresenter if args.presenter == "browser" else ProtocolPresenter)(url)
+        code = presenter.start()
 
-            per = [args.followers // args.processes + (i < args.followers % args.processes)
-                   for i in range(args.processes)]
-            files = []
-            for i, n in enumerate(per):
-                ready_file, out_file = str(out_dir / f"follow-ready-{i}"), str(out_dir / f"follow-{i}.json")
-                for f in (ready_file, ready_file + ".stop", out_file):
-                    Path(f).unlink(missing_ok=True)
-                followers.append(subprocess.Popen(
-                    [sys.executable, __file__, "--_follower", url, code, str(n), ready_file, out_file], cwd=ROOT))
-                files.append((ready_file, out_file))
-            deadline = time.monotonic() + 300
-            while not all(Path(r).exists() for r, _ in files):
-                if time.monotonic() > deadline or any(f.poll() not in (None, 0) for f in followers):
-                    raise RuntimeError("followers did not connect")
-                time.sleep(0.2)
+        per = [args.followers // args.processes + (i < args.followers % args.processes) for i in range(args.processes)]
+        files = []
+        for i, n in enumerate(per):
+            ready_file, out_file = str(out_dir / f"follow-ready-{i}"), str(out_dir / f"follow-{i}.json")
+            for f in (ready_file, ready_file + ".stop", out_file):
+                Path(f).unlink(missing_ok=True)
+            followers.append(subprocess.Popen(
+                [sys.executable, __file__, "--_follower", ws, code, str(n), ready_file, out_file], cwd=ROOT))
+            files.append((ready_file, out_file))
+        deadline = time.monotonic() + 600
+        while not all(Path(r).exists() for r, _ in files):
+            if time.monotonic() > deadline or any(f.poll() not in (None, 0) for f in followers):
+                raise RuntimeError("followers did not connect")
+            time.sleep(0.2)
+        time.sleep(1.0)  # the last follower's first view settles before the clock starts
 
-            n = int(args.rate * args.seconds)
-            points = [page.evaluate(_TO_PAGE, list(path_point(i, n))) for i in range(n + 1)]
-            proc = psutil.Process(server.pid)
-            cpu0, wall0 = proc.cpu_times(), time.monotonic()
-            moves: list[tuple[float, float, float]] = []  # (time, x, y) of each move, in data units
-            page.mouse.move(*points[0])
-            page.mouse.down()
-            start = time.monotonic()
-            for i, (px, py) in enumerate(points[1:], 1):
-                target = start + i / args.rate
-                delay = target - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-                t = time.monotonic()
-                page.mouse.move(px, py)
-                moves.append((t, px, py))
-            page.mouse.up()
-            drag_wall = time.monotonic() - start
-            time.sleep(3.0)  # let the last view reach everyone
-            cpu1, wall1 = proc.cpu_times(), time.monotonic()
-            data = page.evaluate(f"(pts) => pts.map(p => ({_TO_DATA})(p))", [[x, y] for _, x, y in moves])
-            presenter_q = QUERY_RE.search(page.locator("[data-testid=readout] .bk-clearfix").text_content())
-            browser.close()
+        n = int(args.rate * args.seconds)
+        points = [path_point(i, n) for i in range(n + 1)]
+        proc = psutil.Process(server.pid)
+        cpu0, wall0 = proc.cpu_times(), time.monotonic()
+        moves = presenter.drag(points, args.rate)
+        cpu1, wall1 = proc.cpu_times(), time.monotonic()
+        time.sleep(args.settle)  # late followers still get the last view; their lateness is measured
+        presenter_final = presenter.final_text()
 
         for ready_file, _ in files:
             Path(ready_file + ".stop").write_text("stop")
         for f in followers:
             f.wait(120)
-        records = [r for _, out_file in files for r in json.loads(Path(out_file).read_text())]
+        outs = [json.loads(Path(out_file).read_text()) for _, out_file in files]
+        records = [r for out in outs for r in out["records"]]
     finally:
+        if presenter is not None:
+            presenter.close()
         for f in followers:
             if f.poll() is None:
                 f.kill()
@@ -200,9 +328,11 @@ def main() -> None:
         log.close()
 
     # a move aimed at data point (x, y); the readout shows it rounded to 3 decimals
-    aimed = [(t, round(x, 3), round(y, 3)) for (t, _, _), (x, y) in zip(moves, data)]
+    aimed = [(t, round(x, 3), round(y, 3)) for t, x, y in moves]
     final = aimed[-1][1:]
-    latencies, dropped, finals_ok = [], [], 0
+    last_move = aimed[-1][0]
+    distinct_moves = {(x, y) for _, x, y in aimed}
+    latencies, dropped, finals_ok, final_latencies = [], [], 0, []
     for seen in records:
         shown = set()
         for r, x, y in seen:
@@ -210,21 +340,30 @@ def main() -> None:
             if cands:
                 latencies.append((r - max(cands)) * 1000)
                 shown.add((x, y))
-        distinct_moves = {(x, y) for _, x, y in aimed}
         dropped.append(1 - len(shown & distinct_moves) / len(distinct_moves))
-        finals_ok += bool(seen) and (seen[-1][1], seen[-1][2]) == final
-    cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / (wall1 - wall0)
+        if seen and (seen[-1][1], seen[-1][2]) == final:
+            finals_ok += 1
+            final_latencies.append((seen[-1][0] - last_move) * 1000)
+    drag_wall = wall1 - wall0
+    cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / drag_wall
     result = {
-        "followers": len(records), "moves": len(moves), "rate_per_s": round(len(moves) / drag_wall, 1),
-        "seconds": round(drag_wall, 1), "cpu_count": os.cpu_count(),
+        "presenter": args.presenter, "followers": len(records), "moves": len(moves),
+        "rate_per_s": round(len(moves) / drag_wall, 1), "seconds": round(drag_wall, 1), "cpu_count": os.cpu_count(),
         "latency_ms_p50": round(percentile(latencies, 0.5), 1), "latency_ms_p95": round(percentile(latencies, 0.95), 1),
+        "latency_ms_max": round(max(latencies, default=float("nan")), 1),
         "updates_shown": len(latencies),
         "dropped_median_pct": round(100 * statistics.median(dropped), 1),
         "dropped_max_pct": round(100 * max(dropped), 1),
         "final_position_reached": f"{finals_ok}/{len(records)}",
-        "presenter_final": presenter_q.group(0) if presenter_q else None,
+        "final_latency_ms_max": round(max(final_latencies), 1) if final_latencies else None,
+        "presenter_final": presenter_final,
+        "final_aimed": "q = ({:.3f}, {:.3f})".format(*final),
         "server_cpu_pct_of_one_core": round(100 * cpu, 1),
-        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
+        "follower_clients_cpu_pct_of_one_core": round(100 * sum(o["client_cpu_s"] / o["listen_s"] for o in outs), 1),
+        "follower_connect_s": round(max(o["connect_s"] for o in outs), 1),
+        "kB_per_follower_per_update": round(sum(o["bytes_in"] for o in outs) / 1024 / max(len(latencies), 1), 1),
+        "load_average_at_start": [round(x, 2) for x in load_start],
+        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(result, indent=2))
     (out_dir / "follow.json").write_text(json.dumps(result, indent=2))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from bokeh.client.websocket import WebSocketClientConnectionWrapper
 from bokeh.protocol import Protocol
@@ -43,6 +44,20 @@ def find_ids(doc_json: dict, names: set[str]) -> dict[str, str]:
     return found
 
 
+def find_objects(doc_json: dict, type_suffix: str) -> list[dict]:
+    """Every serialized model whose type name ends with ``type_suffix`` (e.g. ``"Button"``)."""
+    found, stack = [], [doc_json]
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, dict):
+            if obj.get("type") == "object" and str(obj.get("name", "")).endswith(type_suffix):
+                found.append(obj)
+            stack.extend(obj.values())
+        elif isinstance(obj, list):
+            stack.extend(obj)
+    return found
+
+
 def _map(**entries) -> dict:
     return {"type": "map", "entries": [[k, v] for k, v in entries.items()]}
 
@@ -61,12 +76,21 @@ class Learner:
     patches: list[list[dict]] = field(default_factory=list)  # the events of every PATCH-DOC received
     bytes_in: int = 0
     messages_in: int = 0
+    #: permessage-deflate, as browsers negotiate it; off by default so the classroom numbers stay comparable
+    compress: bool = False
+    #: the clock of ``sent``/``shown``; CLOCK_MONOTONIC (``time.monotonic``) compares across processes
+    clock: Callable[[], float] = time.perf_counter
+    #: keep every PATCH-DOC's events in ``patches``; many followers over a long run would hold gigabytes
+    keep_patches: bool = True
+    #: the document as pulled (JSON), when ``connect(keep_doc=True)``
+    doc: dict | None = None
 
-    async def connect(self) -> None:
+    async def connect(self, keep_doc: bool = False) -> None:
         session_id = generate_session_id()
         token = generate_jwt_token(session_id)
         sock = await websocket_connect(HTTPRequest(self.ws_url), subprotocols=["bokeh", token],
-                                       max_message_size=20 * 1024 * 1024)
+                                       max_message_size=20 * 1024 * 1024,
+                                       compression_options={} if self.compress else None)
         # Browsers send with TCP_NODELAY; without it this client's own multi-frame messages would wait for
         # the server's delayed ACK and the benchmark would measure itself.
         sock.protocol.set_nodelay(True)
@@ -77,6 +101,8 @@ class Learner:
         reply = await self._next_message("PULL-DOC-REPLY")
         ids = find_ids(reply.content["doc"], {self.figure, self.readout})
         self.figure_id, self.readout_id = ids[self.figure], ids[self.readout]
+        if keep_doc:
+            self.doc = reply.content["doc"]
         # the browser announces it has rendered; Panel runs the page's onload callbacks on it
         await self._send_event(_map(), name="document_ready")
 
@@ -98,13 +124,17 @@ class Learner:
     async def pointer(self, name: str, x: float, y: float) -> None:
         """Send a ``pan``/``panstart``/``tap`` event at data point (x, y) and note when it left."""
         key = (f"{x:.3f}", f"{y:.3f}")
-        self.sent[key] = time.perf_counter()
+        self.sent[key] = self.clock()
         self.order.append(key)
         model = {"id": self.figure_id}
         values = dict(model=model, sx=0.0, sy=0.0, x=x, y=y, modifiers=_map(shift=False, ctrl=False, alt=False))
         if name == "pan":
             values.update(delta_x=0.0, delta_y=0.0)
         await self._send_event(_map(**values), name=name)
+
+    async def click(self, model_id: str) -> None:
+        """Press a button, as BokehJS reports a click: a ``button_click`` event on the button's model."""
+        await self._send_event(_map(model={"id": model_id}), name="button_click")
 
     async def listen(self) -> None:
         """Record every readout text the server sends until the socket closes."""
@@ -116,8 +146,9 @@ class Learner:
             self.messages_in += 1
             if msg.msgtype != "PATCH-DOC":
                 continue
-            now = time.perf_counter()
-            self.patches.append(msg.content.get("events", []))
+            now = self.clock()
+            if self.keep_patches:
+                self.patches.append(msg.content.get("events", []))
             for ev in msg.content.get("events", []):
                 if ev.get("kind") == "ModelChanged" and ev.get("attr") == "text" \
                         and ev.get("model", {}).get("id") == self.readout_id:

@@ -12,6 +12,7 @@ import io
 import json
 import math
 
+import numpy as np
 import pytest
 from bokeh.models import Plot
 
@@ -51,11 +52,20 @@ def test_a_full_address_sets_every_part(state):
     ("q", "abc"), ("q", "nan,1"), ("q", "1,inf"), ("q", "9,0"), ("q", "1"), ("q", "1,2,3"), ("q", ""),
     ("row", "<b>love</b>"), ("row", "Paris"), ("row", "1"), ("step", "4"), ("step", "0"), ("step", "two"),
     ("mode", "loud"), ("theme", "<script>alert(1)</script>"), ("zoom", "2"),
+    ("preset", "Paris"), ("preset", "<i>Module 2</i>"), ("tokens", "I;love"), ("tokens", "I;<b>love</b>;NLP"),
+    ("tokens", "I;I;NLP"), ("tokens", "a;b;c;d"), ("tokens", "I"), ("keys", "1,0;0,1"), ("keys", "1,0;0,1;1"),
+    ("keys", "1,0;nan,1;1,1"), ("keys", "1,0,0;0,1,0;1,1,0"), ("keys", "1e7,0;0,1;1,1"), ("values", "2;6"),
+    ("values", "2;6;x"), ("values", "1,2,3;4,5,6;7,8,9"), ("values", "2;6,1;4"), ("scale", "maybe"),
+    ("causal", "1"), ("trap", "<b>on</b>"),
 ])
 def test_a_bad_argument_is_named_and_the_default_kept(state, name, raw):
     apply_address(state, {name: [raw.encode()]})
     assert (state.query, state.selected, state.guided, state.mode, state.theme) == ((0.0, 1.0), 1, False,
                                                                                       "normal", "light")
+    # the course example, as the course writes it
+    assert (state.preset, state.tokens, state.scale, state.causal, state.trap) == (
+        "Section 6: scalar values", ["I", "love", "NLP"], True, False, False)
+    assert state.keys.tolist() == [[1, 0], [0, 1], [1, 1]] and state.values.tolist() == [2, 6, 4]
     assert state.notice.startswith("Some of the page address was ignored")
     assert f"{name} = {raw!r}" in state.notice or f"unknown argument {name!r}" in state.notice
 
@@ -75,6 +85,53 @@ def test_the_address_restores_the_same_view(state):
     for name in ("query", "selected", "guided", "step", "mode", "theme"):
         assert getattr(again, name) == getattr(state, name), name
     assert again.notice == ""
+
+
+def test_the_address_restores_an_edited_example_and_its_switches(state):
+    state.preset = "Module 2: vector values"
+    state.rename_token(2, "Paris")
+    state.set_key(0, 1, "0.1")
+    state.set_value(1, 0, "-3.25")
+    state.add_token()
+    state.param.update(scale=False, causal=True, trap=True)
+    state.select_row(2)
+    state.move_query(0.3, -0.7)
+    args = address_of(state)
+    assert args["preset"] == "Module 2: vector values" and args["tokens"] == "I;love;Paris;t4"
+    again = AttentionState()
+    apply_address(again, {k: [v.encode()] for k, v in args.items()})
+    assert again.notice == ""
+    for name in ("preset", "origin", "tokens", "scale", "causal", "trap", "query", "selected"):
+        assert getattr(again, name) == getattr(state, name), name
+    assert again.keys.tolist() == [[1.0, 0.1], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]]
+    assert again.values.tolist() == [[10.0, 0.0], [-3.25, 10.0], [5.0, 5.0], [0.0, 0.0]]
+    np.testing.assert_array_equal(again.result.weights, state.result.weights)
+    again.reset()  # Reset returns to the preset the edits started from
+    assert again.values.tolist() == [[10.0, 0.0], [0.0, 10.0], [5.0, 5.0]]
+
+
+def test_a_named_preset_alone_is_written_by_name(state):
+    state.preset = "Module 2: vector values"
+    args = address_of(state)
+    assert args["preset"] == "Module 2: vector values" and not {"tokens", "keys", "values"} & args.keys()
+    again = AttentionState()
+    apply_address(again, {"preset": [b"module 2: VECTOR values"]})
+    assert again.values.tolist() == [[10, 0], [0, 10], [5, 5]] and again.preset == "Module 2: vector values"
+
+
+def test_switches_and_data_from_the_address_give_the_hand_worked_weights(state):
+    # scaling off, q = q_love = (0, 1): scores (0, 1, 1), weights (1, e, e) / (1 + 2e)
+    apply_address(state, {"scale": [b"off"]})
+    e = math.e
+    assert state.result.weights[1] == pytest.approx([1 / (1 + 2 * e), e / (1 + 2 * e), e / (1 + 2 * e)])
+    # the causal mask: "I" sees only itself
+    apply_address(state, {"causal": [b"on"], "row": [b"I"]})
+    assert state.result.weights[0].tolist() == [1.0, 0.0, 0.0]
+    # every key at the origin: every score is 0, the weights are equal, the output is the values' mean
+    fresh = AttentionState()
+    apply_address(fresh, {"tokens": [b"a;b;c;d"], "keys": [b"0,0;0,0;0,0;0,0"], "values": [b"3;6;9;2"]})
+    assert fresh.notice == "" and fresh.preset == "Custom" and fresh.tokens == ["a", "b", "c", "d"]
+    assert fresh.result.weights[1] == pytest.approx([0.25] * 4) and fresh.result.output[1] == pytest.approx(5.0)
 
 
 def test_create_app_reads_the_address():

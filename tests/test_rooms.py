@@ -188,6 +188,16 @@ def test_page_roles_without_a_server(registry):
     np.testing.assert_array_equal(follower_state.keys, presenter_state.keys)
 
 
+def test_a_code_spelled_otherwise_joins_its_room_without_a_server(registry):
+    """Served, such a page reloads as the code's own spelling first (tests/ui/test_nginx.py); here it joins."""
+    presenter = RoomControls(state=AttentionState(), registry=registry)
+    presenter._on_present(None)
+    code = presenter.code
+    follower = RoomControls(state=AttentionState(), registry=registry)
+    follower._enter(f" {code[:3].lower()}-{code[3:]} ", None)
+    assert (follower.role, follower.code) == ("follower", code)
+
+
 def test_a_wrong_code_leaves_the_explorer_alone(registry):
     page = RoomControls(state=AttentionState(), registry=registry)
     page._enter("ZZZZZZ", None)

@@ -1,5 +1,11 @@
 """The page address as a shareable set-up: ``?q=0.1,1&row=love&mode=projector&step=2&theme=dark``.
 
+Beyond the view it carries the example itself when it is not the default one:
+``preset``, the edited ``tokens``, ``keys`` and ``values`` (rows separated by ``;``,
+coordinates by ``,``) and the switches ``scale=off``, ``causal=on``, ``trap=on``.
+A room's presenter link is a reload of the page (widgets/follow.py), possibly on
+another server process, so everything a presenter shares must survive it.
+
 Reading is strict: each argument is checked on its own; a bad one is ignored
 (its default stays) and named in a notice, so a mistyped link still opens a
 working page. Writing produces the arguments that restore the current view
@@ -12,10 +18,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from widgets.state import MODES, STEPS, THEMES, AttentionState
+import numpy as np
+
+from core import PRESETS
+from widgets.state import (
+    CUSTOM, DEFAULT_PRESET, MAX_TOKEN_CHARS, MAX_TOKENS, MIN_TOKENS, MODES, STEPS, THEMES, TOKEN_NAME, AttentionState,
+    parse_coordinate,
+)
 
 #: Query arguments the page understands, in the order they are written.
-ARGUMENTS = ("q", "row", "step", "mode", "theme")
+ARGUMENTS = ("preset", "tokens", "keys", "values", "scale", "causal", "trap", "q", "row", "step", "mode", "theme")
+#: The switches and the word for each of their states.
+SWITCHES = {"scale": ("off", "on"), "causal": ("off", "on"), "trap": ("off", "on")}
 #: Arguments that belong to a room (widgets/follow.py reads them); the address leaves them alone.
 ROOM_ARGUMENTS = ("room", "token")
 #: Where a shared q may lie: the query plot's visible plane (see widgets.query_plot.PLANE).
@@ -50,8 +64,9 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
     Returns
     -------
     settings : dict
-        Only the valid settings, as state parameter names: ``query`` (x, y),
-        ``selected`` (row index), ``guided`` and ``step``, ``mode``, ``theme``.
+        Only the valid settings, as state parameter names: ``preset``, ``tokens``,
+        ``keys`` and ``values`` (arrays), ``scale``, ``causal``, ``trap``, ``query``
+        (x, y), ``selected`` (row index), ``guided`` and ``step``, ``mode``, ``theme``.
     problems : list of str
         One sentence per ignored argument; empty when all were valid.
 
@@ -65,9 +80,21 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
     settings: dict = {}
     problems: list[str] = []
     lo, hi = Q_RANGE
-    for name, raw in args.items():
-        value = _text(raw).strip()
-        if name == "q":
+    values_of = {name: _text(raw).strip() for name, raw in args.items()}
+    data, data_problems = _parse_data(values_of, tokens)
+    settings.update(data)
+    problems += data_problems
+    tokens = settings.get("tokens", tokens)
+    for name, value in values_of.items():
+        if name in ("preset", "tokens", "keys", "values"):
+            continue  # read above, together
+        if name in SWITCHES:
+            words = SWITCHES[name]
+            if value in words:
+                settings[name] = value == words[1]
+            else:
+                problems.append(f"{name} = {_quote(value)} ignored: choose {' or '.join(words)}.")
+        elif name == "q":
             try:
                 parts = [float(c) for c in value.split(",")]
             except ValueError:
@@ -98,13 +125,84 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
     return settings, problems
 
 
+def _rows(value: str, width: tuple[int, ...]) -> np.ndarray:
+    """Rows of numbers, ``1,0;0,1``: each row ``width`` long (one of them, the same for all); ValueError if not."""
+    rows = [[parse_coordinate(c) for c in row.split(",")] for row in value.split(";")]
+    lengths = {len(r) for r in rows}
+    if len(lengths) != 1 or lengths.pop() not in width:
+        raise ValueError("rows of different or wrong lengths")
+    return np.array(rows, dtype=np.float64)
+
+
+def _parse_data(values_of: dict[str, str], tokens: list[str]) -> tuple[dict, list[str]]:
+    """``preset``, ``tokens``, ``keys``, ``values``: settings and problems, checked against each other.
+
+    Missing data comes from the preset (the address's, else the default one); keys and values need one
+    row per token. Without ``tokens`` the rows are counted against ``tokens``, the page's own.
+    """
+    settings: dict = {}
+    problems: list[str] = []
+    base = None
+    if "preset" in values_of:
+        value = values_of["preset"]
+        names = [n for n in PRESETS if n.casefold() == value.casefold()]
+        if names:
+            settings["preset"] = names[0]
+            base = PRESETS[names[0]]
+        else:
+            problems.append(f"preset = {_quote(value)} ignored: choose one of {'; '.join(PRESETS)}.")
+    n = len(base.tokens) if base is not None else len(tokens)
+    if "tokens" in values_of:
+        value = values_of["tokens"]
+        names = [t.strip() for t in value.split(";")]
+        if (MIN_TOKENS <= len(names) <= MAX_TOKENS and len(set(names)) == len(names)
+                and all(t and len(t) <= MAX_TOKEN_CHARS and TOKEN_NAME.match(t) for t in names)):
+            settings["tokens"] = names
+            n = len(names)
+        else:
+            problems.append(f"tokens = {_quote(value)} ignored: {MIN_TOKENS} to {MAX_TOKENS} different names separated "
+                            f"by ';', each up to {MAX_TOKEN_CHARS} letters, digits, spaces or . , ! ? ' -.")
+    for name, width, what in (("keys", (2,), "two numbers"), ("values", (1, 2), "one or two numbers")):
+        if name not in values_of:
+            continue
+        value = values_of[name]
+        try:
+            rows = _rows(value, width)
+        except ValueError:
+            rows = None
+        if rows is not None and len(rows) == n:
+            settings[name] = rows[:, 0] if name == "values" and rows.shape[1] == 1 else rows
+        else:
+            problems.append(f"{name} = {_quote(value)} ignored: {n} rows separated by ';', each {what} "
+                            f"separated by ',', within ±{1e6:g}.")
+    missing = [name for name in ("keys", "values") if name not in settings]
+    if "tokens" in settings and missing and n != (len(base.tokens) if base is not None else len(tokens)):
+        # the rows not given come from the preset or the page, which have another number of tokens
+        problems.append(f"tokens = {_quote(values_of['tokens'])} ignored, with keys and values: {n} tokens need "
+                        f"{' and '.join(missing)} with one row each.")
+        for name in ("tokens", "keys", "values"):
+            settings.pop(name, None)
+    return settings, problems
+
+
 def apply_address(state: AttentionState, args: Mapping[str, Iterable]) -> None:
     """Set ``state`` from the page's query arguments; bad ones go to ``state.notice``.
 
-    The row is selected first (which moves q to that token's own query and
-    restarts the steps), then q and the step are applied on top of it.
+    The preset is loaded first, then edited data replaces its own (the preset
+    becomes Custom) and the switches are set; then the row is selected (which
+    moves q to that token's own query and restarts the steps), and q and the
+    step are applied on top of it.
     """
     settings, problems = parse_address(args, list(state.tokens))
+    if "preset" in settings:
+        state.preset = settings.pop("preset")
+    data = {name: settings.pop(name) for name in ("tokens", "keys", "values") if name in settings}
+    if data:
+        n = len(data.get("tokens", state.tokens))
+        keys = data.get("keys", state.keys)
+        row = state.selected if state.selected < n else 0
+        state.param.update(**data, preset=CUSTOM, selected=row, query=tuple(float(c) for c in keys[row]))
+    state.param.update(**{name: settings.pop(name) for name in SWITCHES if name in settings})
     if "selected" in settings:
         state.select_row(settings.pop("selected"))
     if "query" in settings:
@@ -120,9 +218,23 @@ def address_of(state: AttentionState) -> dict[str, str]:
     >>> address_of(AttentionState())
     {'q': '0.0,1.0', 'row': 'love', 'mode': 'normal', 'theme': 'light'}
     """
+    out = {}
+    if state.origin != DEFAULT_PRESET:
+        out["preset"] = state.origin
+    if state.preset == CUSTOM:
+        out.update(tokens=";".join(state.tokens), keys=_write_rows(state.keys), values=_write_rows(state.values))
+    for name, words in SWITCHES.items():
+        if getattr(state, name) != AttentionState.param[name].default:
+            out[name] = words[getattr(state, name)]
     x, y = (float(c) for c in state.query)
-    out = {"q": f"{x!r},{y!r}", "row": state.tokens[state.selected]}
+    out.update(q=f"{x!r},{y!r}", row=state.tokens[state.selected])
     if state.guided:
         out["step"] = str(state.step)
     out.update(mode=state.mode, theme=state.theme)
     return out
+
+
+def _write_rows(array) -> str:
+    """``1.0,0.0;0.0,1.0``: each number as ``repr`` writes it, the shortest text that reads back to the same float."""
+    rows = np.asarray(array, dtype=np.float64).reshape(len(array), -1)
+    return ";".join(",".join(repr(float(c)) for c in row) for row in rows)

@@ -186,7 +186,8 @@ export function render({ model, el }) {
     def __init__(self, state: AttentionState, **params):
         super().__init__(width=0, height=0, margin=0, **params)
         self.state = state  # plain attribute: the state stays on the server, only the fields above sync
-        self.state.param.watch(self._sync, ["mode", "theme", "query", "selected", "guided", "step", "tokens"])
+        self.state.param.watch(self._sync, ["mode", "theme", "query", "selected", "guided", "step", "preset", "tokens",
+                                           "keys", "values", "scale", "causal", "trap"])
         self._sync()
 
     def _sync(self, *_):

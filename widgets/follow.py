@@ -26,13 +26,14 @@ import re
 import threading
 from html import escape
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import panel as pn
 import param
 import segno
 from panel.io.state import set_curdoc
 
+from widgets.address import address_of
 from widgets.rooms import RoomError, RoomRegistry, get_registry, normalize_code
 from widgets.state import AttentionState
 
@@ -137,6 +138,8 @@ class RoomControls(pn.viewable.Viewer):
         if code is None:
             self.notice = "The link's room code is not valid. This is the explorer on its own."
             return
+        if room_arg != code and self._reload_with_code(code):
+            return
         if token:
             try:
                 room = self._registry.enter_as_presenter(code, token, self._session)
@@ -165,6 +168,28 @@ class RoomControls(pn.viewable.Viewer):
             self._apply(room.snapshot)
         self._show_follower()
 
+    def _reload_with_code(self, code: str) -> bool:
+        """Reload the page as ``?room=CODE`` (the code as the server writes it); False where that cannot be done.
+
+        A proxy routes a room by the code as typed (``deploy/nginx.conf`` hashes ``room``, and nginx cannot
+        change its case): ``k7m-4qx`` may reach another process than ``K7M4QX``, where the room is not.
+        So a page never joins under another spelling; it comes back under the one its presenter's
+        process was reached with. The reload waits for the page to load: until then the browser's own
+        address would overwrite the change.
+        """
+        if self._doc is None or self._doc.session_context is None or pn.state.location is None:
+            return False
+        location = pn.state.location
+        args = {name: _arg(name) for name in pn.state.session_args if not name.startswith("bokeh-")}
+
+        def reload() -> None:
+            location.search = "?" + urlencode({**args, "room": code})
+            location.reload = True
+
+        self.notice = f"Opening room {code[:3]} {code[3:]}…"
+        pn.state.onload(reload)
+        return True
+
     def _set_role(self, role: str, code: str) -> None:
         with param.edit_constant(self):
             self.param.update(role=role, code=code)
@@ -181,7 +206,9 @@ class RoomControls(pn.viewable.Viewer):
             self._show_presenter()
             return
         # Reload as the presenter link so that a proxy routing by room code sends this page where the room lives.
-        loc.update_query(room=room.code, token=token)
+        # The room's process may be another one, which knows the page only from its address: the address
+        # carries the whole view (widgets/address.py), as it is now, not as the page was opened.
+        loc.search = "?" + urlencode({"room": room.code, "token": token, **address_of(self.state)})
         loc.reload = True
 
     def _publish(self) -> None:

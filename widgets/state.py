@@ -153,6 +153,11 @@ class AttentionState(param.Parameterized):
         return changed
 
     @property
+    def origin(self) -> str:
+        """The named preset the data came from (and Reset returns to), also after edits made it Custom."""
+        return self._origin
+
+    @property
     def queries(self) -> np.ndarray:
         """Q : (n, d_k): each token's key as its query, the selected row replaced by ``query``."""
         Q = np.array(self.keys, dtype=np.float64)

@@ -247,3 +247,90 @@ def test_a_room_s_presenter_and_followers_reach_one_process_whatever_their_cooki
     finally:
         for page in pages:
             page.context.close()
+
+
+def liveness_lines(stack) -> list[str]:
+    return [line for line in stack.access_log.read_text().splitlines() if '"GET /liveness ' in line]
+
+
+def answering_process(stack, query: str, route: str | None = None) -> str:
+    """The app process nginx sends ``query`` to (with a route cookie): a request for /liveness, as nginx logs it."""
+    import urllib.request
+
+    before = len(liveness_lines(stack))
+    request = urllib.request.Request(f"{stack.url}liveness?{query}",
+                                     headers={"Cookie": f"explorer_route={route}"} if route else {})
+    with urllib.request.urlopen(request, timeout=60) as r:
+        assert r.status == 200
+    deadline = time.monotonic() + 10
+    while len(lines := liveness_lines(stack)) <= before:
+        assert time.monotonic() < deadline, "nginx logged no request for /liveness"
+        time.sleep(0.05)
+    return lines[before].split()[-1]
+
+
+def spellings(code: str):
+    """Ways a learner may type the code that the app accepts (its case, a dash or a space between groups)."""
+    for sep in ("", "-", "%20"):
+        for k in range(1, len(code)):
+            for text in (code.lower(), code[:k].lower() + code[k:], code[:k] + code[k:].lower()):
+                yield text[:3] + sep + text[3:]
+
+
+def test_a_room_code_spelled_otherwise_reaches_the_room(browser, stack):
+    """nginx hashes the code as typed: a spelling routed to the other process still ends in the room."""
+    from tests.ui.test_follow import WAIT, present
+
+    teacher = new_page(browser, route="teacher")
+    student = None
+    try:
+        open_app(teacher, stack.url)
+        code, link = present(teacher)
+        home = answering_process(stack, f"room={code}")
+        # a spelling nginx sends elsewhere; without one this test would not test the routing
+        other = next((s for s in spellings(code) if answering_process(stack, f"room={s}") != home), None)
+        assert other is not None, f"every spelling of {code} reaches {home}"
+        student = new_page(browser, route="student")
+        student.goto(f"{stack.url}?room={other}")
+        student.wait_for_url(re.compile(rf"[?&]room={code}(&|$)"), timeout=4 * WAIT)
+        student.get_by_text("Following room").wait_for(timeout=4 * WAIT)
+        assert f"{code[:3]} {code[3:]}" == student.locator(".room-code").text_content()
+        teacher.mouse.click(*to_page(teacher, "query-plot", 1.5, -0.5))
+        wait_for_readout(student, r"q = \(1\.500, -0\.500\)", WAIT)
+        assert not student.foreign, student.foreign
+    finally:
+        teacher.context.close()
+        if student is not None:
+            student.context.close()
+
+
+def test_present_keeps_an_edited_example_when_the_room_lives_on_the_other_process(browser, stack):
+    """Keys and values from the address, the causal mask switched on the page: Present reloads on the room's process."""
+    from tests.ui.test_follow import WAIT, present
+
+    for attempt in range(8):  # the room's code is random: until it lands on the other process
+        route = f"editor-{attempt}"
+        teacher = new_page(browser, route=route)
+        try:
+            # every key at the origin: equal scores; with the causal mask "love" sees I and itself, 1/2 each
+            open_app(teacher, f"{stack.url}?keys=0,0;0,0;0,0&values=3;6;9")
+            show_tab(teacher, "Edit")
+            teacher.locator(".switch-causal input").check()
+            wait_for_readout(teacher, r"Output Σ aᵢvᵢ = 4\.5000", WAIT)
+            before = answering_process(stack, "", route=route)
+            code, link = present(teacher)
+            if answering_process(stack, f"room={code}") == before:
+                continue
+            text = wait_for_readout(teacher, r"Output Σ aᵢvᵢ = 4\.5000", WAIT)
+            assert weights(teacher) == pytest.approx([0.5, 0.5, 0.0], abs=1e-4), text
+            student = new_page(browser, route="editor-student")
+            try:
+                open_app(student, link)
+                student.get_by_text("Following room").wait_for(timeout=WAIT)
+                wait_for_readout(student, r"Output Σ aᵢvᵢ = 4\.5000", WAIT)
+            finally:
+                student.context.close()
+            return
+        finally:
+            teacher.context.close()
+    pytest.fail("eight rooms in a row landed on their presenter's first process")
