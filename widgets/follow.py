@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from html import escape
 from pathlib import Path
 from urllib.parse import quote, urlencode
@@ -263,14 +264,25 @@ class RoomControls(pn.viewable.Viewer):
             if self._scheduled:
                 return
             self._scheduled = True
+            self._requested = time.perf_counter()
         if self._doc is not None and self._doc.session_context is not None:
-            self._doc.add_next_tick_callback(self._take_pending)
+            # Paced like a drag (widgets/query_plot.py): after each view a follower waits as long as that
+            # view took from offer to shown, so a big class on one server sees fewer, newer views instead of
+            # a growing queue of stale ones; the newest view always lands.
+            wait = self._next_take - self._requested
+            if wait > 0:
+                self._doc.add_timeout_callback(self._take_pending, max(1, round(wait * 1000)))
+            else:
+                self._doc.add_next_tick_callback(self._take_pending)
         else:
             self._take_pending()
+
+    _next_take = _requested = 0.0
 
     def _take_pending(self) -> None:
         with self._lock:
             pending, self._pending, self._scheduled = self._pending, None, False
+            requested = self._requested
         if pending is None:
             return
         version, snapshot = pending
@@ -279,6 +291,8 @@ class RoomControls(pn.viewable.Viewer):
                 self._on_room_ended()
             elif self.following:
                 self._apply(snapshot)
+        done = time.perf_counter()
+        self._next_take = done + (done - requested)
 
     def _apply(self, snapshot) -> None:
         self._applying = True
