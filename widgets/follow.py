@@ -124,7 +124,7 @@ class RoomControls(pn.viewable.Viewer):
         # a row: the controls sit at the end of the page's header
         self._layout = pn.Row(self._present, self._notice, margin=0)
 
-        self.state.param.watch(self._on_state_change, list(AttentionState.SHARED_PARAMS))
+        self._watcher = self.state.param.watch(self._on_state_change, list(AttentionState.SHARED_PARAMS))
         if ctx is not None:
             self._doc.on_session_destroyed(self._on_destroyed)
             self._registry.start_sweeping()
@@ -278,12 +278,13 @@ class RoomControls(pn.viewable.Viewer):
             self._take_pending()
 
     _next_take = _requested = 0.0
+    _closed = False
 
     def _take_pending(self) -> None:
         with self._lock:
             pending, self._pending, self._scheduled = self._pending, None, False
             requested = self._requested
-        if pending is None:
+        if pending is None or self._closed:
             return
         version, snapshot = pending
         with set_curdoc(self._doc):
@@ -347,6 +348,10 @@ class RoomControls(pn.viewable.Viewer):
             self._registry.presenter_left(self.code, self._session)
         elif self.role == "follower":
             self._registry.unfollow(self.code, self._session)
+        # Let the closed page's document go: whatever still holds this page's state would otherwise keep
+        # the whole document (every Bokeh model of the page) alive through this view.
+        self.state.param.unwatch(self._watcher)
+        self._closed, self._doc = True, None
 
     def __panel__(self):
         return self._layout
