@@ -3,7 +3,7 @@
     python -m bench.run                 # full: drag 3x100 moves, classroom 1..100 learners x 30 s, 300 sessions
     python -m bench.run --quick         # a few minutes: shorter drags, 5 s classroom with 1 and 10 learners
     python -m bench.run --only preview --delay-ms 25   # the drag preview, direct and through a delaying proxy
-    python -m bench.run --only drag     # one of: drag, preview, classroom, memory (repeatable)
+    python -m bench.run --only drag     # one of: drag, preview, classroom, memory, flood (repeatable)
 
 Each benchmark runs in its own process (Playwright's sync API and Bokeh's protocol client each run an
 event loop). Every server is started on a free 127.0.0.1 port and stopped at the end.
@@ -32,6 +32,12 @@ def _run(module: str, args: list[str], out: Path) -> list[dict]:
     return [json.loads(line) for line in out.read_text().splitlines()[before:]]
 
 
+def _shipped(flag: str) -> str:
+    import serve
+
+    return next(s.default for s in serve.SETTINGS if s.flag == flag)
+
+
 def _fmt(x, digits=1):
     return "–" if x is None else f"{x:.{digits}f}"
 
@@ -39,12 +45,12 @@ def _fmt(x, digits=1):
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="short runs, for a first look")
-    ap.add_argument("--only", action="append", choices=["drag", "preview", "classroom", "memory"])
+    ap.add_argument("--only", action="append", choices=["drag", "preview", "classroom", "memory", "flood"])
     ap.add_argument("--repeat", type=int, default=1, help="run each benchmark this many times; medians reported")
     ap.add_argument("--delay-ms", type=float, default=25, help="preview: proxy delay each way (default 25)")
     ap.add_argument("--duration", type=float, help="classroom seconds of dragging (default 30, quick 5)")
     args = ap.parse_args(argv)
-    only = set(args.only or ["drag", "preview", "classroom", "memory"])
+    only = set(args.only or ["drag", "preview", "classroom", "memory", "flood"])
     OUT.mkdir(exist_ok=True)
     out = OUT / "results.jsonl"
     started = time.strftime("%Y-%m-%d %H:%M")
@@ -107,7 +113,9 @@ def main(argv=None) -> None:
         n = "50" if args.quick else "300"
         rs = []
         for _ in range(args.repeat):
-            rs += _run("bench.memory", ["--sessions", n], out)
+            # the cleanup settings the app ships (serve.py), not Bokeh's defaults
+            rs += _run("bench.memory", ["--sessions", n, "--unused-session-lifetime", _shipped("--unused-session-lifetime"),
+                                        "--check-unused-sessions", _shipped("--check-unused-sessions")], out)
         m = lambda k: median([r[k] for r in rs])  # noqa: E731
         lines += ["", f"Memory, {n} idle sessions opened then closed (RSS MB, median over runs; unused-session "
                   f"lifetime {rs[0]['unused_session_lifetime_ms']} ms, checked every {rs[0]['check_unused_sessions_ms']} ms)",
@@ -116,6 +124,21 @@ def main(argv=None) -> None:
                   f"| {_fmt(m('rss_start_mb'))} | {_fmt(m('rss_open_mb'))} | {_fmt(m('rss_closed_mb'))} "
                   f"| {_fmt(m('rss_closed_later_mb'))} | {_fmt(m('mb_per_idle_session'), 2)} "
                   f"| {_fmt(m('after_close_vs_start_pct'))} % |"]
+
+    if "flood" in only:
+        rs = []
+        for _ in range(args.repeat):
+            rs += _run("bench.flood", ["--duration", "10" if args.quick else "20"], out)
+        lines += ["", "Five learners dragging, alone and beside one client flooding pointer events "
+                  "(ms, median over runs)", "",
+                  "| phase | p50 | p95 | max | final lost | flood events sent |", "|---|---|---|---|---|---|"]
+        for flooding in (False, True):
+            g = [r for r in rs if r["flooding"] == flooding]
+            m = lambda f: median([f(r) for r in g])  # noqa: E731
+            lines.append(f"| {'beside the flood' if flooding else 'alone'} | "
+                         + " | ".join(_fmt(m(lambda r: r["latency_ms"][k])) for k in ("p50", "p95", "max"))
+                         + f" | {_fmt(m(lambda r: r['final_positions_lost']), 0)} "
+                         f"| {_fmt(m(lambda r: r['flood_events_sent']), 0)} |")
 
     lines.append(f"\nLoad average at the end: " + " / ".join(f"{x:.1f}" for x in psutil.getloadavg()))
     print("\n".join(lines))
