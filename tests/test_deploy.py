@@ -12,7 +12,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import serve
+from tests.ui.conftest import free_port, stop
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,12 +57,6 @@ def exec_form(args: str) -> list[str]:
     value = json.loads(args)
     assert isinstance(value, list) and all(isinstance(a, str) for a in value), args
     return value
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_base_image_is_python_312_slim():
@@ -200,5 +194,4 @@ def test_the_image_command_serves_gzip_and_passes_its_health_check():
         js = gzip.decompress(body)
         assert b"Bokeh" in js[:2000] and len(body) < len(js) / 2.5
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)

@@ -17,7 +17,7 @@ from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from bench.protocol_client import Learner
-from tests.ui.conftest import ROOT, free_port, wait_for_http
+from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
 
 #: serve.py's default EXPLORER_WS_MAX_MESSAGE_BYTES (1 MiB), far below Bokeh's 20 MB.
 MAX_MESSAGE = 1024 * 1024
@@ -36,8 +36,7 @@ def app_server():
             wait_for_http(f"http://127.0.0.1:{port}/", proc)
             yield port, log_path
         finally:
-            proc.terminate()
-            proc.wait(10)
+            stop(proc)
     text = log_path.read_text()
     assert "Traceback" not in text, f"the server logged a traceback:\n{text}"
 

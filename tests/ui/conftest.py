@@ -51,6 +51,21 @@ def wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60) -> None
     raise TimeoutError(f"{url} did not answer within {timeout} s")
 
 
+def stop(proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Stop a server with SIGTERM, as ``docker stop`` does, and kill it if it outlives ``timeout`` s.
+
+    Bokeh's orderly shutdown destroys every session still alive (about 0.2 s each here), and sessions
+    live for a minute after their page closes: after a test module that opened many pages, a loaded
+    machine needs well over 10 s.
+    """
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 @pytest.fixture(scope="session")
 def server():
     """``python app.py`` on a free loopback port; yields its base URL and its log."""
@@ -72,8 +87,7 @@ def server():
             if text.count("WebSocket connection opened") <= text.count("WebSocket connection closed"):
                 break
             time.sleep(0.1)
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
         log.seek(0)
         text = log.read()
         log.close()

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.ui.conftest import ROOT, SCREENSHOTS, free_port, wait_for_http
+from tests.ui.conftest import ROOT, SCREENSHOTS, free_port, stop, wait_for_http
 from tests.ui.helpers import READOUT, open_app, readout, to_page, wait_for_readout, weights
 
 APP_READY = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
@@ -46,12 +46,7 @@ def room_server():
             if text.count("WebSocket connection opened") <= text.count("WebSocket connection closed"):
                 break
             time.sleep(0.2)
-        proc.terminate()
-        try:
-            proc.wait(60)  # a busy machine can take a while to close every session
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         log.seek(0)
         text = log.read()
         log.close()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.conftest import ROOT, free_port, wait_for_http
+from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
 from tests.ui.test_offline import is_loopback
 from tests.ui.helpers import open_app, readout, show_tab, to_page, wait_for_readout, weights
 
@@ -121,15 +121,14 @@ class Stack:
         """Stop nginx, let the apps see their websockets close, then stop the apps; return their logs."""
         apps, others = self.procs[:len(self.logs)], self.procs[len(self.logs):]
         for proc in others:
-            proc.terminate()
-            proc.wait(10)
+            stop(proc)
         # a process stopped while it still holds a websocket logs an AssertionError from Bokeh's shutdown
         self.wait_for_sessions(lambda counts: not any(counts))
         for proc in apps:
             proc.terminate()
         for proc in apps:
             try:
-                proc.wait(10)
+                proc.wait(60)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()

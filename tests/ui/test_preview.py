@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from core import scaled_dot_product_attention
-from tests.ui.conftest import ROOT, free_port, wait_for_http
+from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
 from tests.ui.helpers import open_app, readout, to_page
 from widgets.inspector import Readout
 from widgets.state import AttentionState
@@ -102,8 +102,7 @@ def forced_server():
         wait_for_http(f"http://127.0.0.1:{port}/", proc)
         yield f"http://127.0.0.1:{port}/"
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
 
 
 WATCH_TEXTS = """() => {

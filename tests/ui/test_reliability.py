@@ -152,7 +152,7 @@ def test_a_restarted_server_is_announced_and_the_address_restores_the_view(brows
     import subprocess
     import sys
 
-    from tests.ui.conftest import ROOT, free_port, wait_for_http
+    from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
@@ -175,8 +175,7 @@ def test_a_restarted_server_is_announced_and_the_address_restores_the_view(brows
         banner = page.get_by_test_id("connection-lost")
         assert banner.count() == 0
 
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
         banner.wait_for(timeout=LOADED)
         assert "Lost the connection to the server" in banner.text_content()
         assert banner.get_attribute("role") == "alert"
@@ -189,5 +188,4 @@ def test_a_restarted_server_is_announced_and_the_address_restores_the_view(brows
         assert page.errors == []
     finally:
         page.context.close()
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
