@@ -57,7 +57,16 @@ _INSTALL = """() => {
     }
   };
   attach();
-  document.addEventListener('pointermove', (e) => { attach(); if (e.buttons) L.t0 = e.timeStamp; }, {capture: true});
+  // A page may follow pointerrawupdate, which Chromium dispatches as soon as the page is free, before
+  // the frame-aligned pointermove of the same input (same timeStamp): a move starts at whichever comes
+  // first. A full look-up of the readout walks every model, so it is done only when its view went away.
+  L.lastStamp = null;
+  const onMove = (e) => {
+    if (!(L.observed && L.observed.isConnected)) attach(); else setTimeout(attach, 0);
+    if (e.buttons && e.timeStamp !== L.lastStamp) { L.t0 = e.timeStamp; L.lastStamp = e.timeStamp; }
+  };
+  document.addEventListener('pointerrawupdate', onMove, {capture: true});
+  document.addEventListener('pointermove', onMove, {capture: true});
 }"""
 
 # Before the page's scripts run: note when each websocket frame arrives, so a sample can be split into the

@@ -88,13 +88,22 @@ _INSTALL = """() => {
   attach();
   // On window, capturing: before any of the page's own listeners. Chromium dispatches pointermove just
   // before the next animation frame, so the event's timeStamp (when the input came in) can be up to a
-  // frame earlier than this listener.
-  window.addEventListener('pointermove', (e) => {
+  // frame earlier than this listener. Where the page listens to pointerrawupdate (dispatched as soon as
+  // the page is free, before the pointermove of the same input, with the same timeStamp), a move starts
+  // at whichever of the two comes first; L.raw counts moves that began with a pointerrawupdate.
+  L.raw = 0;
+  const onMove = (e) => {
     const dispatched = performance.now();
-    attach();
-    if (e.buttons) L.moves.push({t0: e.timeStamp, dispatched, first: null, fromDispatch: null, text: null,
-                                 confirm: null, confirmPage: null, exact: false});
-  }, {capture: true});
+    // a full look-up walks every model: only when the readout's view went away, else after the page's turn
+    if (!(L.observed && L.observed.isConnected)) attach(); else setTimeout(attach, 0);
+    const last = L.moves[L.moves.length - 1];
+    if (!e.buttons || (last && last.t0 === e.timeStamp)) return;
+    if (e.type === 'pointerrawupdate') L.raw += 1;
+    L.moves.push({t0: e.timeStamp, dispatched, first: null, fromDispatch: null, text: null,
+                  confirm: null, confirmPage: null, exact: false});
+  };
+  window.addEventListener('pointerrawupdate', onMove, {capture: true});
+  window.addEventListener('pointermove', onMove, {capture: true});
 }"""
 
 
@@ -128,7 +137,7 @@ def _drag(page, moves: int, wait_confirm: bool) -> dict:
     points = [page.evaluate(_TO_PAGE, [cx + r * math.cos(2 * math.pi * k / moves),
                                        cy + r * math.sin(2 * math.pi * k / moves)]) for k in range(moves + 1)]
     reset = ("() => { window.__pl.moves = []; window.__pl.unmatched = 0; window.__pl.notInDom = 0;"
-             " window.__pl.serverChanges = 0; }")
+             " window.__pl.serverChanges = 0; window.__pl.raw = 0; }")
     page.evaluate(reset)
     # as in bench.drag: a press held still for 300 ms is a long press, so press, nudge, retry until it pans
     for _attempt in range(8):
@@ -160,7 +169,8 @@ def _drag(page, moves: int, wait_confirm: bool) -> dict:
     wall = time.perf_counter() - wall0
     page.mouse.up()
     data = page.evaluate("() => ({moves: window.__pl.moves, unmatched: window.__pl.unmatched,"
-                         " notInDom: window.__pl.notInDom, serverChanges: window.__pl.serverChanges})")
+                         " notInDom: window.__pl.notInDom, serverChanges: window.__pl.serverChanges,"
+                         " raw: window.__pl.raw})")
     ms = data["moves"]
     first = [m["first"] for m in ms if m["first"] is not None]
     from_dispatch = [m["fromDispatch"] for m in ms if m["fromDispatch"] is not None]
@@ -170,7 +180,7 @@ def _drag(page, moves: int, wait_confirm: bool) -> dict:
     t0s = [m["t0"] for m in ms]
     span_s = (t0s[-1] - t0s[0]) / 1000 if len(t0s) > 1 else None
     return {
-        "moves": len(ms), "misses": misses,
+        "moves": len(ms), "misses": misses, "began_raw": data["raw"],
         "first": _summary(first), "from_dispatch": _summary(from_dispatch), "confirm": _summary(confirm),
         "first_ms": first, "confirm_ms": confirm,
         "from_dispatch_ms": from_dispatch, "dispatch_delay_ms": dispatch_delay, "confirm_page_ms": confirm_page,
@@ -199,7 +209,7 @@ def _combine(rounds: list[dict]) -> dict:
         if rs:
             out[drag] = {what: _summary([x for r in rs for x in r[f"{what}_ms"]])
                          for what in ("first", "from_dispatch", "dispatch_delay", "confirm", "confirm_page")}
-            out[drag].update({k: sum(r[k] for r in rs) for k in ("moves", "misses", "unconfirmed", "exact",
+            out[drag].update({k: sum(r[k] for r in rs) for k in ("moves", "misses", "began_raw", "unconfirmed", "exact",
                                                                  "unmatched_server_texts", "server_text_not_in_dom")})
             out[drag]["moves_per_s"] = median([r["moves_per_s"] for r in rs])
     return out

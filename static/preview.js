@@ -55,7 +55,7 @@ function inputsOf(a) {
 // when it comes, goes through the model as usual.
 function showReadout(a, text) {
   const view = Bokeh.index.find_one(a.readout);
-  if (view != null && view.markup_el != null) view.markup_el.textContent = text;
+  if (view != null && view.markup_el != null && view.markup_el.textContent !== text) view.markup_el.textContent = text;
 }
 
 // The readout (text) changes at once; the plots' data sources change on the next
@@ -104,9 +104,34 @@ function drawFrame(a, { q, r, inp }) {
   a.sums.change.emit(); a.outputs.change.emit();
 }
 
+// Chromium holds pointermove (and so Bokeh's Pan) back until just before the next animation
+// frame: up to 16.7 ms after the hand moved. pointerrawupdate comes as soon as the page is free,
+// so during a drag the preview follows it; the Pan of the same move then finds the numbers
+// already shown. Coordinates as Bokeh computes them for its events (UIEventBus._get_sxy and
+// _trigger_bokeh_event), so the server's position for the last move is the previewed one exactly.
+function listenRaw(a) {
+  const st = previewState(a);
+  const view = Bokeh.index.find_one(a.figure);
+  if (view == null || st.rawTarget === view.canvas_view.events_el) return;
+  st.rawTarget = view.canvas_view.events_el; // Bokeh captures the pointer here during a drag
+  st.rawTarget.addEventListener("pointerrawupdate", (e) => {
+    if (!st.dragging) return;
+    const el = view.canvas_view.events_el, box = el.getBoundingClientRect();
+    const sx = e.pageX - (box.left + scrollX - document.documentElement.clientLeft);
+    const sy = e.pageY - (box.top + scrollY - document.documentElement.clientTop);
+    const [lo, hi] = inputsOf(a).plane;
+    const clamp = (v) => Math.min(Math.max(v, lo), hi);
+    const q = [clamp(view.frame.x_scale.invert(sx)), clamp(view.frame.y_scale.invert(sy))];
+    if (!Number.isFinite(q[0]) || !Number.isFinite(q[1])) return;
+    st.q = q;
+    applyPreview(a, q);
+  });
+}
+
 // Tap, PanStart, Pan, PanEnd on the query plot: mirror widgets/query_plot.py's choice of target
 function onPointer(a, ev) {
   const st = previewState(a), inp = inputsOf(a);
+  if (ev.event_name === "panstart" && "onpointerrawupdate" in window) listenRaw(a);
   if (ev.event_name === "panend") { st.dragging = false; st.releasedAt = performance.now(); return; }
   if (ev.x == null || ev.y == null) return;
   const [lo, hi] = inp.plane;

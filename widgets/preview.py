@@ -46,6 +46,7 @@ class DragPreview(param.Parameterized):
             inputs=self.inputs, query=query_plot._query, lines=query_plot._lines, bars=bars._bars,
             line_out=values.line._output, plane_out=values.plane._output, plane_values=values.plane._values,
             cells=matrix._cells, sums=matrix._sums, outputs=matrix._outputs, readout=readout.div,
+            figure=query_plot.figure,
         )
         bundle = "const a = {" + ", ".join(models) + "};\n"
         on_pointer = CustomJS(args=models, code=PREVIEW_JS + bundle + "onPointer(a, cb_obj);")

@@ -11,7 +11,7 @@ import pytest
 
 from core import scaled_dot_product_attention
 from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
-from tests.ui.helpers import open_app, readout, to_page
+from tests.ui.helpers import open_app, readout, to_page, wait_for_readout
 from widgets.inspector import Readout
 from widgets.state import AttentionState
 
@@ -136,3 +136,47 @@ def test_server_numbers_replace_the_preview(browser, forced_server):
     page.wait_for_timeout(1500)  # and it stays the server's
     assert readout(page).endswith("Output Σ aᵢvᵢ = 4.5000 ≈ 4.50")
     page.context.close()
+
+
+# Capturing on window, so these run before any of the page's own listeners: the readout's text when
+# each input first reaches the page (its pointerrawupdate) and when its frame-aligned pointermove does.
+WATCH_DISPATCH = """() => {
+  const readout = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('readout'));
+  const text = () => readout.markup_el.textContent;
+  window.dispatchLog = [];
+  window.addEventListener('pointerrawupdate', (e) => {
+    if (e.buttons) window.dispatchLog.push({stamp: e.timeStamp, raw: text(), move: null});
+  }, {capture: true});
+  window.addEventListener('pointermove', (e) => {
+    const entry = window.dispatchLog.find((m) => m.stamp === e.timeStamp);
+    if (entry) entry.move = text();
+  }, {capture: true});
+}"""
+
+
+def test_preview_follows_the_pointer_before_its_frame_aligned_move(page):
+    """Chromium dispatches pointermove (and so Bokeh's Pan) once per frame; the preview already follows
+    pointerrawupdate, so by the time the pointermove of a move is dispatched, its numbers are shown."""
+    assert page.evaluate("() => isSecureContext && 'onpointerrawupdate' in window")  # loopback is secure
+    page.evaluate(WATCH_DISPATCH)
+    x0, y0 = to_page(page, "query-plot", 0.0, 1.0)
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    page.mouse.move(x0 + 12, y0)  # the drag starts (Bokeh's PanStart): from here the preview runs
+    page.wait_for_timeout(300)
+    page.evaluate("() => { window.dispatchLog = []; }")
+    targets = [(0.1 * i, 1.0 - 0.05 * i) for i in range(1, 21)]
+    for x, y in targets:
+        page.mouse.move(*to_page(page, "query-plot", x, y))
+        page.wait_for_timeout(60)
+    page.mouse.up()
+    log = page.evaluate("() => window.dispatchLog")
+    assert len(log) >= 20, log
+    moved = [m for m in log if m["move"] is not None]
+    # each move's new query is on screen when its pointermove arrives, never only after
+    assert len(moved) >= 18, log
+    for x, y in targets[-3:]:
+        assert any(f"q = ({x:.3f}, {y:.3f})" in m["move"] for m in moved), (x, y, moved[-3:])
+    changed_first = [m for m in moved if m["move"] != m["raw"]]
+    assert len(changed_first) >= 0.9 * len(moved), log
+    wait_for_readout(page, r"q = \(2\.000, 0\.000\)", timeout=10_000)  # and the server agrees
