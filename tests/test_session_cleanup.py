@@ -1,4 +1,4 @@
-"""A closed page's session is discarded, and its document and state freed (an in-process server with short lifetimes)."""
+"""A closed page's session is discarded, its document and state freed (in-process server, short lifetimes)."""
 
 from __future__ import annotations
 
