@@ -1,4 +1,4 @@
-"""A closed page's session is discarded and its document freed (an in-process server with short lifetimes)."""
+"""A closed page's session is discarded, its document and state freed (in-process server, short lifetimes)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from bench.protocol_client import Learner
 from tests.ui.conftest import free_port
 
 
-def test_closed_pages_free_their_documents():
+def _open_and_close(learners: int) -> dict:
+    """Serve the app, open and close ``learners`` pages; what is left of their sessions once Bokeh is done."""
     import panel as pn
     from panel.io.server import get_server
 
@@ -24,13 +25,17 @@ def test_closed_pages_free_their_documents():
     async def scenario():
         try:
             context = server._tornado._applications["/app"]
-            learners = [Learner(f"ws://localhost:{port}/app/ws") for _ in range(4)]
-            for learner in learners:
-                await learner.connect()
+            pages = [Learner(f"ws://localhost:{port}/app/ws") for _ in range(learners)]
+            for page in pages:
+                await page.connect()
             documents = [weakref.ref(s.document) for s in context.sessions]
-            result["opened"] = len(documents)
-            for learner in learners:
-                learner.close()
+            # each served page (create_app hangs the session's state on it), found by the document it renders into
+            served = {id(s.document) for s in context.sessions}
+            states = [weakref.ref(view.state) for view, _, doc, _ in pn.state._views.values()
+                      if id(doc) in served and hasattr(view, "state")]
+            result["opened"], result["states"] = len(documents), len(states)
+            for page in pages:
+                page.close()
             for _ in range(40):  # up to 10 s for Bokeh to discard them
                 await asyncio.sleep(0.25)
                 if not context.sessions:
@@ -39,6 +44,7 @@ def test_closed_pages_free_their_documents():
             await asyncio.sleep(0.5)  # Panel's own clean-up runs after the session is destroyed
             gc.collect()
             result["documents_alive"] = sum(ref() is not None for ref in documents)
+            result["states_alive"] = sum(ref() is not None for ref in states)
         finally:
             server.io_loop.stop()
 
@@ -47,4 +53,8 @@ def test_closed_pages_free_their_documents():
     server.io_loop.start()
     server.stop()
     pn.state.kill_all_servers()
-    assert result == {"opened": 4, "sessions_left": 0, "documents_alive": 0}
+    return result
+
+
+def test_closed_pages_free_their_documents_and_states():
+    assert _open_and_close(4) == {"opened": 4, "states": 4, "sessions_left": 0, "documents_alive": 0, "states_alive": 0}

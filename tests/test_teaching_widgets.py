@@ -175,6 +175,8 @@ def test_dk_panel_shows_variances_and_softmax_summary(state):
     seed = state.dk_seed
     view.redraw.clicks += 1
     assert state.dk_seed == seed + 1
+    view.typed.value = 7
+    assert state.dk_experiment == 7 and view.slider.value == 7 and state.scaling.d_k == 7
 
 
 def test_editor_refuses_bad_text_and_keeps_the_last_good_state(state):

@@ -48,9 +48,14 @@ class DkPanel(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         s = self.state
-        self.slider = pn.widgets.EditableIntSlider.from_param(
-            s.param.dk_experiment, name="d_k", start=1, end=MAX_D_K, fixed_start=1, fixed_end=MAX_D_K,
-            width=330)
+        # A slider and a number box, not pn.widgets.EditableIntSlider: that one registers a JS callback of its
+        # number box in Panel's process-wide panel.links.Callback.registry, a WeakKeyDictionary whose entry
+        # (holding the slider, which holds the box) keeps its own weak key alive. It is never freed, and through
+        # its binding to the state neither is the session's state, nor every view and Bokeh model built on it.
+        self.slider = pn.widgets.IntSlider.from_param(s.param.dk_experiment, name="d_k", start=1, end=MAX_D_K,
+                                                      width=220)
+        self.typed = pn.widgets.IntInput.from_param(s.param.dk_experiment, name="d_k (type)", start=1,
+                                                    end=MAX_D_K, width=100)
         self.redraw = pn.widgets.Button(label="New random draw", width=150,
                                         description="Draw new random queries and keys (next seed)")
         self.redraw.on_click(lambda _: setattr(s, "dk_seed", s.dk_seed + 1))
@@ -72,7 +77,7 @@ class DkPanel(pn.viewable.Viewer):
                          "unit-variance entries: q·k adds up d<sub>k</sub> such products, so its variance is "
                          "d<sub>k</sub>; dividing by √d<sub>k</sub> brings it back to 1. Unscaled, the softmax "
                          "saturates towards one-hot as d<sub>k</sub> grows.</p>", width=700),
-            pn.Row(self.slider, self.redraw),
+            pn.Row(self.slider, self.typed, self.redraw),
             pn.Row(pn.pane.Bokeh(self.dots_fig), pn.pane.Bokeh(self.scaled_fig), pn.pane.Bokeh(fig)),
             self._summary, name="dk-panel",
         )
