@@ -41,10 +41,14 @@ def _open_and_close(learners: int) -> dict:
                 if not context.sessions:
                     break
             result["sessions_left"] = len(context.sessions)
-            await asyncio.sleep(0.5)  # Panel's own clean-up runs after the session is destroyed
-            gc.collect()
-            result["documents_alive"] = sum(ref() is not None for ref in documents)
-            result["states_alive"] = sum(ref() is not None for ref in states)
+            # Panel's own clean-up runs after the session is destroyed: up to 10 s on a loaded machine
+            for _ in range(20):
+                await asyncio.sleep(0.5)
+                gc.collect()
+                result["documents_alive"] = sum(ref() is not None for ref in documents)
+                result["states_alive"] = sum(ref() is not None for ref in states)
+                if not result["documents_alive"] and not result["states_alive"]:
+                    break
         finally:
             server.io_loop.stop()
 

@@ -71,15 +71,17 @@ class DkPanel(pn.viewable.Viewer):
         fig.xgrid.visible = False
         fig.vbar("x", top="top", width=0.8, source=self._example, color="color")
         self.example_fig = fig
-        self._summary = pn.pane.HTML("", name="dk-summary", width=680)
+        self._summary = pn.pane.HTML("", name="dk-summary", sizing_mode="stretch_width", max_width=680)
         self._layout = pn.Column(
             pn.pane.HTML("<h3>Why divide by √d<sub>k</sub>?</h3><p>Random queries and keys with independent "
                          "unit-variance entries: q·k adds up d<sub>k</sub> such products, so its variance is "
                          "d<sub>k</sub>; dividing by √d<sub>k</sub> brings it back to 1. Unscaled, the softmax "
-                         "saturates towards one-hot as d<sub>k</sub> grows.</p>", width=700),
-            pn.Row(self.slider, self.typed, self.redraw),
-            pn.Row(pn.pane.Bokeh(self.dots_fig), pn.pane.Bokeh(self.scaled_fig), pn.pane.Bokeh(fig)),
-            self._summary, name="dk-panel",
+                         "saturates towards one-hot as d<sub>k</sub> grows.</p>", sizing_mode="stretch_width",
+                         max_width=700),
+            # wrap, and scroll inside the tab: on a 1024 px screen the tab is narrower than three figures
+            pn.FlexBox(self.slider, self.typed, self.redraw, align_items="center"),
+            pn.FlexBox(pn.pane.Bokeh(self.dots_fig), pn.pane.Bokeh(self.scaled_fig), pn.pane.Bokeh(fig)),
+            self._summary, name="dk-panel", sizing_mode="stretch_both", scroll=True,
         )
         s.param.watch(self._render, "scaling")
         self._render()

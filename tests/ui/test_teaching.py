@@ -114,3 +114,26 @@ def test_formula_renders_locally_with_live_numbers(browser, server):
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=SCREENSHOTS / "teaching-1920.png", full_page=True)
     context.close()
+
+
+def test_the_dk_panel_fits_a_1024_screen_and_scrolls_within_its_tab(browser, server):
+    """Three histograms are wider than the tab on a 1024 px screen: they wrap, and the tab scrolls (the page
+    itself never does), so every part of the panel can be reached."""
+    page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
+    open_app(page, server)
+    show_tab(page, "√d_k", "dk-softmax")
+    boxes = page.evaluate("""() => ['dk-dots', 'dk-scaled', 'dk-softmax'].map((name) => {
+        const r = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name(name)).el.getBoundingClientRect();
+        return {name, left: r.left, right: r.right}; })""")
+    for box in boxes:
+        assert 0 <= box["left"] and box["right"] <= 1024, boxes
+    table = page.locator("table.dk-summary")
+    assert table.bounding_box()["y"] + table.bounding_box()["height"] > 768  # below the fold at first
+    page.mouse.move(700, 600)
+    for _ in range(10):
+        page.mouse.wheel(0, 300)
+        page.wait_for_timeout(100)
+    box = table.bounding_box()
+    assert box["y"] + box["height"] <= 768, box  # reached by scrolling the tab
+    assert page.evaluate("() => [scrollX, scrollY, document.scrollingElement.scrollHeight]") == [0, 0, 768]
+    page.context.close()
