@@ -9,11 +9,18 @@
 // computation depends on), query, lines, bars, line_out, plane_out, plane_values, cells,
 // sums, outputs, readout.
 
+// q: the previewed position (null: the server's numbers are shown); path: every position previewed
+// since the press; server: the last position the server drew (the preview writes into the query's
+// arrays, so a.query.data is not a reliable record of it).
 function previewState(a) {
   const all = (window.attentionExplorerPreview ??= new Map());
-  if (!all.has(a.inputs.id)) all.set(a.inputs.id, { dragging: false, q: null, releasedAt: 0 });
+  if (!all.has(a.inputs.id))
+    all.set(a.inputs.id, { dragging: false, q: null, path: new Set(), server: [a.query.data.x[0], a.query.data.y[0]],
+                           releasedAt: 0 });
   return all.get(a.inputs.id);
 }
+
+const samePoint = (p, q) => p[0] === q[0] && p[1] === q[1];
 
 function col(src, name, i, value) {
   if (src.data[name] !== undefined && i < src.data[name].length) src.data[name][i] = value;
@@ -68,7 +75,8 @@ function applyPreview(a, q) {
   st.frame = { q, r, inp };
   if (!st.frameRequested) {
     st.frameRequested = true;
-    requestAnimationFrame(() => { st.frameRequested = false; drawFrame(a, st.frame); });
+    // not once the server's numbers have taken over: they are newer
+    requestAnimationFrame(() => { st.frameRequested = false; if (st.q != null) drawFrame(a, st.frame); });
   }
 }
 
@@ -116,26 +124,46 @@ function listenRaw(a) {
   st.rawTarget = view.canvas_view.events_el; // Bokeh captures the pointer here during a drag
   st.rawTarget.addEventListener("pointerrawupdate", (e) => {
     if (!st.dragging) return;
-    const el = view.canvas_view.events_el, box = el.getBoundingClientRect();
+    const box = st.rawTarget.getBoundingClientRect();
     const sx = e.pageX - (box.left + scrollX - document.documentElement.clientLeft);
     const sy = e.pageY - (box.top + scrollY - document.documentElement.clientTop);
-    const [lo, hi] = inputsOf(a).plane;
-    const clamp = (v) => Math.min(Math.max(v, lo), hi);
-    const q = [clamp(view.frame.x_scale.invert(sx)), clamp(view.frame.y_scale.invert(sy))];
-    if (!Number.isFinite(q[0]) || !Number.isFinite(q[1])) return;
-    st.q = q;
-    applyPreview(a, q);
+    previewAt(a, st, view.frame.x_scale.invert(sx), view.frame.y_scale.invert(sy));
   });
+}
+
+// Preview the query at (x, y), clamped to the plane as widgets/query_plot.py clamps it.
+function previewAt(a, st, x, y) {
+  const [lo, hi] = inputsOf(a).plane;
+  const q = [Math.min(Math.max(x, lo), hi), Math.min(Math.max(y, lo), hi)];
+  if (!Number.isFinite(q[0]) || !Number.isFinite(q[1])) return;
+  st.q = q;
+  st.path.add(String(q));
+  applyPreview(a, q);
+}
+
+function endPreview(a, st) {
+  st.q = null;
+  showReadout(a, a.readout.text); // the server's text, even if it did not change
+}
+
+// The hand let go (or tapped). If the server has already drawn the last position, its numbers are
+// final; if it never does (it refused the position), they take over a second later all the same.
+function release(a, st) {
+  st.dragging = false;
+  st.releasedAt = performance.now();
+  if (st.q != null && samePoint(st.server, st.q)) endPreview(a, st);
+  setTimeout(() => {
+    if (st.q != null && !st.dragging && performance.now() - st.releasedAt >= 1000) endPreview(a, st);
+  }, 1000);
 }
 
 // Tap, PanStart, Pan, PanEnd on the query plot: mirror widgets/query_plot.py's choice of target
 function onPointer(a, ev) {
   const st = previewState(a), inp = inputsOf(a);
   if (ev.event_name === "panstart" && "onpointerrawupdate" in window) listenRaw(a);
-  if (ev.event_name === "panend") { st.dragging = false; st.releasedAt = performance.now(); return; }
+  if (ev.event_name === "panend") { if (st.dragging) release(a, st); return; }
   if (ev.x == null || ev.y == null) return;
-  const [lo, hi] = inp.plane;
-  const q = [Math.min(Math.max(ev.x, lo), hi), Math.min(Math.max(ev.y, lo), hi)];
+  if (ev.event_name !== "pan") st.path.clear(); // a new press
   if (ev.event_name === "panstart") {
     // a drag that starts near a key moves that key (the server decides the same way): no preview
     const cur = [a.query.data.x[0], a.query.data.y[0]]; // where q is drawn now
@@ -147,27 +175,29 @@ function onPointer(a, ev) {
     st.dragging = true;
   }
   if (!st.dragging) return;
-  st.q = q;
-  applyPreview(a, q);
-  if (ev.event_name === "tap") { st.dragging = false; st.releasedAt = performance.now(); }
+  previewAt(a, st, ev.x, ev.y);
+  if (ev.event_name === "tap") release(a, st);
 }
 
-// The server's numbers arrived (the readout changed). They win, unless the hand has already
-// moved on: then the newer preview is drawn again before the browser paints, so the numbers
-// never step back to an older position. Once the server has caught up with the last
-// previewed position (or a second after release, if it refused it), it alone draws again.
-function onServerUpdate(a) {
+// The server's numbers arrived: its readout text or its query position changed (`from` is that
+// model). During a drag they win, unless the hand has already moved on: then the newer preview is
+// drawn again before the browser paints, so the numbers never step back to an older position.
+// After the release the preview waits only while the server is still drawing earlier positions
+// of this drag. Anything else it sends (the last position, a row chosen with a key or a click)
+// is newer than the preview, and the server alone draws from then on.
+function onServerUpdate(a, from) {
   const st = previewState(a);
+  if (from === a.query) st.server = [a.query.data.x[0], a.query.data.y[0]];
   if (st.q == null) return;
   queueMicrotask(() => {
     if (st.q == null) return;
-    const server = [a.query.data.x[0], a.query.data.y[0]];
-    const caughtUp = server[0] === st.q[0] && server[1] === st.q[1];
-    if (!st.dragging && (caughtUp || performance.now() - st.releasedAt > 1000)) {
-      st.q = null;
-      showReadout(a, a.readout.text); // the server's text, even if it did not change
-      return;
+    const caughtUp = samePoint(st.server, st.q);
+    if (st.dragging) {
+      if (!caughtUp) applyPreview(a, st.q);
+    } else if (caughtUp || !st.path.has(String(st.server)) || performance.now() - st.releasedAt > 1000) {
+      endPreview(a, st);
+    } else {
+      applyPreview(a, st.q);
     }
-    if (!caughtUp) applyPreview(a, st.q);
   });
 }

@@ -52,7 +52,10 @@ class DragPreview(param.Parameterized):
         on_pointer = CustomJS(args=models, code=PREVIEW_JS + bundle + "onPointer(a, cb_obj);")
         for event in ("tap", "panstart", "pan", "panend"):
             query_plot.figure.js_on_event(event, on_pointer)
-        readout.div.js_on_change("text", CustomJS(args=models, code=PREVIEW_JS + bundle + "onServerUpdate(a);"))
+        # the server's readout text and its query position, whichever of the two arrives first
+        on_server = CustomJS(args=models, code=PREVIEW_JS + bundle + "onServerUpdate(a, cb_obj);")
+        readout.div.js_on_change("text", on_server)
+        query_plot._query.js_on_change("data", on_server)
         self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal"])
         self._watch_readout()
 

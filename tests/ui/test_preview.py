@@ -115,18 +115,22 @@ WATCH_TEXTS = """() => {
 }"""
 
 
+def press_and_move(page, start, end, steps: int) -> None:
+    """Press the query plot at ``start`` and move to ``end`` (plot coordinates) in equal steps, button held."""
+    (x0, y0), (x1, y1) = to_page(page, "query-plot", *start), to_page(page, "query-plot", *end)
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    for i in range(1, steps + 1):
+        page.mouse.move(x0 + (x1 - x0) * i / steps, y0 + (y1 - y0) * i / steps)
+
+
 def test_server_numbers_replace_the_preview(browser, forced_server):
     page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
     open_app(page, forced_server)
     # the server's own first numbers: output 4.4067 + 0.5
     assert readout(page).endswith("Output Σ aᵢvᵢ = 4.9067 ≈ 4.91")
     page.evaluate(WATCH_TEXTS)
-    x0, y0 = to_page(page, "query-plot", 0.0, 1.0)
-    x1, y1 = to_page(page, "query-plot", 1.0, 1.0)
-    page.mouse.move(x0, y0)
-    page.mouse.down()
-    for i in range(1, 11):
-        page.mouse.move(x0 + (x1 - x0) * i / 10, y0 + (y1 - y0) * i / 10)
+    press_and_move(page, (0.0, 1.0), (1.0, 1.0), 10)
     page.mouse.up()
     # within a round trip the server's number (4.0 + 0.5) replaces the preview's 4.0
     page.wait_for_function("() => (window.readoutTexts.at(-1) || '').includes('= 4.5000')", timeout=10_000)
@@ -180,3 +184,23 @@ def test_preview_follows_the_pointer_before_its_frame_aligned_move(page):
     changed_first = [m for m in moved if m["move"] != m["raw"]]
     assert len(changed_first) >= 0.9 * len(moved), log
     wait_for_readout(page, r"q = \(2\.000, 0\.000\)", timeout=10_000)  # and the server agrees
+
+
+SERVER_TEXT = "() => Bokeh.documents[0].get_model_by_name('readout').text.split('\\n')[0]"
+
+
+def test_a_row_chosen_just_after_a_drag_is_shown(page):
+    """Once the server has drawn a drag's last position the preview is over: a row chosen with a key
+    a moment after the release shows that row. (The preview used to wait a second after every
+    release, and drew the drag's last position over the row's numbers until the next update.)"""
+    press_and_move(page, (0.0, 1.0), (1.0, 1.0), 8)
+    # the button is still held when the server draws the last position
+    page.wait_for_function(SERVER_TEXT + " === 'Query of \"love\": q = (1.000, 1.000)'", timeout=10_000)
+    page.mouse.up()
+    page.keyboard.press("1")
+    wait_for_readout(page, r'Query of "I": q = \(1\.000, 0\.000\)', timeout=5000)
+    page.wait_for_timeout(1200)  # and it stays: no preview comes back
+    assert readout(page).splitlines()[0] == 'Query of "I": q = (1.000, 0.000)'
+    assert page.evaluate("() => { const d = Bokeh.documents[0].get_model_by_name('query-plot').renderers"
+                         ".map((r) => r.data_source.data).find((d) => d.label && String(d.label[0]).startsWith('q '));"
+                         " return [d.x[0], d.y[0]]; }") == [1.0, 0.0]
