@@ -35,6 +35,26 @@ _FIND_READOUT = """const doc = Bokeh.documents[0];
     [...doc.all_models].find(m => String(m.type || m.constructor.__qualified__).endsWith('HTML'));
   const view = model && Bokeh.index.find_one(model);"""
 
+# Each input, with the button held, calls beginMove(e, dispatched) once, and attach() keeps the observer on
+# the readout's current view; L.raw counts moves that began with a pointerrawupdate. On window, capturing:
+# before any of the page's own listeners. Chromium dispatches pointermove just before the next animation
+# frame, so its timeStamp (when the input came in) can be up to a frame earlier than this listener. A page
+# may follow pointerrawupdate, dispatched as soon as the page is free, before the pointermove of the same
+# input (same timeStamp): a move starts at whichever of the two comes first. A full look-up of the
+# readout walks every model, so it is redone at once only when its view went away.
+_ON_MOVE = """L.raw = 0;
+  let lastStamp = null;
+  const onMove = (e) => {
+    const dispatched = performance.now();
+    if (!(L.observed && L.observed.isConnected)) attach(); else setTimeout(attach, 0);
+    if (!e.buttons || e.timeStamp === lastStamp) return;
+    lastStamp = e.timeStamp;
+    if (e.type === 'pointerrawupdate') L.raw += 1;
+    beginMove(e, dispatched);
+  };
+  window.addEventListener('pointerrawupdate', onMove, {capture: true});
+  window.addEventListener('pointermove', onMove, {capture: true});"""
+
 # The readout's view can be rebuilt while the page settles, so the observer follows the current view: it is
 # (re)attached on each pointermove, before the move reaches the server.
 _INSTALL = """() => {
@@ -56,17 +76,9 @@ _INSTALL = """() => {
       L.observed = target;
     }
   };
+  const beginMove = (e) => { L.t0 = e.timeStamp; };
   attach();
-  // A page may follow pointerrawupdate, which Chromium dispatches as soon as the page is free, before
-  // the frame-aligned pointermove of the same input (same timeStamp): a move starts at whichever comes
-  // first. A full look-up of the readout walks every model, so it is done only when its view went away.
-  L.lastStamp = null;
-  const onMove = (e) => {
-    if (!(L.observed && L.observed.isConnected)) attach(); else setTimeout(attach, 0);
-    if (e.buttons && e.timeStamp !== L.lastStamp) { L.t0 = e.timeStamp; L.lastStamp = e.timeStamp; }
-  };
-  document.addEventListener('pointerrawupdate', onMove, {capture: true});
-  document.addEventListener('pointermove', onMove, {capture: true});
+  """ + _ON_MOVE + """
 }"""
 
 # Before the page's scripts run: note when each websocket frame arrives, so a sample can be split into the

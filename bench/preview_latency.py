@@ -35,7 +35,7 @@ from pathlib import Path
 import psutil
 from playwright.sync_api import sync_playwright
 
-from bench.drag import _FIND_READOUT, _TO_PAGE, _WS_CLOCK, CHROMIUM_ARGS, chromium
+from bench.drag import _FIND_READOUT, _ON_MOVE, _TO_PAGE, _WS_CLOCK, CHROMIUM_ARGS, chromium
 from bench.proxy import running_proxy
 from bench.server import ROOT, free_port, serve
 from bench.stats import median, pct
@@ -85,25 +85,10 @@ _INSTALL = """() => {
     // connected after the view's own handler, so the Div has re-rendered the text when this runs
     if (model && model !== L.model) { model.change.connect(onServerText); L.model = model; L.lastServer = model.text; }
   };
+  const beginMove = (e, dispatched) => L.moves.push({t0: e.timeStamp, dispatched, first: null, fromDispatch: null,
+                                                    text: null, confirm: null, confirmPage: null, exact: false});
   attach();
-  // On window, capturing: before any of the page's own listeners. Chromium dispatches pointermove just
-  // before the next animation frame, so the event's timeStamp (when the input came in) can be up to a
-  // frame earlier than this listener. Where the page listens to pointerrawupdate (dispatched as soon as
-  // the page is free, before the pointermove of the same input, with the same timeStamp), a move starts
-  // at whichever of the two comes first; L.raw counts moves that began with a pointerrawupdate.
-  L.raw = 0;
-  const onMove = (e) => {
-    const dispatched = performance.now();
-    // a full look-up walks every model: only when the readout's view went away, else after the page's turn
-    if (!(L.observed && L.observed.isConnected)) attach(); else setTimeout(attach, 0);
-    const last = L.moves[L.moves.length - 1];
-    if (!e.buttons || (last && last.t0 === e.timeStamp)) return;
-    if (e.type === 'pointerrawupdate') L.raw += 1;
-    L.moves.push({t0: e.timeStamp, dispatched, first: null, fromDispatch: null, text: null,
-                  confirm: null, confirmPage: null, exact: false});
-  };
-  window.addEventListener('pointerrawupdate', onMove, {capture: true});
-  window.addEventListener('pointermove', onMove, {capture: true});
+  """ + _ON_MOVE + """
 }"""
 
 

@@ -51,19 +51,22 @@ def wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60) -> None
     raise TimeoutError(f"{url} did not answer within {timeout} s")
 
 
-def stop(proc: subprocess.Popen, timeout: float = 60) -> None:
-    """Stop a server with SIGTERM, as ``docker stop`` does, and kill it if it outlives ``timeout`` s.
+def stop(*procs: subprocess.Popen, timeout: float = 60) -> None:
+    """Stop servers with SIGTERM, as ``docker stop`` does, and kill any that outlives ``timeout`` s.
 
-    Bokeh's orderly shutdown destroys every session still alive (about 0.2 s each here), and sessions
-    live for a minute after their page closes: after a test module that opened many pages, a loaded
-    machine needs well over 10 s.
+    All are signalled first, so they shut down side by side. Bokeh's orderly shutdown destroys every
+    session still alive (about 0.2 s each here), and sessions live for a minute after their page
+    closes: after a test module that opened many pages, a loaded machine needs well over 10 s.
     """
-    proc.terminate()
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    for proc in procs:
+        proc.terminate()
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.fixture(scope="session")

@@ -120,18 +120,10 @@ class Stack:
     def close(self) -> str:
         """Stop nginx, let the apps see their websockets close, then stop the apps; return their logs."""
         apps, others = self.procs[:len(self.logs)], self.procs[len(self.logs):]
-        for proc in others:
-            stop(proc)
+        stop(*others)
         # a process stopped while it still holds a websocket logs an AssertionError from Bokeh's shutdown
         self.wait_for_sessions(lambda counts: not any(counts))
-        for proc in apps:
-            proc.terminate()
-        for proc in apps:
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(*apps)
         text = ""
         for log in self.logs:
             log.seek(0)
