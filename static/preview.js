@@ -131,18 +131,6 @@ function listenRaw(a) {
   });
 }
 
-// Bokeh's Div view re-renders itself and then re-lays-out the whole page on every change of its
-// model (MarkupView connects model.change to rerender): about 20 ms of a laptop's core per server
-// update, during which the page takes no input. The readout's model only ever changes its text
-// (render_as_text), and its height is the browser's to find, so its view only replaces the text.
-// Runs from the readout's js_on_change callback, which Bokeh calls before the view's own handler.
-function textOnlyReadout(a) {
-  const view = Bokeh.index.find_one(a.readout);
-  if (view == null || view.textOnly) return;
-  view.textOnly = true;
-  view.rerender = function () { if (this.markup_el != null) this.markup_el.textContent = this.model.text; };
-}
-
 // Preview the query at (x, y), clamped to the plane as widgets/query_plot.py clamps it.
 function previewAt(a, st, x, y) {
   const [lo, hi] = inputsOf(a).plane;
@@ -198,7 +186,6 @@ function onPointer(a, ev) {
 // of this drag. Anything else it sends (the last position, a row chosen with a key or a click)
 // is newer than the preview, and the server alone draws from then on.
 function onServerUpdate(a, from) {
-  if (from === a.readout) textOnlyReadout(a);
   const st = previewState(a);
   if (from === a.query) st.server = [a.query.data.x[0], a.query.data.y[0]];
   if (st.q == null) return;
