@@ -112,7 +112,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     inspector = Inspector(state=state)
     inspector._pane.param.update(stylesheets=[INSPECTOR_CSS], width=None, sizing_mode="stretch_width")
     readout = Readout(state=state)
-    DragPreview(query_plot, values, matrix, readout, bars, state=state)
+    preview = DragPreview(query_plot, values, matrix, readout, bars, state=state)
     teaching = teaching_panels(state)
     figures = [v.figure for v in (query_plot, bars, values.line, values.plane, matrix)]
     figures += [p.object for t in teaching.values() for p in t.select(pn.pane.Bokeh) if isinstance(p.object, Plot)]
@@ -139,7 +139,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                           sizing_mode="stretch_width", visible=state.param.notice.rx.bool())
     message = pn.pane.HTML(state.param.message.rx.pipe(_as_text), css_classes=["message"], stylesheets=[APP_CSS],
                            sizing_mode="stretch_width", visible=state.param.message.rx.bool())
-    room = RoomControls(state=state)  # Present / follow a room (widgets/follow.py), at the header's end
+    room = RoomControls(state=state, live=preview.live)  # Present / follow a room (widgets/follow.py), at the header's end
     header = pn.Row(title, reset, looks, fullscreen, room, sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 

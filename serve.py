@@ -137,6 +137,10 @@ def _serve_command():
         def customize_kwargs(self, args, server_kwargs):
             kwargs = super().customize_kwargs(args, server_kwargs)
             kwargs["compress_response"] = True
+            # a room's live channel to its followers' pages (widgets/room_live.py)
+            from widgets.room_live import live_patterns
+
+            kwargs["extra_patterns"] = [*kwargs.get("extra_patterns", []), *live_patterns()]
             return kwargs
 
     return CompressedServe

@@ -16,8 +16,12 @@ Present and moves the mouse); on a small, busy machine Chromium cannot move the 
 so the rate it reached is reported.
 
 Followers open the join link ``?room=CODE`` in separate processes (asyncio each), with permessage-deflate
-as browsers negotiate it, and note when their readout's text showed which query. A follower's latency
-for a shown query is the time since the latest move that aimed at it. Dropped = moves whose query a
+as browsers negotiate it, and the room's live channel (``room-live?room=CODE``) as the page's script does.
+They note when the page showed which query: when its readout's text came from the server, or when the
+live channel brought the query (the page draws its numbers as it arrives, ``static/preview.js``). A
+follower's latency for a shown query is the time from the latest move that aimed at it until the page
+first showed it; the server's numbers for a query the page already previews are counted apart (the
+``final_server_numbers`` fields, for the last move). Dropped = moves whose query a
 follower never showed (the server coalesces: a follower that is behind gets only the latest view); the
 last move's query must always arrive. All times are CLOCK_MONOTONIC, comparable across processes.
 
@@ -53,6 +57,18 @@ def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file:
 
     from bench.protocol_client import Learner
 
+    from tornado.websocket import websocket_connect
+
+    live_url = ws_url.rsplit("/", 2)[0] + f"/room-live?room={code}"
+
+    async def follow_live(channel, learner) -> None:
+        """The page's live channel (widgets/room_live.py): the page draws each query it brings at once."""
+        while (text := await channel.read_message()) is not None:
+            learner.bytes_in += len(text)
+            query = json.loads(text)["query"]
+            if query is not None:
+                learner.live_shown.append(((f"{query[0]:.3f}", f"{query[1]:.3f}"), time.monotonic()))
+
     async def follow() -> dict:
         learners = [Learner(f"{ws_url}?room={code}", compress=True, clock=time.monotonic, keep_patches=False)
                     for _ in range(count)]
@@ -66,6 +82,10 @@ def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file:
         await asyncio.gather(*(connect(learner) for learner in learners))
         connect_s = time.monotonic() - t0
         listeners = [asyncio.create_task(learner.listen()) for learner in learners]
+        for learner in learners:
+            learner.live_shown = []
+        channels = await asyncio.gather(*(websocket_connect(live_url) for _ in learners))
+        listeners += [asyncio.create_task(follow_live(c, learner)) for c, learner in zip(channels, learners)]
         me = psutil.Process()
         cpu0, wall0 = sum(me.cpu_times()[:2]), time.monotonic()
         bytes0 = sum(learner.bytes_in for learner in learners)  # after the documents themselves
@@ -73,14 +93,18 @@ def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file:
         while not Path(ready_file + ".stop").exists():
             await asyncio.sleep(0.1)
         cpu, wall = sum(me.cpu_times()[:2]) - cpu0, time.monotonic() - wall0
-        for learner in learners:
+        for learner, channel in zip(learners, channels):
             learner.close()
+            channel.close()
         await asyncio.gather(*listeners, return_exceptions=True)
         return {
             "connect_s": connect_s, "client_cpu_s": cpu, "listen_s": wall,
             "bytes_in": sum(learner.bytes_in for learner in learners) - bytes0,
             "messages_in": sum(learner.messages_in for learner in learners),
-            "records": [[(t, float(x), float(y)) for (x, y), t in learner.shown] for learner in learners],
+            # what each page showed, in time order: its server's numbers and the live channel's previews
+            "records": [sorted((t, float(x), float(y)) for (x, y), t in learner.shown + learner.live_shown)
+                        for learner in learners],
+            "server_records": [[(t, float(x), float(y)) for (x, y), t in learner.shown] for learner in learners],
         }
 
     Path(out_file).write_text(json.dumps(asyncio.run(follow())))
@@ -197,7 +221,7 @@ class ProtocolPresenter(Presenter):
         return "q = ({}, {})".format(*self.me.shown[-1][0]) if self.me.shown else None
 
     def close(self) -> None:
-        self.me.close()
+        self.loop.call_soon_threadsafe(self.me.close)  # on its own loop: the caller's thread may have none
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
@@ -317,6 +341,7 @@ def main() -> None:
             f.wait(120)
         outs = [json.loads(Path(out_file).read_text()) for _, out_file in files]
         records = [r for out in outs for r in out["records"]]
+        server_records = [r for out in outs for r in out["server_records"]]
     finally:
         if presenter is not None:
             presenter.close()
@@ -334,16 +359,22 @@ def main() -> None:
     distinct_moves = {(x, y) for _, x, y in aimed}
     latencies, dropped, finals_ok, final_latencies = [], [], 0, []
     for seen in records:
-        shown = set()
+        shown: dict[tuple[float, float], float] = {}  # position -> when the page last showed it
         for r, x, y in seen:
             cands = [t for t, ax, ay in aimed if t <= r and abs(ax - x) <= 0.0015 and abs(ay - y) <= 0.0015]
-            if cands:
+            # a page that shows the same query again (its server's numbers after the preview) shows nothing new
+            if cands and shown.get((x, y), -math.inf) < max(cands):
                 latencies.append((r - max(cands)) * 1000)
-                shown.add((x, y))
-        dropped.append(1 - len(shown & distinct_moves) / len(distinct_moves))
-        if seen and (seen[-1][1], seen[-1][2]) == final:
+            if cands:
+                shown[(x, y)] = r
+        dropped.append(1 - len(set(shown) & distinct_moves) / len(distinct_moves))
+        # the first time after the last move that the page showed its query: a preview, or the server's numbers
+        first = min((t for t, x, y in seen if (x, y) == final and t >= last_move), default=None)
+        if seen and (seen[-1][1], seen[-1][2]) == final and first is not None:
             finals_ok += 1
-            final_latencies.append((seen[-1][0] - last_move) * 1000)
+            final_latencies.append((first - last_move) * 1000)
+    confirmed = [(seen[-1][0] - last_move) * 1000 for seen in server_records
+                 if seen and (seen[-1][1], seen[-1][2]) == final and seen[-1][0] >= last_move]
     drag_wall = wall1 - wall0
     cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / drag_wall
     result = {
@@ -356,6 +387,8 @@ def main() -> None:
         "dropped_max_pct": round(100 * max(dropped), 1),
         "final_position_reached": f"{finals_ok}/{len(records)}",
         "final_latency_ms_max": round(max(final_latencies), 1) if final_latencies else None,
+        "final_server_numbers": f"{len(confirmed)}/{len(server_records)}",
+        "final_server_numbers_ms_max": round(max(confirmed), 1) if confirmed else None,
         "presenter_final": presenter_final,
         "final_aimed": "q = ({:.3f}, {:.3f})".format(*final),
         "server_cpu_pct_of_one_core": round(100 * cpu, 1),

@@ -7,7 +7,7 @@
 //
 // `a` holds the Bokeh models (see widgets/preview.py): inputs (what the server says the
 // computation depends on), query, lines, bars, line_out, plane_out, plane_values, cells,
-// sums, outputs, readout.
+// sums, outputs, readout, figure, and live (a followed presenter's query).
 
 // q: the previewed position (null: the server's numbers are shown); path: every position previewed
 // since the press; server: the last position the server drew (the preview writes into the query's
@@ -187,6 +187,7 @@ function onPointer(a, ev) {
 // is newer than the preview, and the server alone draws from then on.
 function onServerUpdate(a, from) {
   const st = previewState(a);
+  if (from === a.live) return onLive(a, st);
   if (from === a.query) st.server = [a.query.data.x[0], a.query.data.y[0]];
   if (st.q == null) return;
   queueMicrotask(() => {
@@ -200,4 +201,44 @@ function onServerUpdate(a, from) {
       applyPreview(a, st.q);
     }
   });
+}
+
+// Following a room: a.live says which room's live channel to follow (widgets/room_live.py) and which
+// of the room's views the server's numbers on this page show. The channel brings the presenter's
+// query for each later view of a drag; the page previews it as if its own pointer had moved there.
+// A view where more than the query changed has no query: the page waits for its server's numbers.
+// Those end the preview like any server update (the path is empty: nothing the server sends is older).
+function onLive(a, st) {
+  const room = a.live.data.room[0];
+  st.shown = a.live.data.version[0];
+  if (st.q != null && st.previewed <= st.shown)
+    queueMicrotask(() => { if (st.q != null && st.previewed <= st.shown) endPreview(a, st); });
+  if (room === st.room) return;
+  st.room = room;
+  if (st.socket != null) st.socket.close();
+  st.socket = null;
+  if (room) connectLive(a, st, room);
+}
+
+function connectLive(a, st, room) {
+  const url = new URL("room-live?room=" + encodeURIComponent(room), document.baseURI);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  const socket = new WebSocket(url);
+  st.socket = socket;
+  socket.onmessage = (e) => onLiveView(a, st, JSON.parse(e.data));
+  socket.onclose = () => {
+    // a dropped channel is opened again while the page still follows; the server's full views
+    // arrive without it, only later
+    if (st.socket === socket) setTimeout(() => { if (st.socket === socket && st.room === room) connectLive(a, st, room); }, 2000);
+  };
+}
+
+function onLiveView(a, st, m) {
+  if (!(m.version > st.shown)) return;
+  if (m.query == null) { st.awaiting = Math.max(st.awaiting ?? 0, m.version); return; }
+  if (st.dragging || st.awaiting > st.shown) return;
+  st.q = m.query;
+  st.previewed = m.version;
+  st.path.clear();
+  applyPreview(a, st.q);
 }

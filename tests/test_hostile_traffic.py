@@ -7,6 +7,7 @@ protocol through :class:`bench.protocol_client.Learner`, so what is sent is what
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -141,3 +142,48 @@ def test_malformed_pointer_events_change_nothing_and_the_session_lives_on(app_se
     for x, y in shown:
         assert -1.5 <= float(x) <= 2.5 and -1.5 <= float(y) <= 2.5, shown
     assert "nan" not in " ".join(x + y for x, y in shown).lower()
+
+
+def live_url(port: int, code: str) -> str:
+    return f"ws://127.0.0.1:{port}/room-live?room={code}"
+
+
+async def _live_channel(port: int, code: str, origin: str | None = None):
+    headers = {"Origin": origin} if origin else {}
+    return await websocket_connect(HTTPRequest(live_url(port, code), headers=headers))
+
+
+def test_a_rooms_live_channel_is_read_only_and_for_the_pages_origin_only(app_server):
+    """widgets/room_live.py: the presenter's query reaches followers' pages, and nothing else gets in."""
+    from bench.follow import ProtocolPresenter
+
+    port, _ = app_server
+    presenter = ProtocolPresenter(f"http://127.0.0.1:{port}/")
+    try:
+        code = presenter.start()  # presses Present over Bokeh's protocol, opens the presenter link
+
+        with pytest.raises(HTTPClientError) as refused:
+            run(_live_channel(port, code, "http://evil.example"))
+        assert refused.value.code == 403
+
+        async def no_such_room():
+            channel = await _live_channel(port, "ZZZZZZ")
+            assert await channel.read_message() is None
+            return channel.close_code
+
+        assert run(no_such_room()) == 4404
+
+        async def follow_a_move():
+            channel = await _live_channel(port, code.lower(), f"http://localhost:{port}")
+            await asyncio.sleep(0.5)  # the handler has registered the channel with the room
+            presenter._run(presenter.me.pointer("tap", 1.5, -0.5))
+            message = json.loads(await asyncio.wait_for(channel.read_message(), 30))
+            channel.write_message("a follower cannot drive the room")
+            assert await channel.read_message() is None
+            return message, channel.close_code
+
+        message, close_code = run(follow_a_move())
+        assert message["query"] == [1.5, -0.5] and message["version"] >= 1
+        assert close_code == 4400
+    finally:
+        presenter.close()

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 import re
 
 import numpy as np
+import param
 import pytest
+from bokeh.models import ColumnDataSource
 
-from widgets.follow import RedactRoomArguments, RoomControls, qr_svg
+from widgets.follow import SETTLE_S, RedactRoomArguments, RoomControls, qr_svg
 from widgets.rooms import ALPHABET, CODE_LENGTH, RoomError, RoomRegistry, end_after_from_env, normalize_code
 from widgets.state import AttentionState
 
@@ -85,13 +89,78 @@ def test_a_presenter_link_routed_to_another_process_opens_the_room_there(registr
 def test_followers_get_every_change_and_the_end(registry):
     room, token = registry.create({"query": (0.0, 1.0)})
     seen = []
-    registry.follow(room.code, "f1", lambda v, s: seen.append((v, s)))
-    registry.publish(room.code, token, {"query": (1.0, 0.0)})
+    registry.follow(room.code, "f1", lambda *offer: seen.append(offer))
+    registry.publish(room.code, token, {"query": (1.0, 0.0)}, query_only=True)
+    registry.publish(room.code, token, {"query": (1.0, 0.0), "selected": 0})
     registry.unfollow(room.code, "f2")  # unknown follower: nothing happens
     registry.end(room.code, token)
-    assert seen == [(1, {"query": (1.0, 0.0)}), (None, None)]
+    assert seen == [(1, {"query": (1.0, 0.0)}, True), (2, {"query": (1.0, 0.0), "selected": 0}, False),
+                    (None, None, False)]
     with pytest.raises(RoomError):
-        registry.follow(room.code, "f3", lambda v, s: None)
+        registry.follow(room.code, "f3", lambda *offer: None)
+
+
+class Sink:
+    """A live channel's end, as widgets/room_live.py's handler is to the registry."""
+
+    def __init__(self):
+        self.texts, self.closed = [], False
+
+    def send(self, text):
+        self.texts.append(json.loads(text))
+
+    def close(self):
+        self.closed = True
+
+
+def test_live_channels_get_each_view_once_written_for_the_whole_room(registry):
+    async def scenario():
+        room, token = registry.create({"query": (0.0, 1.0)})
+        a, b, gone = Sink(), Sink(), Sink()
+        for sink in (a, b, gone):
+            registry.watch(f"{room.code[:3].lower()}-{room.code[3:]}", sink)  # typed as a learner might
+        registry.unwatch(room.code, gone)
+        registry.publish(room.code, token, {"query": (0.5, 2.0)}, query_only=True)
+        registry.publish(room.code, token, {"query": (1.0, 0.0), "selected": 0})
+        await asyncio.sleep(0.05)  # written on the event loop, never in the publisher's thread
+        registry.end(room.code, token)
+        await asyncio.sleep(0.05)
+        with pytest.raises(RoomError):
+            registry.watch(room.code, Sink())  # ended
+        with pytest.raises(RoomError):
+            registry.watch("<script>", Sink())
+        return a, b, gone
+
+    a, b, gone = asyncio.run(scenario())
+    # a drag's view carries its query; any other view only says the page's server will send it
+    assert a.texts == b.texts == [{"version": 1, "query": [0.5, 2.0]}, {"version": 2, "query": None}]
+    assert a.closed and b.closed and gone.texts == [] and not gone.closed
+
+
+def test_a_follower_takes_a_drag_in_full_once_the_room_rests(registry, clock):
+    presenter_state, follower_state = AttentionState(), AttentionState()
+    presenter = RoomControls(state=presenter_state, registry=registry)
+    presenter._on_present(None)
+    follower = RoomControls(state=follower_state, registry=registry)
+    follower._enter(presenter.code, None)
+    presenter_state.move_query(0.5, 0.5)
+    assert follower_state.query == (0.5, 0.5)  # not served: no live channel, every view in full
+    assert follower._shown_version == registry.get(presenter.code).version
+    # served, a drag reaches the page on the live channel; the server's numbers wait for the room to rest
+    follower._doc = type("Doc", (), {"session_context": object(), "add_timeout_callback": lambda *a: None})()
+    live = ColumnDataSource(data=dict(room=[""], version=[0]))
+    with param.edit_constant(follower):
+        follower.live = live
+    presenter_state.move_query(1.5, -0.5)
+    assert follower_state.query == (0.5, 0.5) and follower._settling
+    clock.now += SETTLE_S / 2
+    follower._settle()
+    assert follower_state.query == (0.5, 0.5)
+    clock.now += SETTLE_S
+    follower._doc = None
+    follower._settle()
+    assert follower_state.query == (1.5, -0.5)
+    assert live.data == {"room": [presenter.code], "version": [registry.get(presenter.code).version]}
 
 
 def test_a_room_ends_end_after_seconds_after_its_presenter_left(registry, clock):

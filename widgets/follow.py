@@ -17,6 +17,15 @@ A follower's document is only ever changed in a callback on its own session
 (``add_next_tick_callback``), so it runs under that document's lock; pending
 snapshots are coalesced, so a slow follower gets the latest view, never a
 backlog, and the presenter's callback never waits for any follower.
+
+While the presenter drags, a view differs from the follower's only in the query. Taking
+it in full would recompute and re-render every view of every follower's page on the
+server, for every move (tens of ms each: a class of 60 would fall seconds behind). So a
+follower's server writes only the query into the page's live-query source
+(``widgets/preview.py``), and the page computes and draws the numbers itself, as it does
+for its own drag. Once the presenter's query has rested for :data:`SETTLE_S`, the follower
+takes the full view: the server's numbers replace the page's, and the inspector, exports
+and address follow.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from urllib.parse import quote, urlencode
 import panel as pn
 import param
 import segno
+from bokeh.models import ColumnDataSource
 from panel.io.state import set_curdoc
 
 from widgets.address import address_of
@@ -39,6 +49,11 @@ from widgets.rooms import RoomError, RoomRegistry, get_registry, normalize_code
 from widgets.state import AttentionState
 
 ROOM_CSS = (Path(__file__).parent.parent / "static" / "room.css").read_text()
+#: Seconds the presenter's query must rest before followers take the full view, with the server's numbers.
+#: Longer than the gap between two moves of a drag on a busy server (a class taking the full view costs the
+#: server tens of ms per page, so it must not happen mid-drag); short enough that a follower's inspector
+#: has caught up by the time anyone reads it.
+SETTLE_S = 1.0
 
 
 class RedactRoomArguments(logging.Filter):
@@ -93,11 +108,14 @@ class RoomControls(pn.viewable.Viewer):
     code = param.String(default="", constant=True, doc="The room's code; not a secret.")
     following = param.Boolean(default=False, doc="A follower page takes the presenter's view.")
     notice = param.String(default="", doc="What happened to the page's room, for the learner.")
+    live = param.ClassSelector(class_=ColumnDataSource, allow_None=True, constant=True,
+                               doc="The page's live-query source (DragPreview.live); without it a follower "
+                                   "takes every view in full.")
 
     def __init__(self, registry: RoomRegistry | None = None, **params):
         super().__init__(**params)
         install_log_redaction()
-        self._registry = registry or get_registry()
+        self._registry = registry if registry is not None else get_registry()  # an empty registry is falsy
         self._token: str | None = None  # the presenter token: never a param, never logged
         self._doc = pn.state.curdoc
         ctx = self._doc.session_context if self._doc else None
@@ -106,6 +124,14 @@ class RoomControls(pn.viewable.Viewer):
         self._scheduled = False
         self._applying = False
         self._lock = threading.Lock()
+        self._room = None  # the followed room
+        # The page acts on changes of the live source only, not on its value at load: so the first value
+        # is written once the page has loaded.
+        self._loaded = ctx is None
+        if ctx is not None:
+            pn.state.onload(self._on_load)
+        self._shown_version = 0  # the room's version this page's state (its server's numbers) shows
+        self._settling = False  # a settle callback is scheduled
 
         self._present = pn.widgets.Button(label="Present", color="primary", margin=(6, 8),
                                           description="Let a class follow this page live")
@@ -163,10 +189,11 @@ class RoomControls(pn.viewable.Viewer):
             self.notice = (f"There is no room {code} on this server: it may have ended. "
                            "This is the explorer on its own.")
             return
+        self._room = room
         self._set_role("follower", code)
         self.following = True
         if room.snapshot is not None:
-            self._apply(room.snapshot)
+            self._apply(room.snapshot, room.version)
         self._show_follower()
 
     def _reload_with_code(self, code: str) -> bool:
@@ -212,9 +239,9 @@ class RoomControls(pn.viewable.Viewer):
         loc.search = "?" + urlencode({"room": room.code, "token": token, **address_of(self.state)})
         loc.reload = True
 
-    def _publish(self) -> None:
+    def _publish(self, query_only: bool = False) -> None:
         try:
-            self._registry.publish(self.code, self._token, self.state.snapshot())
+            self._registry.publish(self.code, self._token, self.state.snapshot(), query_only)
         except RoomError:
             self._set_role("alone", "")
             self._token = None
@@ -255,17 +282,25 @@ class RoomControls(pn.viewable.Viewer):
 
     # -- follower -------------------------------------------------------------------------------------------------
 
-    def _offer(self, version, snapshot) -> None:
+    def _offer(self, version, snapshot, query_only=False) -> None:
         """The room's listener; runs in the presenter's callback, so it only records and schedules."""
         if snapshot is not None and not self.following:
             return
+        served = self._doc is not None and self._doc.session_context is not None
         with self._lock:
+            if query_only and served and self.live is not None and not self._scheduled:
+                # A drag: the page previews it from the room's live channel (widgets/room_live.py); this
+                # server takes the view in full once the room rests.
+                arm, self._settling = not self._settling, True
+                if arm:
+                    self._doc.add_timeout_callback(self._settle, round(SETTLE_S * 1000))
+                return
             self._pending = (version, snapshot)
             if self._scheduled:
                 return
             self._scheduled = True
             self._requested = time.perf_counter()
-        if self._doc is not None and self._doc.session_context is not None:
+        if served:
             # Paced like a drag (widgets/query_plot.py): after each view a follower waits as long as that
             # view took from offer to shown, so a big class on one server sees fewer, newer views instead of
             # a growing queue of stale ones; the newest view always lands.
@@ -291,19 +326,56 @@ class RoomControls(pn.viewable.Viewer):
             if version is None:
                 self._on_room_ended()
             elif self.following:
-                self._apply(snapshot)
+                self._apply(snapshot, version)
         done = time.perf_counter()
         self._next_take = done + (done - requested)
 
-    def _apply(self, snapshot) -> None:
+    def _settle(self) -> None:
+        """Take the room's view in full once it has rested for SETTLE_S.
+
+        The room's rest, not this page's: taking every view of a drag in full is what the live channel
+        spares the server.
+        """
+        resting = self._registry.resting_for(self.code)
+        if resting is not None and resting < SETTLE_S and not self._closed:
+            self._doc.add_timeout_callback(self._settle, max(1, round((SETTLE_S - resting) * 1000)))
+            return
+        with self._lock:
+            self._settling = False
+        self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Take the room's newest view in full, if this page's server has not shown it yet."""
+        room = self._room
+        if room is None or room.snapshot is None or room.version <= self._shown_version:
+            return
+        if self.following and not self._closed:
+            with set_curdoc(self._doc):
+                self._apply(room.snapshot, room.version)
+
+    def _apply(self, snapshot, version: int | None = None) -> None:
         self._applying = True
         try:
             with pn.io.hold(self._doc):
                 self.state.apply_snapshot(snapshot)
+                if version is not None:
+                    self._shown_version = max(self._shown_version, version)
+                    self._sync_live()
         finally:
             self._applying = False
 
+    def _sync_live(self) -> None:
+        """Tell the page which room to follow live (none: "") and which version its server's numbers show."""
+        if self.live is not None and self._loaded:
+            room = self.code if self.role == "follower" and self.following else ""
+            self.live.data = {"room": [room], "version": [self._shown_version]}
+
+    def _on_load(self) -> None:
+        self._loaded = True
+        self._sync_live()
+
     def _on_room_ended(self) -> None:
+        self._catch_up()  # the learner keeps the view they see
         self.following = False
         self.notice = f"Room {self.code} has ended. You keep the last view."
         self._card.object = f'<div class="room-label">Followed room</div><div class="room-code">{self._pretty_code()}</div>'
@@ -311,24 +383,27 @@ class RoomControls(pn.viewable.Viewer):
 
     def _on_toggle(self, _event) -> None:
         if self.following:
+            self._catch_up()  # the learner explores from the view they see
             self.following = False
         else:
             room = self._registry.get(self.code)
             if room is None:
                 self._on_room_ended()
                 return
+            self._room = room
             self.following = True
             if room.snapshot is not None:
-                self._apply(room.snapshot)
+                self._apply(room.snapshot, room.version)
 
-    def _on_state_change(self, *_events) -> None:
+    def _on_state_change(self, *events) -> None:
         if self.role == "presenter" and self._token:
-            self._publish()
+            self._publish(query_only={e.name for e in events} == {"query"})
         elif self.role == "follower" and self.following and not self._applying:
             self.following = False  # the learner moved something: they explore on their own now
 
     @param.depends("following", watch=True)
     def _show_follower(self) -> None:
+        self._sync_live()
         if self.role != "follower" or not self._registry.get(self.code):
             return
         code = self._pretty_code()

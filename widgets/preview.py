@@ -6,6 +6,11 @@ redraws the query, the lines, the bars, the output marker, the matrix row and th
 readout on the pointer's own event. The server still receives every coalesced
 position and recomputes with the NumPy core; its numbers replace the preview when
 they arrive, and the inspector, exports and URL use only them.
+
+A page following a presenter (``widgets/follow.py``) previews the same way: while the
+presenter drags, the page receives only the presenter's query, on the room's live channel
+(``widgets/room_live.py``), and computes the rest; its server's numbers follow once the
+presenter's hand rests.
 """
 
 from __future__ import annotations
@@ -34,6 +39,11 @@ class DragPreview(param.Parameterized):
     besides q: K : (n, d_k), V as (n, d_v) rows, tokens, the selected row's mask row,
     scaling, and which recipe steps the step-through has revealed. It changes only when one of
     those does, never during a drag.
+
+    ``live`` is a one-row ``ColumnDataSource`` that only the room controls write
+    (``widgets/follow.py``): ``room``, the code of the room whose live channel the page follows
+    ("" for none), and ``version``, the room's view that the server's numbers on the page show.
+    The page previews each query the channel brings for a later view.
     """
 
     state = param.ClassSelector(class_=AttentionState)
@@ -42,20 +52,23 @@ class DragPreview(param.Parameterized):
                  readout: Readout, bars, **params):
         super().__init__(**params)
         self.inputs = ColumnDataSource(data=self._inputs())
+        self.live = ColumnDataSource(data=dict(room=[""], version=[0]), name="live-room")
         models = dict(
             inputs=self.inputs, query=query_plot._query, lines=query_plot._lines, bars=bars._bars,
             line_out=values.line._output, plane_out=values.plane._output, plane_values=values.plane._values,
             cells=matrix._cells, sums=matrix._sums, outputs=matrix._outputs, readout=readout.div,
-            figure=query_plot.figure,
+            figure=query_plot.figure, live=self.live,
         )
         bundle = "const a = {" + ", ".join(models) + "};\n"
         on_pointer = CustomJS(args=models, code=PREVIEW_JS + bundle + "onPointer(a, cb_obj);")
         for event in ("tap", "panstart", "pan", "panend"):
             query_plot.figure.js_on_event(event, on_pointer)
-        # the server's readout text and its query position, whichever of the two arrives first
+        # the server's readout text and its query position, whichever of the two arrives first, and
+        # a followed presenter's query (one callback: each carries the whole preview script)
         on_server = CustomJS(args=models, code=PREVIEW_JS + bundle + "onServerUpdate(a, cb_obj);")
         readout.div.js_on_change("text", on_server)
         query_plot._query.js_on_change("data", on_server)
+        self.live.js_on_change("data", on_server)
         self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal"])
         self._watch_readout()
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import secrets
 import threading
@@ -36,8 +37,12 @@ TOMBSTONE_SECONDS = 24 * 3600.0
 CACHE_KEY = "attention-explorer.rooms"
 
 Snapshot = dict[str, Any]
-#: A follower's callback: ``(version, snapshot)`` on each change, ``(None, None)`` when the room ends.
-Listener = Callable[[int | None, Snapshot | None], None]
+#: A follower's callback: ``(version, snapshot, query_only)`` on each change, ``(None, None, False)`` when
+#: the room ends. ``query_only``: the view differs from the previous one only in its query (a drag).
+Listener = Callable[[int | None, Snapshot | None, bool], None]
+#: A live channel's end (``widgets/room_live.py``): ``send(text)``, called on the server's event loop, and
+#: ``close()``.
+LiveSink = Any
 
 
 class RoomError(Exception):
@@ -88,8 +93,10 @@ class Room:
     version: int = 0
     presenter: str | None = None  # session id of the page currently presenting
     left_at: float | None = None  # when the presenter's page went away; None while present
+    published_at: float = 0.0  # when the view last changed (the registry's clock)
     ended: bool = False
     _listeners: dict[object, Listener] = field(default_factory=dict, repr=False)
+    _live: set = field(default_factory=set, repr=False)  # live channels watching the room's query
 
     def token_matches(self, token: str | None) -> bool:
         return bool(token) and hmac.compare_digest(self._token_digest, _digest(token))
@@ -113,6 +120,7 @@ class RoomRegistry:
         self._ended: dict[str, tuple[bytes, float]] = {}  # code -> (token digest, when it ended)
         self._lock = threading.RLock()
         self._sweeper = None
+        self._loop = None  # the event loop live channels are written on; set by the first watch()
 
     # -- creating and entering ------------------------------------------------------------------------------------
 
@@ -168,10 +176,20 @@ class RoomRegistry:
         with self._lock:
             return self._rooms.get(norm) if norm else None
 
+    def resting_for(self, code: str | None) -> float | None:
+        """Seconds since room ``code``'s view last changed, or None if it is not running."""
+        room = self.get(code)
+        return None if room is None else self._clock() - room.published_at
+
     # -- the presenter's side -------------------------------------------------------------------------------------
 
-    def publish(self, code: str, token: str | None, snapshot: Snapshot) -> int:
+    def publish(self, code: str, token: str | None, snapshot: Snapshot, query_only: bool = False) -> int:
         """Make ``snapshot`` the room's view and offer it to every follower; returns its version.
+
+        ``query_only``: only the query moved since the last view. Live channels (:meth:`watch`) get
+        every version as one JSON text, written once for the whole room: ``{"version": v, "query":
+        [x, y]}``, or ``"query": null`` when more than the query changed (the follower's page then
+        waits for its server's full view).
 
         Raises :class:`RoomError` if the room is not running or the token is not the room's.
         """
@@ -182,11 +200,22 @@ class RoomRegistry:
             if not room.token_matches(token):
                 raise RoomError(f"Only the presenter can change room {code}.")
             room.version += 1
-            room.snapshot = snapshot
-            version, listeners = room.version, list(room._listeners.values())
+            room.snapshot, room.published_at = snapshot, self._clock()
+            version, listeners, sinks = room.version, list(room._listeners.values()), list(room._live)
         for listener in listeners:  # each only records the snapshot and schedules its own page
-            listener(version, snapshot)
+            listener(version, snapshot, query_only)
+        if sinks:
+            query = [float(c) for c in snapshot["query"]] if query_only else None
+            text = json.dumps({"version": version, "query": query})
+            # publish runs in the presenter's callback, which Bokeh may run in a worker thread;
+            # websockets are written on the event loop only
+            self._loop.add_callback(self._send_live, sinks, text)
         return version
+
+    @staticmethod
+    def _send_live(sinks, text: str) -> None:
+        for sink in sinks:
+            sink.send(text)
 
     def presenter_left(self, code: str, session: str) -> None:
         """The presenter's page ``session`` is gone: start the room's ``end_after`` countdown."""
@@ -216,6 +245,28 @@ class RoomRegistry:
             room._listeners[key] = listener
             return room
 
+    def watch(self, code: str | None, sink: LiveSink) -> Room:
+        """Send every later view of room ``code`` to ``sink`` (see :meth:`publish`); call on the event loop.
+
+        Raises :class:`RoomError` if the room is not running.
+        """
+        from tornado.ioloop import IOLoop
+
+        norm = normalize_code(code)
+        with self._lock:
+            room = self._rooms.get(norm) if norm else None
+            if room is None or room.ended:
+                raise RoomError("There is no such room running on this server.")
+            self._loop = IOLoop.current()
+            room._live.add(sink)
+            return room
+
+    def unwatch(self, code: str | None, sink: LiveSink) -> None:
+        with self._lock:
+            room = self._rooms.get(normalize_code(code) or "")
+            if room is not None:
+                room._live.discard(sink)
+
     def unfollow(self, code: str, key: object) -> None:
         with self._lock:
             room = self._rooms.get(code)
@@ -242,8 +293,11 @@ class RoomRegistry:
             self._ended[room.code] = (room._token_digest, self._clock())
             room.ended = True
             listeners, room._listeners = list(room._listeners.values()), {}
+            sinks, room._live = list(room._live), set()
         for listener in listeners:
-            listener(None, None)
+            listener(None, None, False)
+        if sinks:
+            self._loop.add_callback(lambda: [sink.close() for sink in sinks])
 
     def start_sweeping(self) -> bool:
         """Call :meth:`sweep` once a second on the running event loop, from now on; True if it does.

@@ -147,6 +147,39 @@ def test_a_follower_follows_detaches_and_rejoins(browser, room_server):
     close(teacher, student)
 
 
+#: Records every text the page's server sends for its readout (the Bokeh model's text, not what is shown).
+RECORD_SERVER_TEXTS = """() => {
+  const m = Bokeh.documents[0].get_model_by_name('readout');
+  window.serverTexts = [];
+  m.properties.text.change.connect(() => window.serverTexts.push(m.text));
+}"""
+
+
+def test_a_follower_previews_a_drag_from_the_live_channel_then_takes_its_servers_numbers(browser, room_server):
+    teacher = new_page(browser, room_server)
+    code, link = present(teacher)
+    student = follower(browser, link)
+    student.evaluate(RECORD_SERVER_TEXTS)
+    path = [(0.0, 1.0), (0.5, 1.5), (1.0, 1.0), (1.5, 0.5), (2.0, -1.0)]
+    teacher.mouse.move(*to_page(teacher, "query-plot", *path[0]))
+    teacher.mouse.down()
+    for x, y in path[1:]:  # the button stays down: each position is one view of the room
+        teacher.mouse.move(*to_page(teacher, "query-plot", x, y), steps=3)
+        wait_for_readout(student, rf"q = \({x:.3f}, {y:.3f}\)", WAIT)
+        if (x, y) == (1.0, 1.0):  # the student's page computed the numbers, to the course's values
+            assert weights(student) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
+            assert "Output Σ aᵢvᵢ = 4.0000" in readout(student)
+    teacher.mouse.up()
+    # once the teacher's hand rests, the student's server sends its own numbers for the last view ...
+    student.wait_for_function("() => window.serverTexts.some(t => t.includes('q = (2.000, -1.000)'))",
+                              timeout=WAIT)
+    assert readout(student) == student.evaluate("window.serverTexts.at(-1)")
+    # ... and only for it: the positions before it reached the page on the live channel alone
+    texts = student.evaluate("window.serverTexts")
+    assert not any(f"q = ({x:.3f}, {y:.3f})" in t for t in texts for x, y in path[1:-1]), texts
+    close(teacher, student)
+
+
 def test_five_pages_follow_and_no_follower_drives_the_room(browser, room_server):
     teacher = new_page(browser, room_server)
     code, link = present(teacher)
