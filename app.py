@@ -140,6 +140,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     message = pn.pane.HTML(state.param.message.rx.pipe(_as_text), css_classes=["message"], stylesheets=[APP_CSS],
                            sizing_mode="stretch_width", visible=state.param.message.rx.bool())
     room = RoomControls(state=state, live=preview.live)  # Present / follow a room (widgets/follow.py), at the header's end
+    query_plot.param.watch(room.share_hand, "hand")
     header = pn.Row(title, reset, looks, fullscreen, room, sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 

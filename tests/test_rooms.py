@@ -137,6 +137,30 @@ def test_live_channels_get_each_view_once_written_for_the_whole_room(registry):
     assert a.closed and b.closed and gone.texts == [] and not gone.closed
 
 
+def test_the_presenters_hand_reaches_live_channels_first_coalesced_to_one_text_a_frame(registry, clock):
+    async def scenario():
+        room, token = registry.create({"query": (0.0, 1.0)})
+        sink = Sink()
+        registry.watch(room.code, sink)
+        registry.publish_hand(room.code, "not-the-token", (2.0, 2.0))
+        registry.publish_hand(room.code, token, (float("nan"), 0.0))
+        for i in range(5):  # five moves within one frame: the first now, the newest one frame later
+            registry.publish_hand(room.code, token, (0.1 * i, 1.0))
+        await asyncio.sleep(0.1)
+        # the presenter's server then makes a position the hand has passed the room's view: not written
+        registry.publish(room.code, token, {"query": (0.1, 1.0)}, query_only=True)
+        clock.now += 1.0  # the hand rests: a view of another kind, or a later move by keyboard, is written
+        registry.publish(room.code, token, {"query": (0.5, 0.5)}, query_only=True)
+        await asyncio.sleep(0.05)
+        return sink.texts
+
+    assert asyncio.run(scenario()) == [
+        {"version": 1, "query": [0.0, 1.0]},  # the next view's version: the page previews it as newer
+        {"version": 1, "query": [0.4, 1.0]},
+        {"version": 2, "query": [0.5, 0.5]},
+    ]
+
+
 def test_a_follower_takes_a_drag_in_full_once_the_room_rests(registry, clock):
     presenter_state, follower_state = AttentionState(), AttentionState()
     presenter = RoomControls(state=presenter_state, registry=registry)

@@ -248,6 +248,11 @@ class RoomControls(pn.viewable.Viewer):
             self.notice = "Your room has ended. Press Present to start a new one."
             self._layout[:] = [self._present, self._notice]
 
+    def share_hand(self, event) -> None:
+        """Watcher of the query plot's ``hand``: a presenter's pointer reaches the followers before its state."""
+        if self.role == "presenter" and self._token and event.new is not None:
+            self._registry.publish_hand(self.code, self._token, event.new)
+
     def join_link(self) -> str:
         """The link a class opens to follow this page: the page's address with only ``?room=CODE``."""
         loc = pn.state.location

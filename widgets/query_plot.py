@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import time
 
@@ -35,6 +36,10 @@ class QueryPlot(pn.viewable.Viewer):
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    hand = param.NumericTuple(default=None, allow_None=True, length=2, doc=(
+        "Where the pointer has moved q to (key units, clamped to the plot), as each move arrives: ahead of "
+        "the state, which takes the moves paced. A presented room sends it to its followers at once "
+        "(widgets/follow.py); nothing else reads it."))
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -103,6 +108,8 @@ class QueryPlot(pn.viewable.Viewer):
             self._target = None
         lo, hi = PLANE
         self._pending = (self._target, min(max(event.x, lo), hi), min(max(event.y, lo), hi))
+        if self._target is None and all(math.isfinite(c) for c in self._pending[1:]):
+            self.hand = self._pending[1:]
         doc = pn.state.curdoc
         if doc is None or doc.session_context is None:
             self._flush()

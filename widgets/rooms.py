@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import os
 import secrets
 import threading
@@ -32,6 +33,11 @@ ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 CODE_LENGTH = 6
 #: Seconds a room lives on after its presenter's page has gone (``ROOM_END_AFTER`` overrides).
 DEFAULT_END_AFTER = 300.0
+#: Shortest time between two texts of a presenter's hand on a room's live channel (one 60 Hz frame).
+HAND_GAP_S = 1 / 60
+#: While the presenter's hand has moved this recently, the room's query-only views are not written to the
+#: live channel: each is a position the hand already passed, and would step the followers' pages back.
+HAND_ACTIVE_S = 0.5
 #: Ended codes are remembered this long so nobody but their presenter can reopen them.
 TOMBSTONE_SECONDS = 24 * 3600.0
 CACHE_KEY = "attention-explorer.rooms"
@@ -97,6 +103,10 @@ class Room:
     ended: bool = False
     _listeners: dict[object, Listener] = field(default_factory=dict, repr=False)
     _live: set = field(default_factory=set, repr=False)  # live channels watching the room's query
+    hand_at: float = -1e9  # when the presenter's hand last moved the query (the registry's clock)
+    _hand: tuple | None = field(default=None, repr=False)  # the hand's position not yet written
+    _hand_sent: float = field(default=-1e9, repr=False)  # when it was last written (the event loop's clock)
+    _hand_timer: Any = field(default=None, repr=False)
 
     def token_matches(self, token: str | None) -> bool:
         return bool(token) and hmac.compare_digest(self._token_digest, _digest(token))
@@ -204,6 +214,8 @@ class RoomRegistry:
             version, listeners, sinks = room.version, list(room._listeners.values()), list(room._live)
         for listener in listeners:  # each only records the snapshot and schedules its own page
             listener(version, snapshot, query_only)
+        if query_only and self._clock() - room.hand_at < HAND_ACTIVE_S:
+            sinks = []  # the hand has written it, or a newer position, already
         if sinks:
             query = [float(c) for c in snapshot["query"]] if query_only else None
             text = json.dumps({"version": version, "query": query})
@@ -211,6 +223,46 @@ class RoomRegistry:
             # websockets are written on the event loop only
             self._loop.add_callback(self._send_live, sinks, text)
         return version
+
+    def publish_hand(self, code: str, token: str | None, query: tuple[float, float]) -> None:
+        """The presenter's pointer moved the query to ``query``: write it to the room's live channels now.
+
+        This runs as each pointer move reaches the presenter's server, before its page's paced update
+        (about 30 ms of work on a busy server) makes it the room's next view. The text is that next view's
+        version with the hand's query; hands faster than :data:`HAND_GAP_S` are coalesced, the newest
+        always written. Ignored without the room's token, for an ended room, or for a non-finite query.
+        """
+        x, y = (float(c) for c in query)
+        if not (math.isfinite(x) and math.isfinite(y)):
+            return
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is None or room.ended or not room.token_matches(token):
+                return
+            room.hand_at = self._clock()
+            if not room._live:
+                return
+        self._loop.add_callback(self._take_hand, room, (x, y))
+
+    def _take_hand(self, room: Room, query: tuple[float, float]) -> None:
+        """On the event loop: write the hand's newest position now, or when HAND_GAP_S has passed."""
+        room._hand = query
+        if room._hand_timer is None:
+            wait = room._hand_sent + HAND_GAP_S - self._loop.time()
+            if wait > 0:
+                room._hand_timer = self._loop.call_later(wait, self._write_hand, room)
+            else:
+                self._write_hand(room)
+
+    def _write_hand(self, room: Room) -> None:
+        room._hand_timer = None
+        query, room._hand = room._hand, None
+        if query is None or room.ended:
+            return
+        room._hand_sent = self._loop.time()
+        with self._lock:
+            sinks, version = list(room._live), room.version + 1
+        self._send_live(sinks, json.dumps({"version": version, "query": list(query)}))
 
     @staticmethod
     def _send_live(sinks, text: str) -> None:
