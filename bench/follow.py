@@ -198,16 +198,20 @@ class ProtocolPresenter(Presenter):
         self.listening = asyncio.create_task(self.me.listen())
         return parse_qs(search.lstrip("?"))["room"][0]
 
-    def drag(self, points: list[tuple[float, float]], rate: float) -> list[tuple[float, float, float]]:
-        return self._run(self._drag(points, rate), timeout=len(points) / rate + 300)
+    def drag(self, points: list[tuple[float, float]], rate: float, pause: float = 0.0) -> list[tuple[float, float, float]]:
+        return self._run(self._drag(points, rate, pause), timeout=len(points) / rate + pause + 300)
 
-    async def _drag(self, points, rate):
+    async def _drag(self, points, rate, pause):
         import asyncio
 
         await self.me.pointer("panstart", *points[0])
         moves = []
         start = time.monotonic()
         for i, (x, y) in enumerate(points[1:], 1):
+            if pause and i == len(points) // 2:  # the hand rests halfway, the button held
+                await asyncio.sleep(pause)
+                start += pause
+                self.resumed = time.monotonic()
             delay = start + i / rate - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
@@ -288,6 +292,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--settle", type=float, default=10.0, help="seconds after the drag for the last view to arrive")
     ap.add_argument("--presenter", choices=["protocol", "browser"], default="protocol")
+    ap.add_argument("--pause", type=float, default=0.0,
+                    help="seconds the presenter rests halfway (protocol presenter): the class's servers take "
+                         "the view in full meanwhile; reports the latency of the moves right after")
     args = ap.parse_args()
 
     import psutil
@@ -330,7 +337,7 @@ def main() -> None:
         points = [path_point(i, n) for i in range(n + 1)]
         proc = psutil.Process(server.pid)
         cpu0, wall0 = proc.cpu_times(), time.monotonic()
-        moves = presenter.drag(points, args.rate)
+        moves = presenter.drag(points, args.rate, args.pause) if args.pause else presenter.drag(points, args.rate)
         cpu1, wall1 = proc.cpu_times(), time.monotonic()
         time.sleep(args.settle)  # late followers still get the last view; their lateness is measured
         presenter_final = presenter.final_text()
@@ -358,6 +365,8 @@ def main() -> None:
     last_move = aimed[-1][0]
     distinct_moves = {(x, y) for _, x, y in aimed}
     latencies, dropped, finals_ok, final_latencies = [], [], 0, []
+    resumed = getattr(presenter, "resumed", None)
+    after_pause = []  # latencies of the moves in the 5 s after the presenter resumed
     for seen in records:
         shown: dict[tuple[float, float], float] = {}  # position -> when the page last showed it
         for r, x, y in seen:
@@ -365,6 +374,8 @@ def main() -> None:
             # a page that shows the same query again (its server's numbers after the preview) shows nothing new
             if cands and shown.get((x, y), -math.inf) < max(cands):
                 latencies.append((r - max(cands)) * 1000)
+                if resumed is not None and resumed <= max(cands) < resumed + 5:
+                    after_pause.append((r - max(cands)) * 1000)
             if cands:
                 shown[(x, y)] = r
         dropped.append(1 - len(set(shown) & distinct_moves) / len(distinct_moves))
@@ -382,6 +393,9 @@ def main() -> None:
         "rate_per_s": round(len(moves) / drag_wall, 1), "seconds": round(drag_wall, 1), "cpu_count": os.cpu_count(),
         "latency_ms_p50": round(percentile(latencies, 0.5), 1), "latency_ms_p95": round(percentile(latencies, 0.95), 1),
         "latency_ms_max": round(max(latencies, default=float("nan")), 1),
+        "pause_s": args.pause,
+        "after_pause_latency_ms_p50": round(percentile(after_pause, 0.5), 1) if after_pause else None,
+        "after_pause_latency_ms_p95": round(percentile(after_pause, 0.95), 1) if after_pause else None,
         "updates_shown": len(latencies),
         "dropped_median_pct": round(100 * statistics.median(dropped), 1),
         "dropped_max_pct": round(100 * max(dropped), 1),

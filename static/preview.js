@@ -7,11 +7,13 @@
 //
 // `a` holds the Bokeh models (see widgets/preview.py): inputs (what the server says the
 // computation depends on), query, lines, bars, line_out, plane_out, plane_values, cells,
-// sums, outputs, readout, figure, and live (a followed presenter's query).
+// sums, outputs, readout, figure, and live (which room the page follows live; see onLive).
 
 // q: the previewed position (null: the server's numbers are shown); path: every position previewed
 // since the press; server: the last position the server drew (the preview writes into the query's
-// arrays, so a.query.data is not a reliable record of it).
+// arrays, so a.query.data is not a reliable record of it). Following a room: fromLive (the preview
+// came from the room's live channel), saved (the server's data under it), room, socket, shown,
+// awaiting, previewed (versions of the room's views; see onLive).
 function previewState(a) {
   const all = (window.attentionExplorerPreview ??= new Map());
   if (!all.has(a.inputs.id))
@@ -81,6 +83,8 @@ function applyPreview(a, q) {
 }
 
 function drawFrame(a, { q, r, inp }) {
+  const st = previewState(a);
+  if (st.fromLive) saveServerData(a, st); // before the first write into whatever the server last sent
   col(a.query, "x", 0, q[0]); col(a.query, "y", 0, q[1]);
   col(a.query, "label", 0, `q ${fmtVec(q, 2)}`);
   a.query.change.emit();
@@ -136,6 +140,7 @@ function previewAt(a, st, x, y) {
   const [lo, hi] = inputsOf(a).plane;
   const q = [Math.min(Math.max(x, lo), hi), Math.min(Math.max(y, lo), hi)];
   if (!Number.isFinite(q[0]) || !Number.isFinite(q[1])) return;
+  if (st.fromLive) endPreview(a, st); // the learner's own move replaces a followed one
   st.q = q;
   st.path.add(String(q));
   applyPreview(a, q);
@@ -143,7 +148,33 @@ function previewAt(a, st, x, y) {
 
 function endPreview(a, st) {
   st.q = null;
+  if (st.fromLive) restoreServerData(a, st);
+  st.fromLive = false;
   showReadout(a, a.readout.text); // the server's text, even if it did not change
+}
+
+// What drawFrame writes into. The page's own drag always ends with the server drawing its last
+// position; a followed drag may end on a view whose data the server has already sent (it never
+// took the drag's positions), so the page keeps the server's data to put back.
+const DRAWN = ["query", "lines", "bars", "line_out", "plane_out", "plane_values", "cells", "sums", "outputs"];
+const copyColumns = (d) => Object.fromEntries(Object.entries(d).map(
+  ([k, v]) => [k, Array.from(v, (x) => (Array.isArray(x) ? x.slice() : x))]));
+
+function saveServerData(a, st) {
+  st.saved ??= new Map();
+  for (const name of DRAWN) {
+    const saved = st.saved.get(name);
+    if (saved == null || saved.data !== a[name].data) st.saved.set(name, { data: a[name].data, copy: copyColumns(a[name].data) });
+  }
+}
+
+function restoreServerData(a, st) {
+  for (const [name, { data, copy }] of st.saved ?? []) {
+    if (a[name].data !== data) continue; // the server has sent newer data since
+    for (const [k, v] of Object.entries(copy)) v.forEach((x, i) => { if (data[k] !== undefined) data[k][i] = x; });
+    a[name].change.emit();
+  }
+  st.saved = new Map();
 }
 
 // The hand let go (or tapped). If the server has already drawn the last position, its numbers are
@@ -189,7 +220,9 @@ function onServerUpdate(a, from) {
   const st = previewState(a);
   if (from === a.live) return onLive(a, st);
   if (from === a.query) st.server = [a.query.data.x[0], a.query.data.y[0]];
-  if (st.q == null) return;
+  // a followed drag's preview ends when the server says which view it has drawn (onLive): the
+  // changes of a view arrive first, the view's version last
+  if (st.q == null || st.fromLive) return;
   queueMicrotask(() => {
     if (st.q == null) return;
     const caughtUp = samePoint(st.server, st.q);
@@ -203,33 +236,40 @@ function onServerUpdate(a, from) {
   });
 }
 
-// Following a room: a.live says which room's live channel to follow (widgets/room_live.py) and which
-// of the room's views the server's numbers on this page show. The channel brings the presenter's
-// query for each later view of a drag; the page previews it as if its own pointer had moved there.
-// A view where more than the query changed has no query: the page waits for its server's numbers.
-// Those end the preview like any server update (the path is empty: nothing the server sends is older).
+// Following a room: a.live says which room's live channel to follow (room; "" for none), where the
+// channel is (path, under the server's prefix) and which of the room's views the server's numbers on
+// this page show (version). The channel brings the presenter's query during a drag, tagged with the
+// room's view it belongs to; the page previews each one for a later view than it shows, as if its own
+// pointer had moved there. A text without a query (more than the query changed) makes the page wait
+// for its server's numbers. The server sends the version last with each view it applies, so the
+// preview ends there, with the server's data put back where the view did not change it.
 function onLive(a, st) {
-  const room = a.live.data.room[0];
-  st.shown = a.live.data.version[0];
-  if (st.q != null && st.previewed <= st.shown)
-    queueMicrotask(() => { if (st.q != null && st.previewed <= st.shown) endPreview(a, st); });
+  const d = a.live.data, room = d.room[0];
+  st.shown = d.version[0];
+  if (st.q != null && st.fromLive && !st.dragging && (st.previewed <= st.shown || !room))
+    queueMicrotask(() => { if (st.q != null && st.fromLive) endPreview(a, st); });
   if (room === st.room) return;
   st.room = room;
   if (st.socket != null) st.socket.close();
   st.socket = null;
-  if (room) connectLive(a, st, room);
+  st.retry = 1000;
+  if (room) connectLive(a, st, room, d.path[0]);
 }
 
-function connectLive(a, st, room) {
-  const url = new URL("room-live?room=" + encodeURIComponent(room), document.baseURI);
+function connectLive(a, st, room, path) {
+  const url = new URL(path + "?room=" + encodeURIComponent(room), location.href);
   url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
   const socket = new WebSocket(url);
   st.socket = socket;
+  socket.onopen = () => { st.retry = 1000; };
   socket.onmessage = (e) => onLiveView(a, st, JSON.parse(e.data));
-  socket.onclose = () => {
-    // a dropped channel is opened again while the page still follows; the server's full views
-    // arrive without it, only later
-    if (st.socket === socket) setTimeout(() => { if (st.socket === socket && st.room === room) connectLive(a, st, room); }, 2000);
+  socket.onclose = (e) => {
+    // 4400/4404: the server refused this page or knows no such room: do not ask again. Otherwise
+    // (a restart, a dropped network) try again, less and less often; the server's full views arrive
+    // without the channel all the same, only later.
+    if (st.socket !== socket || e.code === 4400 || e.code === 4404) return;
+    setTimeout(() => { if (st.socket === socket && st.room === room) connectLive(a, st, room, path); }, st.retry);
+    st.retry = Math.min(2 * st.retry, 60000);
   };
 }
 
@@ -237,6 +277,7 @@ function onLiveView(a, st, m) {
   if (!(m.version > st.shown)) return;
   if (m.query == null) { st.awaiting = Math.max(st.awaiting ?? 0, m.version); return; }
   if (st.dragging || st.awaiting > st.shown) return;
+  st.fromLive = true;
   st.q = m.query;
   st.previewed = m.version;
   st.path.clear();

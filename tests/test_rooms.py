@@ -12,8 +12,9 @@ import param
 import pytest
 from bokeh.models import ColumnDataSource
 
-from widgets.follow import SETTLE_S, RedactRoomArguments, RoomControls, qr_svg
-from widgets.rooms import ALPHABET, CODE_LENGTH, RoomError, RoomRegistry, end_after_from_env, normalize_code
+from widgets.follow import RedactRoomArguments, RoomControls, qr_svg
+from widgets.rooms import (ALPHABET, CODE_LENGTH, RoomError, RoomRegistry, end_after_from_env, normalize_code,
+                           seconds_from_env)
 from widgets.state import AttentionState
 
 
@@ -161,7 +162,21 @@ def test_the_presenters_hand_reaches_live_channels_first_coalesced_to_one_text_a
     ]
 
 
-def test_a_follower_takes_a_drag_in_full_once_the_room_rests(registry, clock):
+def test_a_rooms_pages_take_a_view_in_full_one_at_a_time_skipping_closed_ones(registry):
+    room, _ = registry.create()
+    calls = []
+    assert registry.begin_settle(room.code, lambda: calls.append("first") or True)
+    assert not registry.begin_settle(room.code, lambda: calls.append("closed") or False)
+    assert not registry.begin_settle(room.code, lambda: calls.append("second") or True)
+    assert not registry.begin_settle(room.code, lambda: calls.append("third") or True)
+    registry.end_settle(room.code)  # the closed page is skipped: the second page's turn
+    assert calls == ["closed", "second"]
+    assert registry.begin_settle(room.code, lambda: True)  # the second page, now running
+    registry.end_settle(room.code)
+    assert calls == ["closed", "second", "third"]
+
+
+def test_a_follower_takes_a_drag_in_full_once_the_room_rests_one_page_at_a_time(registry, clock):
     presenter_state, follower_state = AttentionState(), AttentionState()
     presenter = RoomControls(state=presenter_state, registry=registry)
     presenter._on_present(None)
@@ -169,23 +184,32 @@ def test_a_follower_takes_a_drag_in_full_once_the_room_rests(registry, clock):
     follower._enter(presenter.code, None)
     presenter_state.move_query(0.5, 0.5)
     assert follower_state.query == (0.5, 0.5)  # not served: no live channel, every view in full
-    assert follower._shown_version == registry.get(presenter.code).version
+    assert follower._shown_version == registry.view(presenter.code)[0]
     # served, a drag reaches the page on the live channel; the server's numbers wait for the room to rest
-    follower._doc = type("Doc", (), {"session_context": object(), "add_timeout_callback": lambda *a: None})()
-    live = ColumnDataSource(data=dict(room=[""], version=[0]))
+    timeouts = []
+    follower._doc = type("Doc", (), {"session_context": object(),
+                                     "add_timeout_callback": lambda self, cb, ms: timeouts.append(ms),
+                                     "add_next_tick_callback": lambda self, cb: timeouts.append("next tick")})()
+    live = ColumnDataSource(data=dict(room=[""], version=[0], path=[""]))
     with param.edit_constant(follower):
         follower.live = live
     presenter_state.move_query(1.5, -0.5)
-    assert follower_state.query == (0.5, 0.5) and follower._settling
-    clock.now += SETTLE_S / 2
-    follower._settle()
-    assert follower_state.query == (0.5, 0.5)
-    clock.now += SETTLE_S
+    presenter_state.move_query(1.0, -0.5)  # one settle check is armed for the drag, not one per move
+    assert follower_state.query == (0.5, 0.5) and timeouts == [1000]
+    clock.now += registry.settle_after / 2
+    follower._settle()  # the room moved half a rest ago: look again when it has rested
+    assert follower_state.query == (0.5, 0.5) and timeouts[-1] == 500
+    clock.now += registry.settle_after
+    turns = []
+    assert registry.begin_settle(presenter.code, lambda: turns.append("other") or True)  # another page's turn
+    follower._settle()  # this page waits for its turn
+    assert follower_state.query == (0.5, 0.5) and turns == []
+    registry.end_settle(presenter.code)  # the other page is done: this page's turn is scheduled ...
+    assert follower_state.query == (0.5, 0.5) and timeouts[-1] == "next tick"
     follower._doc = None
-    follower._settle()
-    assert follower_state.query == (1.5, -0.5)
-    assert live.data == {"room": [presenter.code], "version": [registry.get(presenter.code).version]}
-
+    follower._settle()  # ... and runs
+    assert follower_state.query == (1.0, -0.5)
+    assert live.data == {"room": [presenter.code], "version": [registry.view(presenter.code)[0]], "path": ["/room-live"]}
 
 def test_a_room_ends_end_after_seconds_after_its_presenter_left(registry, clock):
     room, token = registry.create()
@@ -232,10 +256,15 @@ def test_end_after_comes_from_the_environment(monkeypatch):
     assert end_after_from_env() == 300
     monkeypatch.setenv("ROOM_END_AFTER", "2.5")
     assert end_after_from_env() == 2.5
-    for bad in ("0", "-1", "soon"):
+    for bad in ("0", "-1", "soon", "nan"):
         monkeypatch.setenv("ROOM_END_AFTER", bad)
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="ROOM_END_AFTER must be a positive number"):
             end_after_from_env()
+    monkeypatch.setenv("ROOM_SETTLE_AFTER", "3")
+    assert seconds_from_env("ROOM_SETTLE_AFTER", 1.0) == 3
+    monkeypatch.setenv("ROOM_SETTLE_AFTER", "inf s")
+    with pytest.raises(ValueError, match="ROOM_SETTLE_AFTER"):
+        seconds_from_env("ROOM_SETTLE_AFTER", 1.0)
 
 
 def test_every_state_param_is_either_shared_or_local():

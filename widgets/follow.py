@@ -14,18 +14,20 @@ role comes from the page's link:
   themselves); "Follow again" snaps back to the presenter's current view.
 
 A follower's document is only ever changed in a callback on its own session
-(``add_next_tick_callback``), so it runs under that document's lock; pending
-snapshots are coalesced, so a slow follower gets the latest view, never a
+(``add_next_tick_callback``, ``add_timeout_callback``), so it runs under that document's
+lock; pending snapshots are coalesced, so a slow follower gets the latest view, never a
 backlog, and the presenter's callback never waits for any follower.
 
 While the presenter drags, a view differs from the follower's only in the query. Taking
 it in full would recompute and re-render every view of every follower's page on the
-server, for every move (tens of ms each: a class of 60 would fall seconds behind). So a
-follower's server writes only the query into the page's live-query source
-(``widgets/preview.py``), and the page computes and draws the numbers itself, as it does
-for its own drag. Once the presenter's query has rested for :data:`SETTLE_S`, the follower
-takes the full view: the server's numbers replace the page's, and the inspector, exports
-and address follow.
+server, for every move (tens of ms each: a class of 60 would fall seconds behind). So the
+page takes the presenter's query from the room's live channel (``widgets/room_live.py``)
+and computes and draws the numbers itself, as it does for its own drag
+(``static/preview.js``); its server only tells it, through the page's live source
+(``DragPreview.live``), which room to follow and which view its own numbers show. Once
+the room's view has rested for ``RoomRegistry.settle_after`` seconds, the follower's
+server takes it in full, one page of the class at a time: its numbers replace the page's,
+and the inspector, exports and address follow.
 """
 
 from __future__ import annotations
@@ -45,15 +47,11 @@ from bokeh.models import ColumnDataSource
 from panel.io.state import set_curdoc
 
 from widgets.address import address_of
+from widgets.room_live import ROUTE as LIVE_ROUTE
 from widgets.rooms import RoomError, RoomRegistry, get_registry, normalize_code
 from widgets.state import AttentionState
 
 ROOM_CSS = (Path(__file__).parent.parent / "static" / "room.css").read_text()
-#: Seconds the presenter's query must rest before followers take the full view, with the server's numbers.
-#: Longer than the gap between two moves of a drag on a busy server (a class taking the full view costs the
-#: server tens of ms per page, so it must not happen mid-drag); short enough that a follower's inspector
-#: has caught up by the time anyone reads it.
-SETTLE_S = 1.0
 
 
 class RedactRoomArguments(logging.Filter):
@@ -109,8 +107,8 @@ class RoomControls(pn.viewable.Viewer):
     following = param.Boolean(default=False, doc="A follower page takes the presenter's view.")
     notice = param.String(default="", doc="What happened to the page's room, for the learner.")
     live = param.ClassSelector(class_=ColumnDataSource, allow_None=True, constant=True,
-                               doc="The page's live-query source (DragPreview.live); without it a follower "
-                                   "takes every view in full.")
+                               doc="The page's live source (DragPreview.live): which room's live channel the "
+                                   "page follows. Without it a follower takes every view in full.")
 
     def __init__(self, registry: RoomRegistry | None = None, **params):
         super().__init__(**params)
@@ -125,6 +123,8 @@ class RoomControls(pn.viewable.Viewer):
         self._applying = False
         self._lock = threading.Lock()
         self._room = None  # the followed room
+        # the live channel's path under the server's prefix (widgets/room_live.py)
+        self._live_path = (pn.state.base_url or "/").rstrip("/") + LIVE_ROUTE
         # The page acts on changes of the live source only, not on its value at load: so the first value
         # is written once the page has loaded.
         self._loaded = ctx is None
@@ -192,8 +192,9 @@ class RoomControls(pn.viewable.Viewer):
         self._room = room
         self._set_role("follower", code)
         self.following = True
-        if room.snapshot is not None:
-            self._apply(room.snapshot, room.version)
+        view = self._registry.view(code)
+        if view is not None and view[1] is not None:
+            self._apply(view[1], view[0])
         self._show_follower()
 
     def _reload_with_code(self, code: str) -> bool:
@@ -291,14 +292,15 @@ class RoomControls(pn.viewable.Viewer):
         """The room's listener; runs in the presenter's callback, so it only records and schedules."""
         if snapshot is not None and not self.following:
             return
-        served = self._doc is not None and self._doc.session_context is not None
+        doc = self._doc  # read once: the page may close meanwhile
+        served = doc is not None and doc.session_context is not None
         with self._lock:
             if query_only and served and self.live is not None and not self._scheduled:
                 # A drag: the page previews it from the room's live channel (widgets/room_live.py); this
                 # server takes the view in full once the room rests.
                 arm, self._settling = not self._settling, True
                 if arm:
-                    self._doc.add_timeout_callback(self._settle, round(SETTLE_S * 1000))
+                    doc.add_timeout_callback(self._settle, round(self._registry.settle_after * 1000))
                 return
             self._pending = (version, snapshot)
             if self._scheduled:
@@ -311,9 +313,9 @@ class RoomControls(pn.viewable.Viewer):
             # a growing queue of stale ones; the newest view always lands.
             wait = self._next_take - self._requested
             if wait > 0:
-                self._doc.add_timeout_callback(self._take_pending, max(1, round(wait * 1000)))
+                doc.add_timeout_callback(self._take_pending, max(1, round(wait * 1000)))
             else:
-                self._doc.add_next_tick_callback(self._take_pending)
+                doc.add_next_tick_callback(self._take_pending)
         else:
             self._take_pending()
 
@@ -336,27 +338,48 @@ class RoomControls(pn.viewable.Viewer):
         self._next_take = done + (done - requested)
 
     def _settle(self) -> None:
-        """Take the room's view in full once it has rested for SETTLE_S.
+        """Take the room's view in full once it has rested for ``settle_after`` seconds.
 
         The room's rest, not this page's: taking every view of a drag in full is what the live channel
-        spares the server.
+        spares the server. One page of the class at a time (``RoomRegistry.begin_settle``), so that a
+        presenter who drags again soon finds the server free between two pages, and the class stops
+        taking the old view as soon as the new drag moves the room.
         """
-        resting = self._registry.resting_for(self.code)
-        if resting is not None and resting < SETTLE_S and not self._closed:
-            self._doc.add_timeout_callback(self._settle, max(1, round((SETTLE_S - resting) * 1000)))
+        doc, room, settle_after = self._doc, self._room, self._registry.settle_after
+        if room is None or self._closed:
             return
-        with self._lock:
-            self._settling = False
-        self._catch_up()
+        resting = self._registry.resting_for(self.code)
+        if resting is not None and resting < settle_after:
+            if doc is not None:
+                doc.add_timeout_callback(self._settle, max(1, round((settle_after - resting) * 1000)))
+            return
+        if not self._registry.begin_settle(self.code, self._settle_turn):
+            return  # another page of the class is taking the view: this one's turn comes after it
+        try:
+            with self._lock:
+                self._settling = False
+            self._catch_up()
+        finally:
+            self._registry.end_settle(self.code)
+
+    def _settle_turn(self) -> bool:
+        """This page's turn to take the room's view: False if the page has gone."""
+        doc = self._doc
+        if doc is None or self._closed:
+            return False
+        doc.add_next_tick_callback(self._settle)
+        return True
 
     def _catch_up(self) -> None:
         """Take the room's newest view in full, if this page's server has not shown it yet."""
-        room = self._room
-        if room is None or room.snapshot is None or room.version <= self._shown_version:
+        view = self._registry.view(self.code)
+        if view is None and self._room is not None and self._room.ended:
+            view = (self._room.version, self._room.snapshot)  # the room's last view: nobody changes it now
+        if view is None or view[1] is None or view[0] <= self._shown_version:
             return
         if self.following and not self._closed:
             with set_curdoc(self._doc):
-                self._apply(room.snapshot, room.version)
+                self._apply(view[1], view[0])
 
     def _apply(self, snapshot, version: int | None = None) -> None:
         self._applying = True
@@ -364,16 +387,17 @@ class RoomControls(pn.viewable.Viewer):
             with pn.io.hold(self._doc):
                 self.state.apply_snapshot(snapshot)
                 if version is not None:
-                    self._shown_version = max(self._shown_version, version)
+                    self._shown_version = version
                     self._sync_live()
         finally:
             self._applying = False
 
     def _sync_live(self) -> None:
-        """Tell the page which room to follow live (none: "") and which version its server's numbers show."""
+        """Tell the page which room to follow live (none: ""), where the channel is, and which version its
+        server's numbers show."""
         if self.live is not None and self._loaded:
             room = self.code if self.role == "follower" and self.following else ""
-            self.live.data = {"room": [room], "version": [self._shown_version]}
+            self.live.data = {"room": [room], "version": [self._shown_version], "path": [self._live_path]}
 
     def _on_load(self) -> None:
         self._loaded = True
@@ -391,14 +415,14 @@ class RoomControls(pn.viewable.Viewer):
             self._catch_up()  # the learner explores from the view they see
             self.following = False
         else:
-            room = self._registry.get(self.code)
-            if room is None:
+            room, view = self._registry.get(self.code), self._registry.view(self.code)
+            if room is None or view is None:
                 self._on_room_ended()
                 return
             self._room = room
             self.following = True
-            if room.snapshot is not None:
-                self._apply(room.snapshot, room.version)
+            if view[1] is not None:
+                self._apply(view[1], view[0])
 
     def _on_state_change(self, *events) -> None:
         if self.role == "presenter" and self._token:

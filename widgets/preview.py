@@ -42,7 +42,8 @@ class DragPreview(param.Parameterized):
 
     ``live`` is a one-row ``ColumnDataSource`` that only the room controls write
     (``widgets/follow.py``): ``room``, the code of the room whose live channel the page follows
-    ("" for none), and ``version``, the room's view that the server's numbers on the page show.
+    ("" for none), ``path``, the channel's URL path, and ``version``, the room's view that the
+    server's numbers on the page show.
     The page previews each query the channel brings for a later view.
     """
 
@@ -52,7 +53,7 @@ class DragPreview(param.Parameterized):
                  readout: Readout, bars, **params):
         super().__init__(**params)
         self.inputs = ColumnDataSource(data=self._inputs())
-        self.live = ColumnDataSource(data=dict(room=[""], version=[0]), name="live-room")
+        self.live = ColumnDataSource(data=dict(room=[""], version=[0], path=[""]), name="live-room")
         models = dict(
             inputs=self.inputs, query=query_plot._query, lines=query_plot._lines, bars=bars._bars,
             line_out=values.line._output, plane_out=values.plane._output, plane_values=values.plane._values,

@@ -29,7 +29,7 @@ class QueryPlot(pn.viewable.Viewer):
     """Keys k_i and the query q in the plane; drag or click anywhere to move q,
     or drag a key (starting on it) to move that key.
 
-    Live channel: Bokeh's ``Pan`` event reaches the server on every pointer move
+    Pointer to server: Bokeh's ``Pan`` event reaches the server on every pointer move
     while the button is held (``PointDrawTool`` would only sync on release).
     Pending positions are coalesced so the server is never more than one
     position behind the hand. The figure has ``name="query-plot"``.

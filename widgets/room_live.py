@@ -5,11 +5,16 @@ follower's page can compute everything else itself (``static/preview.js``), so i
 need not recompute and re-render the page for each move: that costs tens of ms per page and
 left a class of 60 seconds behind. Instead each following page opens this websocket,
 ``room-live?room=CODE`` beside Bokeh's own, and the room writes one short JSON text to all of
-them (:meth:`widgets.rooms.RoomRegistry.publish`). The page's own server sends the full view,
-with its authoritative numbers, once the presenter's query rests (``widgets/follow.py``).
+them: each pointer move of the presenter as it reaches the server
+(:meth:`widgets.rooms.RoomRegistry.publish_hand`), and each view of the room that is not such a
+move (:meth:`~widgets.rooms.RoomRegistry.publish`). The page's own server sends the full view,
+with its authoritative numbers, once the room's view rests (``widgets/follow.py``).
 
 The channel is read-only: it carries only what every follower of the room may see, accepts the
-same origins as Bokeh's websocket, and closes on any message from the page.
+same origins as Bokeh's websocket, and closes on any message from the page (code 4400) or when it
+names no running room (4404; the page does not try again then). It is pinged, so a page that
+vanished without closing is dropped, and a page that reads slowly gets the newest query rather
+than a backlog.
 """
 
 from __future__ import annotations
@@ -26,11 +31,24 @@ ROUTE = "/room-live"
 class RoomLiveHandler(WebSocketHandler):
     """One follower page's live channel (``GET /room-live?room=CODE``, websocket)."""
 
+    code = ""
+    _writing = None  # the write in flight
+    _queue: list[str]  # texts waiting for it; of consecutive queries only the newest
+
+    @property
+    def ping_interval(self) -> float:
+        return 30.0  # seconds between pings; a page that does not answer within ping_timeout is dropped
+
+    @property
+    def ping_timeout(self) -> float:
+        return 30.0
+
     def check_origin(self, origin: str) -> bool:
         # the same rule, and the same settings (BOKEH_ALLOW_WS_ORIGIN), as the page's Bokeh websocket
         return WSHandler.check_origin(self, origin)
 
     def open(self) -> None:
+        self._queue = []
         self.code = self.get_query_argument("room", "")
         try:
             get_registry().watch(self.code, self)
@@ -46,10 +64,30 @@ class RoomLiveHandler(WebSocketHandler):
         get_registry().unwatch(self.code, self)
 
     def send(self, text: str) -> None:
+        """Write ``text`` (a JSON view, see RoomRegistry.publish) now, or after the write in flight."""
+        if self._writing is None:
+            self._write(text)
+        elif self._queue and _is_query(self._queue[-1]) and _is_query(text):
+            self._queue[-1] = text  # only the newest position matters
+        else:
+            self._queue.append(text)  # a view that is not a query keeps its place: the page waits for it
+
+    def _write(self, text: str) -> None:
         try:
-            self.write_message(text)
+            self._writing = self.write_message(text)
         except WebSocketClosedError:
-            pass
+            self._writing = None
+            return
+        self._writing.add_done_callback(self._written)
+
+    def _written(self, future) -> None:
+        self._writing = None
+        if future.exception() is None and self._queue:  # the exception is the closed channel's: nothing to do
+            self._write(self._queue.pop(0))
+
+
+def _is_query(text: str) -> bool:
+    return '"query": null' not in text
 
 
 def live_patterns() -> list[tuple]:

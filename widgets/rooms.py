@@ -17,9 +17,11 @@ the room there under that code and token.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import hmac
 import json
+import logging
 import math
 import os
 import secrets
@@ -33,6 +35,13 @@ ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 CODE_LENGTH = 6
 #: Seconds a room lives on after its presenter's page has gone (``ROOM_END_AFTER`` overrides).
 DEFAULT_END_AFTER = 300.0
+#: Seconds a room's view must rest before followers' servers take it in full (``ROOM_SETTLE_AFTER``
+#: overrides). Longer than the gap between two moves of a drag on a busy server (taking a view in full
+#: costs tens of ms per follower, so it must not happen mid-drag); short enough that a follower's
+#: inspector has caught up by the time anyone reads it.
+DEFAULT_SETTLE_AFTER = 1.0
+#: Live channels one room accepts: a class, with room to spare, but not a flood of sockets.
+MAX_LIVE_CHANNELS = 500
 #: Shortest time between two texts of a presenter's hand on a room's live channel (one 60 Hz frame).
 HAND_GAP_S = 1 / 60
 #: While the presenter's hand has moved this recently, the room's query-only views are not written to the
@@ -41,6 +50,7 @@ HAND_ACTIVE_S = 0.5
 #: Ended codes are remembered this long so nobody but their presenter can reopen them.
 TOMBSTONE_SECONDS = 24 * 3600.0
 CACHE_KEY = "attention-explorer.rooms"
+log = logging.getLogger(__name__)
 
 Snapshot = dict[str, Any]
 #: A follower's callback: ``(version, snapshot, query_only)`` on each change, ``(None, None, False)`` when
@@ -71,18 +81,26 @@ def normalize_code(text: str | None) -> str | None:
     return code
 
 
-def end_after_from_env() -> float:
-    """``ROOM_END_AFTER`` in seconds (a positive number), or :data:`DEFAULT_END_AFTER`.
+def seconds_from_env(name: str, default: float) -> float:
+    """Environment variable ``name`` in seconds (a positive number), or ``default`` when it is unset.
 
     Raises ValueError if the variable is set to anything else.
     """
-    raw = os.environ.get("ROOM_END_AFTER", "").strip()
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_END_AFTER
-    value = float(raw)
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
     if not value > 0:
-        raise ValueError(f"ROOM_END_AFTER must be a positive number of seconds, not {raw!r}")
+        raise ValueError(f"{name} must be a positive number of seconds, not {raw!r}")
     return value
+
+
+def end_after_from_env() -> float:
+    """``ROOM_END_AFTER`` in seconds (a positive number), or :data:`DEFAULT_END_AFTER`; ValueError otherwise."""
+    return seconds_from_env("ROOM_END_AFTER", DEFAULT_END_AFTER)
 
 
 def _digest(token: str) -> bytes:
@@ -104,6 +122,9 @@ class Room:
     _listeners: dict[object, Listener] = field(default_factory=dict, repr=False)
     _live: set = field(default_factory=set, repr=False)  # live channels watching the room's query
     hand_at: float = -1e9  # when the presenter's hand last moved the query (the registry's clock)
+    #: follower pages take a view in full one at a time: the one doing it now, and the others' turns to come
+    _settling: bool = field(default=False, repr=False)
+    _settle_turns: collections.deque = field(default_factory=collections.deque, repr=False)
     _hand: tuple | None = field(default=None, repr=False)  # the hand's position not yet written
     _hand_sent: float = field(default=-1e9, repr=False)  # when it was last written (the event loop's clock)
     _hand_timer: Any = field(default=None, repr=False)
@@ -123,8 +144,10 @@ class RoomRegistry:
     monotonic clock in seconds (tests pass a fake one).
     """
 
-    def __init__(self, end_after: float = DEFAULT_END_AFTER, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, end_after: float = DEFAULT_END_AFTER, clock: Callable[[], float] = time.monotonic,
+                 settle_after: float = DEFAULT_SETTLE_AFTER):
         self.end_after = end_after
+        self.settle_after = settle_after
         self._clock = clock
         self._rooms: dict[str, Room] = {}
         self._ended: dict[str, tuple[bytes, float]] = {}  # code -> (token digest, when it ended)
@@ -186,6 +209,47 @@ class RoomRegistry:
         with self._lock:
             return self._rooms.get(norm) if norm else None
 
+    def view(self, code: str | None) -> tuple[int, Snapshot | None] | None:
+        """``(version, snapshot)`` of room ``code``'s view, read together; None if it is not running."""
+        norm = normalize_code(code)
+        with self._lock:
+            room = self._rooms.get(norm) if norm else None
+            return None if room is None else (room.version, room.snapshot)
+
+    def begin_settle(self, code: str | None, turn: Callable[[], bool]) -> bool:
+        """Let one follower page of room ``code`` take the room's view in full; True if this one may now.
+
+        Otherwise ``turn`` is queued, and called once the page before it is done (:meth:`end_settle`);
+        ``turn`` returns False if its page can no longer take it (closed), and the next one is called.
+        A room's pages take a view one at a time so that the server, which has one event loop for
+        everyone, stays free between two pages for the presenter's next drag.
+        """
+        room = self.get(code)
+        if room is None:
+            return True
+        with self._lock:
+            if not room._settling:
+                room._settling = True
+                return True
+            room._settle_turns.append(turn)
+            return False
+
+    def end_settle(self, code: str | None) -> None:
+        """The page that :meth:`begin_settle` let in is done: call the next queued page's turn."""
+        room = self.get(code)
+        if room is None:
+            return
+        with self._lock:
+            room._settling = False
+            turns = room._settle_turns
+        while True:
+            with self._lock:
+                if room._settling or not turns:
+                    return
+                turn = turns.popleft()
+            if turn():
+                return
+
     def resting_for(self, code: str | None) -> float | None:
         """Seconds since room ``code``'s view last changed, or None if it is not running."""
         room = self.get(code)
@@ -197,9 +261,10 @@ class RoomRegistry:
         """Make ``snapshot`` the room's view and offer it to every follower; returns its version.
 
         ``query_only``: only the query moved since the last view. Live channels (:meth:`watch`) get
-        every version as one JSON text, written once for the whole room: ``{"version": v, "query":
+        the version as one JSON text, written once for the whole room: ``{"version": v, "query":
         [x, y]}``, or ``"query": null`` when more than the query changed (the follower's page then
-        waits for its server's full view).
+        waits for its server's full view). A query-only view is not written while the presenter's hand
+        is moving (:meth:`publish_hand` has written its position, or a newer one, already).
 
         Raises :class:`RoomError` if the room is not running or the token is not the room's.
         """
@@ -213,7 +278,10 @@ class RoomRegistry:
             room.snapshot, room.published_at = snapshot, self._clock()
             version, listeners, sinks = room.version, list(room._listeners.values()), list(room._live)
         for listener in listeners:  # each only records the snapshot and schedules its own page
-            listener(version, snapshot, query_only)
+            try:
+                listener(version, snapshot, query_only)
+            except Exception:  # one broken follower page must not stop the room
+                log.exception("a follower of a room failed to take a view")
         if query_only and self._clock() - room.hand_at < HAND_ACTIVE_S:
             sinks = []  # the hand has written it, or a newer position, already
         if sinks:
@@ -242,11 +310,13 @@ class RoomRegistry:
             room.hand_at = self._clock()
             if not room._live:
                 return
-        self._loop.add_callback(self._take_hand, room, (x, y))
+            # the view this position becomes (or one before it, if the presenter's server is behind)
+            version = room.version + 1
+        self._loop.add_callback(self._take_hand, room, (version, [x, y]))
 
-    def _take_hand(self, room: Room, query: tuple[float, float]) -> None:
+    def _take_hand(self, room: Room, hand: tuple[int, list[float]]) -> None:
         """On the event loop: write the hand's newest position now, or when HAND_GAP_S has passed."""
-        room._hand = query
+        room._hand = hand
         if room._hand_timer is None:
             wait = room._hand_sent + HAND_GAP_S - self._loop.time()
             if wait > 0:
@@ -256,13 +326,13 @@ class RoomRegistry:
 
     def _write_hand(self, room: Room) -> None:
         room._hand_timer = None
-        query, room._hand = room._hand, None
-        if query is None or room.ended:
+        hand, room._hand = room._hand, None
+        if hand is None or room.ended:
             return
         room._hand_sent = self._loop.time()
         with self._lock:
-            sinks, version = list(room._live), room.version + 1
-        self._send_live(sinks, json.dumps({"version": version, "query": list(query)}))
+            sinks = list(room._live)
+        self._send_live(sinks, json.dumps({"version": hand[0], "query": hand[1]}))
 
     @staticmethod
     def _send_live(sinks, text: str) -> None:
@@ -298,9 +368,10 @@ class RoomRegistry:
             return room
 
     def watch(self, code: str | None, sink: LiveSink) -> Room:
-        """Send every later view of room ``code`` to ``sink`` (see :meth:`publish`); call on the event loop.
+        """Send room ``code``'s later views and hand positions to ``sink`` (see :meth:`publish`, :meth:`publish_hand`).
 
-        Raises :class:`RoomError` if the room is not running.
+        Call on the event loop. Raises :class:`RoomError` if the room is not running or already has
+        :data:`MAX_LIVE_CHANNELS` channels.
         """
         from tornado.ioloop import IOLoop
 
@@ -309,6 +380,8 @@ class RoomRegistry:
             room = self._rooms.get(norm) if norm else None
             if room is None or room.ended:
                 raise RoomError("There is no such room running on this server.")
+            if len(room._live) >= MAX_LIVE_CHANNELS:
+                raise RoomError("This room has as many live channels as it accepts.")
             self._loop = IOLoop.current()
             room._live.add(sink)
             return room
@@ -383,5 +456,6 @@ def get_registry() -> RoomRegistry:
 
     registry = pn.state.cache.get(CACHE_KEY)
     if registry is None:
-        registry = pn.state.cache.setdefault(CACHE_KEY, RoomRegistry(end_after=end_after_from_env()))
+        registry = pn.state.cache.setdefault(CACHE_KEY, RoomRegistry(
+            end_after=end_after_from_env(), settle_after=seconds_from_env("ROOM_SETTLE_AFTER", DEFAULT_SETTLE_AFTER)))
     return registry

@@ -29,6 +29,8 @@ def room_server():
     port = free_port()
     # a closed page's session is discarded after 30 s (checked every 2 s), then its room lives 2 s more
     env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1", "ROOM_END_AFTER": "2",
+           # followers' servers take a drag in full after 3 s of rest, so a slow step of a test is no rest
+           "ROOM_SETTLE_AFTER": "3",
            "EXPLORER_SESSION_TOKEN_EXPIRATION_S": "30", "EXPLORER_UNUSED_SESSION_LIFETIME_MS": "30000",
            "EXPLORER_CHECK_UNUSED_SESSIONS_MS": "2000"}
     log = open(ROOT / "tests" / "ui" / "server-rooms.log", "w+")
@@ -177,6 +179,31 @@ def test_a_follower_previews_a_drag_from_the_live_channel_then_takes_its_servers
     # ... and only for it: the positions before it reached the page on the live channel alone
     texts = student.evaluate("window.serverTexts")
     assert not any(f"q = ({x:.3f}, {y:.3f})" in t for t in texts for x, y in path[1:-1]), texts
+    close(teacher, student)
+
+
+BARS = "() => Array.from(Bokeh.documents[0].get_model_by_name('weight-bars').renderers[0].data_source.data.top)"
+
+
+def test_a_followed_drag_that_ends_where_it_began_leaves_no_preview_behind(browser, room_server):
+    """The student's server never took the drag; Reset brings the room back to the view that server
+    already has, so it sends no new data, and the page must put back what its preview drew over."""
+    teacher = new_page(browser, room_server)
+    code, link = present(teacher)
+    student = follower(browser, link)
+    before = student.evaluate(BARS)
+    teacher.mouse.move(*to_page(teacher, "query-plot", 0.0, 1.0))
+    teacher.mouse.down()
+    teacher.mouse.move(*to_page(teacher, "query-plot", 2.0, -1.0), steps=5)
+    teacher.mouse.up()
+    wait_for_readout(student, r"q = \(2\.000, -1\.000\)", WAIT)
+    student.wait_for_function(f"() => ({BARS})().join() !== {before!r}.join()", timeout=WAIT)  # drawn on frame
+    teacher.get_by_role("button", name="Reset example").click()
+    wait_for_readout(teacher, r'Query of "love": q = \(0\.000, 1\.000\)', WAIT)
+    wait_for_readout(student, r'Query of "love": q = \(0\.000, 1\.000\)', WAIT)
+    assert weights(student) == weights(teacher)
+    student.wait_for_function(f"() => ({BARS})().join() === {before!r}.join()", timeout=WAIT)
+    assert student.evaluate(BARS) == pytest.approx(teacher.evaluate(BARS), abs=1e-12)
     close(teacher, student)
 
 
