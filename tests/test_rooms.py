@@ -107,8 +107,10 @@ class Sink:
     def __init__(self):
         self.texts, self.closed = [], False
 
-    def send(self, text):
-        self.texts.append(json.loads(text))
+    def send(self, text, replaceable):
+        message = json.loads(text)
+        assert replaceable == (message["query"] is not None)  # only a position may be replaced by a newer one
+        self.texts.append(message)
 
     def close(self):
         self.closed = True

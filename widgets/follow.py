@@ -192,9 +192,7 @@ class RoomControls(pn.viewable.Viewer):
         self._room = room
         self._set_role("follower", code)
         self.following = True
-        view = self._registry.view(code)
-        if view is not None and view[1] is not None:
-            self._apply(view[1], view[0])
+        self._take_room_view()
         self._show_follower()
 
     def _reload_with_code(self, code: str) -> bool:
@@ -370,6 +368,12 @@ class RoomControls(pn.viewable.Viewer):
         doc.add_next_tick_callback(self._settle)
         return True
 
+    def _take_room_view(self) -> None:
+        """Take the room's current view in full, whatever this page shows now (joining, following again)."""
+        view = self._registry.view(self.code)
+        if view is not None and view[1] is not None:
+            self._apply(view[1], view[0])
+
     def _catch_up(self) -> None:
         """Take the room's newest view in full, if this page's server has not shown it yet."""
         view = self._registry.view(self.code)
@@ -415,14 +419,13 @@ class RoomControls(pn.viewable.Viewer):
             self._catch_up()  # the learner explores from the view they see
             self.following = False
         else:
-            room, view = self._registry.get(self.code), self._registry.view(self.code)
-            if room is None or view is None:
+            room = self._registry.get(self.code)
+            if room is None:
                 self._on_room_ended()
                 return
             self._room = room
             self.following = True
-            if view[1] is not None:
-                self._apply(view[1], view[0])
+            self._take_room_view()
 
     def _on_state_change(self, *events) -> None:
         if self.role == "presenter" and self._token:

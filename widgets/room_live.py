@@ -33,7 +33,7 @@ class RoomLiveHandler(WebSocketHandler):
 
     code = ""
     _writing = None  # the write in flight
-    _queue: list[str]  # texts waiting for it; of consecutive queries only the newest
+    _queue: list[tuple[str, bool]]  # (text, replaceable) waiting for it; of consecutive positions only the newest
 
     @property
     def ping_interval(self) -> float:
@@ -63,14 +63,17 @@ class RoomLiveHandler(WebSocketHandler):
     def on_close(self) -> None:
         get_registry().unwatch(self.code, self)
 
-    def send(self, text: str) -> None:
-        """Write ``text`` (a JSON view, see RoomRegistry.publish) now, or after the write in flight."""
+    def send(self, text: str, replaceable: bool) -> None:
+        """Write ``text`` (a JSON view, see RoomRegistry.publish) now, or after the write in flight.
+
+        ``replaceable``: the text is a position, which the next position may replace while it waits.
+        """
         if self._writing is None:
             self._write(text)
-        elif self._queue and _is_query(self._queue[-1]) and _is_query(text):
-            self._queue[-1] = text  # only the newest position matters
+        elif replaceable and self._queue and self._queue[-1][1]:
+            self._queue[-1] = (text, True)  # only the newest position matters
         else:
-            self._queue.append(text)  # a view that is not a query keeps its place: the page waits for it
+            self._queue.append((text, replaceable))  # a view that is not a position keeps its place
 
     def _write(self, text: str) -> None:
         try:
@@ -83,11 +86,7 @@ class RoomLiveHandler(WebSocketHandler):
     def _written(self, future) -> None:
         self._writing = None
         if future.exception() is None and self._queue:  # the exception is the closed channel's: nothing to do
-            self._write(self._queue.pop(0))
-
-
-def _is_query(text: str) -> bool:
-    return '"query": null' not in text
+            self._write(self._queue.pop(0)[0])
 
 
 def live_patterns() -> list[tuple]:

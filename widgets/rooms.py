@@ -56,8 +56,8 @@ Snapshot = dict[str, Any]
 #: A follower's callback: ``(version, snapshot, query_only)`` on each change, ``(None, None, False)`` when
 #: the room ends. ``query_only``: the view differs from the previous one only in its query (a drag).
 Listener = Callable[[int | None, Snapshot | None, bool], None]
-#: A live channel's end (``widgets/room_live.py``): ``send(text)``, called on the server's event loop, and
-#: ``close()``.
+#: A live channel's end (``widgets/room_live.py``): ``send(text, replaceable)``, called on the server's event
+#: loop (``replaceable``: a position, which a newer one may replace if the channel is behind), and ``close()``.
 LiveSink = Any
 
 
@@ -211,9 +211,8 @@ class RoomRegistry:
 
     def view(self, code: str | None) -> tuple[int, Snapshot | None] | None:
         """``(version, snapshot)`` of room ``code``'s view, read together; None if it is not running."""
-        norm = normalize_code(code)
-        with self._lock:
-            room = self._rooms.get(norm) if norm else None
+        with self._lock:  # re-entrant: get() takes it too, and the pair is read under one hold
+            room = self.get(code)
             return None if room is None else (room.version, room.snapshot)
 
     def begin_settle(self, code: str | None, turn: Callable[[], bool]) -> bool:
@@ -289,7 +288,7 @@ class RoomRegistry:
             text = json.dumps({"version": version, "query": query})
             # publish runs in the presenter's callback, which Bokeh may run in a worker thread;
             # websockets are written on the event loop only
-            self._loop.add_callback(self._send_live, sinks, text)
+            self._loop.add_callback(self._send_live, sinks, text, query is not None)
         return version
 
     def publish_hand(self, code: str, token: str | None, query: tuple[float, float]) -> None:
@@ -332,12 +331,12 @@ class RoomRegistry:
         room._hand_sent = self._loop.time()
         with self._lock:
             sinks = list(room._live)
-        self._send_live(sinks, json.dumps({"version": hand[0], "query": hand[1]}))
+        self._send_live(sinks, json.dumps({"version": hand[0], "query": hand[1]}), True)
 
     @staticmethod
-    def _send_live(sinks, text: str) -> None:
+    def _send_live(sinks, text: str, replaceable: bool) -> None:
         for sink in sinks:
-            sink.send(text)
+            sink.send(text, replaceable)
 
     def presenter_left(self, code: str, session: str) -> None:
         """The presenter's page ``session`` is gone: start the room's ``end_after`` countdown."""
@@ -375,9 +374,8 @@ class RoomRegistry:
         """
         from tornado.ioloop import IOLoop
 
-        norm = normalize_code(code)
         with self._lock:
-            room = self._rooms.get(norm) if norm else None
+            room = self.get(code)
             if room is None or room.ended:
                 raise RoomError("There is no such room running on this server.")
             if len(room._live) >= MAX_LIVE_CHANNELS:
@@ -387,9 +385,9 @@ class RoomRegistry:
             return room
 
     def unwatch(self, code: str | None, sink: LiveSink) -> None:
-        with self._lock:
-            room = self._rooms.get(normalize_code(code) or "")
-            if room is not None:
+        room = self.get(code)
+        if room is not None:
+            with self._lock:
                 room._live.discard(sink)
 
     def unfollow(self, code: str, key: object) -> None:
