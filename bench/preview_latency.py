@@ -56,13 +56,16 @@ _INSTALL = """() => {
       const now = performance.now();
       m.first = now - m.t0;
       m.fromDispatch = now - m.dispatched;
-      """ + _FIND_READOUT + """
-      m.text = view.markup_el.textContent;
+      if (L.found == null || L.found.view == null || L.found.view.is_destroyed) L.found = findReadout();
+      m.text = L.found.view.markup_el.textContent;
     }
   });
+  // the look-up walks every view of the page: redone only once the readout's view has gone
+  const findReadout = () => { """ + _FIND_READOUT + """ return {model, view}; };
   const onServerText = () => {
     const now = performance.now();
-    """ + _FIND_READOUT + """
+    if (L.found == null || L.found.view == null || L.found.view.is_destroyed) L.found = findReadout();
+    const {model, view} = L.found;
     if (view == null || model.text === L.lastServer) return;
     L.lastServer = model.text;
     L.serverChanges += 1;

@@ -6,19 +6,25 @@
 // made with {sync: false}: they redraw the page but are never sent back to the server.
 //
 // `a` holds the Bokeh models (see widgets/preview.py): inputs (what the server says the
-// computation depends on), query, lines, bars, line_out, plane_out, plane_values, cells,
-// sums, outputs, readout, figure, and live (which room the page follows live; see onLive).
+// computation depends on), confirmed (the query of the server's latest numbers), query, lines,
+// bars, line_out, plane_out, plane_values, cells, sums, outputs, readout, figure, and live
+// (which room the page follows live; see onLive).
+//
+// During the page's own drag the server sends its numbers as the readout's text only: it holds
+// the plots' data, which this preview has drawn with the same numbers, until the hand lets go
+// (AttentionState.plotted). So a server update mid-drag costs the page a line of text, not a
+// repaint of every plot.
 
-// q: the previewed position (null: the server's numbers are shown); path: every position previewed
-// since the press; server: the last position the server drew (the preview writes into the query's
-// arrays, so a.query.data is not a reliable record of it). Following a room: fromLive (the preview
+// q: the previewed position (null: the server's numbers are shown); text: its readout text; path:
+// every position previewed since the press; server: the query of the server's latest numbers;
+// redraw: the server has written into the plots since the preview last drew them. Following a room: fromLive (the preview
 // came from the room's live channel), saved (the server's data under it), room, socket, shown,
 // awaiting, previewed (versions of the room's views; see onLive).
 function previewState(a) {
   const all = (window.attentionExplorerPreview ??= new Map());
   if (!all.has(a.inputs.id))
-    all.set(a.inputs.id, { dragging: false, q: null, path: new Set(), server: [a.query.data.x[0], a.query.data.y[0]],
-                           releasedAt: 0 });
+    all.set(a.inputs.id, { dragging: false, q: null, path: new Set(), releasedAt: 0, redraw: false,
+                           server: [a.confirmed.data.x[0], a.confirmed.data.y[0]] });
   return all.get(a.inputs.id);
 }
 
@@ -63,7 +69,10 @@ function inputsOf(a) {
 // rebuild the Div and re-lay-out the page on every move (tens of ms); the server's text,
 // when it comes, goes through the model as usual.
 function showReadout(a, text) {
-  const view = Bokeh.index.find_one(a.readout);
+  const st = previewState(a);
+  // Bokeh.index.find_one walks every view of the page: look the readout up again only once its view is gone
+  if (st.readout == null || st.readout.is_destroyed) st.readout = Bokeh.index.find_one(a.readout);
+  const view = st.readout;
   if (view != null && view.markup_el != null && view.markup_el.textContent !== text) view.markup_el.textContent = text;
 }
 
@@ -73,7 +82,9 @@ function applyPreview(a, q) {
   const inp = inputsOf(a);
   const r = attentionStep(q, inp.keys, inp.values, inp.allowed, inp.scale);
   const st = previewState(a);
-  showReadout(a, readoutText(inp, q, r));
+  st.text = readoutText(inp, q, r);
+  st.redraw = false;
+  showReadout(a, st.text);
   st.frame = { q, r, inp };
   if (!st.frameRequested) {
     st.frameRequested = true;
@@ -219,19 +230,21 @@ function onPointer(a, ev) {
 function onServerUpdate(a, from) {
   const st = previewState(a);
   if (from === a.live) return onLive(a, st);
-  if (from === a.query) st.server = [a.query.data.x[0], a.query.data.y[0]];
+  if (from === a.confirmed) st.server = [a.confirmed.data.x[0], a.confirmed.data.y[0]];
   // a followed drag's preview ends when the server says which view it has drawn (onLive): the
   // changes of a view arrive first, the view's version last
   if (st.q == null || st.fromLive) return;
+  if (from === a.query) st.redraw = true;
   queueMicrotask(() => {
     if (st.q == null) return;
     const caughtUp = samePoint(st.server, st.q);
-    if (st.dragging) {
-      if (!caughtUp) applyPreview(a, st.q);
-    } else if (caughtUp || !st.path.has(String(st.server)) || performance.now() - st.releasedAt > 1000) {
-      endPreview(a, st);
-    } else {
+    if (st.dragging ? caughtUp : (caughtUp || !st.path.has(String(st.server))
+                                  || performance.now() - st.releasedAt > 1000)) {
+      if (!st.dragging) endPreview(a, st);
+    } else if (st.redraw) {
       applyPreview(a, st.q);
+    } else {
+      showReadout(a, st.text); // the server's text was for an earlier position; the plots are the preview's
     }
   });
 }

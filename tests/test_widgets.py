@@ -88,6 +88,56 @@ def test_query_plot_follows_the_state(state):
     assert view.figure.name == "query-plot"
 
 
+def test_a_drag_of_q_holds_the_plots_data_until_the_release(state):
+    # the page draws each position of its own drag; the server sends the readout's text for each and
+    # the plots' data once, at the release
+    plot, bars, line, matrix, readout = (QueryPlot(state=state), WeightBars(state=state), OutputLine(state=state),
+                                         AttentionMatrix(state=state), Readout(state=state))
+    pan = lambda kind, x, y: kind(plot.figure, x=x, y=y, sx=0, sy=0)  # noqa: E731
+    plot._on_pointer(pan(events.PanStart, 0.0, 1.0))  # on q = k_love: a drag of q
+    plot._on_pointer(pan(events.Pan, 0.5, 1.0))
+    plot._on_pointer(pan(events.Pan, 1.0, 1.0))
+    assert state.previewing and state.query == (1.0, 1.0)
+    assert "Output Σ aᵢvᵢ = 4.0000" in readout.div.text
+    assert plot._query.data["x"] == [0.0] and bars._bars.data["top"] == pytest.approx(LOVE, abs=5e-5)
+    assert line._output.data["x"] == pytest.approx([4.4067], abs=5e-5)
+    assert matrix._outputs.data["label"][1] == "4.4067"
+    plot._on_pan_end(pan(events.PanEnd, 1.0, 1.0))
+    assert not state.previewing
+    assert plot._query.data["x"] == [1.0] and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
+    assert line._output.data["x"] == pytest.approx([4.0], abs=1e-12)
+    assert matrix._outputs.data["label"][1] == "4.0000"
+
+
+def test_a_drag_of_a_key_a_tap_or_a_new_row_is_plotted_at_once(state):
+    plot, bars = QueryPlot(state=state), WeightBars(state=state)
+    pan = lambda kind, x, y: kind(plot.figure, x=x, y=y, sx=0, sy=0)  # noqa: E731
+    # a key is not previewed by the page: its drag is plotted as it goes
+    plot._on_pointer(pan(events.PanStart, 1.05, 0.02))
+    plot._on_pointer(pan(events.Pan, 1.0, 1.0))
+    assert not state.previewing and state.keys[0].tolist() == [1.0, 1.0]
+    assert bars._bars.data["top"][0] == pytest.approx(bars._bars.data["top"][2])  # k_I = k_NLP now
+    plot._on_pan_end(pan(events.PanEnd, 1.0, 1.0))
+    state.reset()
+    plot._on_pointer(pan(events.Tap, 1.0, 1.0))
+    assert not state.previewing and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
+    # a drag of q, then the row changes under it (key "1"): the preview's inputs changed, the plots follow
+    plot._on_pointer(pan(events.PanStart, 1.0, 1.0))
+    plot._on_pointer(pan(events.Pan, 0.0, 1.0))
+    assert state.previewing and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
+    state.select_row(2)  # q = k_NLP = (1, 1)
+    assert not state.previewing and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
+    assert plot._query.data["x"] == [1.0] and plot._query.data["y"] == [1.0]
+    # a drag whose end never reaches the server (a second finger turned it into a pinch): a move from
+    # anywhere else (an arrow key, the address) is plotted at once
+    state.select_row(1)
+    plot._on_pointer(pan(events.PanStart, 0.0, 1.0))
+    plot._on_pointer(pan(events.Pan, 1.0, 1.0))
+    assert state.previewing and bars._bars.data["top"] == pytest.approx(LOVE, abs=5e-5)
+    state.move_query(1.0, 1.0)
+    assert not state.previewing and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
+
+
 def test_pan_events_move_the_query_and_are_clamped_to_the_plane(state):
     view = QueryPlot(state=state)
     view._on_pointer(events.Pan(view.figure, x=1.0, y=1.0, sx=0, sy=0))

@@ -37,7 +37,7 @@ class WeightBars(pn.viewable.Viewer):
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_axes, "tokens")
-        self.state.param.watch(self._render, "result")
+        self.state.param.watch(self._render, "plotted")
         self.state.param.watch(self._show_step, ["guided", "step"])
         self._render_axes()
         self._render()
@@ -53,7 +53,7 @@ class WeightBars(pn.viewable.Viewer):
         self.figure.xaxis.major_label_overrides = dict(enumerate(self.state.tokens))
 
     def _render(self, *_):
-        w = self.state.result.weights[self.state.selected]
+        w = self.state.plotted.weights[self.state.selected]
         self._bars.data = dict(x=list(range(len(w))), top=w.tolist(), label=[fmt(a) for a in w],
                                color=[token_color(i) for i in range(len(w))])
 
@@ -91,7 +91,7 @@ class OutputLine(pn.viewable.Viewer):
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_values, ["tokens", "values"])
-        self.state.param.watch(self._render_output, "result")
+        self.state.param.watch(self._render_output, "plotted")
         self.state.param.watch(self._show_step, ["guided", "step", "values"])
         self._render_values()
         self._render_output()
@@ -114,7 +114,7 @@ class OutputLine(pn.viewable.Viewer):
     def _render_output(self, *_):
         if np.ndim(self.state.values) != 1:
             return
-        out = float(self.state.result.output[self.state.selected])
+        out = float(self.state.plotted.output[self.state.selected])
         self._output.data = dict(x=[out], y=[-0.45], label=[fmt(out)])
 
     def __panel__(self):
@@ -148,14 +148,14 @@ class ValuePlane(pn.viewable.Viewer):
                  text_font_style="bold", text_align="center", text_baseline="bottom")
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
-        self.state.param.watch(self._render, "result")
+        self.state.param.watch(self._render, "plotted")
         self._render()
 
     def _render(self, *_):
         V = np.asarray(self.state.values, dtype=float)
         if V.ndim != 2 or V.shape[1] != 2:
             return
-        w, tokens = self.state.result.weights[self.state.selected], self.state.tokens
+        w, tokens = self.state.plotted.weights[self.state.selected], self.state.tokens
         lo, hi = np.minimum(V.min(axis=0), 0), np.maximum(V.max(axis=0), 0)
         pad = np.maximum(0.25 * (hi - lo), 1.0)
         # labels are written to the right of each point: leave them room
@@ -166,7 +166,7 @@ class ValuePlane(pn.viewable.Viewer):
             color=[token_color(i) for i in range(len(V))], size=(8 + 16 * w).tolist(),
             label=[f"v {t} ({fmt_short(a)}, {fmt_short(b)})" for t, (a, b) in zip(tokens, V)],
         )
-        out = self.state.result.output[self.state.selected]
+        out = self.state.plotted.output[self.state.selected]
         self._output.data = dict(x=[float(out[0])], y=[float(out[1])], label=[f"output {fmt_vec(out, 4)}"])
 
     def __panel__(self):

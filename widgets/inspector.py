@@ -17,6 +17,34 @@ from widgets.state import AttentionState
 PLACEHOLDER = "?"
 
 
+
+# Bokeh's Div view re-renders itself and then re-lays-out the whole page on every change of its model
+# (MarkupView connects model.change to rerender): ≈ 14 ms of the page's time per update, while input
+# waits. The readout and the announcer only ever change their text (render_as_text) and their size
+# follows CSS, so their views only replace the text. A js_on_change callback runs before the view's own
+# handler, so the first change already takes this path. The view is looked up once: Bokeh.index.find_one
+# walks every view of the page.
+_TEXT_ONLY = """
+let view = cb_obj.textOnlyView;
+if (view == null || view.is_destroyed) view = cb_obj.textOnlyView = Bokeh.index.find_one(cb_obj);
+if (view != null && !view.textOnly) {
+  view.textOnly = true;
+  // the same text (the server confirming what the drag preview shows) is left alone: even an equal
+  // text would be a new text node, and the page would lay out and paint again
+  view.rerender = function () {
+    const el = this.markup_el;
+    if (el != null && el.textContent !== this.model.text) el.textContent = this.model.text;
+  };
+}"""
+
+
+def replace_text_in_place(div: Div) -> None:
+    """Make ``div``'s view in the browser replace only its text when the text changes.
+
+    For a ``Div`` with ``render_as_text=True`` whose other properties never change.
+    """
+    div.js_on_change("text", CustomJS(code=_TEXT_ONLY))
+
 class Inspector(pn.viewable.Viewer):
     """A table of every step for the selected query q: q·k_i, ÷√d_k, − max, exp, ÷ Σ, a_i v_i, Σ.
 
@@ -93,22 +121,10 @@ class Readout(pn.viewable.Viewer):
             styles={"white-space": "pre-line", "font-size": "var(--ae-num, 16px)", "line-height": "1.35",
                     "font-variant-numeric": "tabular-nums", "color": "var(--ae-fg, #111)"},
         )
-        self.div.js_on_change("text", CustomJS(code=self._TEXT_ONLY))
+        replace_text_in_place(self.div)
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
         self.state.param.watch(self._render, ["result", "guided", "step"])
         self._render()
-
-    # Bokeh's Div view re-renders itself and then re-lays-out the whole page on every change of its
-    # model (MarkupView connects model.change to rerender): ≈ 14 ms of the page's time per update
-    # during a drag, while input waits. This model only ever changes its text (render_as_text) and its
-    # height follows CSS, so its view only replaces the text. A js_on_change callback runs before the
-    # view's own handler, so the first change already takes this path.
-    _TEXT_ONLY = """
-const view = Bokeh.index.find_one(cb_obj);
-if (view != null && !view.textOnly) {
-  view.textOnly = true;
-  view.rerender = function () { if (this.markup_el != null) this.markup_el.textContent = this.model.text; };
-}"""
 
     @staticmethod
     def text(state: AttentionState) -> str:
@@ -160,6 +176,7 @@ class Announcer(pn.viewable.Viewer):
             styles={"position": "absolute", "width": "1px", "height": "1px", "overflow": "hidden",
                     "clip-path": "inset(50%)", "white-space": "nowrap"},
         )
+        replace_text_in_place(self.div)
         self._layout = pn.pane.Bokeh(self.div, width=1, height=1, margin=0)
         self._first = self._last = None
         self.state.param.watch(self._changed, ["result", "guided", "step"])

@@ -79,7 +79,7 @@ class AttentionMatrix(pn.viewable.Viewer):
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_axes, "tokens")
-        self.state.param.watch(self._render, "result")
+        self.state.param.watch(self._render, "plotted")
         self.state.param.watch(self._show_step, ["guided", "step"])
         self._render_axes()
         self._render()
@@ -109,7 +109,7 @@ class AttentionMatrix(pn.viewable.Viewer):
         fig.yaxis.major_label_overrides = names
 
     def _render(self, *_):
-        r = self.state.result
+        r = self.state.plotted
         w, n = r.weights, r.weights.shape[0]
         rows, cols = (a.ravel() for a in np.indices(w.shape))
         allowed = r.mask.ravel()

@@ -5,7 +5,11 @@ itself (``static/attention.js``, a line-by-line mirror of ``core.attention``) an
 redraws the query, the lines, the bars, the output marker, the matrix row and the
 readout on the pointer's own event. The server still receives every coalesced
 position and recomputes with the NumPy core; its numbers replace the preview when
-they arrive, and the inspector, exports and URL use only them.
+they arrive, and the inspector, exports and URL use only them. During the drag they
+arrive as the readout's text (with ``confirmed``, the position they are for); the
+plots' data, which the page has drawn with the same numbers, follow at the release
+(``AttentionState.plotted``): repainting every plot for each server update cost the
+page 20–30 ms, long enough to hold back the hand's next move.
 
 A page following a presenter (``widgets/follow.py``) previews the same way: while the
 presenter drags, the page receives only the presenter's query, on the room's live channel
@@ -40,6 +44,11 @@ class DragPreview(param.Parameterized):
     scaling, and which recipe steps the step-through has revealed. It changes only when one of
     those does, never during a drag.
 
+    ``confirmed`` is a one-row ``ColumnDataSource`` with the query (``x``, ``y``) of the server's
+    latest numbers. It is sent with every result, also during a drag, when the plots' own data
+    sources wait for the release (``AttentionState.plotted``), and tells the page which position the
+    readout's text from the server is for.
+
     ``live`` is a one-row ``ColumnDataSource`` that only the room controls write
     (``widgets/follow.py``): ``room``, the code of the room whose live channel the page follows
     ("" for none), ``path``, the channel's URL path, and ``version``, the room's view that the
@@ -54,8 +63,9 @@ class DragPreview(param.Parameterized):
         super().__init__(**params)
         self.inputs = ColumnDataSource(data=self._inputs())
         self.live = ColumnDataSource(data=dict(room=[""], version=[0], path=[""]), name="live-room")
+        self.confirmed = ColumnDataSource(data=self._confirmed())
         models = dict(
-            inputs=self.inputs, query=query_plot._query, lines=query_plot._lines, bars=bars._bars,
+            inputs=self.inputs, confirmed=self.confirmed, query=query_plot._query, lines=query_plot._lines, bars=bars._bars,
             line_out=values.line._output, plane_out=values.plane._output, plane_values=values.plane._values,
             cells=matrix._cells, sums=matrix._sums, outputs=matrix._outputs, readout=readout.div,
             figure=query_plot.figure, live=self.live,
@@ -69,8 +79,10 @@ class DragPreview(param.Parameterized):
         on_server = CustomJS(args=models, code=PREVIEW_JS + bundle + "onServerUpdate(a, cb_obj);")
         readout.div.js_on_change("text", on_server)
         query_plot._query.js_on_change("data", on_server)
+        self.confirmed.js_on_change("data", on_server)
         self.live.js_on_change("data", on_server)
         self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal"])
+        self.state.param.watch(self._confirm, "result")
         self._watch_readout()
 
     def _watch_readout(self) -> None:
@@ -94,3 +106,10 @@ class DragPreview(param.Parameterized):
 
     def _sync(self, *_):
         self.inputs.data = self._inputs()
+
+    def _confirmed(self) -> dict:
+        x, y = self.state.query
+        return dict(x=[float(x)], y=[float(y)])
+
+    def _confirm(self, *_):
+        self.confirmed.data = self._confirmed()

@@ -80,7 +80,7 @@ class QueryPlot(pn.viewable.Viewer):
         self._target = None  # None: the query; an int: the key being dragged
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_keys, ["tokens", "keys"])
-        self.state.param.watch(self._render_query, "result")
+        self.state.param.watch(self._render_query, "plotted")
         self.state.param.watch(self._show_step, ["guided", "step"])
         self.state.param.watch(self._label_for_mode, "mode")
         self._label_for_mode()
@@ -104,8 +104,12 @@ class QueryPlot(pn.viewable.Viewer):
             return
         if isinstance(event, events.PanStart):
             self._target = self._grab(event.x, event.y)
+            # the page draws a drag of q itself (widgets/preview.py), not a drag of a key
+            self._release = False
+            self.state.previewing = self._target is None
         elif isinstance(event, events.Tap):
             self._target = None
+            self._release = True  # the page previews a tap and lets go at once
         lo, hi = PLANE
         self._pending = (self._target, min(max(event.x, lo), hi), min(max(event.y, lo), hi))
         if self._target is None and all(math.isfinite(c) for c in self._pending[1:]):
@@ -141,15 +145,24 @@ class QueryPlot(pn.viewable.Viewer):
         start = time.perf_counter()
         with pn.io.hold():
             if target is None:
-                self.state.move_query(x, y)
+                self.state.move_query(x, y, drag=True)
             elif target < len(self.state.tokens):
                 self.state.move_key(target, x, y)
+            if self._release:  # the hand let go before this last position was drawn: one message for both
+                self._release = self.state.previewing = False
         end = time.perf_counter()
         self._next_flush = end + max(self.MIN_GAP, end - min(start, self._requested))
+
+    _release = False
 
     def _on_pan_end(self, event) -> None:
         # a pending move keeps its own target, so ending the drag here loses nothing
         self._target = None
+        if self._flush_scheduled:
+            self._release = True
+        else:
+            with pn.io.hold():
+                self.state.previewing = False
 
     def _grab(self, x: float, y: float) -> int | None:
         """The key a drag starting at (x, y) picks up, or None for the query."""
@@ -169,7 +182,7 @@ class QueryPlot(pn.viewable.Viewer):
 
     def _render_query(self, *_):
         s = self.state
-        K, (qx, qy), w = s.keys, s.query, s.result.weights[s.selected]
+        K, (qx, qy), w = s.keys, s.query, s.plotted.weights[s.selected]
         self._query.data = dict(x=[qx], y=[qy], label=[f"q {fmt_vec((qx, qy), 2)}"])
         self._lines.data = dict(
             xs=[[qx, k[0]] for k in K], ys=[[qy, k[1]] for k in K],

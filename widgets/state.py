@@ -95,6 +95,13 @@ class AttentionState(param.Parameterized):
     notice = param.String(default="", doc="Which parts of the page address were ignored, and why.")
 
     result = param.ClassSelector(class_=AttentionResult, constant=True, doc="Core output for `queries`.")
+    previewing = param.Boolean(default=False, doc=(
+        "The page is drawing a drag of the query itself (widgets/preview.py), from the press to the release. "
+        "Only the query plot sets it; a change of anything but the query ends it."))
+    plotted = param.ClassSelector(class_=AttentionResult, doc=(
+        "Derived: the `result` the plots draw. It follows `result`, except while `previewing`: the page "
+        "draws each position of the drag itself with the same numbers, so the plots take the server's "
+        "result when the drag ends, and only the readout's text and the address follow every position."))
 
     # --- presets, editing, trap, masking, the d_k experiment ----------------------------
     preset = param.Selector(default=DEFAULT_PRESET, objects=[*PRESETS, CUSTOM],
@@ -119,7 +126,7 @@ class AttentionState(param.Parameterized):
     #: Params never followed: derived ones, feedback about the page's own input or address, and the page's
     #: own look (a follower chooses projector mode and theme for their own screen).
     LOCAL_PARAMS = ("name", "message", "message_field", "notice", "result", "trap_result", "trap_error",
-                    "scaling", "mode", "theme")
+                    "scaling", "mode", "theme", "previewing", "plotted")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -193,12 +200,26 @@ class AttentionState(param.Parameterized):
         with param.edit_constant(self):
             self.result = r
 
+    @param.depends("result", "previewing", watch=True)
+    def _plot(self):
+        if not self.previewing:
+            self.plotted = self.result
+
+    @param.depends("tokens", "keys", "values", "selected", "scale", "causal", "trap", watch=True)
+    def _end_preview(self):
+        # the page previews a drag with the inputs it had at the press: once they change, the
+        # plots are the server's to draw again
+        self.previewing = False
+
     @param.depends("dk_experiment", "dk_seed", watch=True)
     def _run_experiment(self):
         self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
 
-    def move_query(self, x, y) -> bool:
+    def move_query(self, x, y, *, drag: bool = False) -> bool:
         """Set q = (x, y) if both are finite numbers with |x|, |y| <= 1e6.
+
+        ``drag``: the move is a position of the page's own drag of q, which the page draws itself; any
+        other move (a key nudge, the address) ends ``previewing``.
 
         Returns True if accepted. Otherwise nothing changes except ``message``.
         """
@@ -211,7 +232,7 @@ class AttentionState(param.Parameterized):
             self.param.update(message=f"Query refused: coordinates must be finite and within ±{MAX_ABS_COORD:g}.",
                               message_field="q")
             return False
-        self.param.update(query=q, message="", message_field="")
+        self.param.update(query=q, message="", message_field="", previewing=self.previewing and drag)
         return True
 
     def select_row(self, row: int) -> None:

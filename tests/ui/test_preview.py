@@ -221,3 +221,50 @@ def test_a_server_update_replaces_the_readout_text_in_place(page):
     assert page.evaluate(f"() => ({READOUT_ELEMENT})() === window.readoutElement && window.readoutElement.isConnected")
     assert page.evaluate("() => window.readoutElement.textContent") == page.evaluate(
         "() => Bokeh.documents[0].get_model_by_name('readout').text")
+
+
+ANNOUNCER_ELEMENT = "() => Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('announcer')).markup_el"
+
+
+def test_the_announcer_replaces_its_text_in_place(page):
+    """The screen-reader announcer speaks during a drag too (at most every 2 s), so it is not re-rendered,
+    which would re-lay-out the page, either."""
+    page.keyboard.press("3")
+    page.wait_for_function(f"() => ({ANNOUNCER_ELEMENT})().textContent.startsWith('Query of \"NLP\".')")
+    page.evaluate(f"() => {{ window.announcerElement = ({ANNOUNCER_ELEMENT})(); }}")
+    page.keyboard.press("1")
+    page.wait_for_function("() => window.announcerElement.textContent.startsWith('Query of \"I\".')")
+    assert page.evaluate(f"() => ({ANNOUNCER_ELEMENT})() === window.announcerElement && window.announcerElement.isConnected")
+    assert page.evaluate("() => window.announcerElement.textContent") == page.evaluate(
+        "() => Bokeh.documents[0].get_model_by_name('announcer').text")
+
+
+# Every change the server makes to a data source that a plot draws (the preview's own writes change the
+# arrays in place and are not document events), and the weight bars' data.
+WATCH_PLOT_DATA = """() => {
+  const doc = Bokeh.documents[0];
+  const plotted = new Set([...doc.all_models].filter((m) => m.data_source != null).map((m) => m.data_source.id));
+  window.plotDataChanges = [];
+  doc.on_change((ev) => {
+    if (ev.model != null && ev.attr === 'data' && plotted.has(ev.model.id)) window.plotDataChanges.push(ev.model.id);
+  }, true);
+}"""
+BARS = """() => [...Bokeh.documents[0].all_models].find((m) => m.data_source != null && m.glyph != null
+  && m.glyph.type === 'VBar' && m.data_source.data.top.length === 3).data_source.data.top"""
+
+
+def test_during_a_drag_the_server_sends_the_text_and_the_plots_data_at_the_release(page):
+    """The page draws its own drag; the server's numbers for each position come as the readout's text
+    and the plots' data, which would only repaint the same picture, come once the hand lets go."""
+    page.evaluate(WATCH_PLOT_DATA)
+    press_and_move(page, (0.0, 1.0), (1.0, 1.0), 8)
+    # the button is still held when the server's text for the last position arrives
+    page.wait_for_function(SERVER_TEXT + " === 'Query of \"love\": q = (1.000, 1.000)'", timeout=10_000)
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => window.plotDataChanges") == []
+    assert page.evaluate(BARS) == pytest.approx([0.2483, 0.2483, 0.5035], abs=5e-5)  # the preview's drawing
+    page.mouse.up()
+    page.wait_for_function("() => window.plotDataChanges.length > 0", timeout=10_000)
+    # the course's numbers for q = (1, 1), now the server's
+    assert page.evaluate(BARS) == pytest.approx([0.2483, 0.2483, 0.5035], abs=5e-5)
+    assert readout(page).endswith("Output Σ aᵢvᵢ = 4.0000 ≈ 4.00")
