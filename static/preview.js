@@ -10,10 +10,10 @@
 // bars, line_out, plane_out, plane_values, cells, sums, outputs, readout, figure, and live
 // (which room the page follows live; see onLive).
 //
-// During the page's own drag the server sends its numbers as the readout's text only: it holds
-// the plots' data, which this preview has drawn with the same numbers, until the hand lets go
-// (AttentionState.plotted). So a server update mid-drag costs the page a line of text, not a
-// repaint of every plot.
+// During the page's own drag of q the server sends its numbers as the readout's text (which
+// replaces the preview's when it is for the position previewed), and holds the data of the plots
+// this preview draws, with the same numbers, until the hand lets go (AttentionState.plotted). So a
+// server update mid-drag no longer repaints those plots.
 
 // q: the previewed position (null: the server's numbers are shown); text: its readout text; path:
 // every position previewed since the press; server: the query of the server's latest numbers;
@@ -84,6 +84,7 @@ function applyPreview(a, q) {
   const st = previewState(a);
   st.text = readoutText(inp, q, r);
   st.redraw = false;
+  st.inputs = a.inputs.data; // what st.text was computed with
   showReadout(a, st.text);
   st.frame = { q, r, inp };
   if (!st.frameRequested) {
@@ -208,7 +209,8 @@ function onPointer(a, ev) {
   if (ev.event_name !== "pan") st.path.clear(); // a new press
   if (ev.event_name === "panstart") {
     // a drag that starts near a key moves that key (the server decides the same way): no preview
-    const cur = [a.query.data.x[0], a.query.data.y[0]]; // where q is drawn now
+    // as the server decides it: against its q (what the page draws can be a preview, or a presenter's q)
+    const cur = [a.confirmed.data.x[0], a.confirmed.data.y[0]];
     const dq = Math.hypot(cur[0] - ev.x, cur[1] - ev.y);
     const dk = inp.keys.map((k) => Math.hypot(k[0] - ev.x, k[1] - ev.y));
     const j = dk.indexOf(Math.min(...dk));
@@ -241,7 +243,7 @@ function onServerUpdate(a, from) {
     if (st.dragging ? caughtUp : (caughtUp || !st.path.has(String(st.server))
                                   || performance.now() - st.releasedAt > 1000)) {
       if (!st.dragging) endPreview(a, st);
-    } else if (st.redraw) {
+    } else if (st.redraw || st.inputs !== a.inputs.data) {
       applyPreview(a, st.q);
     } else {
       showReadout(a, st.text); // the server's text was for an earlier position; the plots are the preview's

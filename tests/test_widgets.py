@@ -128,14 +128,21 @@ def test_a_drag_of_a_key_a_tap_or_a_new_row_is_plotted_at_once(state):
     state.select_row(2)  # q = k_NLP = (1, 1)
     assert not state.previewing and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
     assert plot._query.data["x"] == [1.0] and plot._query.data["y"] == [1.0]
-    # a drag whose end never reaches the server (a second finger turned it into a pinch): a move from
-    # anywhere else (an arrow key, the address) is plotted at once
+    # a drag whose end never reaches the server (a broken or hostile client): a move from anywhere else
+    # (an arrow key, the address, a typed q) is plotted at once
     state.select_row(1)
     plot._on_pointer(pan(events.PanStart, 0.0, 1.0))
     plot._on_pointer(pan(events.Pan, 1.0, 1.0))
     assert state.previewing and bars._bars.data["top"] == pytest.approx(LOVE, abs=5e-5)
-    state.move_query(1.0, 1.0)
+    state.move_query(1.0, 1.0)  # where the drag already put q (an arrow key against the plane's edge)
     assert not state.previewing and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
+    plot._on_pointer(pan(events.PanStart, 1.0, 1.0))
+    plot._on_pointer(pan(events.Pan, 0.0, 1.0))
+    assert state.previewing and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
+    assert state.set_query_coordinate(1, "0")  # a typed q = (0, 0): every weight 1/3
+    assert not state.previewing and bars._bars.data["top"] == pytest.approx([1 / 3] * 3, abs=1e-12)
+    plot._on_pointer(pan(events.PanStart, math.nan, 1.0))  # refused: nothing for the page to draw
+    assert not state.previewing
 
 
 def test_pan_events_move_the_query_and_are_clamped_to_the_plane(state):

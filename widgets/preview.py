@@ -9,7 +9,7 @@ they arrive, and the inspector, exports and URL use only them. During the drag t
 arrive as the readout's text (with ``confirmed``, the position they are for); the
 plots' data, which the page has drawn with the same numbers, follow at the release
 (``AttentionState.plotted``): repainting every plot for each server update cost the
-page 20–30 ms, long enough to hold back the hand's next move.
+page 20–36 ms, long enough to hold back the hand's next move.
 
 A page following a presenter (``widgets/follow.py``) previews the same way: while the
 presenter drags, the page receives only the presenter's query, on the room's live channel
@@ -45,9 +45,10 @@ class DragPreview(param.Parameterized):
     those does, never during a drag.
 
     ``confirmed`` is a one-row ``ColumnDataSource`` with the query (``x``, ``y``) of the server's
-    latest numbers. It is sent with every result, also during a drag, when the plots' own data
-    sources wait for the release (``AttentionState.plotted``), and tells the page which position the
-    readout's text from the server is for.
+    latest numbers. It is set with every result (Bokeh sends it when the position changed), also
+    during a drag, when the plots' own data sources wait for the release
+    (``AttentionState.plotted``). It tells the page which position the readout's text from the
+    server is for, and which q a press grabs (as the server decides it).
 
     ``live`` is a one-row ``ColumnDataSource`` that only the room controls write
     (``widgets/follow.py``): ``room``, the code of the room whose live channel the page follows

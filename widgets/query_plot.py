@@ -106,7 +106,7 @@ class QueryPlot(pn.viewable.Viewer):
             self._target = self._grab(event.x, event.y)
             # the page draws a drag of q itself (widgets/preview.py), not a drag of a key
             self._release = False
-            self.state.previewing = self._target is None
+            self.state.previewing = self._target is None and all(math.isfinite(c) for c in (event.x, event.y))
         elif isinstance(event, events.Tap):
             self._target = None
             self._release = True  # the page previews a tap and lets go at once

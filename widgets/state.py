@@ -97,7 +97,8 @@ class AttentionState(param.Parameterized):
     result = param.ClassSelector(class_=AttentionResult, constant=True, doc="Core output for `queries`.")
     previewing = param.Boolean(default=False, doc=(
         "The page is drawing a drag of the query itself (widgets/preview.py), from the press to the release. "
-        "Only the query plot sets it; a change of anything but the query ends it."))
+        "Only the query plot sets it; any change of the numbers' inputs other than a position of that drag "
+        "(move_query with drag=True) ends it."))
     plotted = param.ClassSelector(class_=AttentionResult, doc=(
         "Derived: the `result` the plots draw. It follows `result`, except while `previewing`: the page "
         "draws each position of the drag itself with the same numbers, so the plots take the server's "
@@ -197,19 +198,17 @@ class AttentionState(param.Parameterized):
                 trap_error = str(exc)
         # the trap first: views watching `result` then read a consistent trap_result
         self.param.update(trap_result=trap_result, trap_error=trap_error)
+        # The page previews a drag with the inputs it had at the press: anything but a position of that
+        # drag (another q, a row, an edit) makes the plots the server's to draw again, with this result.
         with param.edit_constant(self):
-            self.result = r
+            self.param.update(result=r, previewing=self.previewing and self._drag_move)
+
+    _drag_move = False
 
     @param.depends("result", "previewing", watch=True)
     def _plot(self):
-        if not self.previewing:
+        if not self.previewing and self.plotted is not self.result:
             self.plotted = self.result
-
-    @param.depends("tokens", "keys", "values", "selected", "scale", "causal", "trap", watch=True)
-    def _end_preview(self):
-        # the page previews a drag with the inputs it had at the press: once they change, the
-        # plots are the server's to draw again
-        self.previewing = False
 
     @param.depends("dk_experiment", "dk_seed", watch=True)
     def _run_experiment(self):
@@ -218,8 +217,9 @@ class AttentionState(param.Parameterized):
     def move_query(self, x, y, *, drag: bool = False) -> bool:
         """Set q = (x, y) if both are finite numbers with |x|, |y| <= 1e6.
 
-        ``drag``: the move is a position of the page's own drag of q, which the page draws itself; any
-        other move (a key nudge, the address) ends ``previewing``.
+        ``drag``: the move is a position of the page's own drag of q, which the page draws itself. Any
+        other change of the inputs (this without ``drag``, a typed q, a room's view, a row) ends
+        ``previewing``.
 
         Returns True if accepted. Otherwise nothing changes except ``message``.
         """
@@ -232,7 +232,11 @@ class AttentionState(param.Parameterized):
             self.param.update(message=f"Query refused: coordinates must be finite and within ±{MAX_ABS_COORD:g}.",
                               message_field="q")
             return False
-        self.param.update(query=q, message="", message_field="", previewing=self.previewing and drag)
+        self._drag_move = drag
+        try:  # previewing as well: a nudge against the plane's edge may not move q at all
+            self.param.update(query=q, message="", message_field="", **({} if drag else {"previewing": False}))
+        finally:
+            self._drag_move = False
         return True
 
     def select_row(self, row: int) -> None:
