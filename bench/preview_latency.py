@@ -56,16 +56,18 @@ _INSTALL = """() => {
       const now = performance.now();
       m.first = now - m.t0;
       m.fromDispatch = now - m.dispatched;
-      if (L.found == null || L.found.view == null || L.found.view.is_destroyed) L.found = findReadout();
-      m.text = L.found.view.markup_el.textContent;
+      m.text = readout().view.markup_el.textContent;
     }
   });
   // the look-up walks every view of the page: redone only once the readout's view has gone
-  const findReadout = () => { """ + _FIND_READOUT + """ return {model, view}; };
+  const readout = () => {
+    if (L.found == null || L.found.view == null || L.found.view.is_destroyed)
+      L.found = (() => { """ + _FIND_READOUT + """ return {model, view}; })();
+    return L.found;
+  };
   const onServerText = () => {
     const now = performance.now();
-    if (L.found == null || L.found.view == null || L.found.view.is_destroyed) L.found = findReadout();
-    const {model, view} = L.found;
+    const {model, view} = readout();
     if (view == null || model.text === L.lastServer) return;
     L.lastServer = model.text;
     L.serverChanges += 1;

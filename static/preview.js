@@ -17,9 +17,10 @@
 
 // q: the previewed position (null: the server's numbers are shown); text: its readout text; path:
 // every position previewed since the press; server: the query of the server's latest numbers;
-// redraw: the server has written into the plots since the preview last drew them. Following a room: fromLive (the preview
-// came from the room's live channel), saved (the server's data under it), room, socket, shown,
-// awaiting, previewed (versions of the room's views; see onLive).
+// redraw: the server has written into the plots since the preview last drew them; inputs: the
+// inputs st.text was computed with. Following a room: fromLive (the preview came from the room's
+// live channel), saved (the server's data under it), room, socket, shown, awaiting, previewed
+// (versions of the room's views; see onLive).
 function previewState(a) {
   const all = (window.attentionExplorerPreview ??= new Map());
   if (!all.has(a.inputs.id))
@@ -84,7 +85,7 @@ function applyPreview(a, q) {
   const st = previewState(a);
   st.text = readoutText(inp, q, r);
   st.redraw = false;
-  st.inputs = a.inputs.data; // what st.text was computed with
+  st.inputs = a.inputs.data;
   showReadout(a, st.text);
   st.frame = { q, r, inp };
   if (!st.frameRequested) {

@@ -17,7 +17,6 @@ from widgets.state import AttentionState
 PLACEHOLDER = "?"
 
 
-
 # Bokeh's Div view re-renders itself and then re-lays-out the whole page on every change of its model
 # (MarkupView connects model.change to rerender): ≈ 14 ms of the page's time per update, while input
 # waits. The readout and the announcer only ever change their text (render_as_text) and their size
@@ -44,6 +43,7 @@ def replace_text_in_place(div: Div) -> None:
     For a ``Div`` with ``render_as_text=True`` whose other properties never change.
     """
     div.js_on_change("text", CustomJS(code=_TEXT_ONLY))
+
 
 class Inspector(pn.viewable.Viewer):
     """A table of every step for the selected query q: q·k_i, ÷√d_k, − max, exp, ÷ Σ, a_i v_i, Σ.

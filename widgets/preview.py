@@ -66,7 +66,8 @@ class DragPreview(param.Parameterized):
         self.live = ColumnDataSource(data=dict(room=[""], version=[0], path=[""]), name="live-room")
         self.confirmed = ColumnDataSource(data=self._confirmed())
         models = dict(
-            inputs=self.inputs, confirmed=self.confirmed, query=query_plot._query, lines=query_plot._lines, bars=bars._bars,
+            inputs=self.inputs, confirmed=self.confirmed, query=query_plot._query, lines=query_plot._lines,
+            bars=bars._bars,
             line_out=values.line._output, plane_out=values.plane._output, plane_values=values.plane._values,
             cells=matrix._cells, sums=matrix._sums, outputs=matrix._outputs, readout=readout.div,
             figure=query_plot.figure, live=self.live,

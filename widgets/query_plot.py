@@ -102,17 +102,18 @@ class QueryPlot(pn.viewable.Viewer):
         # (NaN passes, and move_query refuses it with a message)
         if not all(isinstance(c, numbers.Real) and not isinstance(c, bool) for c in (event.x, event.y)):
             return
+        finite = math.isfinite(event.x) and math.isfinite(event.y)
         if isinstance(event, events.PanStart):
             self._target = self._grab(event.x, event.y)
             # the page draws a drag of q itself (widgets/preview.py), not a drag of a key
             self._release = False
-            self.state.previewing = self._target is None and all(math.isfinite(c) for c in (event.x, event.y))
+            self.state.previewing = self._target is None and finite
         elif isinstance(event, events.Tap):
             self._target = None
             self._release = True  # the page previews a tap and lets go at once
         lo, hi = PLANE
         self._pending = (self._target, min(max(event.x, lo), hi), min(max(event.y, lo), hi))
-        if self._target is None and all(math.isfinite(c) for c in self._pending[1:]):
+        if self._target is None and finite:  # clamping keeps a coordinate finite or not
             self.hand = self._pending[1:]
         doc = pn.state.curdoc
         if doc is None or doc.session_context is None:
