@@ -7,12 +7,14 @@ its own :class:`~widgets.state.AttentionState`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from html import escape
 from pathlib import Path
 
 import panel as pn
 from bokeh.models import Plot
 
+from housekeeping import return_freed_memory
 from transport import nodelay_on_load
 from widgets.address import apply_address
 from widgets.browser import SHORTCUTS, BrowserBridge
@@ -39,24 +41,29 @@ TITLE = "Attention Explorer"
 pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign)
 
 # --- teaching panels: presets and editing, the formula, the trap, why √d_k -------------
-def teaching_panels(state: AttentionState) -> dict[str, pn.viewable.Viewable]:
-    """The views beyond the running example, by name, for the page layout to place.
+#: The views beyond the running example, by name: ``formula``, the recipe with live numbers; ``editor``,
+#: presets, switches (scaling, causal mask, trap) and exact numbers; ``trap``, scoring against values instead
+#: of keys; ``dk``, why divide by √d_k.
+TEACHING = {"formula": Formula, "editor": Editor, "trap": TrapPanel, "dk": DkPanel}
 
-    ``formula``: the recipe with live numbers (meant beside the inspector);
-    ``editor``: presets, switches (scaling, causal mask, trap) and exact numbers;
-    ``trap``: scoring against values instead of keys; ``dk``: why divide by √d_k.
+
+def teaching_panel(name: str, state: AttentionState) -> pn.viewable.Viewable:
+    """The teaching view ``name`` (a key of :data:`TEACHING`) over ``state``, styled for its tab."""
+    layout = TEACHING[name](state=state).__panel__()
+    for pane in layout.select(pn.pane.HTML):
+        pane.stylesheets = [*pane.stylesheets, TEACHING_CSS]
+    layout.css_classes = [*layout.css_classes, "teaching-panel"]
+    layout.stylesheets = [*layout.stylesheets, TEACHING_CSS]
+    return layout
+
+
+def when_shown(build: Callable[[], pn.viewable.Viewable]) -> pn.param.ParamFunction:
+    """A tab's contents, built by ``build`` the first time the tab is shown (the tabs are dynamic).
+
+    Most learners never open most tabs, and every view built costs the server memory for as long as the
+    page is open, time when the page opens, and time on every update it follows.
     """
-    panels = {"formula": Formula(state=state), "editor": Editor(state=state), "trap": TrapPanel(state=state),
-              "dk": DkPanel(state=state)}
-    layouts = {}
-    for name, view in panels.items():
-        layout = view.__panel__()
-        for pane in layout.select(pn.pane.HTML):
-            pane.stylesheets = [*pane.stylesheets, TEACHING_CSS]
-        layout.css_classes = [*layout.css_classes, "teaching-panel"]
-        layout.stylesheets = [*layout.stylesheets, TEACHING_CSS]
-        layouts[name] = layout
-    return layouts
+    return pn.param.ParamFunction(build, lazy=True, sizing_mode="stretch_both")
 
 
 def _stretch(view, **kw):
@@ -96,6 +103,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     """Build one learner's page over ``state`` (a fresh one by default), set up from the address ``args``."""
     state = state or AttentionState()
     nodelay_on_load()
+    return_freed_memory()
     apply_address(state, address_args() if args is None else args)
 
     query_plot = _stretch(QueryPlot(state=state))
@@ -109,14 +117,22 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     for column in values.__panel__().select(pn.Column):
         column.sizing_mode = "stretch_both"
     matrix = _stretch(AttentionMatrix(state=state))
-    inspector = Inspector(state=state)
-    inspector._pane.param.update(stylesheets=[INSPECTOR_CSS], width=None, sizing_mode="stretch_width")
     readout = Readout(state=state)
     preview = DragPreview(query_plot, values, matrix, readout, bars, state=state)
-    teaching = teaching_panels(state)
-    figures = [v.figure for v in (query_plot, bars, values.line, values.plane, matrix)]
-    figures += [p.object for t in teaching.values() for p in t.select(pn.pane.Bokeh) if isinstance(p.object, Plot)]
-    FigureStyler(state=state, figures=figures)
+    styler = FigureStyler(state=state, figures=[v.figure for v in (query_plot, bars, values.line, values.plane,
+                                                                   matrix)])
+
+    def inspector():
+        view = Inspector(state=state)
+        view._pane.param.update(stylesheets=[INSPECTOR_CSS], width=None, sizing_mode="stretch_width")
+        return view
+
+    def teaching(name):
+        def build():
+            layout = teaching_panel(name, state)
+            styler.add([p.object for p in layout.select(pn.pane.Bokeh) if isinstance(p.object, Plot)])
+            return layout
+        return when_shown(build)
 
     reset = pn.widgets.Button(label="Reset example", color="primary", description="Restore q = q_love (R)",
                               margin=(6, 8))
@@ -147,13 +163,13 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     tabs = pn.Tabs(
         ("Weights", pn.Column(bars, values, sizing_mode="stretch_both")),
         ("Matrix", matrix),
-        ("All steps", inspector),
-        ("Recipe", teaching["formula"]),
-        ("Edit", teaching["editor"]),
-        ("Trap", teaching["trap"]),
-        ("√d_k", teaching["dk"]),
-        ("Export", Export(state=state)),
-        ("Keys", _keys_help()),
+        ("All steps", when_shown(inspector)),
+        ("Recipe", teaching("formula")),
+        ("Edit", teaching("editor")),
+        ("Trap", teaching("trap")),
+        ("√d_k", teaching("dk")),
+        ("Export", when_shown(lambda: Export(state=state))),
+        ("Keys", when_shown(_keys_help)),
         # dynamic: a hidden tab is not in the page at all (Panel hides them with visibility only, which leaves
         # their focusable parts reachable but aria-hidden)
         sizing_mode="stretch_both", dynamic=True,

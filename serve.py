@@ -5,6 +5,9 @@ projector demo and a school server read the same settings (see ``SETTINGS`` and 
 Each setting maps to one ``panel serve`` flag; only what the command line cannot express is added in
 code: gzip for HTTP responses (Tornado's ``compress_response``), which ``panel serve`` has no flag for.
 
+The server runs with ``PYTHONMALLOC=malloc`` (``main`` starts Python again with it when it is unset), so
+the memory of closed sessions can go back to the system (``housekeeping.py``).
+
 ``python serve.py --health`` asks the running server's liveness endpoint to build a page (the image's
 ``HEALTHCHECK``); exit status 0 when it could.
 
@@ -178,6 +181,10 @@ def main(argv: list[str] | None = None) -> None:
         base = serve_argv()
     except SettingError as e:
         sys.exit(f"Attention Explorer: {e}")
+    if "PYTHONMALLOC" not in os.environ:
+        # the allocator is chosen when the interpreter starts: start again with the C library's, whose freed
+        # pages the server can return once sessions close (housekeeping.py)
+        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], {**os.environ, "PYTHONMALLOC": "malloc"})
     run(base + argv)
 
 

@@ -62,8 +62,9 @@ def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED
            "--index", app.stem,
            "--unused-session-lifetime", str(unused_lifetime_ms), "--check-unused-sessions", str(check_unused_ms)]
     out = open(log, "w") if log else subprocess.DEVNULL
-    proc = subprocess.Popen(cmd, cwd=app.parent, stdout=out, stderr=subprocess.STDOUT,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    # the C library's allocator, as serve.py starts the app (housekeeping.py), unless the caller chose one
+    env = {"PYTHONMALLOC": "malloc", **os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, cwd=app.parent, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         url = f"http://127.0.0.1:{port}/{app.stem}"
         _wait_for_http(url, proc)

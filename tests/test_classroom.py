@@ -20,6 +20,7 @@ from app import create_app
 from widgets.address import address_of, apply_address, parse_address
 from widgets.browser import handle_key
 from widgets.charts import OutputLine, WeightBars
+from widgets.dk_panel import DkPanel
 from widgets.export import to_csv, to_json
 from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
@@ -287,6 +288,29 @@ def test_projector_mode_makes_every_canvas_text_at_least_20px(state):
         assert not small, f"{f.name}: {small}"
     state.mode = "normal"
     assert {f.id: dict(_font_sizes(f)) for f in figs} == normal  # back exactly as built
+
+
+def test_a_tab_is_built_when_first_shown_and_its_figures_follow_the_projector(monkeypatch):
+    import panel as pn
+    from bokeh.document import Document
+
+    import app
+    built = []
+    monkeypatch.setitem(app.TEACHING, "dk", lambda **kw: built.append(1) or DkPanel(**kw))
+    page = create_app(args={"mode": [b"projector"]})
+    doc = Document()
+    page.server_doc(doc)
+    assert built == [] and doc.get_model_by_name("dk-softmax") is None  # the page opens without it
+    tabs = page.select(pn.Tabs)[0]
+    tabs.active = tabs._names.index("√d_k")
+    fig = doc.get_model_by_name("dk-softmax")
+    assert built == [1] and fig is not None
+    assert min(v for _, v in _font_sizes(fig)) >= 20  # styled for the projector, opened after it was on
+    page.state.mode = "normal"
+    assert min(v for _, v in _font_sizes(fig)) < 20
+    tabs.active = 0
+    tabs.active = tabs._names.index("√d_k")
+    assert built == [1]  # built once
 
 
 def test_dark_theme_recolours_figures_in_place(state):

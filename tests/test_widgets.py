@@ -9,6 +9,7 @@ import pytest
 from bokeh import events
 
 from app import create_app
+from widgets.browser import BrowserBridge
 from widgets.charts import OutputLine, WeightBars
 from widgets.inspector import Inspector, Readout
 from widgets.matrix import AttentionMatrix
@@ -93,6 +94,7 @@ def test_a_drag_of_q_holds_the_plots_data_until_the_release(state):
     # the plots' data once, at the release
     plot, bars, line, matrix, readout = (QueryPlot(state=state), WeightBars(state=state), OutputLine(state=state),
                                          AttentionMatrix(state=state), Readout(state=state))
+    bridge = BrowserBridge(state)
     pan = lambda kind, x, y: kind(plot.figure, x=x, y=y, sx=0, sy=0)  # noqa: E731
     plot._on_pointer(pan(events.PanStart, 0.0, 1.0))  # on q = k_love: a drag of q
     plot._on_pointer(pan(events.Pan, 0.5, 1.0))
@@ -102,8 +104,9 @@ def test_a_drag_of_q_holds_the_plots_data_until_the_release(state):
     assert plot._query.data["x"] == [0.0] and bars._bars.data["top"] == pytest.approx(LOVE, abs=5e-5)
     assert line._output.data["x"] == pytest.approx([4.4067], abs=5e-5)
     assert matrix._outputs.data["label"][1] == "4.4067"
+    assert "q=0.0%2C1.0" in bridge.search  # the address, too, waits for the release
     plot._on_pan_end(pan(events.PanEnd, 1.0, 1.0))
-    assert not state.previewing
+    assert not state.previewing and "q=1.0%2C1.0" in bridge.search
     assert plot._query.data["x"] == [1.0] and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
     assert line._output.data["x"] == pytest.approx([4.0], abs=1e-12)
     assert matrix._outputs.data["label"][1] == "4.0000"

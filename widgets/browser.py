@@ -187,12 +187,16 @@ export function render({ model, el }) {
         super().__init__(width=0, height=0, margin=0, **params)
         self.state = state  # plain attribute: the state stays on the server, only the fields above sync
         self.state.param.watch(self._sync, ["mode", "theme", "query", "selected", "guided", "step", "preset", "tokens",
-                                           "keys", "values", "scale", "causal", "trap"])
+                                           "keys", "values", "scale", "causal", "trap", "previewing"])
         self._sync()
 
     def _sync(self, *_):
         s = self.state
-        self.param.update(mode=s.mode, theme=s.theme, search="?" + urlencode(address_of(s)))
+        # The page's own drag of q: the address follows at the release. The browser would only write the
+        # position at which the hand rests (it waits for the state to settle), and sending every position
+        # cost the server a message and a few ms per update.
+        address = {} if s.previewing else {"search": "?" + urlencode(address_of(s))}
+        self.param.update(mode=s.mode, theme=s.theme, **address)
 
     def _handle_msg(self, msg) -> None:
         if not isinstance(msg, dict):

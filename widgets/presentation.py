@@ -63,8 +63,8 @@ def _px(size) -> float | None:
 class FigureStyler(param.Parameterized):
     """Restyles Bokeh figures for the state's ``mode`` and ``theme`` by setting model properties.
 
-    The properties each figure was built with are remembered on construction
-    and restored in normal mode, so the views stay the authority on their own
+    The properties each figure was built with are remembered before the first
+    restyle and restored in normal mode, so the views stay the authority on their own
     normal look. Projector mode: canvas text grows by 6 px to at least 20 px,
     markers by 40 %, lines and axes thicken, and every text is drawn in the
     theme's foreground colour (token colours stay on markers, bars and lines,
@@ -77,18 +77,32 @@ class FigureStyler(param.Parameterized):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._original: dict[str, tuple[object, dict[str, object]]] = {}  # model id -> (model, built values)
+        # model id -> (model, built values); None until the first restyle. Walking every model of every
+        # figure took about a third of building a page, and most pages never leave the plain look.
+        self._original: dict[str, tuple[object, dict[str, object]]] | None = None
         self._interp = LinearInterpolator(x=list(PROJECTOR_LINE_WIDTHS[0]), y=list(PROJECTOR_LINE_WIDTHS[1]),
                                           clip=False)
-        for fig in self.figures:
+        self._min_border = {fig.id: fig.min_border_bottom for fig in self.figures}
+        self.state.param.watch(self.apply, ["mode", "theme"])
+        self.apply()
+
+    def add(self, figures: list[Plot]) -> None:
+        """Restyle ``figures`` too, from now on (views built after the page, e.g. a tab's when first shown)."""
+        self._min_border.update({fig.id: fig.min_border_bottom for fig in figures})
+        if self._original is not None:
+            self._original.update(self._remember(figures))
+        self.figures = [*self.figures, *figures]
+        self.apply()
+
+    def _remember(self, figures: list[Plot] | None = None) -> dict[str, tuple[object, dict[str, object]]]:
+        original = {}
+        for fig in self.figures if figures is None else figures:
             for model in fig.references():
                 built = {name: getattr(model, name) for name in model.properties_with_values(include_defaults=True)
                          if self._styled(name)}
                 if built:
-                    self._original[model.id] = (model, built)
-        self._min_border = {fig.id: fig.min_border_bottom for fig in self.figures}
-        self.state.param.watch(self.apply, ["mode", "theme"])
-        self.apply()
+                    original[model.id] = (model, built)
+        return original
 
     @staticmethod
     def _styled(name: str) -> bool:
@@ -104,7 +118,9 @@ class FigureStyler(param.Parameterized):
         theme = self.state.theme
         pal = PALETTES[theme]
         plain = not projector and theme == "light"  # the figures' own look
-        for model, built in self._original.values():
+        if self._original is None and not plain:
+            self._original = self._remember()
+        for model, built in (self._original or {}).values():
             updates = {name: self._value(model, name, orig, projector, plain, pal) for name, orig in built.items()}
             updates = {k: v for k, v in updates.items() if v is not _KEEP}
             if updates:

@@ -102,7 +102,8 @@ class AttentionState(param.Parameterized):
     plotted = param.ClassSelector(class_=AttentionResult, doc=(
         "Derived: the `result` the plots draw. It follows `result`, except while `previewing`: the page "
         "draws each position of the drag itself with the same numbers, so the plots take the server's "
-        "result when the drag ends, and only the readout's text and the address follow every position."))
+        "result when the drag ends, and only the readout's text follows every position (the address, too, waits "
+        "for the release)."))
 
     # --- presets, editing, trap, masking, the d_k experiment ----------------------------
     preset = param.Selector(default=DEFAULT_PRESET, objects=[*PRESETS, CUSTOM],
