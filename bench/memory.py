@@ -6,6 +6,9 @@ them all, waits for the server to discard them, and reads the server's resident 
 step.
 
     python -m bench.memory --sessions 300
+
+The soak of the reliability checks: exits with status 1 when resident memory after the sessions close is
+more than ``--max-after-close`` percent (10) above its start.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import argparse
 import asyncio
 import gc
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -91,8 +95,12 @@ def main(argv=None) -> dict:
     ap.add_argument("--check-unused-sessions", type=int, default=CHECK_UNUSED_MS, help="ms")
     ap.add_argument("--app", default=str(ROOT / "app.py"))
     ap.add_argument("--json", help="append the results to this JSON-lines file")
+    ap.add_argument("--max-after-close", type=float, default=10.0, metavar="PCT",
+                    help="exit with status 1 if RSS after the sessions close exceeds the start by more (default 10)")
     args = ap.parse_args(argv)
     r = run(args.app, args.sessions, args.unused_session_lifetime, args.check_unused_sessions)
+    r["returned_within_pct"] = args.max_after_close
+    r["returned"] = r["after_close_vs_start_pct"] <= args.max_after_close
     print(json.dumps(r), flush=True)
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
@@ -102,4 +110,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(0 if main()["returned"] else 1)
