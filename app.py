@@ -142,7 +142,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                                      value=_looks(state))
     looks.param.watch(lambda e: state.param.update(mode="projector" if "Projector" in e.new else "normal",
                                                    theme="dark" if "Dark" in e.new else "light"), "value")
-    state.param.watch(lambda e: setattr(looks, "value", _looks(state)), ["mode", "theme"])
+    state.param.watch(lambda *_: setattr(looks, "value", _looks(state)), ["mode", "theme"])  # one call per batch
     fullscreen = pn.widgets.Button(label="Full screen", margin=(6, 8), description="Fill the whole screen (Esc leaves)")
     fullscreen.js_on_click(code="""
         if (document.fullscreenElement) { document.exitFullscreen() }

@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import contextvars
 import ctypes
-import ctypes.util
 import sys
 from functools import cache
-
-import panel as pn
 
 #: How often the server returns freed memory: about as often as Bokeh checks for unused sessions.
 TRIM_EVERY = "15s"
@@ -33,9 +30,14 @@ def _malloc_trim():
     if not sys.platform.startswith("linux"):
         return None
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        return ctypes.CDLL(None).malloc_trim  # the C library the interpreter already runs on
     except (OSError, AttributeError):
         return None
+
+
+def can_trim() -> bool:
+    """Whether this process can return freed heap pages to the system (Linux with glibc)."""
+    return _malloc_trim() is not None
 
 
 def trim() -> None:
@@ -51,8 +53,10 @@ def return_freed_memory() -> None:
     Called by every page; Panel keeps one task per name and process, so the first call schedules it.
     Does nothing outside a server (tests, a notebook) or without glibc.
     """
+    import panel as pn  # here: serve.py asks can_trim() before it starts Python again, and Panel is slow to import
+
     doc = pn.state.curdoc
-    if doc is None or doc.session_context is None or _malloc_trim() is None:
+    if doc is None or doc.session_context is None or not can_trim():
         return
     # from an empty context: the task's timer keeps the context it was scheduled in, and this page's would
     # keep its document (Panel's curdoc) alive for as long as the server runs

@@ -181,11 +181,28 @@ def main(argv: list[str] | None = None) -> None:
         base = serve_argv()
     except SettingError as e:
         sys.exit(f"Attention Explorer: {e}")
-    if "PYTHONMALLOC" not in os.environ:
-        # the allocator is chosen when the interpreter starts: start again with the C library's, whose freed
-        # pages the server can return once sessions close (housekeeping.py)
-        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], {**os.environ, "PYTHONMALLOC": "malloc"})
+    _use_c_allocator()
     run(base + argv)
+
+
+def _use_c_allocator() -> None:
+    """Start Python again with ``PYTHONMALLOC=malloc`` if it is unset and the server can trim glibc's heap.
+
+    The allocator is chosen when the interpreter starts. With the C library's, the pages freed when sessions
+    close can go back to the system (``housekeeping.py``); elsewhere (macOS, Windows, musl) nothing would
+    trim them, so the default allocator stays. If the new start fails, the server runs on as it is.
+    """
+    import housekeeping
+
+    if "PYTHONMALLOC" in os.environ or sys.flags.ignore_environment or not housekeeping.can_trim():
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], {**os.environ, "PYTHONMALLOC": "malloc"})
+    except OSError as e:
+        print(f"Attention Explorer: could not restart with PYTHONMALLOC=malloc ({e}); memory of closed sessions "
+              "stays with the process", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ step.
 
     python -m bench.memory --sessions 300
 
-The soak of the reliability checks: exits with status 1 when resident memory after the sessions close is
+The soak of the reliability checks: exits with status 3 when resident memory after the sessions close is
 more than ``--max-after-close`` percent (10) above its start.
 """
 
@@ -27,6 +27,8 @@ from bench.protocol_client import Learner
 from bench.server import CHECK_UNUSED_MS, ROOT, UNUSED_SESSION_LIFETIME_MS, serve, ws_url
 
 MB = 2**20
+#: Exit status when memory did not come back (an error exits with 1).
+NOT_RETURNED = 3
 
 
 async def open_sessions(url: str, n: int) -> list[Learner]:
@@ -96,7 +98,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--app", default=str(ROOT / "app.py"))
     ap.add_argument("--json", help="append the results to this JSON-lines file")
     ap.add_argument("--max-after-close", type=float, default=10.0, metavar="PCT",
-                    help="exit with status 1 if RSS after the sessions close exceeds the start by more (default 10)")
+                    help="exit with status 3 if RSS after the sessions close exceeds the start by more (default 10)")
     args = ap.parse_args(argv)
     r = run(args.app, args.sessions, args.unused_session_lifetime, args.check_unused_sessions)
     r["returned_within_pct"] = args.max_after_close
@@ -110,4 +112,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    sys.exit(0 if main()["returned"] else 1)
+    sys.exit(0 if main()["returned"] else NOT_RETURNED)

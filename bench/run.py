@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 
+from bench import memory
 from bench.stats import median
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -118,7 +119,7 @@ def main(argv=None) -> None:
             # the cleanup settings the app ships (serve.py), not Bokeh's defaults
             rs += _run("bench.memory", ["--sessions", n, "--unused-session-lifetime", _shipped("--unused-session-lifetime"),
                                         "--check-unused-sessions", _shipped("--check-unused-sessions")], out,
-                       ok=(0, 1))  # 1: memory did not come back; reported in the table all the same
+                       ok=(0, memory.NOT_RETURNED))  # memory did not come back: in the table all the same
         m = lambda k: median([r[k] for r in rs])  # noqa: E731
         lines += ["", f"Memory, {n} idle sessions opened then closed (RSS MB, median over runs; unused-session "
                   f"lifetime {rs[0]['unused_session_lifetime_ms']} ms, checked every {rs[0]['check_unused_sessions_ms']} ms)",

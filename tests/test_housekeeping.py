@@ -57,3 +57,28 @@ def test_serve_py_keeps_an_allocator_chosen_by_the_operator():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
                             env={**os.environ, "PYTHONMALLOC": "pymalloc"})
     assert result.stdout.splitlines()[0] == "PYTHONMALLOC pymalloc" and result.stdout.count("PYTHONMALLOC") == 1
+
+
+def test_serve_py_keeps_the_default_allocator_where_nothing_can_trim(monkeypatch):
+    import housekeeping
+    import serve
+
+    def execve(*args):
+        raise AssertionError("started again")
+
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    monkeypatch.setattr(serve.os, "execve", execve)
+    monkeypatch.setattr(housekeeping, "can_trim", lambda: False)  # macOS, Windows, musl
+    serve._use_c_allocator()
+
+
+def test_serve_py_runs_on_if_it_cannot_start_again(monkeypatch, capsys):
+    import serve
+
+    def execve(*args):
+        raise OSError("no such file")
+
+    monkeypatch.delenv("PYTHONMALLOC", raising=False)
+    monkeypatch.setattr(serve.os, "execve", execve)
+    serve._use_c_allocator()
+    assert "could not restart with PYTHONMALLOC=malloc (no such file)" in capsys.readouterr().err
