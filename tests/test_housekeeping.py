@@ -25,6 +25,10 @@ housekeeping.trim()
 print(start, freed, rss())
 """
 
+# Prints the allocator the interpreter was started with, then runs serve.py (as far as panel serve's help)
+SHOW_ALLOCATOR_THEN_SERVE = ("import os; print('PYTHONMALLOC', os.environ.get('PYTHONMALLOC'), flush=True); "
+                             "import serve; serve.main(['--help'])")
+
 
 def _free_most(allocator: str) -> tuple[float, float, float]:
     out = subprocess.run([sys.executable, "-c", FREE_MOST], cwd=ROOT, capture_output=True, text=True, timeout=120,
@@ -42,20 +46,16 @@ def test_a_trim_returns_freed_memory_under_the_c_allocator_and_not_under_pymallo
 
 
 def test_serve_py_starts_again_with_the_c_allocator():
-    code = ("import os, sys; print('PYTHONMALLOC', os.environ.get('PYTHONMALLOC'), flush=True); "
-            "import serve; serve.main(['--help'])")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONMALLOC"}
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                            env=env)
+    result = subprocess.run([sys.executable, "-c", SHOW_ALLOCATOR_THEN_SERVE], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60, env=env)
     assert result.stdout.splitlines()[:2] == ["PYTHONMALLOC None", "PYTHONMALLOC malloc"]
     assert result.returncode == 0 and "usage: panel serve" in result.stdout
 
 
 def test_serve_py_keeps_an_allocator_chosen_by_the_operator():
-    code = ("import os, sys; print('PYTHONMALLOC', os.environ.get('PYTHONMALLOC'), flush=True); "
-            "import serve; serve.main(['--help'])")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "PYTHONMALLOC": "pymalloc"})
+    result = subprocess.run([sys.executable, "-c", SHOW_ALLOCATOR_THEN_SERVE], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60, env={**os.environ, "PYTHONMALLOC": "pymalloc"})
     assert result.stdout.splitlines()[0] == "PYTHONMALLOC pymalloc" and result.stdout.count("PYTHONMALLOC") == 1
 
 

@@ -89,10 +89,11 @@ class FigureStyler(param.Parameterized):
     def add(self, figures: list[Plot]) -> None:
         """Restyle ``figures`` too, from now on (views built after the page, e.g. a tab's when first shown)."""
         self._min_border.update({fig.id: fig.min_border_bottom for fig in figures})
-        if self._original is not None:
-            self._original.update(self._remember(figures))
         self.figures = [*self.figures, *figures]
-        self.apply()
+        added = {} if self._original is None else self._remember(figures)
+        if self._original is not None:
+            self._original.update(added)
+        self._restyle(added, figures)  # the figures already styled keep their look
 
     def _remember(self, figures: list[Plot] | None = None) -> dict[str, tuple[object, dict[str, object]]]:
         original = {}
@@ -114,18 +115,21 @@ class FigureStyler(param.Parameterized):
 
     def apply(self, *_):
         """Set every remembered property for the current mode and theme (one held document change)."""
+        if self._original is None and (self.state.mode == "projector" or self.state.theme != "light"):
+            self._original = self._remember()
+        self._restyle(self._original or {}, self.figures)
+
+    def _restyle(self, original: dict[str, tuple[object, dict[str, object]]], figures: list[Plot]) -> None:
         projector = self.state.mode == "projector"
         theme = self.state.theme
         pal = PALETTES[theme]
         plain = not projector and theme == "light"  # the figures' own look
-        if self._original is None and not plain:
-            self._original = self._remember()
-        for model, built in (self._original or {}).values():
+        for model, built in original.values():
             updates = {name: self._value(model, name, orig, projector, plain, pal) for name, orig in built.items()}
             updates = {k: v for k, v in updates.items() if v is not _KEEP}
             if updates:
                 model.update(**updates)
-        for fig in self.figures:
+        for fig in figures:
             # Bokeh sizes the bottom axis a little short for 20 px labels: leave them room
             fig.update(background_fill_color=pal["bg"], border_fill_color=pal["bg"],
                        min_border_bottom=PROJECTOR_MIN_BORDER if projector else self._min_border[fig.id])
