@@ -1,6 +1,6 @@
 # Attention Explorer: `docker build -t attention-explorer .` then
 # `docker run --rm -p 5006:5006 attention-explorer` and open http://localhost:5006/
-# Settings are environment variables (README, "Settings"); serve.py maps them to `panel serve` flags.
+# Settings are environment variables (README, "Settings"); server/serve.py maps them to `panel serve` flags.
 FROM python:3.12-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -26,5 +26,5 @@ RUN python -m compileall -q /app
 USER 10001:10001
 EXPOSE 5006
 HEALTHCHECK --interval=30s --timeout=10s --start-period=20s --retries=3 \
-    CMD ["python", "/app/serve.py", "--health"]
-CMD ["python", "/app/serve.py"]
+    CMD ["python", "-m", "server", "--health"]
+CMD ["python", "-m", "server"]

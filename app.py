@@ -14,8 +14,8 @@ from pathlib import Path
 import panel as pn
 from bokeh.models import Plot
 
-from housekeeping import return_freed_memory
-from transport import nodelay_on_load
+from server.housekeeping import return_freed_memory
+from server.transport import nodelay_on_load
 from widgets.address import apply_address
 from widgets.browser import SHORTCUTS, BrowserBridge
 from widgets.charts import ValuesView, WeightBars
@@ -191,7 +191,7 @@ if pn.state.served:
     create_app().servable(title=TITLE)
 
 if __name__ == "__main__":
-    # the same settings and server as the container: environment variables -> `panel serve` (serve.py)
-    import serve
+    # the same settings and server as the container: environment variables -> `panel serve` (server/serve.py)
+    from server import serve
 
     serve.main()

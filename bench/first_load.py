@@ -174,7 +174,7 @@ def report(compressed: dict, plain: dict, runs: int, load: tuple[float, float, f
     lines += [f"| {k} | {kb(compressed['kinds'].get(k, 0))} | {kb(plain['kinds'].get(k, 0))} |" for k in rows]
     lines += [
         "",
-        "Compressed: Tornado gzips pages, scripts and styles (`compress_response`, set by `serve.py`); the",
+        "Compressed: Tornado gzips pages, scripts and styles (`compress_response`, set by `server/serve.py`); the",
         "websocket uses permessage-deflate (`--websocket-compression-level 6`). Uncompressed: the same server",
         "asked with `Accept-Encoding: identity` and started with `EXPLORER_WS_COMPRESSION_LEVEL=0`.",
         "",

@@ -62,7 +62,7 @@ def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file:
     live_url = ws_url.rsplit("/", 2)[0] + f"/room-live?room={code}"
 
     async def follow_live(channel, learner) -> None:
-        """The page's live channel (widgets/room_live.py): the page draws each query it brings at once."""
+        """The page's live channel (server/room_live.py): the page draws each query it brings at once."""
         while (text := await channel.read_message()) is not None:
             learner.bytes_in += len(text)
             query = json.loads(text)["query"]

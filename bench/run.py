@@ -36,7 +36,7 @@ def _run(module: str, args: list[str], out: Path, ok: tuple[int, ...] = (0,)) ->
 
 
 def _shipped(flag: str) -> str:
-    import serve
+    from server import serve
 
     return next(s.default for s in serve.SETTINGS if s.flag == flag)
 
@@ -116,7 +116,7 @@ def main(argv=None) -> None:
         n = "50" if args.quick else "300"
         rs = []
         for _ in range(args.repeat):
-            # the cleanup settings the app ships (serve.py), not Bokeh's defaults
+            # the cleanup settings the app ships (server/serve.py), not Bokeh's defaults
             rs += _run("bench.memory", ["--sessions", n, "--unused-session-lifetime", _shipped("--unused-session-lifetime"),
                                         "--check-unused-sessions", _shipped("--check-unused-sessions")], out,
                        ok=(0, memory.NOT_RETURNED))  # memory did not come back: in the table all the same

@@ -62,7 +62,7 @@ def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED
            "--index", app.stem,
            "--unused-session-lifetime", str(unused_lifetime_ms), "--check-unused-sessions", str(check_unused_ms)]
     out = open(log, "w") if log else subprocess.DEVNULL
-    # the C library's allocator, as serve.py starts the app (housekeeping.py), unless the caller chose one
+    # the C library's allocator, as server/serve.py starts the app (server/housekeeping.py), unless the caller chose one
     env = {"PYTHONMALLOC": "malloc", **os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, cwd=app.parent, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:

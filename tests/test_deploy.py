@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-import serve
+from server import serve
 from tests.ui.conftest import free_port, stop
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,11 +84,11 @@ def test_exposes_5006_and_listens_there_on_every_interface():
     assert argv[argv.index("--address") + 1] == "0.0.0.0"
 
 
-def test_command_and_health_check_run_serve_py():
-    assert exec_form(only("CMD")) == ["python", "/app/serve.py"]
+def test_command_and_health_check_run_the_server_package():
+    assert exec_form(only("CMD")) == ["python", "-m", "server"]
     health = only("HEALTHCHECK")
     options, _, command = health.partition(" CMD ")
-    assert exec_form(command) == ["python", "/app/serve.py", "--health"]
+    assert exec_form(command) == ["python", "-m", "server", "--health"]
     assert re.search(r"--interval=\d+s", options) and re.search(r"--timeout=\d+s", options)
     assert only("WORKDIR") == "/app"
 
@@ -97,7 +97,7 @@ def test_dockerignore_keeps_everything_but_the_app_out():
     ignored = {ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
                if ln.strip() and not ln.startswith("#")}
     assert {".git", ".venv", "tests", "bench", "docs", "**/__pycache__", ".pytest_cache"} <= ignored
-    for needed in ("app.py", "serve.py", "requirements.txt", "core", "widgets", "static"):
+    for needed in ("app.py", "server", "requirements.txt", "core", "widgets", "static"):
         assert needed not in ignored and (ROOT / needed).exists()
 
 
@@ -150,7 +150,7 @@ def test_several_processes_are_refused_on_windows(monkeypatch):
 
 
 def test_a_bad_setting_stops_the_server_with_its_name():
-    result = subprocess.run([sys.executable, "serve.py"], cwd=ROOT, capture_output=True, text=True, timeout=60,
+    result = subprocess.run([sys.executable, "-m", "server"], cwd=ROOT, capture_output=True, text=True, timeout=60,
                             env={**os.environ, "EXPLORER_NUM_PROCS": "many"})
     assert result.returncode != 0
     assert "EXPLORER_NUM_PROCS must be a whole number, got 'many'" in result.stderr
@@ -181,7 +181,7 @@ def test_the_image_command_serves_gzip_and_passes_its_health_check():
             time.sleep(0.3)
         health = [sys.executable if a == "python" else a.replace("/app/", f"{ROOT}/")
                   for a in exec_form(only("HEALTHCHECK").partition(" CMD ")[2])]
-        assert subprocess.run(health, env=env, timeout=30).returncode == 0
+        assert subprocess.run(health, cwd=ROOT, env=env, timeout=30).returncode == 0
 
         page = urllib.request.urlopen(f"http://127.0.0.1:{port}/").read().decode()
         script = re.search(r'src="(static/js/bokeh\.min\.js[^"]*)"', page)

@@ -1,6 +1,6 @@
 """Hostile websocket traffic against a real server: foreign origins, oversized and malformed messages.
 
-The server is ``python app.py`` with its shipped settings (serve.py); the clients speak Bokeh's own
+The server is ``python app.py`` with its shipped settings (server/serve.py); the clients speak Bokeh's own
 protocol through :class:`bench.protocol_client.Learner`, so what is sent is what a browser could send.
 """
 
@@ -20,7 +20,7 @@ from tornado.websocket import websocket_connect
 from bench.protocol_client import Learner
 from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
 
-#: serve.py's default EXPLORER_WS_MAX_MESSAGE_BYTES (1 MiB), far below Bokeh's 20 MB.
+#: server/serve.py's default EXPLORER_WS_MAX_MESSAGE_BYTES (1 MiB), far below Bokeh's 20 MB.
 MAX_MESSAGE = 1024 * 1024
 
 
@@ -154,7 +154,7 @@ async def _live_channel(port: int, code: str, origin: str | None = None):
 
 
 def test_a_rooms_live_channel_is_read_only_and_for_the_pages_origin_only(app_server):
-    """widgets/room_live.py: the presenter's query reaches followers' pages, and nothing else gets in."""
+    """server/room_live.py: the presenter's query reaches followers' pages, and nothing else gets in."""
     from bench.follow import ProtocolPresenter
 
     port, _ = app_server

@@ -1,4 +1,4 @@
-"""The server returns the memory of closed sessions to the system (housekeeping.py, serve.py)."""
+"""The server returns the memory of closed sessions to the system (server/housekeeping.py, server/serve.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Many small objects, a few of them kept, scattered through the heap as the long-lived objects made while
 # pages are open are; the rest freed. Prints resident MB at the start, after freeing, after a trim.
 FREE_MOST = """
-import psutil, housekeeping
+import psutil
+from server import housekeeping
 rss = lambda: psutil.Process().memory_info().rss / 2**20
 start = rss()
 objects = [[i, i, i, i] for i in range(1_000_000)]
@@ -25,9 +26,9 @@ housekeeping.trim()
 print(start, freed, rss())
 """
 
-# Prints the allocator the interpreter was started with, then runs serve.py (as far as panel serve's help)
+# Prints the allocator the interpreter was started with, then runs server/serve.py (as far as panel serve's help)
 SHOW_ALLOCATOR_THEN_SERVE = ("import os; print('PYTHONMALLOC', os.environ.get('PYTHONMALLOC'), flush=True); "
-                             "import serve; serve.main(['--help'])")
+                             "from server import serve; serve.main(['--help'])")
 
 
 def _free_most(allocator: str) -> tuple[float, float, float]:
@@ -42,7 +43,7 @@ def test_a_trim_returns_freed_memory_under_the_c_allocator_and_not_under_pymallo
     assert freed - start > 50  # the freed objects' memory is still held ...
     assert trimmed - start < 0.2 * (freed - start)  # ... until the trim gives most of it back
     start, freed, trimmed = _free_most("pymalloc")
-    assert trimmed - start > 0.5 * (freed - start)  # a survivor in each arena keeps the arena: why serve.py switches
+    assert trimmed - start > 0.5 * (freed - start)  # a survivor in each arena keeps the arena: why server/serve.py switches
 
 
 def test_serve_py_starts_again_with_the_c_allocator():
@@ -60,8 +61,7 @@ def test_serve_py_keeps_an_allocator_chosen_by_the_operator():
 
 
 def test_serve_py_keeps_the_default_allocator_where_nothing_can_trim(monkeypatch):
-    import housekeeping
-    import serve
+    from server import housekeeping, serve
 
     def execve(*args):
         raise AssertionError("started again")
@@ -73,7 +73,7 @@ def test_serve_py_keeps_the_default_allocator_where_nothing_can_trim(monkeypatch
 
 
 def test_serve_py_runs_on_if_it_cannot_start_again(monkeypatch, capsys):
-    import serve
+    from server import serve
 
     def execve(*args):
         raise OSError("no such file")

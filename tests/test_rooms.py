@@ -13,7 +13,7 @@ import pytest
 from bokeh.models import ColumnDataSource
 
 from widgets.follow import RedactRoomArguments, RoomControls, qr_svg
-from widgets.rooms import (ALPHABET, CODE_LENGTH, RoomError, RoomRegistry, end_after_from_env, normalize_code,
+from server.rooms import (ALPHABET, CODE_LENGTH, RoomError, RoomRegistry, end_after_from_env, normalize_code,
                            seconds_from_env)
 from widgets.state import AttentionState
 
@@ -102,7 +102,7 @@ def test_followers_get_every_change_and_the_end(registry):
 
 
 class Sink:
-    """A live channel's end, as widgets/room_live.py's handler is to the registry."""
+    """A live channel's end, as server/room_live.py's handler is to the registry."""
 
     def __init__(self):
         self.texts, self.closed = [], False

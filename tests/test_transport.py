@@ -13,7 +13,7 @@ from panel.io.server import get_server
 
 from app import create_app
 from bench.protocol_client import Learner
-from transport import session_websockets, set_websocket_nodelay
+from server.transport import session_websockets, set_websocket_nodelay
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """Follow the presenter: one page drives a room, the class's pages follow it live.
 
-:class:`RoomControls` is the page's end of a room (:mod:`widgets.rooms`). Its
+:class:`RoomControls` is the page's end of a room (:mod:`server.rooms`). Its
 role comes from the page's link:
 
 - no ``room``: a "Present" button. Pressing it opens a room and reloads the page
@@ -21,7 +21,7 @@ backlog, and the presenter's callback never waits for any follower.
 While the presenter drags, a view differs from the follower's only in the query. Taking
 it in full would recompute and re-render every view of every follower's page on the
 server, for every move (tens of ms each: a class of 60 would fall seconds behind). So the
-page takes the presenter's query from the room's live channel (``widgets/room_live.py``)
+page takes the presenter's query from the room's live channel (``server/room_live.py``)
 and computes and draws the numbers itself, as it does for its own drag
 (``static/preview.js``); its server only tells it, through the page's live source
 (``DragPreview.live``), which room to follow and which view its own numbers show. Once
@@ -47,8 +47,8 @@ from bokeh.models import ColumnDataSource
 from panel.io.state import set_curdoc
 
 from widgets.address import address_of
-from widgets.room_live import ROUTE as LIVE_ROUTE
-from widgets.rooms import RoomError, RoomRegistry, get_registry, normalize_code
+from server.room_live import ROUTE as LIVE_ROUTE
+from server.rooms import RoomError, RoomRegistry, get_registry, normalize_code
 from widgets.state import AttentionState
 
 ROOM_CSS = (Path(__file__).parent.parent / "static" / "room.css").read_text()
@@ -123,7 +123,7 @@ class RoomControls(pn.viewable.Viewer):
         self._applying = False
         self._lock = threading.Lock()
         self._room = None  # the followed room
-        # the live channel's path under the server's prefix (widgets/room_live.py)
+        # the live channel's path under the server's prefix (server/room_live.py)
         self._live_path = (pn.state.base_url or "/").rstrip("/") + LIVE_ROUTE
         # The page acts on changes of the live source only, not on its value at load: so the first value
         # is written once the page has loaded.
@@ -294,7 +294,7 @@ class RoomControls(pn.viewable.Viewer):
         served = doc is not None and doc.session_context is not None
         with self._lock:
             if query_only and served and self.live is not None and not self._scheduled:
-                # A drag: the page previews it from the room's live channel (widgets/room_live.py); this
+                # A drag: the page previews it from the room's live channel (server/room_live.py); this
                 # server takes the view in full once the room rests.
                 arm, self._settling = not self._settling, True
                 if arm:

@@ -13,7 +13,7 @@ page 20–36 ms, long enough to hold back the hand's next move.
 
 A page following a presenter (``widgets/follow.py``) previews the same way: while the
 presenter drags, the page receives only the presenter's query, on the room's live channel
-(``widgets/room_live.py``), and computes the rest; its server's numbers follow once the
+(``server/room_live.py``), and computes the rest; its server's numbers follow once the
 presenter's hand rests.
 """
 

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-import serve
+from server import serve
 from tests.ui.helpers import open_app, readout, show_tab, to_page, wait_for_readout, weights
 
 # a busy shared machine can take seconds per round trip

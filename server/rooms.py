@@ -56,7 +56,7 @@ Snapshot = dict[str, Any]
 #: A follower's callback: ``(version, snapshot, query_only)`` on each change, ``(None, None, False)`` when
 #: the room ends. ``query_only``: the view differs from the previous one only in its query (a drag).
 Listener = Callable[[int | None, Snapshot | None, bool], None]
-#: A live channel's end (``widgets/room_live.py``): ``send(text, replaceable)``, called on the server's event
+#: A live channel's end (``server/room_live.py``): ``send(text, replaceable)``, called on the server's event
 #: loop (``replaceable``: a position, which a newer one may replace if the channel is behind), and ``close()``.
 LiveSink = Any
 

@@ -1,14 +1,14 @@
 """Serve Attention Explorer through Panel's own ``panel serve``, configured from environment variables.
 
-``python serve.py`` is the container's command and ``python app.py`` lands here too, so a laptop, a
+``python -m server`` is the container's command and ``python app.py`` lands here too, so a laptop, a
 projector demo and a school server read the same settings (see ``SETTINGS`` and the README's table).
 Each setting maps to one ``panel serve`` flag; only what the command line cannot express is added in
 code: gzip for HTTP responses (Tornado's ``compress_response``), which ``panel serve`` has no flag for.
 
 The server runs with ``PYTHONMALLOC=malloc`` (``main`` starts Python again with it when it is unset), so
-the memory of closed sessions can go back to the system (``housekeeping.py``).
+the memory of closed sessions can go back to the system (``server/housekeeping.py``).
 
-``python serve.py --health`` asks the running server's liveness endpoint to build a page (the image's
+``python -m server --health`` asks the running server's liveness endpoint to build a page (the image's
 ``HEALTHCHECK``); exit status 0 when it could.
 
 Websocket origins use Bokeh's own ``BOKEH_ALLOW_WS_ORIGIN`` (comma-separated ``host[:port]``); when it
@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-APP = Path(__file__).resolve().parent / "app.py"
+APP = Path(__file__).resolve().parents[1] / "app.py"
 APP_ENDPOINT = "/" + APP.stem
 
 
@@ -140,8 +140,8 @@ def _serve_command():
         def customize_kwargs(self, args, server_kwargs):
             kwargs = super().customize_kwargs(args, server_kwargs)
             kwargs["compress_response"] = True
-            # a room's live channel to its followers' pages (widgets/room_live.py)
-            from widgets.room_live import live_patterns
+            # a room's live channel to its followers' pages (server/room_live.py)
+            from server.room_live import live_patterns
 
             kwargs["extra_patterns"] = [*kwargs.get("extra_patterns", []), *live_patterns()]
             return kwargs
@@ -173,7 +173,7 @@ def health(environ: Mapping[str, str] = os.environ, timeout: float = 10) -> bool
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python serve.py [--health] [extra panel serve flags]``."""
+    """``python -m server [--health] [extra panel serve flags]``."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--health"]:
         sys.exit(0 if health() else 1)
@@ -189,10 +189,10 @@ def _use_c_allocator() -> None:
     """Start Python again with ``PYTHONMALLOC=malloc`` if it is unset and the server can trim glibc's heap.
 
     The allocator is chosen when the interpreter starts. With the C library's, the pages freed when sessions
-    close can go back to the system (``housekeeping.py``); elsewhere (macOS, Windows, musl) nothing would
+    close can go back to the system (``server/housekeeping.py``); elsewhere (macOS, Windows, musl) nothing would
     trim them, so the default allocator stays. If the new start fails, the server runs on as it is.
     """
-    import housekeeping
+    from server import housekeeping
 
     if "PYTHONMALLOC" in os.environ or sys.flags.ignore_environment or not housekeeping.can_trim():
         return

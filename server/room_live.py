@@ -6,8 +6,8 @@ need not recompute and re-render the page for each move: that costs tens of ms p
 left a class of 60 seconds behind. Instead each following page opens this websocket,
 ``room-live?room=CODE`` beside Bokeh's own, and the room writes one short JSON text to all of
 them: each pointer move of the presenter as it reaches the server
-(:meth:`widgets.rooms.RoomRegistry.publish_hand`), and each view of the room that is not such a
-move (:meth:`~widgets.rooms.RoomRegistry.publish`). The page's own server sends the full view,
+(:meth:`server.rooms.RoomRegistry.publish_hand`), and each view of the room that is not such a
+move (:meth:`~server.rooms.RoomRegistry.publish`). The page's own server sends the full view,
 with its authoritative numbers, once the room's view rests (``widgets/follow.py``).
 
 The channel is read-only: it carries only what every follower of the room may see, accepts the
@@ -22,7 +22,7 @@ from __future__ import annotations
 from bokeh.server.views.ws import WSHandler
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from widgets.rooms import RoomError, get_registry
+from server.rooms import RoomError, get_registry
 
 #: The channel's path, under the server's prefix; pages open it relative to their own address.
 ROUTE = "/room-live"
@@ -55,7 +55,7 @@ class RoomLiveHandler(WebSocketHandler):
         except RoomError:
             self.close(4404, "no such room")
             return
-        self.set_nodelay(True)  # one small text per move: send it now (see transport.py)
+        self.set_nodelay(True)  # one small text per move: send it now (see server/transport.py)
 
     def on_message(self, message) -> None:
         self.close(4400, "this channel is read-only")

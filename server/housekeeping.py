@@ -7,7 +7,7 @@ when every object in it is gone, and a few long-lived objects allocated while th
 most arenas. Measured on this app, after 60 sessions opened and closed: live objects and allocated bytes
 back at their start, 201 arenas held instead of 65, and resident memory 2.7 times its start.
 
-So the server runs with ``PYTHONMALLOC=malloc`` (``serve.py`` sets it; CPython's documented switch to
+So the server runs with ``PYTHONMALLOC=malloc`` (``server/serve.py`` sets it; CPython's documented switch to
 the C library's allocator), and every :data:`TRIM_EVERY` calls glibc's ``malloc_trim(0)``, which returns
 every whole free page of the heap to the system, wherever it lies. Same measurement: resident memory
 back within 2 % of its start. A trim takes 1–6 ms, about 40 ms when it returns a few hundred MB.
@@ -53,7 +53,7 @@ def return_freed_memory() -> None:
     Called by every page; Panel keeps one task per name and process, so the first call schedules it.
     Does nothing outside a server (tests, a notebook) or without glibc.
     """
-    import panel as pn  # here: serve.py asks can_trim() before it starts Python again, and Panel is slow to import
+    import panel as pn  # here: server/serve.py asks can_trim() before it starts Python again, and Panel is slow to import
 
     doc = pn.state.curdoc
     if doc is None or doc.session_context is None or not can_trim():
