@@ -8,15 +8,21 @@ view must present that token. Followers subscribe to a room and receive the
 latest snapshot; the registry never touches a follower's document itself (see
 :mod:`widgets.follow`).
 
+A presenter token is not stored anywhere: it is an HMAC-SHA256 of the room's code under the server's
+secret (:class:`RoomSecret`), the way Bokeh signs session ids with ``BOKEH_SECRET_KEY``. Only a server that
+holds the secret can make one, and every process that holds it can check one, also after a restart. A
+code someone chose, or the code of a class's room, is therefore worth nothing without its token.
+
 Several server processes behind a proxy each have their own registry: the
 proxy must route every request carrying ``room=CODE`` to the same process (see
 ``deploy/nginx.conf``). A presenter link may therefore arrive at a process
-that has never seen its code: :meth:`RoomRegistry.enter_as_presenter` then opens
-the room there under that code and token.
+that has never seen its code (another process, or this one after a restart):
+:meth:`RoomRegistry.enter_as_presenter` then opens the room there, if the token is the code's.
 """
 
 from __future__ import annotations
 
+import base64
 import collections
 import hashlib
 import hmac
@@ -47,8 +53,12 @@ HAND_GAP_S = 1 / 60
 #: While the presenter's hand has moved this recently, the room's query-only views are not written to the
 #: live channel: each is a position the hand already passed, and would step the followers' pages back.
 HAND_ACTIVE_S = 0.5
-#: Ended codes are remembered this long so nobody but their presenter can reopen them.
+#: Ended codes are not given to a new room for this long (their presenter's link would still drive it).
 TOMBSTONE_SECONDS = 24 * 3600.0
+#: The environment variable holding the server's secret for presenter tokens (see :class:`RoomSecret`).
+SECRET_ENV = "EXPLORER_ROOM_SECRET"
+#: Shortest secret accepted, in characters; Bokeh asks the same of ``BOKEH_SECRET_KEY``.
+MIN_SECRET_CHARS = 32
 CACHE_KEY = "attention-explorer.rooms"
 log = logging.getLogger(__name__)
 
@@ -103,8 +113,40 @@ def end_after_from_env() -> float:
     return seconds_from_env("ROOM_END_AFTER", DEFAULT_END_AFTER)
 
 
-def _digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode()).digest()
+@dataclass(frozen=True)
+class RoomSecret:
+    """The key that makes and checks presenter tokens: ``token = HMAC-SHA256(key, code)``, base64url.
+
+    ``persistent``: the key came from :data:`SECRET_ENV`, so tokens stay valid across restarts and in
+    every process started with the same value. Otherwise it was drawn when the process started, and
+    presenter links stop working when the server restarts.
+    """
+
+    key: bytes = field(repr=False)
+    persistent: bool
+
+    @classmethod
+    def from_env(cls, environ=None) -> RoomSecret:
+        """The secret in ``EXPLORER_ROOM_SECRET``, or a random one for this process when it is unset.
+
+        Raises ValueError if it is set but shorter than :data:`MIN_SECRET_CHARS` characters.
+        """
+        raw = (os.environ if environ is None else environ).get(SECRET_ENV, "")
+        if not raw:
+            return cls(secrets.token_bytes(32), persistent=False)
+        if len(raw) < MIN_SECRET_CHARS:
+            raise ValueError(f"{SECRET_ENV} must be at least {MIN_SECRET_CHARS} characters long "
+                             f"(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+        return cls(raw.encode(), persistent=True)
+
+    def token(self, code: str) -> str:
+        """The presenter token of room ``code`` (43 characters of base64url)."""
+        mac = hmac.new(self.key, b"attention-explorer presenter\0" + code.encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+    def matches(self, code: str, token: str | None) -> bool:
+        """Whether ``token`` is room ``code``'s presenter token (compared in constant time)."""
+        return isinstance(token, str) and hmac.compare_digest(self.token(code).encode(), token.encode())
 
 
 @dataclass(eq=False)
@@ -112,7 +154,6 @@ class Room:
     """One presented view. ``snapshot`` and ``version`` change only through the registry."""
 
     code: str
-    _token_digest: bytes = field(repr=False)
     snapshot: Snapshot | None = None
     version: int = 0
     presenter: str | None = None  # session id of the page currently presenting
@@ -129,9 +170,6 @@ class Room:
     _hand_sent: float = field(default=-1e9, repr=False)  # when it was last written (the event loop's clock)
     _hand_timer: Any = field(default=None, repr=False)
 
-    def token_matches(self, token: str | None) -> bool:
-        return bool(token) and hmac.compare_digest(self._token_digest, _digest(token))
-
     @property
     def follower_count(self) -> int:
         return len(self._listeners)
@@ -141,16 +179,18 @@ class RoomRegistry:
     """Every room of this server process. Thread-safe; never blocks on a follower.
 
     ``end_after``: seconds a room outlives its presenter's page. ``clock``: a
-    monotonic clock in seconds (tests pass a fake one).
+    monotonic clock in seconds (tests pass a fake one). ``secret``: what makes and checks presenter
+    tokens (default: a random one for this registry, as when ``EXPLORER_ROOM_SECRET`` is unset).
     """
 
     def __init__(self, end_after: float = DEFAULT_END_AFTER, clock: Callable[[], float] = time.monotonic,
-                 settle_after: float = DEFAULT_SETTLE_AFTER):
+                 settle_after: float = DEFAULT_SETTLE_AFTER, secret: RoomSecret | None = None):
+        self.secret = secret if secret is not None else RoomSecret(secrets.token_bytes(32), persistent=False)
         self.end_after = end_after
         self.settle_after = settle_after
         self._clock = clock
         self._rooms: dict[str, Room] = {}
-        self._ended: dict[str, tuple[bytes, float]] = {}  # code -> (token digest, when it ended)
+        self._ended: dict[str, float] = {}  # code -> when it ended
         self._lock = threading.RLock()
         self._sweeper = None
         self._loop = None  # the event loop live channels are written on; set by the first watch()
@@ -163,43 +203,41 @@ class RoomRegistry:
         The room waits for its presenter's page (:meth:`enter_as_presenter`) and
         ends ``end_after`` seconds from now if none comes.
         """
-        token = secrets.token_urlsafe(24)
         with self._lock:
             while True:
                 code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
                 if code not in self._rooms and code not in self._ended:
                     break
-            room = self._open(code, token, snapshot)
-        return room, token
+            room = self._open(code, snapshot)
+        return room, self.secret.token(code)
 
     def enter_as_presenter(self, code: str | None, token: str | None, session: str) -> Room:
-        """Make ``session`` the presenter of room ``code``; the token must be the room's.
+        """Make ``session`` the presenter of room ``code``; the token must be the code's (:class:`RoomSecret`).
 
-        A code this process has never seen is opened here under that token (the
-        presenter link was routed here by the code). Raises :class:`RoomError`
-        for a malformed code, a wrong token, or an ended room's code with
-        another token.
+        A room this process does not hold is opened here (the presenter link was routed here by the code,
+        or the server restarted). Raises :class:`RoomError` for a malformed code or a token that is not
+        this code's under this server's secret; the message says why a link may have stopped working.
         """
         norm = normalize_code(code)
         if norm is None:
             raise RoomError("That is not a room code.")
         if not token:
             raise RoomError(f"Only the presenter's link can present room {norm}.")
+        if not self.secret.matches(norm, token):
+            why = ("" if self.secret.persistent else
+                   " Presenter links stop working when the server restarts (it has no EXPLORER_ROOM_SECRET);"
+                   " press Present to start a new room.")
+            raise RoomError(f"This presenter link is not valid for room {norm} on this server.{why}")
         with self._lock:
             room = self._rooms.get(norm)
             if room is None:
-                ended = self._ended.get(norm)
-                if ended is not None and not hmac.compare_digest(ended[0], _digest(token)):
-                    raise RoomError(f"Room {norm} has ended.")
                 self._ended.pop(norm, None)
-                room = self._open(norm, token, None)
-            elif not room.token_matches(token):
-                raise RoomError(f"This presenter link does not belong to room {norm}.")
+                room = self._open(norm, None)
             room.presenter, room.left_at = session, None
             return room
 
-    def _open(self, code: str, token: str, snapshot: Snapshot | None) -> Room:
-        room = Room(code=code, _token_digest=_digest(token), snapshot=snapshot, left_at=self._clock())
+    def _open(self, code: str, snapshot: Snapshot | None) -> Room:
+        room = Room(code=code, snapshot=snapshot, left_at=self._clock())
         self._rooms[code] = room
         return room
 
@@ -271,7 +309,7 @@ class RoomRegistry:
             room = self._rooms.get(code)
             if room is None or room.ended:
                 raise RoomError(f"Room {code} is not running.")
-            if not room.token_matches(token):
+            if not self.secret.matches(code, token):
                 raise RoomError(f"Only the presenter can change room {code}.")
             room.version += 1
             room.snapshot, room.published_at = snapshot, self._clock()
@@ -304,7 +342,7 @@ class RoomRegistry:
             return
         with self._lock:
             room = self._rooms.get(code)
-            if room is None or room.ended or not room.token_matches(token):
+            if room is None or room.ended or not self.secret.matches(code, token):
                 return
             room.hand_at = self._clock()
             if not room._live:
@@ -351,7 +389,7 @@ class RoomRegistry:
             room = self._rooms.get(code)
             if room is None:
                 return
-            if not room.token_matches(token):
+            if not self.secret.matches(code, token):
                 raise RoomError(f"Only the presenter can end room {code}.")
         self._end(room)
 
@@ -403,7 +441,7 @@ class RoomRegistry:
         now = self._clock()
         with self._lock:
             done = [r for r in self._rooms.values() if r.left_at is not None and now - r.left_at >= self.end_after]
-            self._ended = {c: e for c, e in self._ended.items() if now - e[1] < TOMBSTONE_SECONDS}
+            self._ended = {c: at for c, at in self._ended.items() if now - at < TOMBSTONE_SECONDS}
         for room in done:
             self._end(room)
         return [r.code for r in done]
@@ -413,7 +451,7 @@ class RoomRegistry:
             if self._rooms.get(room.code) is not room:
                 return
             del self._rooms[room.code]
-            self._ended[room.code] = (room._token_digest, self._clock())
+            self._ended[room.code] = self._clock()
             room.ended = True
             listeners, room._listeners = list(room._listeners.values()), {}
             sinks, room._live = list(room._live), set()
@@ -455,5 +493,6 @@ def get_registry() -> RoomRegistry:
     registry = pn.state.cache.get(CACHE_KEY)
     if registry is None:
         registry = pn.state.cache.setdefault(CACHE_KEY, RoomRegistry(
-            end_after=end_after_from_env(), settle_after=seconds_from_env("ROOM_SETTLE_AFTER", DEFAULT_SETTLE_AFTER)))
+            end_after=end_after_from_env(), settle_after=seconds_from_env("ROOM_SETTLE_AFTER", DEFAULT_SETTLE_AFTER),
+            secret=RoomSecret.from_env()))
     return registry

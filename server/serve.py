@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from server.rooms import RoomSecret
+
 APP = Path(__file__).resolve().parents[1] / "app.py"
 APP_ENDPOINT = "/" + APP.stem
 
@@ -114,6 +116,10 @@ def serve_argv(environ: Mapping[str, str] = os.environ) -> list[str]:
             values[s.flag] = s.parse(raw) if raw.strip() else s.default
         except SettingError as e:
             raise SettingError(f"{s.env} {e}") from None
+    try:  # a presenter link must not be minted under a secret the school meant to be something else
+        RoomSecret.from_env(environ)
+    except ValueError as e:
+        raise SettingError(str(e)) from None
     if sys.platform == "win32" and values["--num-procs"] != "1":
         raise SettingError("EXPLORER_NUM_PROCS must be 1 on Windows (Tornado cannot fork there)")
     if int(values["--unused-session-lifetime"]) < 1000 * int(values["--session-token-expiration"]):

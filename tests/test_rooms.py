@@ -13,8 +13,8 @@ import pytest
 from bokeh.models import ColumnDataSource
 
 from widgets.follow import RedactRoomArguments, RoomControls, qr_svg
-from server.rooms import (ALPHABET, CODE_LENGTH, RoomError, RoomRegistry, end_after_from_env, normalize_code,
-                           seconds_from_env)
+from server.rooms import (ALPHABET, CODE_LENGTH, SECRET_ENV, RoomError, RoomRegistry, RoomSecret, end_after_from_env,
+                          normalize_code, seconds_from_env)
 from widgets.state import AttentionState
 
 
@@ -78,13 +78,65 @@ def test_entering_as_presenter_needs_the_token(registry):
     assert room.presenter == "s1" and room.left_at is None
 
 
-def test_a_presenter_link_routed_to_another_process_opens_the_room_there(registry):
-    other = RoomRegistry(end_after=120, clock=FakeClock())
+SECRET = "a school's secret, long enough to be one"
+
+
+def test_a_presenter_link_routed_to_another_process_with_the_same_secret_opens_the_room_there():
+    secret = RoomSecret.from_env({SECRET_ENV: SECRET})
+    here, other = (RoomRegistry(end_after=120, clock=FakeClock(), secret=secret) for _ in range(2))
     room, token = other.create()
-    here = registry.enter_as_presenter(room.code, token, "s1")
-    assert registry.get(room.code) is here
+    opened = here.enter_as_presenter(room.code, token, "s1")
+    assert here.get(room.code) is opened
     with pytest.raises(RoomError):
-        registry.enter_as_presenter(room.code, "someone-else", "s2")
+        here.enter_as_presenter(room.code, "someone-else", "s2")
+
+
+def test_nobody_can_present_a_code_without_its_token(registry):
+    """A forged token, a token for another code, a code one chose oneself: all refused, before and after."""
+    room, token = registry.create()
+    other, other_token = registry.create()
+    forged = [None, "", "anything", "mine", token[:-1] + ("A" if token[-1] != "A" else "B"), token.upper(),
+              other_token, token + "x", " " + token]
+    for code in (room.code, "ABCDEF"):  # the class's room, and a code that was never opened
+        for wrong in forged:
+            with pytest.raises(RoomError):
+                registry.enter_as_presenter(code, wrong, "intruder")
+    assert registry.get("ABCDEF") is None and room.presenter is None
+    for wrong in forged:
+        with pytest.raises(RoomError):
+            registry.publish(room.code, wrong, {"query": (9.0, 9.0)})
+        registry.publish_hand(room.code, wrong, (9.0, 9.0))
+    assert room.version == 0 and room.hand_at < 0
+    assert registry.enter_as_presenter(room.code, token, "teacher") is room
+
+
+def test_a_restart_keeps_presenter_links_only_with_the_secret():
+    room, token = RoomRegistry(secret=RoomSecret.from_env({SECRET_ENV: SECRET})).create()
+    # the same server started again with the same EXPLORER_ROOM_SECRET: the teacher's link resumes the room
+    again = RoomRegistry(secret=RoomSecret.from_env({SECRET_ENV: SECRET}))
+    assert again.enter_as_presenter(room.code, token, "teacher").code == room.code
+    # without it, each start draws its own secret: the old link is refused, and the message says why
+    unset = RoomRegistry(secret=RoomSecret.from_env({}))
+    room, token = unset.create()
+    restarted = RoomRegistry(secret=RoomSecret.from_env({}))
+    with pytest.raises(RoomError, match="stop working when the server restarts"):
+        restarted.enter_as_presenter(room.code, token, "teacher")
+    # a configured secret does not blame a restart
+    with pytest.raises(RoomError) as refused:
+        again.enter_as_presenter(room.code, token, "teacher")
+    assert "restart" not in str(refused.value)
+
+
+def test_the_secret_is_long_or_refused_and_never_shown():
+    with pytest.raises(ValueError, match=f"{SECRET_ENV} must be at least 32 characters"):
+        RoomSecret.from_env({SECRET_ENV: "short"})
+    secret = RoomSecret.from_env({SECRET_ENV: SECRET})
+    assert secret.persistent and SECRET not in repr(secret) and not RoomSecret.from_env({}).persistent
+    # an HMAC of the code: the same for every process with the secret, different for every code
+    assert secret.token("K7M4QX") == RoomSecret.from_env({SECRET_ENV: SECRET}).token("K7M4QX")
+    assert secret.token("K7M4QX") != secret.token("K7M4QY") != RoomSecret.from_env({SECRET_ENV: SECRET + "!"}).token(
+        "K7M4QY")
+    assert len(secret.token("K7M4QX")) == 43
 
 
 def test_followers_get_every_change_and_the_end(registry):
@@ -243,7 +295,8 @@ def test_a_room_nobody_presents_ends_too(registry, clock):
     assert registry.sweep() == [room.code]
 
 
-def test_an_ended_code_can_be_reopened_only_by_its_presenter(registry, clock):
+def test_an_ended_code_can_be_reopened_only_by_its_presenter_and_is_not_given_out_again(registry, clock,
+                                                                                        monkeypatch):
     room, token = registry.create()
     registry.end(room.code, token)
     with pytest.raises(RoomError):
@@ -251,6 +304,11 @@ def test_an_ended_code_can_be_reopened_only_by_its_presenter(registry, clock):
     assert registry.enter_as_presenter(room.code, token, "s1").code == room.code
     with pytest.raises(RoomError):
         registry.end(room.code, "another-token")
+    registry.end(room.code, token)
+    # a new room never gets a code ended the same day: its old presenter's link would drive it
+    drawn = iter(room.code + "ABCDEF")
+    monkeypatch.setattr("server.rooms.secrets.choice", lambda _: next(drawn))
+    assert registry.create()[0].code == "ABCDEF"
 
 
 def test_end_after_comes_from_the_environment(monkeypatch):

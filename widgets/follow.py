@@ -167,11 +167,12 @@ class RoomControls(pn.viewable.Viewer):
             return
         if room_arg != code and self._reload_with_code(code):
             return
+        refused = ""
         if token:
             try:
                 room = self._registry.enter_as_presenter(code, token, self._session)
             except RoomError as e:
-                self.notice = f"{e} Following it instead, if it is running."
+                refused = f"{e} "
             else:
                 self._token = token
                 self._set_role("presenter", code)
@@ -186,9 +187,11 @@ class RoomControls(pn.viewable.Viewer):
         try:
             room = self._registry.follow(code, self._session, self._offer)
         except RoomError:
-            self.notice = (f"There is no room {code} on this server: it may have ended. "
-                           "This is the explorer on its own.")
+            self.notice = refused + (f"There is no room {code} on this server: it may have ended. "
+                                     "This is the explorer on its own.")
             return
+        if refused:
+            self.notice = refused + "Following the room instead."
         self._room = room
         self._set_role("follower", code)
         self.following = True
@@ -267,6 +270,9 @@ class RoomControls(pn.viewable.Viewer):
             f'<div class="room-label">Presenting · room</div><div class="room-code" aria-label="Room code '
             f'{escape(self.code)}">{pretty}</div><div class="room-label">Join at</div>'
             f'<a class="room-link" href="{escape(link)}">{escape(link)}</a>'
+            # without EXPLORER_ROOM_SECRET the server signs presenter links with a key drawn at its start
+            + ('' if self._registry.secret.persistent else
+               '<div class="room-label room-lasts">Your presenter link lasts until the server restarts</div>')
         )
         self._qr.object = qr_svg(link)
         # stacked, so the header grows taller rather than wider when the QR code is shown

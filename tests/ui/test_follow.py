@@ -241,6 +241,35 @@ def test_five_pages_follow_and_no_follower_drives_the_room(browser, room_server)
     close(teacher, forger, *students)
 
 
+def is_presenting(page) -> bool:
+    page.locator(".room-card, .room-notice").first.wait_for(timeout=WAIT)
+    return page.get_by_role("button", name="Stop presenting").count() == 1
+
+
+def test_a_made_up_token_takes_over_nothing(browser, room_server):
+    teacher = new_page(browser, room_server)
+    code, join = present(teacher)
+    student = follower(browser, join)
+    teacher.keyboard.press("3")
+    wait_for_readout(student, 'Query of "NLP"', WAIT)
+    # a hostile student tries the class's code with a token of their own, and a code they chose themselves
+    intruder = new_page(browser, room_server + f"?room={code}&token=anything")
+    intruder.get_by_text(f"This presenter link is not valid for room {code}").wait_for(timeout=WAIT)
+    assert not is_presenting(intruder)
+    own = new_page(browser, room_server + "?room=ABCDEF&token=mine")
+    own.get_by_text("This presenter link is not valid for room ABCDEF").wait_for(timeout=WAIT)
+    assert not is_presenting(own)
+    # the intruder's moves reach nobody: the room is still the teacher's, who can still drive it
+    intruder.mouse.click(*to_page(intruder, "query-plot", 2.0, -1.0))
+    wait_for_readout(intruder, r"q = \(2\.000, -1\.000\)", WAIT)
+    teacher.mouse.click(*to_page(teacher, "query-plot", 0.5, 0.5))
+    wait_for_readout(student, r'Query of "NLP": q = \(0\.500, 0\.500\)', WAIT)
+    assert 'Query of "NLP": q = (0.500, 0.500)' in readout(teacher)
+    teacher.reload()
+    assert is_presenting(teacher)
+    close(teacher, student, intruder, own)
+
+
 def test_a_presenter_who_reloads_resumes_the_room(browser, room_server):
     teacher = new_page(browser, room_server)
     code, link = present(teacher)
