@@ -83,14 +83,10 @@ class DragPreview(param.Parameterized):
         query_plot._query.js_on_change("data", on_server)
         self.confirmed.js_on_change("data", on_server)
         self.live.js_on_change("data", on_server)
-        self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal"])
+        # guided and step: the step-through hides numbers of steps not reached yet, so the preview must too
+        self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal", "guided",
+                                            "step"])
         self.state.param.watch(self._confirm, "result")
-        self._watch_readout()
-
-    def _watch_readout(self) -> None:
-        # The step-through hides numbers of steps not reached yet: the preview must not reveal them.
-        if "guided" in self.state.param:
-            self.state.param.watch(self._sync, ["guided"])
 
     def _inputs(self) -> dict:
         s = self.state

@@ -268,3 +268,24 @@ def test_during_a_drag_the_server_sends_the_text_and_the_plots_data_at_the_relea
     # the course's numbers for q = (1, 1), now the server's
     assert page.evaluate(BARS) == pytest.approx([0.2483, 0.2483, 0.5035], abs=5e-5)
     assert readout(page).endswith("Output Σ aᵢvᵢ = 4.0000 ≈ 4.00")
+
+
+def test_the_step_through_hides_and_shows_the_same_numbers_during_a_drag(open_page):
+    """The preview reveals exactly the steps the step-through has reached, after Back as after Next."""
+    page = open_page("?step=3")
+    for _ in range(2):
+        page.get_by_role("button", name="◀ Back").click()
+    page.get_by_text("Step 1 of 3 · score").wait_for()
+    press_and_move(page, (0.0, 1.0), (1.0, 1.0), 8)  # the button stays held
+    text = wait_for_readout(page, r"q = \(1\.000, 1\.000\)", timeout=10_000)
+    assert "Scores s = q·k / √2: I 0.7071, love 0.7071, NLP 1.4142" in text  # step 1 is revealed ...
+    assert "Weights a = softmax(s): I ?, love ?, NLP ?" in text and text.endswith("Output Σ aᵢvᵢ = ?")  # ... no more
+    page.mouse.up()
+    for _ in range(2):
+        page.get_by_role("button", name="Next ▶").click()
+    page.get_by_text("Step 3 of 3 · combine").wait_for()
+    press_and_move(page, (1.0, 1.0), (0.0, 1.0), 8)
+    text = wait_for_readout(page, r"q = \(0\.000, 1\.000\)", timeout=10_000)
+    assert "Weights a = softmax(s): I 0.1978, love 0.4011, NLP 0.4011" in text
+    assert text.endswith("Output Σ aᵢvᵢ = 4.4067 ≈ 4.41")
+    page.mouse.up()
