@@ -146,6 +146,9 @@ def _serve_command():
         def customize_kwargs(self, args, server_kwargs):
             kwargs = super().customize_kwargs(args, server_kwargs)
             kwargs["compress_response"] = True
+            from server.transport import install_websocket_guard
+
+            install_websocket_guard()
             # a room's live channel to its followers' pages (server/room_live.py)
             from server.room_live import live_patterns
 

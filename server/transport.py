@@ -1,4 +1,7 @@
-"""How the server's websocket carries drag updates: small messages go out at once.
+"""How the server's websocket carries drag updates, and what it refuses to read.
+
+Small messages go out at once (below); a connection that sends what no page would is closed after one
+log line (:class:`GuardedWSHandler`).
 
 Bokeh writes each protocol message as several websocket frames (header, metadata, content). With
 Nagle's algorithm on, the second frame waits until the browser acknowledges the first, and browsers
@@ -10,7 +13,13 @@ as the page has loaded (``pn.state.onload``): that works the same under ``python
 
 from __future__ import annotations
 
+import logging
+
 import panel as pn
+from bokeh.protocol.exceptions import ProtocolError
+from panel.io.server import WSHandler as PanelWSHandler
+
+log = logging.getLogger(__name__)
 
 
 def session_websockets(doc) -> list:
@@ -44,3 +53,79 @@ def nodelay_on_load() -> None:
     doc = pn.state.curdoc
     if doc is not None and doc.session_context is not None:
         pn.state.onload(lambda: set_websocket_nodelay(doc))
+
+
+def _short(text: object, limit: int = 120) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+class GuardedWSHandler(PanelWSHandler):
+    """Panel's websocket handler, which stops reading a connection at its first message it cannot use.
+
+    Bokeh closes a connection after a message it cannot decode, but goes on handling every frame the
+    client has already sent until the client acknowledges the close, and logs a traceback (or an error
+    line) for each: one socket sending 10,000 small junk frames wrote 10 MB of log and slowed everyone
+    else's page. A proxy cannot limit frames inside an open websocket. Here the first bad message, or a
+    handshake without Bokeh's subprotocol and session token, logs one line, closes the connection and
+    drops its stream: nothing more it sent is read. A failure inside the app's own code still logs its
+    traceback, at DEBUG level, so a developer can find it.
+    """
+
+    _refused = False
+
+    def open(self, *args, **kwargs):
+        if self.selected_subprotocol != "bokeh" or self._token is None:
+            self._refuse("a handshake without the bokeh subprotocol and a session token")
+            return None
+        try:
+            return super().open(*args, **kwargs)
+        except ProtocolError as e:  # Bokeh has closed it already (bad signature, expired token)
+            self._refuse(str(e))
+            return None
+
+    async def on_message(self, message: str | bytes) -> None:
+        if self._refused:
+            return
+        try:
+            parsed = await self._receive(message)
+        except Exception as e:  # not JSON, not a Bokeh message: the client's, not the server's
+            self._refuse(f"a message it cannot decode ({type(e).__name__}: {_short(e)})")
+            return
+        if parsed is None or self._refused:  # part of a message, or a protocol error (refused below)
+            return
+        try:
+            work = await self._handle(parsed)
+            if work:
+                await self._schedule(work)
+        except Exception as e:
+            log.debug("handling a message failed", exc_info=True)
+            self._refuse(f"a message the server could not handle ({type(e).__name__}: {_short(e)})")
+
+    def _protocol_error(self, message: str) -> None:
+        self._refuse(f"a message that breaks Bokeh's protocol ({_short(message)})")
+
+    def _internal_error(self, message: str) -> None:
+        self._refuse(_short(message))
+
+    def _refuse(self, why: str) -> None:
+        if self._refused:
+            return
+        self._refused = True
+        log.warning("Refused websocket from %s: %s; connection closed", self.request.remote_ip, why)
+        self.close(1008, "refused")  # 1008: policy violation
+        stream = getattr(self.ws_connection, "stream", None)
+        if stream is not None:
+            stream.close()  # read nothing more the client has sent
+
+
+def install_websocket_guard() -> None:
+    """Serve each app's websocket with :class:`GuardedWSHandler` instead of Panel's handler.
+
+    Panel chooses its handler by replacing the entry of Bokeh's route table (``per_app_patterns``) in place
+    when it is imported; this replaces that entry again, before the server builds its routes. Idempotent.
+    """
+    from bokeh.server.urls import per_app_patterns
+
+    per_app_patterns[:] = [(route, GuardedWSHandler if route == r"/ws" else handler, *rest)
+                           for route, handler, *rest in per_app_patterns]

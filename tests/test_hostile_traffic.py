@@ -188,3 +188,46 @@ def test_a_rooms_live_channel_is_read_only_and_for_the_pages_origin_only(app_ser
         assert close_code == 4400
     finally:
         presenter.close()
+
+
+async def _junk_burst(port: int, frames: int) -> None:
+    """A connection that handshakes properly, then sends ``frames`` four-byte frames no client would:
+    text that is not JSON (Bokeh logs a traceback for each message of three), then binary ones."""
+    learner = await _learner(port)
+    for i in range(frames):
+        learner.sock._socket.write_message("junk" if i < frames // 2 else b"\x00\x01\x02\x03", binary=i >= frames // 2)
+    try:
+        while await asyncio.wait_for(learner.sock.read_message(), 30) is not None:
+            pass
+    except asyncio.TimeoutError:
+        pass
+    learner.close()
+
+
+async def _bad_handshake(port: int) -> None:
+    """A websocket handshake without Bokeh's subprotocol and token."""
+    sock = await websocket_connect(HTTPRequest(ws_url(port)))
+    while await asyncio.wait_for(sock.read_message(), 30) is not None:
+        pass
+
+
+def test_a_burst_of_junk_frames_logs_one_line_and_spoils_nobody_elses_page(app_server):
+    port, log_path = app_server
+
+    async def burst_beside_a_learner():
+        other = await _learner(port)
+        burst = asyncio.ensure_future(_junk_burst(port, 10_000))
+        await asyncio.sleep(0.2)
+        shown = await _drag_and_read(other, 1.25, 0.5)
+        await burst
+        return shown
+
+    before = log_path.stat().st_size
+    assert run(burst_beside_a_learner()) == ("1.250", "0.500")  # another session's numbers, on time
+    run(_bad_handshake(port))
+    time.sleep(1.0)  # the server writes its last lines
+    grown = log_path.read_text()[before:]
+    assert len(grown.encode()) < 10_000, f"the burst wrote {len(grown)} bytes of log:\n{grown[:3000]}"
+    refusals = [line for line in grown.splitlines() if "refused" in line.lower()]
+    assert len(refusals) == 2, grown  # one line for the junk connection, one for the bad handshake
+    assert "Traceback" not in grown
