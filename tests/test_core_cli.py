@@ -198,3 +198,11 @@ def test_readout_lines_equal_the_pages_readout_on_random_states(seed):
                    scale=bool(rng.integers(0, 2)), causal=bool(rng.integers(0, 2)))
     lines = readout_lines(s.tokens, s.query, s.result, s.selected, scale=s.scale)
     assert lines == Readout.text(s).splitlines()
+
+
+def test_the_command_imports_no_ui_library():
+    code = ("import runpy, sys\nsys.argv = ['core', '--json']\ntry:\n    runpy.run_module('core', run_name='__main__')\n"
+            "except SystemExit:\n    pass\nprint([m for m in ('panel', 'bokeh', 'param', 'widgets') if m in sys.modules],"
+            " file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert p.stderr.strip() == "[]" and json.loads(p.stdout)["token"] == "love"
