@@ -236,7 +236,8 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale: bool = True, *,
     factor = 1.0 / t if t is not None else 1.0 / np.sqrt(d_k) if scale else 1.0
     with np.errstate(over="ignore"):
         scores = np.where(m, dots * factor, -np.inf)
-    if not np.all(np.isfinite(scores[m])):
+    # Finite dots times a factor <= 1 stay finite: only a temperature below 1 can overflow the scores.
+    if factor > 1.0 and not np.all(np.isfinite(scores[m])):
         raise ValueError(f"temperature {temperature!r}: the scores dots / temperature overflow float64; "
                          "use a larger temperature")
 
