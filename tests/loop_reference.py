@@ -10,6 +10,13 @@ from __future__ import annotations
 import math
 
 
+def random_mask(rng, n_q, n_k):
+    """A random (n_q, n_k) bool mask, from a NumPy Generator, in which every row allows at least one key."""
+    mask = rng.random((n_q, n_k)) < 0.5
+    mask[range(n_q), rng.integers(0, n_k, n_q)] = True
+    return mask
+
+
 def tolist(a):
     """Nested Python floats from an array or nested sequence."""
     return a.tolist() if hasattr(a, "tolist") else a

@@ -201,8 +201,14 @@ def test_readout_lines_equal_the_pages_readout_on_random_states(seed):
 
 
 def test_the_command_imports_no_ui_library():
-    code = ("import runpy, sys\nsys.argv = ['core', '--json']\ntry:\n    runpy.run_module('core', run_name='__main__')\n"
-            "except SystemExit:\n    pass\nprint([m for m in ('panel', 'bokeh', 'param', 'widgets') if m in sys.modules],"
-            " file=sys.stderr)")
+    code = "\n".join([
+        "import runpy, sys",
+        "sys.argv = ['core', '--json']",
+        "try:",
+        "    runpy.run_module('core', run_name='__main__')",
+        "except SystemExit:",
+        "    pass",
+        "print([m for m in ('panel', 'bokeh', 'param', 'widgets') if m in sys.modules], file=sys.stderr)",
+    ])
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert p.stderr.strip() == "[]" and json.loads(p.stdout)["token"] == "love"

@@ -15,12 +15,7 @@ from core.multihead import PREVIOUS_AND_SELF, multi_head_attention
 from core.projections import self_attention
 from tests.loop_reference import matmul
 from tests.loop_reference import multi_head as loop_multi_head
-
-
-def random_mask(rng, n):
-    mask = rng.random((n, n)) < 0.5
-    mask[np.arange(n), rng.integers(0, n, n)] = True  # every row allows at least one key
-    return mask
+from tests.loop_reference import random_mask
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -31,7 +26,7 @@ def test_multi_head_matches_the_loop_reference(seed):
     X = rng.normal(size=(n, d_model)) * 2
     W_Q, W_K = rng.normal(size=(h, d_model, d_k)), rng.normal(size=(h, d_model, d_k))
     W_V, W_O = rng.normal(size=(h, d_model, d_v)), rng.normal(size=(h * d_v, d_out))
-    mask = random_mask(rng, n) if seed % 2 else None
+    mask = random_mask(rng, n, n) if seed % 2 else None
     T = [None, 0.5, 4.0][seed % 3]
 
     r = multi_head_attention(X, W_Q, W_K, W_V, W_O, mask=mask, temperature=T)
@@ -60,7 +55,8 @@ def test_each_head_scales_by_its_own_d_k_unless_unscaled():
 
 def test_one_head_with_an_identity_W_O_is_self_attention():
     rng = np.random.default_rng(1)
-    X, W_Q, W_K, W_V = rng.normal(size=(5, 3)), rng.normal(size=(3, 2)), rng.normal(size=(3, 2)), rng.normal(size=(3, 3))
+    X, W_V = rng.normal(size=(5, 3)), rng.normal(size=(3, 3))
+    W_Q, W_K = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
     mask = np.tril(np.ones((5, 5), bool))
     one = multi_head_attention(X, W_Q[None], W_K[None], W_V[None], np.eye(3), mask=mask)
     single = self_attention(X, W_Q, W_K, W_V, mask=mask)
@@ -118,7 +114,8 @@ E2, E3 = np.eye(2), np.eye(3)
 @pytest.mark.parametrize("args, kwargs, match", [
     ((E2, E2, E2[None], E2[None], E2), {}, r"^W_Q must be 3-D"),
     ((E2, E2[None], E2[None], E2, E2), {}, r"^W_V must be 3-D"),
-    ((E2, E2[None], np.stack([E2, E2]), np.stack([E2, E2]), np.eye(4)), {}, r"^W_Q, W_K and W_V must have the same number of heads"),
+    ((E2, E2[None], np.stack([E2, E2]), np.stack([E2, E2]), np.eye(4)), {},
+     r"^W_Q, W_K and W_V must have the same number of heads"),
     ((E2, E2[None], E2[None], E2[None], np.eye(3)), {}, r"^W_O must have h \* d_v = 1 \* 2 = 2 rows"),
     ((E2, E2[None], E2[None], E2[None], np.ones(2)), {}, r"^W_O must be 2-D"),
     ((E2, E3[None], E3[None], E3[None], E3), {}, r"^W_Q must have d_model = 2 rows"),

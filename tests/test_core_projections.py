@@ -18,15 +18,10 @@ from core.projections import (
     IDENTITY, PROJECTION_PRESETS, SECTION_6, linear_values_reachable, project, random_projections, self_attention,
 )
 from tests.loop_reference import attention as loop_attention
+from tests.loop_reference import random_mask
 from tests.loop_reference import matmul
 
 TOL = dict(rtol=0, atol=5e-5)  # the course prints 4 decimals
-
-
-def random_mask(rng, n):
-    mask = rng.random((n, n)) < 0.5
-    mask[np.arange(n), rng.integers(0, n, n)] = True  # every row allows at least one key
-    return mask
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -36,7 +31,7 @@ def test_projections_and_self_attention_match_the_loop_reference(seed):
     X = rng.normal(size=(n, d_model)) * 2
     W_Q, W_K = rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_k))
     W_V = rng.normal(size=d_model) if seed % 3 == 0 else rng.normal(size=(d_model, d_v))
-    mask = random_mask(rng, n) if seed % 2 else None
+    mask = random_mask(rng, n, n) if seed % 2 else None
     T = [None, 0.7, 3.0][seed % 3]
     scale = seed % 5 != 0
 
@@ -87,7 +82,8 @@ def test_identity_preset_is_Q_K_V_equal_X_with_symmetric_scores():
     np.testing.assert_array_equal(r.scores, r.scores.T)  # X X^T is symmetric
     np.testing.assert_allclose(r.dots, [[1, 0, 1], [0, 1, 1], [1, 1, 2]], rtol=0)  # Module 2's Q K^T
     # each output is the weighted average of the embeddings: row I = 0.4011 x_I + 0.1978 x_love + 0.4011 x_NLP
-    a_big, a_small = 1 / (2 + math.exp(-1 / math.sqrt(2))), math.exp(-1 / math.sqrt(2)) / (2 + math.exp(-1 / math.sqrt(2)))
+    e = math.exp(-1 / math.sqrt(2))
+    a_big, a_small = 1 / (2 + e), e / (2 + e)
     np.testing.assert_allclose(r.output[0], [2 * a_big, a_small + a_big], rtol=1e-14)
     # a random W_Q != W_K breaks the symmetry
     rp = random_projections(1)

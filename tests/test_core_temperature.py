@@ -17,14 +17,9 @@ from hypothesis.extra import numpy as hnp
 
 from core import I_LOVE_NLP, saturation, scaled_dot_product_attention, scaling_experiment
 from tests.loop_reference import attention as loop_attention
+from tests.loop_reference import random_mask
 
 K, V = I_LOVE_NLP.keys, I_LOVE_NLP.values
-
-
-def random_mask(rng, n_q, n_k):
-    mask = rng.random((n_q, n_k)) < 0.6
-    mask[np.arange(n_q), rng.integers(0, n_k, n_q)] = True  # every row allows at least one key
-    return mask
 
 
 def test_temperature_sqrt_d_k_is_exactly_the_scaled_case_and_one_the_unscaled():
