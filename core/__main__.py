@@ -60,8 +60,7 @@ def _rows(option: str, text: str) -> list[list[float]]:
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Every step of one query's attention, as the app's readout writes it.",
-                epilog=EPILOG,
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+                epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--query", metavar="Q", help="the query q, e.g. 0,1 (default: the key of --row's token)")
     p.add_argument("--keys", metavar="K", help='one key per token, e.g. "1,0;0,1;1,1" (the default)')
     p.add_argument("--values", metavar="V", help='one value per token: numbers "2;6;4" (the default) '
