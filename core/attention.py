@@ -33,7 +33,8 @@ class AttentionResult:
     scores : (n_q, n_k) float64
         ``dots * scale``; ``-inf`` where the mask forbids attending.
     scale : float
-        The factor applied to the dot products: 1/sqrt(d_k), or 1.0 when unscaled.
+        The factor applied to the dot products: 1/sqrt(d_k), 1.0 when unscaled, or
+        1/T for a temperature T.
     row_max : (n_q,) float64
         Largest allowed score of each row (subtracted before ``exp``).
     shifted : (n_q, n_k) float64
@@ -144,7 +145,19 @@ def _check_mask(mask, shape) -> np.ndarray:
     return m
 
 
-def scaled_dot_product_attention(Q, K, V, mask=None, scale: bool = True) -> AttentionResult:
+def _check_temperature(temperature) -> float:
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.integer, np.floating)):
+        raise ValueError(f"temperature must be a number, got {temperature!r}")
+    t = float(temperature)
+    if not (np.isfinite(t) and t > 0):
+        raise ValueError(f"temperature must be finite and > 0, got {temperature!r}")
+    if not np.isfinite(1.0 / t):
+        raise ValueError(f"temperature {temperature!r} is too small: 1/temperature overflows float64")
+    return t
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, scale: bool = True, *,
+                                 temperature: float | None = None) -> AttentionResult:
     """Scaled dot-product attention with every intermediate step.
 
     Parameters
@@ -160,6 +173,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale: bool = True) -> Atte
         ``np.tril(np.ones((n, n), bool))``). Every row must allow at least one key.
     scale : bool, default True
         Divide the dot products by sqrt(d_k). False shows what goes wrong without it.
+    temperature : float > 0, optional
+        Divide the dot products by T instead of sqrt(d_k) (``scale`` is then not
+        used): T = sqrt(d_k) gives exactly the scaled scores, T = 1 the unscaled
+        ones; T -> 0 tends to a one-hot on the largest score, T -> inf to uniform
+        weights over the allowed keys. In the units of the dot products.
 
     Returns
     -------
@@ -171,15 +189,18 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale: bool = True) -> Atte
     ValueError
         Naming the argument at fault: a wrong number of dimensions, mismatched
         sizes, an empty array, NaN or infinite entries, a non-boolean or
-        wrongly shaped mask, a mask row with no allowed key, or dot products too
-        large for float64.
+        wrongly shaped mask, a mask row with no allowed key, dot products too
+        large for float64, a temperature that is not a finite number > 0, or
+        scores (dots / temperature) too large for float64.
 
     Notes
     -----
     Vaswani et al. (2017), Eq. (1): ``softmax(Q K^T / sqrt(d_k)) V``. The softmax
     subtracts each row's max before ``exp`` (see :func:`softmax`). The same
     formula runs in the browser during a drag, as a preview the server then
-    confirms: ``attentionStep`` in ``static/attention.js`` mirrors this function.
+    confirms: ``attentionStep`` in ``static/attention.js`` mirrors this function
+    (without the temperature). A temperature T is the usual generalisation,
+    ``softmax(Q K^T / T) V``.
 
     Examples
     --------
@@ -189,6 +210,11 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale: bool = True) -> Atte
     >>> r = scaled_dot_product_attention([[0, 1]], K, [2, 6, 4])
     >>> r.weights.round(4).tolist(), round(float(r.output[0]), 4)
     ([[0.1978, 0.4011, 0.4011]], 4.4067)
+
+    A low temperature sharpens the weights:
+
+    >>> scaled_dot_product_attention([[0, 1]], K, [2, 6, 4], temperature=0.25).weights.round(4).tolist()
+    [[0.0091, 0.4955, 0.4955]]
     """
     Q = _as_finite_matrix("Q", Q, ndim=(2,))
     K = _as_finite_matrix("K", K, ndim=(2,))
@@ -200,13 +226,20 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale: bool = True) -> Atte
     if V.shape[0] != n_k:
         raise ValueError(f"V must have one row per key (n_k = {n_k}), got shape {V.shape}")
     m = _check_mask(mask, (n_q, n_k))
+    t = None if temperature is None else _check_temperature(temperature)
 
     with np.errstate(over="ignore", invalid="ignore"):
         dots = Q @ K.T  # (n_q, d_k) x (d_k, n_k) -> (n_q, n_k)
     if not np.all(np.isfinite(dots)):
         raise ValueError("Q and K: their dot products overflow float64; use smaller entries")
-    factor = 1.0 / np.sqrt(d_k) if scale else 1.0
-    scores = np.where(m, dots * factor, -np.inf)
+    # One multiplication by the factor on every path, so T = sqrt(d_k) gives the very scores of scale=True.
+    factor = 1.0 / t if t is not None else 1.0 / np.sqrt(d_k) if scale else 1.0
+    with np.errstate(over="ignore"):
+        scores = np.where(m, dots * factor, -np.inf)
+    # Finite dots times a factor <= 1 stay finite: only a temperature below 1 can overflow the scores.
+    if factor > 1.0 and not np.all(np.isfinite(scores[m])):
+        raise ValueError(f"temperature {temperature!r}: the scores dots / temperature overflow float64; "
+                         "use a larger temperature")
 
     row_max, shifted, exp, exp_sum, weights = _softmax_steps(scores, m)
 

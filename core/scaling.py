@@ -11,12 +11,14 @@ vanish. Scaled, the softmax keeps the same spread at every d_k.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-from core.attention import softmax
+from core.attention import _as_finite_matrix, softmax
 
-__all__ = ["ScalingExperiment", "histogram", "scaling_experiment", "N_KEYS", "N_QUERIES", "MAX_D_K"]
+__all__ = ["Saturation", "ScalingExperiment", "histogram", "saturation", "scaling_experiment", "N_KEYS",
+           "N_QUERIES", "MAX_D_K"]
 
 #: Scores per softmax: one query against this many keys.
 N_KEYS = 8
@@ -61,10 +63,61 @@ class ScalingExperiment:
     example_unscaled: np.ndarray
 
 
-def _entropy_bits(weights: np.ndarray) -> np.ndarray:
-    # 0 * log 0 = 0: a weight that underflowed to 0 contributes nothing.
-    logs = np.log2(weights, out=np.zeros_like(weights), where=weights > 0)
-    return -(weights * logs).sum(axis=-1)
+class Saturation(NamedTuple):
+    """How close each row of softmax weights is to a one-hot.
+
+    Attributes
+    ----------
+    max_weight : (...,) float64
+        Largest weight of each row: 1/n_k for uniform weights over n_k keys, 1 for a one-hot.
+    entropy : (...,) float64
+        Entropy of each row in nats (natural log): ln(n_k) for uniform weights over
+        n_k keys, 0 for a one-hot. Divide by ln 2 for bits.
+    """
+
+    max_weight: np.ndarray
+    entropy: np.ndarray
+
+
+def saturation(weights) -> Saturation:
+    """Largest weight and entropy (in nats) of each row of attention weights.
+
+    Parameters
+    ----------
+    weights : (..., n_k) array_like
+        Softmax weights, e.g. ``AttentionResult.weights`` : (n_q, n_k); masked keys
+        (weight 0) contribute nothing.
+
+    Returns
+    -------
+    Saturation
+        ``max_weight`` and ``entropy``, each of shape (...,), e.g. (n_q,).
+
+    Raises
+    ------
+    ValueError
+        If ``weights`` is empty, not finite, or has a negative entry.
+
+    Notes
+    -----
+    ``H(a) = -sum_j a_j ln a_j`` with ``0 ln 0 = 0``. A saturated softmax (what
+    unscaled scores give as d_k grows, or a low temperature) has a largest weight
+    near 1 and an entropy near 0; the gradients through it then vanish
+    (Vaswani et al., 2017, Sec. 3.2.1).
+
+    Examples
+    --------
+    >>> s = saturation([[0.25, 0.25, 0.25, 0.25], [1.0, 0.0, 0.0, 0.0]])
+    >>> s.max_weight.tolist(), s.entropy.round(4).tolist()  # ln 4 = 1.3863
+    ([0.25, 1.0], [1.3863, 0.0])
+    """
+    w = _as_finite_matrix("weights", weights, ndim=tuple(range(1, 33)))
+    if np.any(w < 0):
+        raise ValueError("weights must not be negative")
+    # 0 ln 0 = 0: a weight that underflowed to 0 (or a masked key's) contributes nothing.
+    logs = np.log(w, out=np.zeros_like(w), where=w > 0)
+    # + 0.0: a one-hot's entropy is -(1 ln 1) = -0.0, which would print as "-0.0"
+    return Saturation(max_weight=w.max(axis=-1), entropy=-(w * logs).sum(axis=-1) + 0.0)
 
 
 def scaling_experiment(d_k: int, seed: int) -> ScalingExperiment:
@@ -103,11 +156,13 @@ def scaling_experiment(d_k: int, seed: int) -> ScalingExperiment:
     dots = np.einsum("qd,qkd->qk", q, k)  # (n_q, d_k) x (n_q, n_keys, d_k) -> (n_q, n_keys)
     scaled = dots / np.sqrt(d_k)
     a, a_unscaled = softmax(scaled), softmax(dots)
+    sat, sat_unscaled = saturation(a), saturation(a_unscaled)
     return ScalingExperiment(
         d_k=int(d_k), seed=int(seed), dots=dots, scaled=scaled,
         var_dots=float(dots.var()), var_scaled=float(scaled.var()),
-        max_weight=float(a.max(axis=-1).mean()), max_weight_unscaled=float(a_unscaled.max(axis=-1).mean()),
-        entropy=float(_entropy_bits(a).mean()), entropy_unscaled=float(_entropy_bits(a_unscaled).mean()),
+        max_weight=float(sat.max_weight.mean()), max_weight_unscaled=float(sat_unscaled.max_weight.mean()),
+        entropy=float(sat.entropy.mean() / np.log(2)),
+        entropy_unscaled=float(sat_unscaled.entropy.mean() / np.log(2)),
         example=a[0], example_unscaled=a_unscaled[0],
     )
 

@@ -1,0 +1,164 @@
+"""Multi-head attention: h heads, each with its own projections, side by side.
+
+Vaswani et al. (2017), Sec. 3.2.2::
+
+    MultiHead(X) = Concat(head_1, ..., head_h) W_O,
+    head_i = Attention(X W_Q[i], X W_K[i], X W_V[i])
+
+Each head compares its own queries with its own keys, so different heads can
+attend to different patterns of the same sentence (one to the previous token,
+another to the token itself); W_O mixes what they read into one output per token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.attention import _as_finite_matrix
+from core.examples import _frozen
+from core.projections import SelfAttention, self_attention
+
+__all__ = ["MultiHeadPreset", "MultiHeadResult", "PREVIOUS_AND_SELF", "multi_head_attention"]
+
+
+@dataclass(frozen=True)
+class MultiHeadResult:
+    """Every head's steps, their concatenation and the output.
+
+    Attributes
+    ----------
+    heads : tuple of h SelfAttention
+        Head i's projections Q, K : (n, d_k), V : (n, d_v) and its AttentionResult
+        (weights (n, n), output (n, d_v)).
+    concat : (n, h * d_v) float64
+        The heads' outputs side by side: columns i*d_v to (i+1)*d_v are head i's.
+    output : (n, d_model_out) float64
+        ``concat @ W_O``.
+    """
+
+    heads: tuple[SelfAttention, ...]
+    concat: np.ndarray
+    output: np.ndarray
+
+
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, mask=None, scale: bool = True,
+                         temperature: float | None = None) -> MultiHeadResult:
+    """Multi-head self-attention: Concat(head_1, ..., head_h) W_O, every step of every head kept.
+
+    Parameters
+    ----------
+    X : (n, d_model) array_like
+        One embedding per token.
+    W_Q, W_K : (h, d_model, d_k) array_like
+        Each head's query and key projection.
+    W_V : (h, d_model, d_v) array_like
+        Each head's value projection.
+    W_O : (h * d_v, d_model_out) array_like
+        The output projection of the concatenated heads.
+    mask : (n, n) array_like of bool, optional
+        True where token i may attend to token j, the same for every head.
+    scale, temperature
+        As in :func:`core.attention.scaled_dot_product_attention`; each head divides
+        by the sqrt(d_k) of its own query/key size (or by T).
+
+    Returns
+    -------
+    MultiHeadResult
+        ``heads`` (h of them), ``concat`` : (n, h * d_v), ``output`` : (n, d_model_out).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument at fault: W_Q, W_K or W_V not 3-D or of different
+        numbers of heads, or rows not d_model; W_K shaped unlike W_Q; W_O not
+        (h * d_v, d_model_out); NaN or infinite entries; products too large for
+        float64; or any error of the attention core (mask, temperature).
+
+    Notes
+    -----
+    Vaswani et al. (2017), Sec. 3.2.2, in self-attention (queries, keys and values
+    all from X). The paper takes d_k = d_v = d_model / h so that the cost is close
+    to one head's of full size; nothing here requires it. Any number of heads.
+
+    Examples
+    --------
+    >>> p = PREVIOUS_AND_SELF
+    >>> r = multi_head_attention(p.X, p.W_Q, p.W_K, p.W_V, p.W_O)
+    >>> [h.attention.weights.argmax(axis=1).tolist() for h in r.heads]
+    [[0, 0, 1, 2], [0, 1, 2, 3]]
+    """
+    W_Q = _as_finite_matrix("W_Q", W_Q, ndim=(3,))
+    W_K = _as_finite_matrix("W_K", W_K, ndim=(3,))
+    W_V = _as_finite_matrix("W_V", W_V, ndim=(3,))
+    W_O = _as_finite_matrix("W_O", W_O, ndim=(2,))
+    h, _, d_v = W_V.shape
+    if W_Q.shape[0] != h or W_K.shape[0] != h:
+        raise ValueError(f"W_Q, W_K and W_V must have the same number of heads h, got {W_Q.shape[0]}, "
+                         f"{W_K.shape[0]} and {h}")
+    if W_O.shape[0] != h * d_v:
+        raise ValueError(f"W_O must have h * d_v = {h} * {d_v} = {h * d_v} rows (the concatenated heads), "
+                         f"got shape {W_O.shape}")
+    # project() checks X and each head's d_model and W_K against W_Q, naming the argument
+    heads = tuple(self_attention(X, W_Q[i], W_K[i], W_V[i], mask=mask, scale=scale, temperature=temperature)
+                  for i in range(h))
+    concat = np.concatenate([head.attention.output for head in heads], axis=1)  # h x (n, d_v) -> (n, h*d_v)
+    with np.errstate(over="ignore", invalid="ignore"):
+        output = concat @ W_O  # (n, h*d_v) x (h*d_v, d_model_out) -> (n, d_model_out)
+    if not np.all(np.isfinite(output)):
+        raise ValueError("W_O: the output concat @ W_O overflows float64; use smaller entries")
+    return MultiHeadResult(heads=heads, concat=concat, output=output)
+
+
+@dataclass(frozen=True)
+class MultiHeadPreset:
+    """A sentence with the projections of h heads, read-only.
+
+    Attributes
+    ----------
+    tokens : tuple of str, length n
+    X : (n, d_model) float64
+    W_Q, W_K : (h, d_model, d_k) float64
+    W_V : (h, d_model, d_v) float64
+    W_O : (h * d_v, d_model_out) float64
+    head_names : tuple of h str
+        What each head attends to, for the page's labels.
+    note : str
+    """
+
+    tokens: tuple[str, ...]
+    X: np.ndarray
+    W_Q: np.ndarray
+    W_K: np.ndarray
+    W_V: np.ndarray
+    W_O: np.ndarray
+    head_names: tuple[str, ...]
+    note: str
+
+
+def _previous_and_self(n: int = 4, strength: float = 3.0) -> MultiHeadPreset:
+    # X = I: each embedding is its position, one-hot, so a projection's rows are per-token choices.
+    # Keys are strength * x_j in both heads; head 0's query of token i is strength * x_{i-1} (token 0 has
+    # no previous token and looks at itself), head 1's is strength * x_i. A match scores strength^2 / sqrt(n)
+    # = 4.5, any other key 0: weight e^4.5 / (e^4.5 + 3) = 0.97 on the chosen token.
+    eye = np.eye(n)
+    previous = np.roll(eye, -1, axis=1)  # row i has its 1 in column i - 1
+    previous[0] = eye[0]
+    position = np.arange(1.0, n + 1)[:, None]  # (n, 1): each token's value is its position 1..n
+    return MultiHeadPreset(
+        tokens=("the", "cat", "sat", "down")[:n],
+        X=_frozen(eye),
+        W_Q=_frozen([strength * previous, strength * eye]),
+        W_K=_frozen([strength * eye, strength * eye]),
+        W_V=_frozen([position, position]),
+        W_O=_frozen(np.eye(2)),
+        head_names=("previous token", "itself"),
+        note="Two heads on one sentence: head 1 attends to the previous token (the first token to itself), "
+             "head 2 to the token itself. Each value is the token's position 1 to 4, so the output's first "
+             "column reads about the previous position, the second about the token's own.",
+    )
+
+
+#: Two heads with different patterns on "the cat sat down": previous token, and itself.
+PREVIOUS_AND_SELF = _previous_and_self()
