@@ -155,7 +155,9 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                           sizing_mode="stretch_width", visible=state.param.notice.rx.bool())
     message = pn.pane.HTML(state.param.message.rx.pipe(_as_text), css_classes=["message"], stylesheets=[APP_CSS],
                            sizing_mode="stretch_width", visible=state.param.message.rx.bool())
-    room = RoomControls(state=state, live=preview.live)  # Present / follow a room (widgets/follow.py), at the header's end
+    bridge = BrowserBridge(state=state)
+    # Present / follow a room (widgets/follow.py), at the header's end
+    room = RoomControls(state=state, live=preview.live, browser=bridge)
     query_plot.param.watch(room.share_hand, "hand")
     header = pn.Row(title, reset, looks, fullscreen, room, sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
@@ -180,7 +182,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     page = pn.Column(
         header, notice, message, pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
                                         stylesheets=[APP_CSS]),
-        BrowserBridge(state=state), Announcer(state=state),
+        bridge, Announcer(state=state),
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
     )
     page.state = state  # lets tests reach the session's state from the served page
@@ -188,7 +190,9 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
 
 
 if pn.state.served:
-    create_app().servable(title=TITLE)
+    # location=False: Panel's Location model parses every address argument on the server, and one over 4,300
+    # digits raises there and leaves the session broken; the browser bridge reports and changes the address
+    create_app().servable(title=TITLE, location=False)
 
 if __name__ == "__main__":
     # the same settings and server as the container: environment variables -> `panel serve` (server/serve.py)

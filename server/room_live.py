@@ -11,8 +11,9 @@ move (:meth:`~server.rooms.RoomRegistry.publish`). The page's own server sends t
 with its authoritative numbers, once the room's view rests (``widgets/follow.py``).
 
 The channel is read-only: it carries only what every follower of the room may see, accepts the
-same origins as Bokeh's websocket, and closes on any message from the page (code 4400) or when it
-names no running room (4404; the page does not try again then). It is pinged, so a page that
+same origins as Bokeh's websocket, and closes on any message from the page (code 4400), when it
+names no running room (4404; the page does not try again then), or when the room has as many channels as
+it accepts (4429; the page tries again later). It is pinged, so a page that
 vanished without closing is dropped, and a page that reads slowly gets the newest query rather
 than a backlog.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 from bokeh.server.views.ws import WSHandler
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from server.rooms import RoomError, get_registry
+from server.rooms import RoomError, RoomFull, get_registry
 
 #: The channel's path, under the server's prefix; pages open it relative to their own address.
 ROUTE = "/room-live"
@@ -52,6 +53,9 @@ class RoomLiveHandler(WebSocketHandler):
         self.code = self.get_query_argument("room", "")
         try:
             get_registry().watch(self.code, self)
+        except RoomFull:  # the page tries again later, less and less often
+            self.close(4429, "this room has as many live channels as it accepts")
+            return
         except RoomError:
             self.close(4404, "no such room")
             return

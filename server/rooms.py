@@ -75,6 +75,10 @@ class RoomError(Exception):
     """A room request that cannot be honoured; ``str(error)`` is safe to show to the learner."""
 
 
+class RoomFull(RoomError):
+    """The room already has :data:`MAX_LIVE_CHANNELS` live channels."""
+
+
 def normalize_code(text: str | None) -> str | None:
     """The room code in ``text`` (case, spaces and dashes ignored), or None if it cannot be one.
 
@@ -407,8 +411,8 @@ class RoomRegistry:
     def watch(self, code: str | None, sink: LiveSink) -> Room:
         """Send room ``code``'s later views and hand positions to ``sink`` (see :meth:`publish`, :meth:`publish_hand`).
 
-        Call on the event loop. Raises :class:`RoomError` if the room is not running or already has
-        :data:`MAX_LIVE_CHANNELS` channels.
+        Call on the event loop. Raises :class:`RoomError` if the room is not running, :class:`RoomFull` if it
+        already has :data:`MAX_LIVE_CHANNELS` channels.
         """
         from tornado.ioloop import IOLoop
 
@@ -417,7 +421,7 @@ class RoomRegistry:
             if room is None or room.ended:
                 raise RoomError("There is no such room running on this server.")
             if len(room._live) >= MAX_LIVE_CHANNELS:
-                raise RoomError("This room has as many live channels as it accepts.")
+                raise RoomFull("This room has as many live channels as it accepts.")
             self._loop = IOLoop.current()
             room._live.add(sink)
             return room

@@ -146,9 +146,13 @@ def _serve_command():
         def customize_kwargs(self, args, server_kwargs):
             kwargs = super().customize_kwargs(args, server_kwargs)
             kwargs["compress_response"] = True
+            from server.logs import install_log_redaction
+            from server.pages import install_link_limit
             from server.transport import install_websocket_guard
 
             install_websocket_guard()
+            install_link_limit(kwargs)
+            install_log_redaction()
             # a room's live channel to its followers' pages (server/room_live.py)
             from server.room_live import live_patterns
 

@@ -99,6 +99,7 @@ function drawFrame(a, { q, r, inp }) {
   const st = previewState(a);
   if (st.fromLive) saveServerData(a, st); // before the first write into whatever the server last sent
   col(a.query, "x", 0, q[0]); col(a.query, "y", 0, q[1]);
+  col(a.query, "marker", 0, "circle"); col(a.query, "angle", 0, 0); // a previewed q is inside the plane
   col(a.query, "label", 0, `q ${fmtVec(q, 2)}`);
   a.query.change.emit();
   r.weights.forEach((w, j) => {

@@ -26,7 +26,7 @@ from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.presentation import FigureStyler
 from widgets.query_plot import QueryPlot
-from widgets.state import AttentionState
+from widgets.state import AttentionState, shown
 from widgets.stepper import step_latex
 
 TOKENS = ["I", "love", "NLP"]
@@ -50,7 +50,8 @@ def test_a_full_address_sets_every_part(state):
 
 
 @pytest.mark.parametrize("name, raw", [
-    ("q", "abc"), ("q", "nan,1"), ("q", "1,inf"), ("q", "9,0"), ("q", "1"), ("q", "1,2,3"), ("q", ""),
+    ("q", "abc"), ("q", "nan,1"), ("q", "1,inf"), ("q", "9e6,0"), ("q", "1"), ("q", "1,2,3"), ("q", ""),
+    ("q", "1_000,0"), ("q", "0x10,1"), ("q", "1" * 4301 + ",0"), ("row", "9" * 5000), ("step", "1" * 4301),
     ("row", "<b>love</b>"), ("row", "Paris"), ("row", "1"), ("step", "4"), ("step", "0"), ("step", "two"),
     ("mode", "loud"), ("theme", "<script>alert(1)</script>"), ("zoom", "2"),
     ("preset", "Paris"), ("preset", "<i>Module 2</i>"), ("tokens", "I;love"), ("tokens", "I;<b>love</b>;NLP"),
@@ -68,7 +69,64 @@ def test_a_bad_argument_is_named_and_the_default_kept(state, name, raw):
         "Section 6: scalar values", ["I", "love", "NLP"], True, False, False)
     assert state.keys.tolist() == [[1, 0], [0, 1], [1, 1]] and state.values.tolist() == [2, 6, 4]
     assert state.notice.startswith("Some of the page address was ignored")
-    assert f"{name} = {raw!r}" in state.notice or f"unknown argument {name!r}" in state.notice
+    assert f"{name} = {shown(raw)}" in state.notice or f"unknown argument {name!r}" in state.notice
+
+
+def test_whatever_the_page_writes_reopens_the_same_view(state):
+    """A typed q outside the plotted plane, token names that differ only in case, edited data."""
+    state.rename_token(2, "LOVE")
+    state.set_query_coordinate(0, "5")
+    assert state.query == (5.0, 1.0)
+    args = address_of(state)
+    again = AttentionState()
+    apply_address(again, {k: [v.encode()] for k, v in args.items()})
+    assert again.notice == "" and (again.query, again.selected, again.tokens) == ((5.0, 1.0), 1, ["I", "love", "LOVE"])
+    state.select_row(2)
+    apply_address(again, {k: [v.encode()] for k, v in address_of(state).items()})
+    assert again.notice == "" and again.selected == 2 and again.tokens[again.selected] == "LOVE"
+    # a row in another case than written is taken only when it names one token
+    apply_address(again, {"row": [b"nlp"], "tokens": [b"I;love;NLP"], "keys": [b"1,0;0,1;1,1"],
+                          "values": [b"2;6;4"]})
+    assert again.selected == 2 and again.notice == ""
+    fresh = AttentionState()
+    apply_address(fresh, {"tokens": [b"I;love;LOVE"], "keys": [b"1,0;0,1;1,1"], "values": [b"2;6;4"],
+                          "row": [b"Love"]})
+    assert fresh.selected == 1 and "row = 'Love' ignored" in fresh.notice
+
+
+def test_bad_tokens_leave_the_keys_and_values_of_the_address_unapplied(state):
+    apply_address(state, {"tokens": [b"I;<b>;NLP"], "keys": [b"2,0;0,2;2,2"], "values": [b"1;1;1"]})
+    assert state.tokens == ["I", "love", "NLP"] and state.keys.tolist() == [[1, 0], [0, 1], [1, 1]]
+    assert state.values.tolist() == [2, 6, 4] and state.result.output[1] == pytest.approx(4.4067, abs=1e-4)
+    assert "tokens and keys and values ignored" in state.notice and "tokens = 'I;<b>;NLP'" in state.notice
+    # and the other way round: good tokens do not come with bad values
+    fresh = AttentionState()
+    apply_address(fresh, {"tokens": [b"a;b;c"], "keys": [b"2,0;0,2;2,2"], "values": [b"1;x;1"]})
+    assert fresh.tokens == ["I", "love", "NLP"] and fresh.keys.tolist() == [[1, 0], [0, 1], [1, 1]]
+
+
+@pytest.mark.parametrize("typed, number", [("１", 1.0), ("−2", -2.0), (".5", 0.5), ("5.", 5.0), (" 3e-2 ", 0.03),
+                                           ("+1.25", 1.25), ("１．５", 1.5), ("٣", 3.0)])
+def test_a_number_is_read_the_same_in_the_editor_and_the_address(typed, number):
+    edited = AttentionState()
+    assert edited.set_key(0, 0, typed) and edited.keys[0, 0] == number
+    addressed = AttentionState()
+    apply_address(addressed, {"keys": [f"{typed},0;0,1;1,1".encode()], "q": [f"{typed},{typed}".encode()]})
+    assert addressed.notice == "" and addressed.keys[0, 0] == number and addressed.query == (number, number)
+
+
+@pytest.mark.parametrize("typed", ["1_000", "1,5", "0x10", "1 000", "1e", "--1", "١٫٥", "½"])
+def test_what_is_not_a_number_is_refused_the_same_in_the_editor_and_the_address(typed):
+    edited = AttentionState()
+    assert not edited.set_key(0, 0, typed) and "is not a number" in edited.message and edited.keys[0, 0] == 1
+    addressed = AttentionState()
+    apply_address(addressed, {"keys": [f"{typed},0;0,1;1,1".encode()]})
+    assert addressed.keys[0, 0] == 1 and "keys = " in addressed.notice
+
+
+def test_a_refused_name_is_quoted_short(state):
+    assert not state.rename_token(1, "<" * 1000)
+    assert len(state.message) < 200 and "…" in state.message
 
 
 def test_good_arguments_survive_a_bad_neighbour(state):
@@ -262,6 +320,17 @@ def test_csv_export_has_one_number_per_line(state):
     assert by[("weight_matrix", "NLP", "NLP", "")] == pytest.approx(math.exp(2 / math.sqrt(2)) / (
         2 * E + math.exp(2 / math.sqrt(2))), abs=1e-15)
     assert len(rows) == 2 + 6 + 3 + 3 * 3 + 1 + 9
+
+
+def test_a_token_name_a_spreadsheet_would_compute_is_written_as_text(state):
+    assert state.rename_token(2, "-2-3") and state.rename_token(0, "-A")
+    text = to_csv(state)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    cells = {r["key_token"] for r in rows} | {r["query_token"] for r in rows}
+    assert "'-2-3" in cells and "'-A" in cells and not any(c.startswith(("=", "+", "-", "@")) for c in cells)
+    # numbers stay numbers, negative ones too
+    state.set_value(0, 0, "-1.5")
+    assert any(r["quantity"] == "value" and r["value"] == "-1.5" for r in csv.DictReader(io.StringIO(to_csv(state))))
 
 
 # --- projector and themes -----------------------------------------------------------------------------------

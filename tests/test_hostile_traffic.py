@@ -231,3 +231,22 @@ def test_a_burst_of_junk_frames_logs_one_line_and_spoils_nobody_elses_page(app_s
     refusals = [line for line in grown.splitlines() if "refused" in line.lower()]
     assert len(refusals) == 2, grown  # one line for the junk connection, one for the bad handshake
     assert "Traceback" not in grown
+
+
+def test_a_link_too_long_gets_a_page_that_says_so_and_a_short_log_line(app_server):
+    import urllib.error
+    import urllib.request
+
+    port, log_path = app_server
+    before = log_path.stat().st_size
+    for length in (20_000, 70_000, 500_000):  # Tornado used to answer nothing past 64 KB
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/?q=" + "1" * length, timeout=30)
+        assert answer.value.code == 414
+        assert "This link is too long" in answer.value.read().decode()
+    # an ordinary link is served as before
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/?q=1,1&row=NLP", timeout=30) as page:
+        assert page.status == 200
+    time.sleep(0.5)
+    grown = log_path.read_text()[before:]
+    assert len(grown) < 3_000 and "characters in all" in grown, grown[:2000]

@@ -12,7 +12,8 @@ import param
 import pytest
 from bokeh.models import ColumnDataSource
 
-from widgets.follow import RedactRoomArguments, RoomControls, qr_svg
+from server.logs import RedactLogLines
+from widgets.follow import RoomControls, qr_svg
 from server.rooms import (ALPHABET, CODE_LENGTH, SECRET_ENV, RoomError, RoomRegistry, RoomSecret, end_after_from_env,
                           normalize_code, seconds_from_env)
 from widgets.state import AttentionState
@@ -396,7 +397,7 @@ def test_the_qr_code_is_an_inline_svg_of_the_link():
 def test_room_arguments_are_redacted_from_log_lines():
     record = logging.LogRecord("tornado.access", logging.INFO, __file__, 1, "%d %s %.2fms",
                                (200, "GET /?room=K7M4QX&token=s3cr-et_ (127.0.0.1)", 3.0), None)
-    assert RedactRoomArguments().filter(record)
+    assert RedactLogLines().filter(record)
     assert record.getMessage() == "200 GET /?room=…&token=… (127.0.0.1) 3.00ms"
 
 
@@ -416,3 +417,40 @@ def test_a_follower_takes_a_preset_and_the_edits_made_after_it():
     assert student.preset == "Custom" and student.keys[0, 1] == 2.5 and student.causal
     assert student.query == (0.5, 1.5) and student.selected == 2
     np.testing.assert_allclose(student.result.weights, teacher.result.weights, rtol=0, atol=0)
+
+
+def test_a_full_room_closes_its_next_live_channel_with_its_own_reason(monkeypatch):
+    """server/room_live.py on a real tornado server: 4404 for no such room, 4429 for a room that is full."""
+    import panel as pn
+    from tornado.httpserver import HTTPServer
+    from tornado.testing import bind_unused_port
+    from tornado.web import Application
+    from tornado.websocket import websocket_connect
+
+    from server import rooms
+    from server.room_live import live_patterns
+
+    monkeypatch.setattr(rooms, "MAX_LIVE_CHANNELS", 2)
+    registry = RoomRegistry()
+    monkeypatch.setitem(pn.state.cache, rooms.CACHE_KEY, registry)
+    room, _ = registry.create()
+
+    async def channels():
+        sock, port = bind_unused_port()
+        server = HTTPServer(Application(live_patterns()))  # no Origin header: the origin check does not apply
+        server.add_sockets([sock])
+        url = f"ws://127.0.0.1:{port}/room-live?room="
+        kept = [await websocket_connect(url + room.code) for _ in range(2)]
+        refused = []
+        for code in (room.code, "ZZZZZZ"):
+            extra = await websocket_connect(url + code)
+            assert await extra.read_message() is None
+            refused.append((extra.close_code, extra.close_reason))
+        for channel in kept:
+            channel.close()
+        server.stop()
+        return refused
+
+    full, missing = asyncio.run(channels())
+    assert full == (4429, "this room has as many live channels as it accepts")
+    assert missing == (4404, "no such room")

@@ -89,6 +89,20 @@ def test_query_plot_follows_the_state(state):
     assert view.figure.name == "query-plot"
 
 
+def test_a_query_outside_the_plane_is_an_arrow_at_its_edge_pointing_to_it(state):
+    view = QueryPlot(state=state)
+    assert view._query.data["marker"] == ["circle"]
+    state.set_query_coordinate(0, "5")  # q = (5, 1): right of the plane, which ends at 2.5
+    d = view._query.data
+    # on the line from the plane's centre (0.5, 0.5) to q: (0.5 + 2t·2.25... ) reaches x = 2.5 at t = 2/4.5
+    assert d["marker"] == ["triangle"] and d["x"] == [2.5] and d["y"] == [pytest.approx(0.5 + 0.5 * 2 / 4.5)]
+    assert d["angle"] == [pytest.approx(math.atan2(0.5, 4.5) - math.pi / 2)]  # pointing right, a little up
+    assert d["label"] == ["q (5.00, 1.00)"]
+    assert view._lines.data["xs"][0] == [5.0, 1.0]  # the lines still run from q itself
+    state.move_query(0.5, 2.0)
+    assert view._query.data["marker"] == ["circle"] and view._query.data["x"] == [0.5]
+
+
 def test_a_drag_of_q_holds_the_plots_data_until_the_release(state):
     # the page draws each position of its own drag; the server sends the readout's text for each and
     # the plots' data once, at the release

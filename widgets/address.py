@@ -15,15 +15,14 @@ same float).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 
 import numpy as np
 
 from core import PRESETS
 from widgets.state import (
-    CUSTOM, DEFAULT_PRESET, MAX_TOKEN_CHARS, MAX_TOKENS, MIN_TOKENS, MODES, STEPS, THEMES, TOKEN_NAME, AttentionState,
-    parse_coordinate,
+    CUSTOM, DEFAULT_PRESET, MAX_ABS_COORD, MAX_TOKEN_CHARS, MAX_TOKENS, MIN_TOKENS, MODES, STEPS, THEMES, TOKEN_NAME,
+    AttentionState, parse_coordinate, shown,
 )
 
 #: Query arguments the page understands, in the order they are written.
@@ -32,9 +31,9 @@ ARGUMENTS = ("preset", "tokens", "keys", "values", "scale", "causal", "trap", "q
 SWITCHES = {"scale": ("off", "on"), "causal": ("off", "on"), "trap": ("off", "on")}
 #: Arguments that belong to a room (widgets/follow.py reads them); the address leaves them alone.
 ROOM_ARGUMENTS = ("room", "token")
-#: Where a shared q may lie: the query plot's visible plane (see widgets.query_plot.PLANE).
+#: The query plot's visible plane (see widgets.query_plot.PLANE): where the arrow keys move q. A q typed in the
+#: editor may lie anywhere within ±MAX_ABS_COORD, and so may the address's.
 Q_RANGE = (-1.5, 2.5)
-_SHOWN = 40  # characters of a bad value quoted back in the notice
 
 
 def _text(raw) -> str:
@@ -45,9 +44,7 @@ def _text(raw) -> str:
     return str(raw)
 
 
-def _quote(value: str) -> str:
-    """The value as the notice shows it: quoted, shortened, always plain text (the notice never renders HTML)."""
-    return repr(value if len(value) <= _SHOWN else value[:_SHOWN] + "…")
+_quote = shown  # the value as the notice shows it: quoted, shortened, plain text (the notice never renders HTML)
 
 
 def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict, list[str]]:
@@ -75,11 +72,10 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
     >>> parse_address({"q": [b"0.1,1"], "row": [b"NLP"], "step": [b"2"]}, ["I", "love", "NLP"])
     ({'query': (0.1, 1.0), 'selected': 2, 'guided': True, 'step': 2}, [])
     >>> parse_address({"q": [b"nan,1"], "zoom": [b"3"]}, ["I", "love", "NLP"])[1]
-    ["q = 'nan,1' ignored: both coordinates must be numbers from -1.5 to 2.5.", "unknown argument 'zoom' ignored."]
+    ["q = 'nan,1' ignored: two numbers separated by ',', each within ±1e+06.", "unknown argument 'zoom' ignored."]
     """
     settings: dict = {}
     problems: list[str] = []
-    lo, hi = Q_RANGE
     values_of = {name: _text(raw).strip() for name, raw in args.items()}
     data, data_problems = _parse_data(values_of, tokens)
     settings.update(data)
@@ -96,16 +92,19 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
                 problems.append(f"{name} = {_quote(value)} ignored: choose {' or '.join(words)}.")
         elif name == "q":
             try:
-                parts = [float(c) for c in value.split(",")]
+                parts = [parse_coordinate(c) for c in value.split(",")]
             except ValueError:
                 parts = []
-            if len(parts) == 2 and all(math.isfinite(c) and lo <= c <= hi for c in parts):
+            if len(parts) == 2:
                 settings["query"] = (parts[0], parts[1])
             else:
-                problems.append(f"q = {_quote(value)} ignored: both coordinates must be numbers from {lo:g} to {hi:g}.")
+                problems.append(f"q = {_quote(value)} ignored: two numbers separated by ',', each within "
+                                f"±{MAX_ABS_COORD:g}.")
         elif name == "row":
-            matches = [i for i, t in enumerate(tokens) if t.casefold() == value.casefold()]
-            if matches:
+            # the name as written first (tokens "love" and "LOVE" may both exist), then any case if only one fits
+            matches = [i for i, t in enumerate(tokens) if t == value] or [
+                i for i, t in enumerate(tokens) if t.casefold() == value.casefold()]
+            if len(matches) == 1:
                 settings["selected"] = matches[0]
             else:
                 problems.append(f"row = {_quote(value)} ignored: choose one of {', '.join(tokens)}.")
@@ -138,7 +137,9 @@ def _parse_data(values_of: dict[str, str], tokens: list[str]) -> tuple[dict, lis
     """``preset``, ``tokens``, ``keys``, ``values``: settings and problems, checked against each other.
 
     Missing data comes from the preset (the address's, else the default one); keys and values need one
-    row per token. Without ``tokens`` the rows are counted against ``tokens``, the page's own.
+    row per token. Without ``tokens`` the rows are counted against ``tokens``, the page's own. The three
+    describe one example together: if any of them is bad, none is applied (keys meant for other tokens
+    would give numbers that belong to no view).
     """
     settings: dict = {}
     problems: list[str] = []
@@ -151,17 +152,19 @@ def _parse_data(values_of: dict[str, str], tokens: list[str]) -> tuple[dict, lis
             base = PRESETS[names[0]]
         else:
             problems.append(f"preset = {_quote(value)} ignored: choose one of {'; '.join(PRESETS)}.")
-    n = len(base.tokens) if base is not None else len(tokens)
+    n_before = n = len(base.tokens) if base is not None else len(tokens)
+    data: dict = {}
+    bad: list[str] = []
     if "tokens" in values_of:
         value = values_of["tokens"]
         names = [t.strip() for t in value.split(";")]
         if (MIN_TOKENS <= len(names) <= MAX_TOKENS and len(set(names)) == len(names)
                 and all(t and len(t) <= MAX_TOKEN_CHARS and TOKEN_NAME.match(t) for t in names)):
-            settings["tokens"] = names
+            data["tokens"] = names
             n = len(names)
         else:
-            problems.append(f"tokens = {_quote(value)} ignored: {MIN_TOKENS} to {MAX_TOKENS} different names separated "
-                            f"by ';', each up to {MAX_TOKEN_CHARS} letters, digits, spaces or . , ! ? ' -.")
+            bad.append(f"tokens = {_quote(value)} is not {MIN_TOKENS} to {MAX_TOKENS} different names separated "
+                       f"by ';', each up to {MAX_TOKEN_CHARS} letters, digits, spaces or . , ! ? ' -.")
     for name, width, what in (("keys", (2,), "two numbers"), ("values", (1, 2), "one or two numbers")):
         if name not in values_of:
             continue
@@ -171,17 +174,20 @@ def _parse_data(values_of: dict[str, str], tokens: list[str]) -> tuple[dict, lis
         except ValueError:
             rows = None
         if rows is not None and len(rows) == n:
-            settings[name] = rows[:, 0] if name == "values" and rows.shape[1] == 1 else rows
+            data[name] = rows[:, 0] if name == "values" and rows.shape[1] == 1 else rows
         else:
-            problems.append(f"{name} = {_quote(value)} ignored: {n} rows separated by ';', each {what} "
-                            f"separated by ',', within ±{1e6:g}.")
-    missing = [name for name in ("keys", "values") if name not in settings]
-    if "tokens" in settings and missing and n != (len(base.tokens) if base is not None else len(tokens)):
+            bad.append(f"{name} = {_quote(value)} is not {n} rows separated by ';', each {what} separated by ',', "
+                       f"within ±{MAX_ABS_COORD:g}.")
+    missing = [name for name in ("keys", "values") if name not in values_of]
+    if "tokens" in data and missing and n != n_before:
         # the rows not given come from the preset or the page, which have another number of tokens
-        problems.append(f"tokens = {_quote(values_of['tokens'])} ignored, with keys and values: {n} tokens need "
-                        f"{' and '.join(missing)} with one row each.")
-        for name in ("tokens", "keys", "values"):
-            settings.pop(name, None)
+        bad.append(f"tokens = {_quote(values_of['tokens'])}: {n} tokens need {' and '.join(missing)} with one row "
+                   "each.")
+    given = [name for name in ("tokens", "keys", "values") if name in values_of]
+    if bad:
+        problems.append(f"{' and '.join(given)} ignored, the example's own used instead: " + " ".join(bad))
+    else:
+        settings.update(data)
     return settings, problems
 
 

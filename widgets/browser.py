@@ -65,12 +65,20 @@ class BrowserBridge(pn.custom.JSComponent):
     Space/Enter are left to a focused button or checkbox; keys with Ctrl, Alt
     or Meta are never taken. The address bar is updated with
     ``history.replaceState`` a moment after the state settles, so a drag does
-    not fill the history.
+    not fill the history. The page's own address comes back as ``page_address``, and
+    ``navigate`` loads the page at another query (Panel's ``Location`` is not used: it parses
+    every query argument on the server, and one over 4,300 digits breaks the session there).
     """
 
     mode = param.String(default="normal")
     theme = param.String(default="light")
     search = param.String(default="", doc="What the address bar should hold, e.g. '?q=0.0,1.0&row=love'.")
+    navigate = param.String(default="", doc=(
+        "A query to load the page at, e.g. '?room=K7M4QX': the browser goes there (a new page load, which a "
+        "proxy routes by its arguments). Empty: stay."))
+    page_address = param.String(default="", doc=(
+        "The page's own address without its query, 'http://host:port/path', as the browser reports it when "
+        "the page renders; join links are made from it."))
 
     _esm = """
 const TEXT_INPUTS = new Set(["INPUT", "TEXTAREA", "SELECT"])
@@ -111,6 +119,11 @@ function previewNudge(key, shift, inPlot) {
 
 export function render({ model, el }) {
   const root = document.documentElement
+  const go = () => { if (model.navigate) window.location.search = model.navigate }
+  go()
+  model.on("navigate", go)
+  const here = window.location.origin + window.location.pathname
+  if (model.page_address !== here) model.page_address = here
   // The whole app is the page's main content: one landmark for screen-reader navigation.
   const app = document.querySelector("[data-root-id]")
   if (app && !app.hasAttribute("role")) app.setAttribute("role", "main")

@@ -43,10 +43,27 @@ def to_json(state: AttentionState) -> str:
     return json.dumps(numbers(state), indent=2)
 
 
+#: A cell starting with one of these is a formula to a spreadsheet (OWASP, "CSV Injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def text_cell(text: str) -> str:
+    """A text cell a spreadsheet shows as text: one that would start a formula gets a leading ``'``.
+
+    >>> text_cell("-2-3"), text_cell("love")
+    ("'-2-3", 'love')
+    """
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
 def to_csv(state: AttentionState) -> str:
-    """One number per line, columns :data:`CSV_COLUMNS`; empty cells where a column does not apply."""
+    """One number per line, columns :data:`CSV_COLUMNS`; empty cells where a column does not apply.
+
+    Token names are text cells (:func:`text_cell`): a name such as ``-2-3`` is written ``'-2-3``, so a
+    spreadsheet shows it instead of computing it. Numbers are written as Python writes floats.
+    """
     n = numbers(state)
-    tokens, sel = n["tokens"], n["selected"]
+    tokens, sel = [text_cell(t) for t in n["tokens"]], text_cell(n["selected"])
     rows = [("q", sel, "", d, x) for d, x in enumerate(n["q"])]
     rows += [("key", "", t, d, x) for t, k in zip(tokens, n["keys"]) for d, x in enumerate(k)]
     rows += [("value", "", t, "", x) for t, x in zip(tokens, n["values"])]

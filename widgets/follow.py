@@ -32,8 +32,6 @@ and the inspector, exports and address follow.
 
 from __future__ import annotations
 
-import logging
-import re
 import threading
 import time
 from html import escape
@@ -47,40 +45,13 @@ from bokeh.models import ColumnDataSource
 from panel.io.state import set_curdoc
 
 from widgets.address import address_of
+from server.logs import install_log_redaction
+from widgets.browser import BrowserBridge
 from server.room_live import ROUTE as LIVE_ROUTE
 from server.rooms import RoomError, RoomRegistry, get_registry, normalize_code
 from widgets.state import AttentionState
 
 ROOM_CSS = (Path(__file__).parent.parent / "static" / "room.css").read_text()
-
-
-class RedactRoomArguments(logging.Filter):
-    """Blank the values of ``room`` and ``token`` in logged URLs (tornado's access log logs every URI).
-
-    >>> RedactRoomArguments.redact("101 GET /app/ws?room=K7M4QX&token=abc-_1 (127.0.0.1) 2.1ms")
-    '101 GET /app/ws?room=…&token=… (127.0.0.1) 2.1ms'
-    """
-
-    _ARG = re.compile(r"(?<=[?&;])(room|token)=[^&;\s\"']*", re.IGNORECASE)
-
-    @classmethod
-    def redact(cls, text: str) -> str:
-        return cls._ARG.sub(r"\1=…", text)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        redacted = self.redact(message)
-        if redacted != message:
-            record.msg, record.args = redacted, ()
-        return True
-
-
-def install_log_redaction() -> None:
-    """Redact room arguments from the loggers that log request URIs (idempotent)."""
-    for name in ("tornado.access", "tornado.application", "tornado.general", "bokeh.server", "panel"):
-        logger = logging.getLogger(name)
-        if not any(isinstance(f, RedactRoomArguments) for f in logger.filters):
-            logger.addFilter(RedactRoomArguments())
 
 
 def qr_svg(url: str) -> str:
@@ -106,13 +77,15 @@ class RoomControls(pn.viewable.Viewer):
     code = param.String(default="", constant=True, doc="The room's code; not a secret.")
     following = param.Boolean(default=False, doc="A follower page takes the presenter's view.")
     notice = param.String(default="", doc="What happened to the page's room, for the learner.")
+    browser = param.ClassSelector(class_=BrowserBridge, allow_None=True, constant=True,
+                                  doc="The page's browser bridge: its address, and where it goes to present or join.")
     live = param.ClassSelector(class_=ColumnDataSource, allow_None=True, constant=True,
                                doc="The page's live source (DragPreview.live): which room's live channel the "
                                    "page follows. Without it a follower takes every view in full.")
 
     def __init__(self, registry: RoomRegistry | None = None, **params):
         super().__init__(**params)
-        install_log_redaction()
+        install_log_redaction()  # for a bare `panel serve app.py`; server/serve.py installs it at start
         self._registry = registry if registry is not None else get_registry()  # an empty registry is falsy
         self._token: str | None = None  # the presenter token: never a param, never logged
         self._doc = pn.state.curdoc
@@ -151,6 +124,8 @@ class RoomControls(pn.viewable.Viewer):
         self._layout = pn.Row(self._present, self._notice, margin=0)
 
         self._watcher = self.state.param.watch(self._on_state_change, list(AttentionState.SHARED_PARAMS))
+        if self.browser is not None:  # the join link is made of the page's address, which the browser reports
+            self.browser.param.watch(lambda _: self.role == "presenter" and self._show_presenter(), "page_address")
         if ctx is not None:
             self._doc.on_session_destroyed(self._on_destroyed)
             self._registry.start_sweeping()
@@ -204,20 +179,13 @@ class RoomControls(pn.viewable.Viewer):
         A proxy routes a room by the code as typed (``deploy/nginx.conf`` hashes ``room``, and nginx cannot
         change its case): ``k7m-4qx`` may reach another process than ``K7M4QX``, where the room is not.
         So a page never joins under another spelling; it comes back under the one its presenter's
-        process was reached with. The reload waits for the page to load: until then the browser's own
-        address would overwrite the change.
+        process was reached with.
         """
-        if self._doc is None or self._doc.session_context is None or pn.state.location is None:
+        if self._doc is None or self._doc.session_context is None or self.browser is None:
             return False
-        location = pn.state.location
         args = {name: _arg(name) for name in pn.state.session_args if not name.startswith("bokeh-")}
-
-        def reload() -> None:
-            location.search = "?" + urlencode({**args, "room": code})
-            location.reload = True
-
         self.notice = f"Opening room {code[:3]} {code[3:]}…"
-        pn.state.onload(reload)
+        self.browser.navigate = "?" + urlencode({**args, "room": code})
         return True
 
     def _set_role(self, role: str, code: str) -> None:
@@ -228,8 +196,7 @@ class RoomControls(pn.viewable.Viewer):
 
     def _on_present(self, _event) -> None:
         room, token = self._registry.create(self.state.snapshot())
-        loc = pn.state.location
-        if loc is None:  # not served (component tests): present in place
+        if self.browser is None:  # no page around it (component tests): present in place
             self._registry.enter_as_presenter(room.code, token, self._session)
             self._token = token
             self._set_role("presenter", room.code)
@@ -238,8 +205,7 @@ class RoomControls(pn.viewable.Viewer):
         # Reload as the presenter link so that a proxy routing by room code sends this page where the room lives.
         # The room's process may be another one, which knows the page only from its address: the address
         # carries the whole view (widgets/address.py), as it is now, not as the page was opened.
-        loc.search = "?" + urlencode({"room": room.code, "token": token, **address_of(self.state)})
-        loc.reload = True
+        self.browser.navigate = "?" + urlencode({"room": room.code, "token": token, **address_of(self.state)})
 
     def _publish(self, query_only: bool = False) -> None:
         try:
@@ -257,11 +223,8 @@ class RoomControls(pn.viewable.Viewer):
 
     def join_link(self) -> str:
         """The link a class opens to follow this page: the page's address with only ``?room=CODE``."""
-        loc = pn.state.location
-        if loc is None or not loc.hostname:
-            return f"?room={self.code}"
-        port = f":{loc.port}" if loc.port else ""
-        return f"{loc.protocol}//{loc.hostname}{port}{loc.pathname}?room={quote(self.code)}"
+        here = self.browser.page_address if self.browser is not None else ""
+        return f"{here}?room={quote(self.code)}"
 
     def _show_presenter(self) -> None:
         link = self.join_link()

@@ -25,6 +25,24 @@ MAX_LINE_WIDTH = 14
 GRAB_RADIUS = 0.12
 
 
+def edge_point(x: float, y: float) -> tuple[tuple[float, float], float | None]:
+    """Where the query plot draws q = (x, y): at q, or where the line from the plane's centre to q leaves the
+    plane, with the angle (radians, counter-clockwise from up) of an arrow pointing on to q; None inside.
+
+    >>> edge_point(0.0, 1.0)
+    ((0.0, 1.0), None)
+    >>> edge_point(5.0, 0.5)
+    ((2.5, 0.5), -1.5707963267948966)
+    """
+    lo, hi = PLANE
+    if lo <= x <= hi and lo <= y <= hi:
+        return (x, y), None
+    c = (lo + hi) / 2
+    dx, dy = x - c, y - c
+    t = min((hi - c) / abs(d) for d in (dx, dy) if d != 0)  # the first side the line crosses
+    return (c + t * dx, c + t * dy), math.atan2(dy, dx) - math.pi / 2
+
+
 class QueryPlot(pn.viewable.Viewer):
     """Keys k_i and the query q in the plane; drag or click anywhere to move q,
     or drag a key (starting on it) to move that key.
@@ -44,7 +62,8 @@ class QueryPlot(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._keys = ColumnDataSource(data=dict(x=[], y=[], token=[], label=[], color=[]))
-        self._query = ColumnDataSource(data=dict(x=[], y=[], label=[]))
+        # where q is drawn: at q, or, for a q outside the plane, an arrow at the plane's edge pointing to it
+        self._query = ColumnDataSource(data=dict(x=[], y=[], label=[], marker=[], angle=[]))
         self._lines = ColumnDataSource(data=dict(xs=[], ys=[], width=[], color=[]))
         fig = figure(
             name="query-plot", title="Drag q (or click to place it); drag a key to move it",
@@ -66,7 +85,7 @@ class QueryPlot(pn.viewable.Viewer):
         key_labels = fig.text("x", "y", text="label", source=self._keys, x_offset=12, y_offset=-6,
                               text_font_size="15px", text_color="color", text_font_style="bold")
         fig.scatter("x", "y", source=self._query, size=20, fill_color="white", line_color="black",
-                    line_width=4, marker="circle")
+                    line_width=4, marker="marker", angle="angle")
         q_label = fig.text("x", "y", text="label", source=self._query, x_offset=-14, y_offset=16, text_align="right",
                            text_font_size="15px", text_font_style="bold")
         # projector mode: large labels name the points only (the coordinates are in the readout and the grid)
@@ -184,7 +203,9 @@ class QueryPlot(pn.viewable.Viewer):
     def _render_query(self, *_):
         s = self.state
         K, (qx, qy), w = s.keys, s.query, s.plotted.weights[s.selected]
-        self._query.data = dict(x=[qx], y=[qy], label=[f"q {fmt_vec((qx, qy), 2)}"])
+        (x, y), angle = edge_point(qx, qy)
+        self._query.data = dict(x=[x], y=[y], label=[f"q {fmt_vec((qx, qy), 2)}"],
+                                marker=["circle" if angle is None else "triangle"], angle=[angle or 0.0])
         self._lines.data = dict(
             xs=[[qx, k[0]] for k in K], ys=[[qy, k[1]] for k in K],
             width=(1 + (MAX_LINE_WIDTH - 1) * w).tolist(), color=[token_color(i) for i in range(len(K))],

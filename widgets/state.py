@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+import unicodedata
 
 import numpy as np
 import param
@@ -33,28 +34,45 @@ MAX_TOKEN_CHARS = 16
 TOKEN_NAME = re.compile(r"^[\w .,!?'-]+$")
 
 
+#: Characters of what a person typed that a message quotes back; longer text is cut with "…".
+SHOWN_CHARS = 40
+#: A number as a person writes it: a sign, digits with a decimal point, an exponent ("−2", "1.5", ".5", "3e-2").
+#: ``\d`` is any script's decimal digit; full-width forms ("１．５") are folded to these first (NFKC).
+NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def shown(text) -> str:
+    """``text`` as a message quotes it: ``repr``, cut to :data:`SHOWN_CHARS` characters."""
+    text = str(text)
+    return repr(text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…")
+
+
 def parse_coordinate(text) -> float:
     """The number a learner typed, or ValueError saying why it cannot be a coordinate.
 
-    Accepts ints, floats and their text ("1.5", " -2 ", "1e3"). Refuses empty text,
-    other text, NaN, ±inf and |x| > MAX_ABS_COORD.
+    Accepts ints, floats and text in :data:`NUMBER`'s forms, the same in the editor and the page
+    address: "1.5", " -2 ", "−2" (the minus sign), ".5", "5.", "3e-2", and digits of any script or
+    full-width ("１"), which mean the same digits. Refuses empty text, anything else ("1_000", "1,5",
+    "0x10", "1 000", "inf", "nan"), ±inf and |x| > MAX_ABS_COORD.
     """
     if isinstance(text, str):
-        t = text.strip()
+        t = unicodedata.normalize("NFKC", text).strip().replace("\u2212", "-")
         if not t:
             raise ValueError("is empty: type a number")
-        try:
-            x = float(t)
-        except ValueError:
-            raise ValueError(f"{text!r} is not a number") from None
+        if not NUMBER.fullmatch(t):
+            if t.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+                raise ValueError(f"{shown(text)} is not a finite number")
+            raise ValueError(f"{shown(text)} is not a number: write it like 1.5, -2 or 3e-2, without _, "
+                             "spaces or commas between digits")
+        x = float(t)
     elif isinstance(text, bool) or not isinstance(text, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{text!r} is not a number")
+        raise ValueError(f"{shown(text)} is not a number")
     else:
         x = float(text)
     if not math.isfinite(x):
-        raise ValueError(f"{text!r} is not a finite number")
+        raise ValueError(f"{shown(text)} is not a finite number")
     if abs(x) > MAX_ABS_COORD:
-        raise ValueError(f"{text!r} is outside ±{MAX_ABS_COORD:g}")
+        raise ValueError(f"{shown(text)} is outside ±{MAX_ABS_COORD:g}")
     return x
 
 
@@ -227,7 +245,7 @@ class AttentionState(param.Parameterized):
         try:
             q = (float(x), float(y))
         except (TypeError, ValueError):
-            self.param.update(message=f"Query refused: ({x!r}, {y!r}) are not numbers.", message_field="q")
+            self.param.update(message=f"Query refused: ({shown(x)}, {shown(y)}) are not numbers.", message_field="q")
             return False
         if not all(math.isfinite(c) and abs(c) <= MAX_ABS_COORD for c in q):
             self.param.update(message=f"Query refused: coordinates must be finite and within ±{MAX_ABS_COORD:g}.",
@@ -366,12 +384,12 @@ class AttentionState(param.Parameterized):
         if not isinstance(name, str) or not name:
             return self._refuse(field, "a token needs a name")
         if not TOKEN_NAME.match(name):
-            return self._refuse(field, f"{name!r} may only use letters, digits, spaces and . , ! ? ' - "
+            return self._refuse(field, f"{shown(name)} may only use letters, digits, spaces and . , ! ? ' - "
                                        "(HTML and other markup are never accepted)")
         if len(name) > MAX_TOKEN_CHARS:
-            return self._refuse(field, f"{name!r} is longer than {MAX_TOKEN_CHARS} characters")
+            return self._refuse(field, f"{shown(name)} is longer than {MAX_TOKEN_CHARS} characters")
         if name in self.tokens[:row] + self.tokens[row + 1:]:
-            return self._refuse(field, f"{name!r} is already a token")
+            return self._refuse(field, f"{shown(name)} is already a token")
         if name == self.tokens[row]:
             return True
         tokens = list(self.tokens)

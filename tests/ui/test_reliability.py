@@ -189,3 +189,22 @@ def test_a_restarted_server_is_announced_and_the_address_restores_the_view(brows
     finally:
         page.context.close()
         stop(proc)
+
+
+def test_whatever_is_typed_into_the_address_gives_a_working_explorer_and_a_notice(browser, server):
+    """Arguments a person made up: 4,301 digits (Panel's own query parser raised on them and broke the
+    session), a q outside the plane, names in another case."""
+    page = new_page(browser, server + "?q=" + "1" * 4301 + ",0&row=" + "9" * 5000 + "&step=" + "2" * 4400)
+    page.locator(".notice").get_by_text("Some of the page address was ignored").wait_for(timeout=LOADED)
+    assert 'Query of "love": q = (0.000, 1.000)' in readout(page)
+    page.mouse.click(*to_page(page, "query-plot", 1.0, 1.0))  # the session takes what the page sends
+    wait_for_readout(page, r"q = \(1\.000, 1\.000\)", LOADED)
+    assert_consistent(page)
+    far = new_page(browser, server + "?q=5,1&row=NLP")  # a q the editor accepts, outside the plotted plane
+    wait_for_readout(far, r'Query of "NLP": q = \(5\.000, 1\.000\)', LOADED)
+    assert far.locator(".notice").count() == 0 or not far.locator(".notice").is_visible()
+    assert far.evaluate("() => Bokeh.documents[0].get_model_by_name('query-plot').renderers"
+                        ".map(r => r.data_source.data.marker).find(m => m) [0]") == "triangle"
+    for p in (page, far):
+        assert not p.errors, p.errors
+        p.context.close()
