@@ -27,7 +27,7 @@ from widgets.formula import Formula
 from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler
-from widgets.preview import DragPreview
+from widgets.drag import DragChannel
 from widgets.query_plot import QueryPlot
 from widgets.state import AttentionState
 from widgets.stepper import StepThrough
@@ -57,13 +57,27 @@ def teaching_panel(name: str, state: AttentionState) -> pn.viewable.Viewable:
     return layout
 
 
-def when_shown(build: Callable[[], pn.viewable.Viewable]) -> pn.param.ParamFunction:
-    """A tab's contents, built by ``build`` the first time the tab is shown (the tabs are dynamic).
+def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -> pn.Tabs:
+    """``pn.Tabs`` whose contents are built by each ``(title, build)``'s ``build`` the first time the tab is shown.
 
     Most learners never open most tabs, and every view built costs the server memory for as long as the
-    page is open, time when the page opens, and time on every update it follows.
+    page is open, time when the page opens, and time on every update it follows. Each tab holds an empty
+    column until then (Panel's lazy ``ParamFunction`` does the same, at about 10 ms of server time each).
+    The tabs are ``dynamic``: a hidden tab is not in the page at all (Panel hides them with visibility only,
+    which leaves their focusable parts reachable but aria-hidden).
     """
-    return pn.param.ParamFunction(build, lazy=True, sizing_mode="stretch_both")
+    holders = [pn.Column(sizing_mode="stretch_both", margin=0) for _ in tabs]
+    waiting = {i: build for i, (_, build) in enumerate(tabs)}
+    layout = pn.Tabs(*((title, holder) for (title, _), holder in zip(tabs, holders)), dynamic=True, **params)
+
+    def show(*_):
+        build = waiting.pop(layout.active, None)
+        if build is not None:
+            holders[layout.active][:] = [build()]
+
+    layout.param.watch(show, "active")
+    show()
+    return layout
 
 
 def _stretch(view, **kw):
@@ -111,16 +125,20 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     query_plot.figure.stylesheets = [APP_CSS]
     query_plot.figure.html_attributes = {"tabindex": "0", "role": "application",
                                          "aria-label": "Query plane: drag q, or use the arrow keys"}
-    bars, values = _stretch(WeightBars(state=state)), ValuesView(state=state)
-    for view in (values.line, values.plane):  # number line for scalar values, plane for 2-D ones
-        _stretch(view)
-    for column in values.__panel__().select(pn.Column):
-        column.sizing_mode = "stretch_both"
-    matrix = _stretch(AttentionMatrix(state=state))
+    bars = WeightBars(state=state)
     readout = Readout(state=state)
-    preview = DragPreview(query_plot, values, matrix, readout, bars, state=state)
-    styler = FigureStyler(state=state, figures=[v.figure for v in (query_plot, bars, values.line, values.plane,
-                                                                   matrix)])
+    drag = DragChannel(query_plot, readout, bars, state=state)
+    styler = FigureStyler(state=state, figures=[query_plot.figure])
+
+    def built(view):  # a view built after the page: the values' number line or plane, the matrix
+        if hasattr(view, "figure"):  # a Bokeh figure; the SVG charts size and style themselves
+            _stretch(view)
+            styler.add([view.figure])
+        return view
+
+    # number line for scalar values, plane for 2-D ones: each built when the values first need it
+    values = ValuesView(state=state, on_build=built)
+    values.__panel__().sizing_mode = "stretch_both"
 
     def inspector():
         view = Inspector(state=state)
@@ -132,7 +150,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
             layout = teaching_panel(name, state)
             styler.add([p.object for p in layout.select(pn.pane.Bokeh) if isinstance(p.object, Plot)])
             return layout
-        return when_shown(build)
+        return build
 
     reset = pn.widgets.Button(label="Reset example", color="primary", description="Restore q = q_love (R)",
                               margin=(6, 8))
@@ -157,24 +175,22 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                            sizing_mode="stretch_width", visible=state.param.message.rx.bool())
     bridge = BrowserBridge(state=state)
     # Present / follow a room (widgets/follow.py), at the header's end
-    room = RoomControls(state=state, live=preview.live, browser=bridge)
-    query_plot.param.watch(room.share_hand, "hand")
+    room = RoomControls(state=state, live=drag.live, browser=bridge)
+    drag.param.watch(room.share_hand, "hand")
     header = pn.Row(title, reset, looks, fullscreen, room, sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
-    tabs = pn.Tabs(
-        ("Weights", pn.Column(bars, values, sizing_mode="stretch_both")),
-        ("Matrix", matrix),
-        ("All steps", when_shown(inspector)),
+    tabs = lazy_tabs(
+        ("Weights", lambda: pn.Column(bars, values, sizing_mode="stretch_both")),
+        ("Matrix", lambda: built(AttentionMatrix(state=state))),
+        ("All steps", inspector),
         ("Recipe", teaching("formula")),
         ("Edit", teaching("editor")),
         ("Trap", teaching("trap")),
         ("√d_k", teaching("dk")),
-        ("Export", when_shown(lambda: Export(state=state))),
-        ("Keys", when_shown(_keys_help)),
-        # dynamic: a hidden tab is not in the page at all (Panel hides them with visibility only, which leaves
-        # their focusable parts reachable but aria-hidden)
-        sizing_mode="stretch_both", dynamic=True,
+        ("Export", lambda: Export(state=state)),
+        ("Keys", _keys_help),
+        sizing_mode="stretch_both",
     )
     left = pn.Column(query_plot, readout, sizing_mode="stretch_both", css_classes=["left"], stylesheets=[APP_CSS])
     right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],
@@ -182,7 +198,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     page = pn.Column(
         header, notice, message, pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
                                         stylesheets=[APP_CSS]),
-        bridge, Announcer(state=state),
+        bridge, bridge.address_pane, Announcer(state=state),
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
     )
     page.state = state  # lets tests reach the session's state from the served page

@@ -18,7 +18,7 @@ so the rate it reached is reported.
 Followers open the join link ``?room=CODE`` in separate processes (asyncio each), with permessage-deflate
 as browsers negotiate it, and the room's live channel (``room-live?room=CODE``) as the page's script does.
 They note when the page showed which query: when its readout's text came from the server, or when the
-live channel brought the query (the page draws its numbers as it arrives, ``static/preview.js``). A
+live channel brought the query (the page draws its numbers as it arrives, ``static/drag.js``). A
 follower's latency for a shown query is the time from the latest move that aimed at it until the page
 first showed it; the server's numbers for a query the page already previews are counted apart (the
 ``final_server_numbers`` fields, for the last move). Dropped = moves whose query a
@@ -180,14 +180,14 @@ class ProtocolPresenter(Presenter):
         button = next(b for b in find_objects(page.doc, "Button") if b["attributes"].get("label") == "Present")
         listening = asyncio.create_task(page.listen())
         await page.click(button["id"])
-        # pressing Present sets the page's address to the presenter link (Panel's Location model), then reloads
+        # pressing Present tells the page to load the presenter link (the browser bridge's `navigate`)
         search = None
         deadline = time.monotonic() + 60
         while search is None and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
             for events in page.patches:
                 for ev in events:
-                    if ev.get("kind") == "ModelChanged" and ev.get("attr") == "search" and "token=" in str(ev["new"]):
+                    if ev.get("kind") == "ModelChanged" and ev.get("attr") == "navigate" and "token=" in str(ev["new"]):
                         search = ev["new"]
         page.close()
         await asyncio.gather(listening, return_exceptions=True)
@@ -225,7 +225,8 @@ class ProtocolPresenter(Presenter):
         return "q = ({}, {})".format(*self.me.shown[-1][0]) if self.me.shown else None
 
     def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.me.close)  # on its own loop: the caller's thread may have none
+        if hasattr(self, "me"):
+            self.loop.call_soon_threadsafe(self.me.close)  # on its own loop: the caller's thread may have none
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 

@@ -5,8 +5,11 @@ websocket wrapper of ``bokeh.client``), like ``bokeh.client.pull_session`` does,
 document in Python: it reads the JSON of each patch the server sends. That keeps the cost of a hundred
 simulated learners small enough to share a machine with the server they measure.
 
-A drag is what the browser sends: a ``pan`` UI event on the query plot, inside a ``PATCH-DOC`` message
-(Bokeh's ``MessageSent`` patch event).
+A drag is what the page's drag script sends (``static/drag.js``): each position as a change of the
+``drag-channel`` data source (a ``ModelChanged`` patch event), at most one at a time: the next once the
+server's ``drag-confirmed`` source has answered the one in flight, a move waiting to go replaced by a newer
+one, the press and the release always sent. ``Learner(one_at_a_time=False)`` is a client that ignores the
+rule and sends every position at once, as a hostile one could.
 """
 
 from __future__ import annotations
@@ -62,6 +65,13 @@ def _map(**entries) -> dict:
     return {"type": "map", "entries": [[k, v] for k, v in entries.items()]}
 
 
+def _entry(value, key: str):
+    """``value[key]`` of a serialized map (``{"type": "map", "entries": [[k, v], ...]}``) or dict; None if absent."""
+    if isinstance(value, dict) and value.get("type") == "map":
+        return next((v for k, v in value.get("entries", []) if k == key), None)
+    return value.get(key) if isinstance(value, dict) else None
+
+
 @dataclass
 class Learner:
     """One session: connect, pull the document, then send pointer events and time what comes back."""
@@ -70,8 +80,12 @@ class Learner:
     figure: str = "query-plot"
     readout: str = "readout"
     protocol: Protocol = field(default_factory=Protocol)
-    sent: dict[tuple[str, str], float] = field(default_factory=dict)  # position text -> send time
-    order: list[tuple[str, str]] = field(default_factory=list)  # positions in the order they were sent
+    sent: dict[tuple[str, str], float] = field(default_factory=dict)  # position text -> when the hand got there
+    order: list[tuple[str, str]] = field(default_factory=list)  # positions in the order the hand went
+    #: as the page: one position in flight at a time (False: every position at once, a flooding client)
+    one_at_a_time: bool = True
+    positions_sent: int = 0  # positions written to the socket
+    answered: list[tuple[int, float]] = field(default_factory=list)  # (seq, when) of each answer from the server
     shown: list[tuple[tuple[str, str], float]] = field(default_factory=list)  # (position, time it came back)
     patches: list[list[dict]] = field(default_factory=list)  # the events of every PATCH-DOC received
     bytes_in: int = 0
@@ -99,8 +113,13 @@ class Learner:
         await self._next_message("ACK")
         await self.protocol.create("PULL-DOC-REQ").send(self.sock)
         reply = await self._next_message("PULL-DOC-REPLY")
-        ids = find_ids(reply.content["doc"], {self.figure, self.readout})
+        ids = find_ids(reply.content["doc"], {self.figure, self.readout, "drag-channel", "drag-confirmed"})
         self.figure_id, self.readout_id = ids[self.figure], ids[self.readout]
+        # the page's drag channel; None for a page without one (another app, in tests)
+        self.channel_id, self.confirmed_id = ids.get("drag-channel"), ids.get("drag-confirmed")
+        self._outbox: list[dict] = []
+        self._seq = self._in_flight = 0
+        self._sent_at = 0.0
         if keep_doc:
             self.doc = reply.content["doc"]
         # the browser announces it has rendered; Panel runs the page's onload callbacks on it
@@ -122,15 +141,40 @@ class Learner:
         await patch_doc(patch_doc.create_header(), {}, content).send(self.sock)
 
     async def pointer(self, name: str, x: float, y: float) -> None:
-        """Send a ``pan``/``panstart``/``tap`` event at data point (x, y) and note when it left."""
+        """The hand at data point (x, y): ``panstart`` (the press), ``pan``, ``panend`` (the release) or ``tap``.
+
+        Sent as the page sends it (see the module's docstring); ``sent`` notes when the hand got there.
+        """
         key = (f"{x:.3f}", f"{y:.3f}")
         self.sent[key] = self.clock()
         self.order.append(key)
-        model = {"id": self.figure_id}
-        values = dict(model=model, sx=0.0, sy=0.0, x=x, y=y, modifiers=_map(shift=False, ctrl=False, alt=False))
-        if name == "pan":
-            values.update(delta_x=0.0, delta_y=0.0)
-        await self._send_event(_map(**values), name=name)
+        m = dict(x=float(x), y=float(y), start=name in ("panstart", "tap"), end=name in ("panend", "tap"))
+        if not self.one_at_a_time:
+            await self._write_position(m)
+            return
+        last = self._outbox[-1] if self._outbox else None
+        if last is not None and not last["start"] and not last["end"] and not m["start"]:
+            self._outbox[-1] = m  # only the newest move matters, and a release carries the last position
+        else:
+            self._outbox.append(m)
+        await self._pump()
+
+    #: As the page: an answer that never comes holds the drag this long at most (seconds).
+    ANSWER_WAIT_S = 3.0
+
+    async def _pump(self) -> None:
+        if self._in_flight and time.monotonic() - self._sent_at < self.ANSWER_WAIT_S:
+            return
+        if self._outbox:
+            await self._write_position(self._outbox.pop(0))
+
+    async def _write_position(self, m: dict) -> None:
+        self._seq += 1
+        self._in_flight, self._sent_at = self._seq, time.monotonic()
+        self.positions_sent += 1
+        new = _map(x=[m["x"]], y=[m["y"]], seq=[self._seq], start=[m["start"]], end=[m["end"]])
+        content = {"events": [{"kind": "ModelChanged", "model": {"id": self.channel_id}, "attr": "data", "new": new}]}
+        await patch_doc(patch_doc.create_header(), {}, content).send(self.sock)
 
     async def click(self, model_id: str) -> None:
         """Press a button, as BokehJS reports a click: a ``button_click`` event on the button's model."""
@@ -150,11 +194,20 @@ class Learner:
             if self.keep_patches:
                 self.patches.append(msg.content.get("events", []))
             for ev in msg.content.get("events", []):
-                if ev.get("kind") == "ModelChanged" and ev.get("attr") == "text" \
-                        and ev.get("model", {}).get("id") == self.readout_id:
+                if ev.get("kind") != "ModelChanged":
+                    continue
+                model = ev.get("model", {}).get("id")
+                if ev.get("attr") == "text" and model == self.readout_id:
                     m = QUERY_RE.search(ev["new"])
                     if m:
                         self.shown.append(((m[1], m[2]), now))
+                elif ev.get("attr") == "data" and model == self.confirmed_id:
+                    seq = _entry(ev["new"], "seq")
+                    if seq:
+                        self.answered.append((int(seq[0]), now))
+                        if self._in_flight and seq[0] >= self._in_flight:
+                            self._in_flight = 0
+                            await self._pump()
 
     def close(self) -> None:
         self.sock.close()

@@ -1,7 +1,7 @@
 """A room's live channel: the presenter's query, written once per move to every follower's page.
 
 While a presenter drags, the only thing that changes in the room's view is the query. A
-follower's page can compute everything else itself (``static/preview.js``), so its server
+follower's page can compute everything else itself (``static/drag.js``), so its server
 need not recompute and re-render the page for each move: that costs tens of ms per page and
 left a class of 60 seconds behind. Instead each following page opens this websocket,
 ``room-live?room=CODE`` beside Bokeh's own, and the room writes one short JSON text to all of

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,6 +32,7 @@ from widgets.stepper import step_latex
 
 TOKENS = ["I", "love", "NLP"]
 E = math.exp(1 / math.sqrt(2))
+ROOT = Path(__file__).resolve().parents[1]
 LOVE = [1 / (1 + 2 * E), E / (1 + 2 * E), E / (1 + 2 * E)]
 LOVE_OUT = 2 * LOVE[0] + 6 * LOVE[1] + 4 * LOVE[2]
 
@@ -259,16 +261,19 @@ def test_unreached_steps_show_placeholders_everywhere(state):
     assert "Weights a = softmax(s): I ?, love ?, NLP ?" in text and text.endswith("Output Σ aᵢvᵢ = ?")
     assert "0.1978" not in inspector._pane.object and "4.4067" not in inspector._pane.object
     assert "<td>0.7071</td>" in inspector._pane.object
-    for view in (bars, matrix, plot):
+    for view in (matrix, plot):
         shown, hidden = view._reveal
         assert not any(r.visible for r in shown) and all(r.visible for r in hidden)
+    # the SVG charts draw a "?" per bar and "output = ?", and no number of a later step
+    assert bars.div.text.count(">?</text>") == 3 and "rect" not in bars.div.text and "0.1978" not in bars.div.text
+    assert "output = ?" in line.div.text and "4.4067" not in line.div.text
     state.next_step()  # step 2: weights
     assert "Weights a = softmax(s): I 0.1978, love 0.4011, NLP 0.4011" in readout.div.text
-    assert all(r.visible for r in bars._reveal[0]) and all(r.visible for r in line._reveal[1])
-    assert "4.4067" not in inspector._pane.object
+    assert bars.div.text.count('class="bar"') == 3 and ">0.1978</text>" in bars.div.text
+    assert "output = ?" in line.div.text and "4.4067" not in inspector._pane.object
     state.next_step()  # step 3: output
     assert readout.div.text.endswith("Output Σ aᵢvᵢ = 4.4067 ≈ 4.41")
-    assert all(r.visible for r in line._reveal[0]) and "= 4.4067</p>" in inspector._pane.object
+    assert ">4.4067</text>" in line.div.text and "= 4.4067</p>" in inspector._pane.object
 
 
 def test_step_formulas_carry_the_live_numbers(state):
@@ -346,7 +351,7 @@ def _font_sizes(fig: Plot):
 
 
 def test_projector_mode_makes_every_canvas_text_at_least_20px(state):
-    views = [QueryPlot(state=state), WeightBars(state=state), OutputLine(state=state), AttentionMatrix(state=state)]
+    views = [QueryPlot(state=state), AttentionMatrix(state=state)]
     figs = [v.figure for v in views]
     FigureStyler(state=state, figures=figs)
     normal = {f.id: dict(_font_sizes(f)) for f in figs}
@@ -357,6 +362,17 @@ def test_projector_mode_makes_every_canvas_text_at_least_20px(state):
         assert not small, f"{f.name}: {small}"
     state.mode = "normal"
     assert {f.id: dict(_font_sizes(f)) for f in figs} == normal  # back exactly as built
+
+
+def test_the_svg_charts_are_laid_out_for_the_projectors_larger_text(state):
+    """Their text sizes come from CSS (--ae-num, 22 px in projector mode); the server leaves them the room."""
+    bars, line = WeightBars(state=state), OutputLine(state=state)
+    normal = [int(v.div.text.split('height="')[1].split('"')[0]) for v in (bars, line)]
+    state.mode = "projector"
+    projector = [int(v.div.text.split('height="')[1].split('"')[0]) for v in (bars, line)]
+    assert all(p > n for p, n in zip(projector, normal)), (normal, projector)
+    css = (ROOT / "static" / "charts.css").read_text()
+    assert "font-size: var(--ae-num" in css and "--ae-num: 22px" in (ROOT / "static" / "theme.css").read_text()
 
 
 def test_a_tab_is_built_when_first_shown_and_its_figures_follow_the_projector(monkeypatch):

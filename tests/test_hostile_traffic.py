@@ -115,15 +115,25 @@ def test_an_oversized_message_closes_only_its_own_socket(app_server):
 
 
 async def _malformed(port: int) -> list[tuple[str, str]]:
-    """One session sends pointer events a browser never would, then a good one."""
+    """One session sends drag positions a page never would, then a good one."""
+    from bokeh.protocol.messages.patch_doc import patch_doc
+
     learner = await _learner(port)
     listener = asyncio.ensure_future(learner.listen())
     try:
         # BokehJS writes non-finite numbers this way (JSON has no NaN or Infinity)
         nan, inf = {"type": "number", "value": "nan"}, {"type": "number", "value": "+inf"}
-        for x, y in [(nan, 1.0), (inf, 0.0), (1e308, -1e308), ("1", None), (None, None), ([1], {"a": 2})]:
-            values = dict(model={"id": learner.figure_id}, sx=0.0, sy=0.0, x=x, y=y)
-            await learner._send_event({"type": "map", "entries": [[k, v] for k, v in values.items()]}, name="tap")
+        for x, y, seq, start in [(nan, 1.0, 1, True), (inf, 0.0, 2, True), (1e308, -1e308, 3, False),
+                                 ("1", None, 4, True), (None, None, 5, True), ([1], {"a": 2}, 6, True),
+                                 (0.5, 0.5, "7", True), (0.5, 0.5, 8, "yes"), (0.5, 0.5, True, True)]:
+            new = {"type": "map", "entries": [["x", [x]], ["y", [y]], ["seq", [seq]], ["start", [start]],
+                                              ["end", [True]]]}
+            content = {"events": [{"kind": "ModelChanged", "model": {"id": learner.channel_id}, "attr": "data",
+                                   "new": new}]}
+            await patch_doc(patch_doc.create_header(), {}, content).send(learner.sock)
+        # and Bokeh's own pointer events, which the server no longer listens to: ignored
+        await learner._send_event({"type": "map", "entries": [["model", {"id": learner.figure_id}], ["sx", 0.0],
+                                                              ["sy", 0.0], ["x", 2.0], ["y", 2.0]]}, name="tap")
         await learner.pointer("tap", 0.5, 0.25)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and ("0.500", "0.250") not in [s for s, _ in learner.shown]:

@@ -39,17 +39,20 @@ def test_module_2_preset_in_state_readout_and_matrix(state):
 
 
 def test_value_plane_shows_values_and_output(state):
-    view = ValuesView(state=state)
-    assert view._line_pane.visible and not view._plane_pane.visible
+    built = []
+    view = ValuesView(state=state, on_build=built.append)
+    # the number line only: the plane is built the first time the values are vectors
+    assert view.plane is None and built == [view.line] and view._layout.objects == [view.line.__panel__()]
     state.preset = M2
-    assert view._plane_pane.visible and not view._line_pane.visible
+    assert built == [view.line, view.plane] and view._layout.objects == [view.plane.__panel__()]
     state.select_row(0)
     plane = view.plane
     assert plane._values.data["x"] == [10.0, 0.0, 5.0] and plane._values.data["y"] == [0.0, 10.0, 5.0]
     assert plane._output.data["label"] == ["output (6.0167, 3.9833)"]
     assert plane.figure.name == "value-plane"
     state.preset = "Section 6: scalar values"
-    assert view._line_pane.visible and view.line._output.data["label"] == ["4.4067"]
+    assert view._layout.objects == [view.line.__panel__()] and view.line.shown["label"] == ["4.4067"]
+    assert len(built) == 2  # each built once
 
 
 def test_unscaled_love_row_in_the_readout(state):
@@ -133,17 +136,20 @@ def test_rename_add_remove_tokens(state):
 
 
 def test_dragging_near_a_key_moves_that_key(state):
+    from tests.test_widgets import MOVE, PRESS, RELEASE, drag_channel
+
     view = QueryPlot(state=state)
+    channel = drag_channel(state, view)
     # k_I = (1, 0) is far from q = (0, 1): a drag starting on it moves the key, not q
-    view._on_pointer(events.PanStart(view.figure, x=1.05, y=0.02, sx=0, sy=0))
-    view._on_pointer(events.Pan(view.figure, x=0.5, y=-0.5, sx=0, sy=0))
-    view._on_pan_end(events.PanEnd(view.figure, x=0.5, y=-0.5, sx=0, sy=0))
+    channel.receive(1.05, 0.02, **PRESS)
+    channel.receive(0.5, -0.5, **MOVE)
+    channel.receive(0.5, -0.5, **RELEASE)
     np.testing.assert_array_equal(state.keys[0], [0.5, -0.5])
     assert state.query == (0.0, 1.0) and state.preset == CUSTOM
     assert view._keys.data["label"][0] == "I (0.5, -0.5)"
     # q sits on k_love: a drag starting there moves q (q wins ties)
-    view._on_pointer(events.PanStart(view.figure, x=0.0, y=1.0, sx=0, sy=0))
-    view._on_pointer(events.Pan(view.figure, x=0.2, y=0.8, sx=0, sy=0))
+    channel.receive(0.0, 1.0, **PRESS)
+    channel.receive(0.2, 0.8, **MOVE)
     assert state.query == (0.2, 0.8) and state.keys[1].tolist() == [0.0, 1.0]
 
 

@@ -11,6 +11,7 @@ from bokeh import events
 from app import create_app
 from widgets.browser import BrowserBridge
 from widgets.charts import OutputLine, WeightBars
+from widgets.drag import DragChannel
 from widgets.inspector import Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.query_plot import MAX_LINE_WIDTH, QueryPlot
@@ -23,6 +24,16 @@ NLP = [0.2483, 0.2483, 0.5035]
 @pytest.fixture
 def state():
     return AttentionState()
+
+
+#: What the page's drag script sends with a position (static/drag.js): a press, a move, the release, a tap.
+PRESS, MOVE, RELEASE, TAP = dict(start=True), {}, dict(end=True), dict(start=True, end=True)
+
+
+def drag_channel(state, plot=None, bars=None) -> DragChannel:
+    """The server's end of a page's drag over ``state``, with the views it needs."""
+    return DragChannel(plot or QueryPlot(state=state), Readout(state=state), bars or WeightBars(state=state),
+                       state=state)
 
 
 def test_state_starts_at_the_love_query(state):
@@ -109,66 +120,69 @@ def test_a_drag_of_q_holds_the_plots_data_until_the_release(state):
     plot, bars, line, matrix, readout = (QueryPlot(state=state), WeightBars(state=state), OutputLine(state=state),
                                          AttentionMatrix(state=state), Readout(state=state))
     bridge = BrowserBridge(state)
-    pan = lambda kind, x, y: kind(plot.figure, x=x, y=y, sx=0, sy=0)  # noqa: E731
-    plot._on_pointer(pan(events.PanStart, 0.0, 1.0))  # on q = k_love: a drag of q
-    plot._on_pointer(pan(events.Pan, 0.5, 1.0))
-    plot._on_pointer(pan(events.Pan, 1.0, 1.0))
+    channel = drag_channel(state, plot, bars)
+    channel.receive(0.0, 1.0, seq=1, **PRESS)  # on q = k_love: a drag of q
+    channel.receive(0.5, 1.0, seq=2)
+    channel.receive(1.0, 1.0, seq=3)
     assert state.previewing and state.query == (1.0, 1.0)
+    assert channel.confirmed.data == {"x": [1.0], "y": [1.0], "seq": [3]}  # each position is answered
     assert "Output Σ aᵢvᵢ = 4.0000" in readout.div.text
-    assert plot._query.data["x"] == [0.0] and bars._bars.data["top"] == pytest.approx(LOVE, abs=5e-5)
-    assert line._output.data["x"] == pytest.approx([4.4067], abs=5e-5)
+    assert plot._query.data["x"] == [0.0] and bars.shown["top"] == pytest.approx(LOVE, abs=5e-5)
+    assert line.shown["x"] == pytest.approx([4.4067], abs=5e-5)
     assert matrix._outputs.data["label"][1] == "4.4067"
     assert "q=0.0%2C1.0" in bridge.search  # the address, too, waits for the release
-    plot._on_pan_end(pan(events.PanEnd, 1.0, 1.0))
+    channel.receive(1.0, 1.0, seq=4, **RELEASE)
     assert not state.previewing and "q=1.0%2C1.0" in bridge.search
-    assert plot._query.data["x"] == [1.0] and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
-    assert line._output.data["x"] == pytest.approx([4.0], abs=1e-12)
+    assert channel.confirmed.data["seq"] == [4]  # answered, although q did not move
+    assert plot._query.data["x"] == [1.0] and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
+    assert line.shown["x"] == pytest.approx([4.0], abs=1e-12)
     assert matrix._outputs.data["label"][1] == "4.0000"
 
 
 def test_a_drag_of_a_key_a_tap_or_a_new_row_is_plotted_at_once(state):
     plot, bars = QueryPlot(state=state), WeightBars(state=state)
-    pan = lambda kind, x, y: kind(plot.figure, x=x, y=y, sx=0, sy=0)  # noqa: E731
+    channel = drag_channel(state, plot, bars)
     # a key is not previewed by the page: its drag is plotted as it goes
-    plot._on_pointer(pan(events.PanStart, 1.05, 0.02))
-    plot._on_pointer(pan(events.Pan, 1.0, 1.0))
+    channel.receive(1.05, 0.02, **PRESS)
+    channel.receive(1.0, 1.0)
     assert not state.previewing and state.keys[0].tolist() == [1.0, 1.0]
-    assert bars._bars.data["top"][0] == pytest.approx(bars._bars.data["top"][2])  # k_I = k_NLP now
-    plot._on_pan_end(pan(events.PanEnd, 1.0, 1.0))
+    assert bars.shown["top"][0] == pytest.approx(bars.shown["top"][2])  # k_I = k_NLP now
+    channel.receive(1.0, 1.0, **RELEASE)
     state.reset()
-    plot._on_pointer(pan(events.Tap, 1.0, 1.0))
-    assert not state.previewing and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
+    channel.receive(1.0, 1.0, **TAP)
+    assert not state.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
     # a drag of q, then the row changes under it (key "1"): the preview's inputs changed, the plots follow
-    plot._on_pointer(pan(events.PanStart, 1.0, 1.0))
-    plot._on_pointer(pan(events.Pan, 0.0, 1.0))
-    assert state.previewing and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
+    channel.receive(1.0, 1.0, **PRESS)
+    channel.receive(0.0, 1.0)
+    assert state.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
     state.select_row(2)  # q = k_NLP = (1, 1)
-    assert not state.previewing and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
+    assert not state.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
     assert plot._query.data["x"] == [1.0] and plot._query.data["y"] == [1.0]
     # a drag whose end never reaches the server (a broken or hostile client): a move from anywhere else
     # (an arrow key, the address, a typed q) is plotted at once
     state.select_row(1)
-    plot._on_pointer(pan(events.PanStart, 0.0, 1.0))
-    plot._on_pointer(pan(events.Pan, 1.0, 1.0))
-    assert state.previewing and bars._bars.data["top"] == pytest.approx(LOVE, abs=5e-5)
+    channel.receive(0.0, 1.0, **PRESS)
+    channel.receive(1.0, 1.0)
+    assert state.previewing and bars.shown["top"] == pytest.approx(LOVE, abs=5e-5)
     state.move_query(1.0, 1.0)  # where the drag already put q (an arrow key against the plane's edge)
-    assert not state.previewing and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
-    plot._on_pointer(pan(events.PanStart, 1.0, 1.0))
-    plot._on_pointer(pan(events.Pan, 0.0, 1.0))
-    assert state.previewing and bars._bars.data["top"] == pytest.approx(NLP, abs=5e-5)
+    assert not state.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
+    channel.receive(1.0, 1.0, **PRESS)
+    channel.receive(0.0, 1.0)
+    assert state.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
     assert state.set_query_coordinate(1, "0")  # a typed q = (0, 0): every weight 1/3
-    assert not state.previewing and bars._bars.data["top"] == pytest.approx([1 / 3] * 3, abs=1e-12)
-    plot._on_pointer(pan(events.PanStart, math.nan, 1.0))  # refused: nothing for the page to draw
+    assert not state.previewing and bars.shown["top"] == pytest.approx([1 / 3] * 3, abs=1e-12)
+    channel.receive(math.nan, 1.0, **PRESS)  # refused: nothing for the page to draw
     assert not state.previewing
 
 
-def test_pan_events_move_the_query_and_are_clamped_to_the_plane(state):
-    view = QueryPlot(state=state)
-    view._on_pointer(events.Pan(view.figure, x=1.0, y=1.0, sx=0, sy=0))
+def test_drag_positions_move_the_query_and_are_clamped_to_the_plane(state):
+    channel = drag_channel(state)
+    channel.receive(0.0, 1.0, **PRESS)
+    channel.receive(1.0, 1.0)
     assert state.query == (1.0, 1.0)
-    view._on_pointer(events.Pan(view.figure, x=40.0, y=-9.0, sx=0, sy=0))
+    channel.receive(40.0, -9.0)
     assert state.query == (2.5, -1.5)
-    view._on_pointer(events.Tap(view.figure, x=0.25, y=0.5, sx=0, sy=0))
+    channel.receive(0.25, 0.5, **TAP)
     assert state.query == (0.25, 0.5)
 
 
@@ -199,11 +213,16 @@ def test_tapping_a_row_selects_it_and_moves_the_query(state):
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), [1], "1", None, True])
 def test_pointer_events_a_browser_never_sends_change_nothing(state, bad):
     """A broken or hostile client's coordinates: no exception, the state stays as it was."""
-    plot, matrix = QueryPlot(state=state), AttentionMatrix(state=state)
+    matrix = AttentionMatrix(state=state)
+    channel = drag_channel(state)
     before = (state.query, state.selected)
-    for ev in (events.Tap, events.PanStart, events.Pan):
-        plot._on_pointer(ev(plot.figure, x=bad, y=1.0, sx=0, sy=0))
-        plot._on_pointer(ev(plot.figure, x=0.0, y=bad, sx=0, sy=0))
+    for kind in (TAP, PRESS, MOVE, RELEASE):
+        for x, y in ((bad, 1.0), (0.0, bad)):
+            channel._on_channel("data", None, {"x": [x], "y": [y], "seq": [1], "start": [kind.get("start", False)],
+                                               "end": [kind.get("end", False)]})
+    for junk in ({}, {"x": []}, {"x": [1.0], "y": [1.0], "seq": ["1"], "start": [True], "end": [False]},
+                 {"x": [1.0], "y": [1.0], "seq": [1], "start": ["yes"], "end": [False]}, None):
+        channel._on_channel("data", None, junk)
     matrix._on_tap(events.Tap(matrix.figure, x=0.0, y=bad, sx=0, sy=0))
     if isinstance(bad, float) and bad != bad:  # NaN reaches move_query, which refuses it with a message
         assert state.message.startswith("Query refused")
@@ -215,12 +234,13 @@ def test_pointer_events_a_browser_never_sends_change_nothing(state, bad):
 
 def test_bars_and_output_line(state):
     bars, line = WeightBars(state=state), OutputLine(state=state)
-    assert bars._bars.data["label"] == ["0.1978", "0.4011", "0.4011"]
-    assert line._output.data["label"] == ["4.4067"]
-    assert (line.figure.x_range.start, line.figure.x_range.end) == (1.5, 6.5)
+    assert bars.shown["label"] == ["0.1978", "0.4011", "0.4011"]
+    assert line.shown["label"] == ["4.4067"]
+    # the line runs from min(v) - 0.5 to max(v) + 0.5 (values 2, 6, 4); the output sits at (4.4067 - 1.5) / 5
+    assert 'data-lo="1.5" data-hi="6.5"' in line.div.text and 'x="58.133%"' in line.div.text  # 4.406672
     state.select_row(2)
-    assert line._output.data["x"] == [pytest.approx(4.0, abs=1e-12)]
-    assert bars._bars.data["label"] == ["0.2483", "0.2483", "0.5035"]
+    assert line.shown["x"] == [pytest.approx(4.0, abs=1e-12)]
+    assert bars.shown["label"] == ["0.2483", "0.2483", "0.5035"]
 
 
 def test_readout_text(state):

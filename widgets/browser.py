@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 import panel as pn
 import param
+from bokeh.models import CustomJS, Div
 
 from widgets.address import Q_RANGE, address_of
 from widgets.state import AttentionState
@@ -58,6 +59,24 @@ def handle_key(state: AttentionState, key: str, shift: bool = False, in_plot: bo
     return True
 
 
+#: The address bar follows ``BrowserBridge.address`` a moment after it settles (so a drag does not fill the
+#: history); a room's arguments stay, so reloading keeps presenting or following (widgets/follow.py).
+ADDRESS_JS = """
+(window.attentionExplorerAddress ??= (text) => {
+  clearTimeout(window.attentionExplorerAddressTimer);
+  window.attentionExplorerAddressTimer = setTimeout(() => {
+    if (!text) return;
+    const next = new URLSearchParams(text);
+    const now = new URLSearchParams(window.location.search);
+    for (const name of ["room", "token"]) if (now.has(name)) next.set(name, now.get(name));
+    const search = "?" + next.toString();
+    if (search !== window.location.search)
+      window.history.replaceState(window.history.state, "", search + window.location.hash);
+  }, 300);
+})(cb_obj.text);
+"""
+
+
 class BrowserBridge(pn.custom.JSComponent):
     """Keyboard shortcuts, ``<html data-mode data-theme>`` and the shareable address, for one page.
 
@@ -72,7 +91,6 @@ class BrowserBridge(pn.custom.JSComponent):
 
     mode = param.String(default="normal")
     theme = param.String(default="light")
-    search = param.String(default="", doc="What the address bar should hold, e.g. '?q=0.0,1.0&row=love'.")
     navigate = param.String(default="", doc=(
         "A query to load the page at, e.g. '?room=K7M4QX': the browser goes there (a new page load, which a "
         "proxy routes by its arguments). Empty: stay."))
@@ -100,8 +118,9 @@ function wantsKey(e) {
   return true
 }
 
-// A nudge is previewed like a tap at the nudged position (static/preview.js, through the query
-// plot's own tap callback), so the numbers change on this key press; the server's arrive after.
+// A nudge is previewed like a tap at the nudged position (static/drag.js, through the query plot's own
+// tap callback, which does not send it: the key goes to the server), so the numbers change on this key
+// press; the server's arrive after.
 // Same arithmetic as handle_key: 9-decimal rounding, then the plane's bounds (the callback clamps).
 const STEPS = {ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, 1], ArrowDown: [0, -1]}
 function previewNudge(key, shift, inPlot) {
@@ -114,7 +133,7 @@ function previewNudge(key, shift, inPlot) {
   const h = shift ? %(fine)r : %(nudge)r, [dx, dy] = STEPS[key]
   const round9 = (v) => Math.round(v * 1e9) / 1e9
   const x = round9(args.query.data.x[0] + dx * h), y = round9(args.query.data.y[0] + dy * h)
-  cb.execute(fig, {event_name: "tap", x, y})
+  cb.execute(fig, {event_name: "tap", x, y, preview_only: true})
 }
 
 export function render({ model, el }) {
@@ -143,23 +162,9 @@ export function render({ model, el }) {
   }
   paint()
   model.on(["mode", "theme"], paint)
-
-  let timer = null
-  const address = () => {
-    clearTimeout(timer)
-    timer = setTimeout(() => {
-      if (!model.search) return
-      // a room's arguments (widgets/follow.py) stay: reloading keeps presenting or following
-      const next = new URLSearchParams(model.search)
-      const now = new URLSearchParams(window.location.search)
-      for (const name of ["room", "token"]) if (now.has(name)) next.set(name, now.get(name))
-      const search = "?" + next.toString()
-      if (search !== window.location.search)
-        window.history.replaceState(window.history.state, "", search + window.location.hash)
-    }, 300)
-  }
-  address()
-  model.on("search", address)
+  // the address as the page opens (it follows each later change itself: ADDRESS_JS)
+  const address = window.Bokeh.documents[0]?.get_model_by_name("page-address")
+  if (address != null) for (const cb of address.js_property_callbacks["change:text"] ?? []) cb.execute(address)
 
   const onKey = (e) => {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || !KEYS.has(e.key) || !wantsKey(e)) return
@@ -169,7 +174,7 @@ export function render({ model, el }) {
     model.send_msg({key: e.key, shift: e.shiftKey, in_plot: inPlot})
   }
   document.addEventListener("keydown", onKey)
-  model.on("remove", () => { document.removeEventListener("keydown", onKey); clearTimeout(timer) })
+  model.on("remove", () => document.removeEventListener("keydown", onKey))
 
   // The server went away (a restart, a cut network). Bokeh's own notice is not shown in a Panel page, and
   // a session does not survive a restart, so say so and offer a reload: the address holds the view.
@@ -199,17 +204,33 @@ export function render({ model, el }) {
     def __init__(self, state: AttentionState, **params):
         super().__init__(width=0, height=0, margin=0, **params)
         self.state = state  # plain attribute: the state stays on the server, only the fields above sync
-        self.state.param.watch(self._sync, ["mode", "theme", "query", "selected", "guided", "step", "preset", "tokens",
-                                           "keys", "values", "scale", "causal", "trap", "previewing"])
-        self._sync()
+        # The address is a plain Bokeh property, not a param of this component: Panel's two-way sync of a
+        # component's params cost the server about 1.5 ms on every update, and the address changes on most.
+        self.address = Div(name="page-address", text="", visible=False)
+        self.address.js_on_change("text", CustomJS(code=ADDRESS_JS))
+        self.address_pane = pn.pane.Bokeh(self.address, visible=False, margin=0)
+        self.state.param.watch(self._sync_look, ["mode", "theme"])
+        self.state.param.watch(self._sync_address, ["mode", "theme", "query", "selected", "guided", "step", "preset",
+                                                    "tokens", "keys", "values", "scale", "causal", "trap",
+                                                    "previewing"])
+        self._sync_look()
+        self._sync_address()
 
-    def _sync(self, *_):
+    @property
+    def search(self) -> str:
+        """What the address bar holds once the page has settled, e.g. ``'?q=0.0%2C1.0&row=love'``."""
+        return self.address.text
+
+    def _sync_look(self, *_):
+        self.param.update(mode=self.state.mode, theme=self.state.theme)
+
+    def _sync_address(self, *_):
         s = self.state
         # The page's own drag of q: the address follows at the release. The browser would only write the
         # position at which the hand rests (it waits for the state to settle), and sending every position
-        # cost the server a message and a few ms per update.
-        address = {} if s.previewing else {"search": "?" + urlencode(address_of(s))}
-        self.param.update(mode=s.mode, theme=s.theme, **address)
+        # cost the server a message per update.
+        if not s.previewing:
+            self.address.text = "?" + urlencode(address_of(s))
 
     def _handle_msg(self, msg) -> None:
         if not isinstance(msg, dict):

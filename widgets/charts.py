@@ -1,121 +1,155 @@
-"""The selected query's weights as bars, and its output on the values' number line."""
+"""The selected query's weights as bars, its output on the values' number line, and vector values in a plane."""
 
 from __future__ import annotations
+
+from html import escape
+from pathlib import Path
 
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, FixedTicker, Range1d
-from bokeh.core.properties import value
+from bokeh.models import ColumnDataSource, Div, Range1d, Scatter, Segment, Text
 from bokeh.plotting import figure
 
 from widgets.format import fmt, fmt_short, fmt_vec, token_color
-from widgets.state import AttentionState, show_step
+from widgets.glyphs import draw
+from widgets.state import AttentionState
+
+#: The SVG charts' look: text sizes and ink from the page's custom properties (static/theme.css).
+CHARTS_CSS = (Path(__file__).resolve().parent.parent / "static" / "charts.css").read_text()
+
+
+#: Text sizes (CSS px) the SVG charts are laid out for, by mode: numbers, then headings (static/charts.css).
+CHART_FONT = {"normal": (16, 16), "projector": (22, 22)}
+
+
+def _x(j: int, n: int) -> float:
+    """Centre of bar ``j`` of ``n``, in % of the chart's width."""
+    return 100 * (j + 0.5) / n
 
 
 class WeightBars(pn.viewable.Viewer):
-    """One bar per key: the softmax weight a_i of the selected query, printed above it."""
+    """One bar per key: the softmax weight a_i of the selected query, printed above it.
+
+    Drawn as one SVG in a Bokeh ``Div`` (``name="weight-bars"``), not a Bokeh figure: a figure is about 30
+    models for the server to build for every page, this is one. Widths are in % of the chart, so it fills
+    whatever width it is given; text sizes come from CSS (``static/charts.css``), in the theme's ink, and
+    the layout makes room for them in each mode. Each bar carries ``data-weight``; the page's drag script
+    moves the bars during a drag (``static/drag.js``). ``shown`` is what is drawn, for tests.
+    """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._bars = ColumnDataSource(data=dict(x=[], top=[], label=[], color=[]))
-        fig = figure(name="weight-bars", title="Softmax weights a = softmax(s)", width=420, height=230,
-                     y_range=Range1d(0, 1.18), tools="", toolbar_location=None)
-        fig.title.text_font_size = "16px"
-        fig.axis.major_label_text_font_size = "15px"
-        fig.xgrid.visible = False
-        fig.yaxis.ticker = FixedTicker(ticks=[0, 0.5, 1])
-        bars = fig.vbar("x", top="top", width=0.7, source=self._bars, color="color")
-        labels = fig.text("x", "top", text="label", source=self._bars, text_align="center", y_offset=-4,
-                          text_font_size="16px", text_font_style="bold")
-        # step-through: until step 2 a "?" stands where each bar will be
-        hidden = fig.text("x", 0.5, text=value("?"), source=self._bars, text_align="center",
-                          text_baseline="middle", text_font_size="28px", text_font_style="bold", visible=False)
-        self._reveal = ([bars, labels], [hidden])
-        self.figure = fig
-        self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
-        self.state.param.watch(self._render_axes, "tokens")
-        self.state.param.watch(self._render, "plotted")
-        self.state.param.watch(self._show_step, ["guided", "step"])
-        self._render_axes()
+        self.div = Div(name="weight-bars", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
+                       css_classes=["chart"])
+        self.shown: dict = {}
+        self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
+        self.state.param.watch(self._render, ["plotted", "tokens", "guided", "step", "mode"])
         self._render()
-        self._show_step()
-
-    def _show_step(self, *_):
-        show_step(*self._reveal, self.state.revealed(2))
-
-    def _render_axes(self, *_):
-        n = len(self.state.tokens)
-        self.figure.x_range = Range1d(-0.6, n - 0.4)
-        self.figure.xaxis.ticker = FixedTicker(ticks=list(range(n)))
-        self.figure.xaxis.major_label_overrides = dict(enumerate(self.state.tokens))
 
     def _render(self, *_):
-        w = self.state.plotted.weights[self.state.selected]
-        self._bars.data = dict(x=list(range(len(w))), top=w.tolist(), label=[fmt(a) for a in w],
-                               color=[token_color(i) for i in range(len(w))])
+        s = self.state
+        w = s.plotted.weights[s.selected]
+        n, (num, head) = len(w), CHART_FONT[s.mode]
+        top, bottom = round(head * 1.6 + num * 1.4), round(head * 1.6 + num * 1.4 + 120)
+        height = bottom + round(num * 1.6)
+        revealed = s.revealed(2)
+        self.shown = dict(top=w.tolist() if revealed else [], label=[fmt(a) for a in w] if revealed else [])
+        parts = [f'<text class="heading" x="4" y="{round(head * 1.1)}">Softmax weights a = softmax(s)</text>',
+                 f'<line class="axis" x1="0" x2="100%" y1="{bottom}" y2="{bottom}"/>']
+        width = 70 / n  # % of the chart: bars take 70 % of their slot
+        for j, (token, a) in enumerate(zip(s.tokens, w)):
+            x = _x(j, n)
+            if revealed:
+                h = a * (bottom - top)
+                parts += [f'<rect class="bar" data-j="{j}" data-weight="{float(a)!r}" x="{x - width / 2:.3f}%" '
+                          f'width="{width:.3f}%" y="{bottom - h:.2f}" height="{h:.2f}" fill="{token_color(j)}"/>',
+                          f'<text class="value" data-j="{j}" x="{x:.3f}%" y="{bottom - h - 6:.2f}" '
+                          f'text-anchor="middle">{fmt(a)}</text>']
+            else:  # the step-through: a "?" stands where each bar will be, so the picture gives nothing away
+                parts.append(f'<text class="unknown" x="{x:.3f}%" y="{(top + bottom) / 2:.0f}" text-anchor="middle" '
+                             f'dominant-baseline="middle">?</text>')
+            parts.append(f'<text class="token" x="{x:.3f}%" y="{height - 4}" text-anchor="middle">{escape(token)}</text>')
+        label = ", ".join(f"{t} {fmt(a) if revealed else '?'}" for t, a in zip(s.tokens, w))
+        self.div.text = (f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" '
+                         f'role="img" aria-label="Softmax weights: {escape(label)}">{"".join(parts)}</svg>')
 
     def __panel__(self):
         return self._layout
 
 
 class OutputLine(pn.viewable.Viewer):
-    """The values v_i on a number line from min(v) to max(v), and the output Σ a_i v_i on it."""
+    """The values v_i on a number line from min(v) to max(v), and the output Σ a_i v_i on it.
+
+    One SVG in a Bokeh ``Div`` (``name="output-line"``), like :class:`WeightBars`: positions in % of the
+    width, text sizes from CSS. The values' labels take turns above the line when two would touch, and the
+    output's marker and number sit below it, so nothing is drawn over anything else. ``shown`` is what is
+    drawn, for tests.
+    """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._values = ColumnDataSource(data=dict(x=[], y=[], label=[], color=[]))
-        self._output = ColumnDataSource(data=dict(x=[], y=[], label=[]))
-        fig = figure(name="output-line", title="Output = Σ aᵢ vᵢ on the values' number line", width=420,
-                     height=170, y_range=Range1d(-1, 1.3), tools="", toolbar_location=None)
-        fig.title.text_font_size = "16px"
-        fig.xaxis.major_label_text_font_size = "14px"
-        fig.yaxis.visible = False
-        fig.grid.visible = False
-        fig.outline_line_color = None
-        fig.segment(x0="x", y0=-0.35, x1="x", y1=0.35, source=self._values, line_color="color", line_width=4)
-        fig.text("x", 0.45, text="label", source=self._values, text_align="center", text_baseline="bottom",
-                 text_font_size="15px", text_color="color", text_font_style="bold")
-        marker = fig.scatter("x", "y", source=self._output, marker="triangle", size=22, color="black")
-        label = fig.text("x", "y", text="label", source=self._output, text_align="center", text_baseline="top",
-                         y_offset=14, text_font_size="16px", text_font_style="bold")
-        # step-through: until step 3 the output is a "?" in the middle of the line
-        self._hidden = ColumnDataSource(data=dict(x=[], y=[]))
-        hidden = fig.text("x", "y", text=value("output = ?"), source=self._hidden, text_align="center",
-                          text_baseline="middle", text_font_size="20px", text_font_style="bold", visible=False)
-        self._reveal = ([marker, label], [hidden])
-        self.figure = fig
-        self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
-        self.state.param.watch(self._render_values, ["tokens", "values"])
-        self.state.param.watch(self._render_output, "plotted")
-        self.state.param.watch(self._show_step, ["guided", "step", "values"])
-        self._render_values()
-        self._render_output()
-        self._show_step()
+        self.div = Div(name="output-line", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
+                       css_classes=["chart"])
+        self.shown: dict = {}
+        self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
+        self.state.param.watch(self._render, ["plotted", "tokens", "values", "guided", "step", "mode"])
+        self._render()
 
-    def _show_step(self, *_):
-        v = np.asarray(self.state.values, dtype=float)
-        self._hidden.data = dict(x=[(float(v.min()) + float(v.max())) / 2], y=[-0.45])
-        show_step(*self._reveal, self.state.revealed(3))
-
-    def _render_values(self, *_):
-        v, tokens = np.asarray(self.state.values, dtype=float), self.state.tokens
+    def _render(self, *_):
+        s = self.state
+        v = np.asarray(s.values, dtype=float)
         if v.ndim != 1:  # vector values: ValuePlane shows them instead
             return
-        pad = max(0.1 * float(np.ptp(v)), 0.5)
-        self.figure.x_range = Range1d(float(v.min()) - pad, float(v.max()) + pad)
-        self._values.data = dict(x=v.tolist(), y=[0.0] * len(v), color=[token_color(i) for i in range(len(v))],
-                                 label=[f"v {t} = {fmt(x, 2).rstrip('0').rstrip('.')}" for t, x in zip(tokens, v)])
+        num, head = CHART_FONT[s.mode]
+        lo, hi = float(v.min()), float(v.max())
+        pad = max(0.1 * (hi - lo), 0.5)
+        lo, hi = lo - pad, hi + pad
 
-    def _render_output(self, *_):
-        if np.ndim(self.state.values) != 1:
-            return
-        out = float(self.state.plotted.output[self.state.selected])
-        self._output.data = dict(x=[out], y=[-0.45], label=[fmt(out)])
+        def at(x: float) -> float:
+            return 100 * (x - lo) / (hi - lo)
+
+        out = float(s.plotted.output[s.selected])
+        # value labels in rows above the line: a label goes one row up when it would touch the one before
+        order = np.argsort(v, kind="stable")
+        rows, last_end = {}, {}
+        for j in order:
+            text = f"v {s.tokens[j]} = {fmt_short(v[j], 2)}"
+            width = 100 * 0.6 * num * len(text) / 420  # % of a 420 px chart; wider charts have room to spare
+            x = at(v[j])
+            start = x if x < 15 else x - width if x > 85 else x - width / 2  # as the label is anchored below
+            row = next(r for r in range(len(v) + 1) if last_end.get(r, -1e9) < start)
+            rows[j], last_end[row] = (row, text), start + width
+        n_rows = 1 + max(r for r, _ in rows.values())
+        line_y = round(head * 1.6 + n_rows * num * 1.3 + 8)
+        height = line_y + round(num * 3.2)
+        parts = [f'<text class="heading" x="4" y="{round(head * 1.1)}">Output = Σ aᵢ vᵢ on the values\' number line'
+                 '</text>', f'<line class="axis" x1="2%" x2="98%" y1="{line_y}" y2="{line_y}"/>']
+        for j, (row, text) in rows.items():
+            x = at(v[j])
+            parts += [f'<line class="tick" x1="{x:.3f}%" x2="{x:.3f}%" y1="{line_y - 10}" y2="{line_y + 10}" '
+                      f'stroke="{token_color(j)}"/>',
+                      # near an end of the line a label runs inwards, so it is never cut off
+                      f'<text class="value" x="{x:.3f}%" y="{line_y - 14 - row * num * 1.3:.1f}" '
+                      f'text-anchor="{"start" if x < 15 else "end" if x > 85 else "middle"}">{escape(text)}</text>']
+        revealed = s.revealed(3)
+        self.shown = dict(x=[out] if revealed else [], label=[fmt(out)] if revealed else [])
+        if revealed:
+            parts += [f'<text class="marker" data-output="marker" x="{at(out):.3f}%" y="{line_y + num * 1.2:.1f}" '
+                      'text-anchor="middle">▲</text>',
+                      f'<text class="output" data-output="label" x="{at(out):.3f}%" y="{line_y + num * 2.5:.1f}" '
+                      f'text-anchor="middle">{fmt(out)}</text>']
+        else:  # the step-through: the output is not shown yet, below the line where it will be
+            parts.append(f'<text class="unknown" x="50%" y="{line_y + num * 2:.1f}" text-anchor="middle">'
+                         'output = ?</text>')
+        label = f"Output {fmt(out) if revealed else '?'} between the values " + ", ".join(
+            f"{t} {fmt_short(x, 2)}" for t, x in zip(s.tokens, v))
+        self.div.text = (f'<svg class="number-line" width="100%" height="{height}" data-lo="{lo!r}" '
+                         f'data-hi="{hi!r}" role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
     def __panel__(self):
         return self._layout
@@ -133,19 +167,21 @@ class ValuePlane(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._values = ColumnDataSource(data=dict(x=[], y=[], x0=[], y0=[], label=[], color=[], size=[]))
-        self._output = ColumnDataSource(data=dict(x=[], y=[], label=[]))
+        # named: the page's drag script draws into them (static/drag.js)
+        self._values = ColumnDataSource(data=dict(x=[], y=[], x0=[], y0=[], label=[], color=[], size=[]),
+                                        name="value-plane-values")
+        self._output = ColumnDataSource(data=dict(x=[], y=[], label=[]), name="value-plane-output")
         fig = figure(name="value-plane", title="Values vᵢ and the output Σ aᵢvᵢ", width=420, height=330,
                      x_range=Range1d(-1, 1), y_range=Range1d(-1, 1), tools="", toolbar_location=None)
         fig.title.text_font_size = "16px"
         fig.axis.major_label_text_font_size = "13px"
-        fig.segment("x0", "y0", "x", "y", source=self._values, line_color="color", line_width=3, line_alpha=0.7)
-        fig.scatter("x", "y", source=self._values, size="size", color="color", marker="square")
-        fig.text("x", "y", text="label", source=self._values, x_offset=10, y_offset=-4, text_font_size="14px",
-                 text_color="color", text_font_style="bold")
-        fig.scatter("x", "y", source=self._output, marker="star", size=24, color="black")
-        fig.text("x", "y", text="label", source=self._output, y_offset=-14, text_font_size="15px",
-                 text_font_style="bold", text_align="center", text_baseline="bottom")
+        draw(fig, Segment, self._values, "x0", "y0", "x", "y", line_color="color", line_width=3, line_alpha=0.7)
+        draw(fig, Scatter, self._values, "x", "y", size="size", color="color", marker="square")
+        draw(fig, Text, self._values, "x", "y", text="label", x_offset=10, y_offset=-4, text_font_size="14px",
+             text_color="color", text_font_style="bold")
+        draw(fig, Scatter, self._output, "x", "y", marker="star", size=24, color="black")
+        draw(fig, Text, self._output, "x", "y", text="label", y_offset=-14, text_font_size="15px",
+             text_font_style="bold", text_align="center", text_baseline="bottom")
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render, "plotted")
@@ -176,31 +212,44 @@ class ValuePlane(pn.viewable.Viewer):
 class ValuesView(pn.viewable.Viewer):
     """The values' view that fits them: a number line for scalar values, the plane for 2-D vectors.
 
-    Other value sizes are listed in the inspector and the matrix's output column.
+    Each is built the first time the values need it (most pages only ever show the number line), and
+    ``on_build`` is called with it then, so the page can size and style its figure. Other value sizes
+    are listed in the inspector and the matrix's output column.
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    on_build = param.Callable(default=None, doc="Called with each view (OutputLine, ValuePlane) when it is built.")
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.line, self.plane = OutputLine(state=self.state), ValuePlane(state=self.state)
-        # visibility is switched on wrapping columns: a Bokeh pane re-syncs its own
-        # `visible` from the figure's, silently undoing a change made on the pane
-        self._line_pane = pn.Column(self.line.__panel__(), margin=0)
-        self._plane_pane = pn.Column(self.plane.__panel__(), margin=0)
-        self._layout = pn.Column(self._line_pane, self._plane_pane, margin=0)
+        self.line: OutputLine | None = None
+        self.plane: ValuePlane | None = None
+        self._layout = pn.Column(margin=0)
         self.state.param.watch(self._show, "values")
         self._show()
 
     def _show(self, *_):
-        ndim = np.ndim(self.state.values)
-        self._line_pane.visible = ndim == 1
-        self._plane_pane.visible = ndim == 2 and np.shape(self.state.values)[1] == 2
-        if ndim == 1:
-            self.line._render_values()
-            self.line._render_output()
+        shape = np.shape(self.state.values)
+        if len(shape) == 1:
+            if self.line is None:
+                self.line = self._built(OutputLine(state=self.state))
+            shown = self.line
+        elif len(shape) == 2 and shape[1] == 2:
+            if self.plane is None:
+                self.plane = self._built(ValuePlane(state=self.state))
+            shown = self.plane
         else:
-            self.plane._render()
+            shown = None
+        objects = [] if shown is None else [shown.__panel__()]
+        if list(self._layout.objects) != objects:
+            self._layout[:] = objects
+        if shown is not None:
+            shown._render()
+
+    def _built(self, view):
+        if self.on_build is not None:
+            self.on_build(view)
+        return view
 
     def __panel__(self):
         return self._layout

@@ -7,12 +7,14 @@ import math
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, FixedTicker, Range1d
+from bokeh.models import ColumnDataSource, FixedTicker, Quad, Range1d, Text, VBar
 from bokeh.plotting import figure
 
-from core.scaling import MAX_D_K, N_KEYS, N_QUERIES, histogram
 from widgets.format import fmt
+from widgets.glyphs import draw
 from widgets.state import AttentionState
+
+from core.scaling import MAX_D_K, N_KEYS, N_QUERIES, histogram
 
 BINS = 41
 #: Histogram half-widths in standard deviations of the scaled scores.
@@ -27,10 +29,10 @@ def _hist_figure(name: str, title: str, color: str) -> tuple[figure, ColumnDataS
     fig.title.text_font_size = "14px"
     fig.yaxis.visible = False
     fig.ygrid.visible = False
-    fig.quad(left="left", right="right", top="top", bottom=0, source=src, fill_color=color, line_color="white",
-             fill_alpha=0.85)
-    fig.text("x", "y", text="text", source=note, text_font_size="14px", text_font_style="bold",
-             text_baseline="top", text_align="left")
+    draw(fig, Quad, src, left="left", right="right", top="top", bottom=0, fill_color=color, line_color="white",
+         fill_alpha=0.85)
+    draw(fig, Text, note, "x", "y", text="text", text_font_size="14px", text_font_style="bold", text_baseline="top",
+         text_align="left")
     return fig, src, note
 
 
@@ -69,7 +71,7 @@ class DkPanel(pn.viewable.Viewer):
         fig.xaxis.major_label_overrides = {(N_KEYS - 1) / 2: "scaled", N_KEYS + 1 + (N_KEYS - 1) / 2: "unscaled"}
         fig.xaxis.major_label_text_font_size = "13px"
         fig.xgrid.visible = False
-        fig.vbar("x", top="top", width=0.8, source=self._example, color="color")
+        draw(fig, VBar, self._example, "x", top="top", width=0.8, color="color")
         self.example_fig = fig
         self._summary = pn.pane.HTML("", name="dk-summary", sizing_mode="stretch_width", max_width=680)
         self._layout = pn.Column(

@@ -23,8 +23,8 @@ it in full would recompute and re-render every view of every follower's page on 
 server, for every move (tens of ms each: a class of 60 would fall seconds behind). So the
 page takes the presenter's query from the room's live channel (``server/room_live.py``)
 and computes and draws the numbers itself, as it does for its own drag
-(``static/preview.js``); its server only tells it, through the page's live source
-(``DragPreview.live``), which room to follow and which view its own numbers show. Once
+(``static/drag.js``); its server only tells it, through the page's live source
+(``DragChannel.live``), which room to follow and which view its own numbers show. Once
 the room's view has rested for ``RoomRegistry.settle_after`` seconds, the follower's
 server takes it in full, one page of the class at a time: its numbers replace the page's,
 and the inspector, exports and address follow.
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import cached_property
 from html import escape
 from pathlib import Path
 from urllib.parse import quote, urlencode
@@ -80,7 +81,7 @@ class RoomControls(pn.viewable.Viewer):
     browser = param.ClassSelector(class_=BrowserBridge, allow_None=True, constant=True,
                                   doc="The page's browser bridge: its address, and where it goes to present or join.")
     live = param.ClassSelector(class_=ColumnDataSource, allow_None=True, constant=True,
-                               doc="The page's live source (DragPreview.live): which room's live channel the "
+                               doc="The page's live source (DragChannel.live): which room's live channel the "
                                    "page follows. Without it a follower takes every view in full.")
 
     def __init__(self, registry: RoomRegistry | None = None, **params):
@@ -109,17 +110,10 @@ class RoomControls(pn.viewable.Viewer):
         self._present = pn.widgets.Button(label="Present", color="primary", margin=(6, 8),
                                           description="Let a class follow this page live")
         self._present.on_click(self._on_present)
-        self._stop = pn.widgets.Button(label="Stop presenting", margin=(6, 8), description="End the room now")
-        self._qr = pn.pane.HTML("", css_classes=["room-qr"], stylesheets=[ROOM_CSS], width=190, margin=(0, 5))
-        self._qr_toggle = pn.widgets.Toggle(label="QR code", value=False, margin=(6, 8))
-        self._qr.visible = self._qr_toggle.param.value
-        self._stop.on_click(self._on_stop)
-        self._toggle = pn.widgets.Button(label="Explore on my own", margin=(6, 8),
-                                         description="Stop following; your changes stay on your page")
-        self._toggle.on_click(self._on_toggle)
-        self._card = pn.pane.HTML("", css_classes=["room-card"], stylesheets=[ROOM_CSS], width=200, margin=(2, 8))
-        self._notice = pn.pane.Str(self.param.notice, css_classes=["room-notice"], stylesheets=[ROOM_CSS],
-                                   width=260, margin=(6, 8), visible=self.param.notice.rx.bool())
+        # escaped: a notice can name what a link carried
+        self._notice = pn.pane.HTML(self.param.notice.rx.pipe(lambda text: f"<p>{escape(text)}</p>"),
+                                    css_classes=["room-notice"], stylesheets=[ROOM_CSS], width=260, margin=(6, 8),
+                                    visible=self.param.notice.rx.bool())
         # a row: the controls sit at the end of the page's header
         self._layout = pn.Row(self._present, self._notice, margin=0)
 
@@ -130,6 +124,35 @@ class RoomControls(pn.viewable.Viewer):
             self._doc.on_session_destroyed(self._on_destroyed)
             self._registry.start_sweeping()
         self._enter(_arg("room"), _arg("token"))
+
+    # The controls of a presenter or a follower, made the first time the page is one: most pages never are,
+    # and every Panel widget costs the server time to build the page.
+
+    @cached_property
+    def _stop(self) -> pn.widgets.Button:
+        stop = pn.widgets.Button(label="Stop presenting", margin=(6, 8), description="End the room now")
+        stop.on_click(self._on_stop)
+        return stop
+
+    @cached_property
+    def _qr_toggle(self) -> pn.widgets.Toggle:
+        return pn.widgets.Toggle(label="QR code", value=False, margin=(6, 8))
+
+    @cached_property
+    def _qr(self) -> pn.pane.HTML:
+        return pn.pane.HTML("", css_classes=["room-qr"], stylesheets=[ROOM_CSS], width=190, margin=(0, 5),
+                            visible=self._qr_toggle.param.value)
+
+    @cached_property
+    def _toggle(self) -> pn.widgets.Button:
+        toggle = pn.widgets.Button(label="Explore on my own", margin=(6, 8),
+                                   description="Stop following; your changes stay on your page")
+        toggle.on_click(self._on_toggle)
+        return toggle
+
+    @cached_property
+    def _card(self) -> pn.pane.HTML:
+        return pn.pane.HTML("", css_classes=["room-card"], stylesheets=[ROOM_CSS], width=200, margin=(2, 8))
 
     # -- entering a room from the page's link ---------------------------------------------------------------------
 
@@ -238,9 +261,15 @@ class RoomControls(pn.viewable.Viewer):
                '<div class="room-label room-lasts">Your presenter link lasts until the server restarts</div>')
         )
         self._qr.object = qr_svg(link)
-        # stacked, so the header grows taller rather than wider when the QR code is shown
-        self._layout[:] = [pn.Column(self._card, self._qr, margin=0), pn.Column(self._qr_toggle, self._stop, margin=0),
-                           self._notice]
+        # stacked, so the header grows taller rather than wider when the QR code is shown; laid out once (the
+        # card is shown again when the page's address arrives, and new columns each time would be new models)
+        if self._layout.objects[-1:] != [self._presenter_controls]:
+            self._layout[:] = [self._presenter_controls]
+
+    @cached_property
+    def _presenter_controls(self) -> pn.Row:
+        return pn.Row(pn.Column(self._card, self._qr, margin=0), pn.Column(self._qr_toggle, self._stop, margin=0),
+                      self._notice, margin=0)
 
     def _pretty_code(self) -> str:
         """The code as the class reads it: two groups of three."""
@@ -275,7 +304,7 @@ class RoomControls(pn.viewable.Viewer):
             self._scheduled = True
             self._requested = time.perf_counter()
         if served:
-            # Paced like a drag (widgets/query_plot.py): after each view a follower waits as long as that
+            # Paced like a drag (widgets/drag.py): after each view a follower waits as long as that
             # view took from offer to shown, so a big class on one server sees fewer, newer views instead of
             # a growing queue of stale ones; the newest view always lands.
             wait = self._next_take - self._requested

@@ -9,12 +9,13 @@ import numpy as np
 import panel as pn
 import param
 from bokeh import events
-from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMapper, Range1d
+from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMapper, Range1d, Rect, Text
 from bokeh.core.properties import value
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from widgets.format import fmt, fmt_vec
+from widgets.glyphs import draw
 from widgets.state import AttentionState, show_step
 
 
@@ -34,10 +35,11 @@ class AttentionMatrix(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._cells = ColumnDataSource(data=dict(x=[], y=[], weight=[], label=[], text_color=[]))
-        self._sums = ColumnDataSource(data=dict(x=[], y=[], label=[]))
+        # named: the page's drag script draws the selected row into them (static/drag.js)
+        self._cells = ColumnDataSource(data=dict(x=[], y=[], weight=[], label=[], text_color=[]), name="matrix-cells")
+        self._sums = ColumnDataSource(data=dict(x=[], y=[], label=[]), name="matrix-sums")
         self._masked = ColumnDataSource(data=dict(x=[], y=[], label=[]))
-        self._outputs = ColumnDataSource(data=dict(x=[], y=[], label=[]))
+        self._outputs = ColumnDataSource(data=dict(x=[], y=[], label=[]), name="matrix-outputs")
         self._highlight = ColumnDataSource(data=dict(x=[], y=[], width=[]))
         mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
         fig = figure(
@@ -50,27 +52,26 @@ class AttentionMatrix(pn.viewable.Viewer):
         fig.axis.axis_label_text_font_size = "14px"
         fig.axis.major_label_text_font_size = "15px"
         fig.grid.visible = False
-        cells = fig.rect("x", "y", 1, 1, source=self._cells, fill_color={"field": "weight", "transform": mapper},
-                         line_color="white", line_width=2)
-        labels = fig.text("x", "y", text="label", source=self._cells, text_align="center", text_baseline="middle",
-                          text_font_size="17px", text_color="text_color", text_font_style="bold")
-        sums = fig.text("x", "y", text="label", source=self._sums, text_align="center", text_baseline="middle",
-                        text_font_size="15px", text_color="#333333")
+        cells = draw(fig, Rect, self._cells, "x", "y", 1, 1, fill_color={"field": "weight", "transform": mapper},
+                     line_color="white", line_width=2)
+        labels = draw(fig, Text, self._cells, "x", "y", text="label", text_align="center", text_baseline="middle",
+                      text_font_size="17px", text_color="text_color", text_font_style="bold")
+        sums = draw(fig, Text, self._sums, "x", "y", text="label", text_align="center", text_baseline="middle",
+                    text_font_size="15px", text_color="#333333")
         # level="overlay": the row outline stays on top of the masked cells drawn after it
-        fig.rect("x", "y", "width", 0.96, source=self._highlight, fill_alpha=0, line_color="#D55E00",
-                 line_width=5, level="overlay")
-        fig.rect("x", "y", 1, 1, source=self._masked, fill_color="#e6e6e6", hatch_pattern="/", hatch_color="#a0a0a0",
-                 hatch_scale=10, line_color="white", line_width=2, name="masked-cells")
-        fig.text("x", "y", text="label", source=self._masked, text_align="center", text_baseline="middle",
-                 text_font_size="14px", text_color="#444444", text_font_style="italic")
-        outputs = fig.text("x", "y", text="label", source=self._outputs, text_align="center", text_baseline="middle",
-                           text_font_size="14px", text_color="#111111", text_font_style="bold", name="row-outputs")
+        draw(fig, Rect, self._highlight, "x", "y", "width", 0.96, fill_alpha=0, line_color="#D55E00", line_width=5,
+             level="overlay")
+        draw(fig, Rect, self._masked, "x", "y", 1, 1, fill_color="#e6e6e6", hatch_pattern="/", hatch_color="#a0a0a0",
+             hatch_scale=10, line_color="white", line_width=2, name="masked-cells")
+        draw(fig, Text, self._masked, "x", "y", text="label", text_align="center", text_baseline="middle",
+             text_font_size="14px", text_color="#444444", text_font_style="italic")
+        outputs = draw(fig, Text, self._outputs, "x", "y", text="label", text_align="center", text_baseline="middle",
+                       text_font_size="14px", text_color="#111111", text_font_style="bold", name="row-outputs")
         # step-through: until step 2 (normalise) the cells are grey and hold a "?"; outputs wait for step 3
-        blank = fig.rect("x", "y", 1, 1, source=self._cells, fill_color="#c8c8c8", line_color="white", line_width=2,
-                         level="underlay", visible=False)
-        unknown = fig.text("x", "y", text=value("?"), source=self._cells, text_align="center",
-                           text_baseline="middle", text_font_size="22px", text_color="#111111",
-                           text_font_style="bold", visible=False)
+        blank = draw(fig, Rect, self._cells, "x", "y", 1, 1, fill_color="#c8c8c8", line_color="white", line_width=2,
+                     level="underlay", visible=False)
+        unknown = draw(fig, Text, self._cells, "x", "y", text=value("?"), text_align="center", text_baseline="middle",
+                       text_font_size="22px", text_color="#111111", text_font_style="bold", visible=False)
         self._reveal = ([cells, labels, sums], [blank, unknown])
         self._reveal_output = [outputs]
         fig.add_layout(ColorBar(color_mapper=mapper, ticker=FixedTicker(ticks=[0, 0.25, 0.5, 0.75, 1]),

@@ -114,8 +114,8 @@ class AttentionState(param.Parameterized):
 
     result = param.ClassSelector(class_=AttentionResult, constant=True, doc="Core output for `queries`.")
     previewing = param.Boolean(default=False, doc=(
-        "The page is drawing a drag of the query itself (widgets/preview.py), from the press to the release. "
-        "Only the query plot sets it; any change of the numbers' inputs other than a position of that drag "
+        "The page is drawing a drag of the query itself (widgets/drag.py), from the press to the release. "
+        "Only the drag channel sets it; any change of the numbers' inputs other than a position of that drag "
         "(move_query with drag=True) ends it."))
     plotted = param.ClassSelector(class_=AttentionResult, doc=(
         "Derived: the `result` the plots draw. It follows `result`, except while `previewing`: the page "

@@ -7,10 +7,11 @@ from html import escape
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, FactorRange, FixedTicker, Range1d
+from bokeh.models import ColumnDataSource, FactorRange, FixedTicker, Range1d, Text, VBar
 from bokeh.plotting import figure
 
 from widgets.format import fmt, fmt_vec
+from widgets.glyphs import draw
 from widgets.state import AttentionState
 
 #: Bar labels under each token: scored against the keys (correct) or the values (the trap).
@@ -38,9 +39,8 @@ class TrapPanel(pn.viewable.Viewer):
         fig.xaxis.group_text_font_size = "14px"
         fig.xgrid.visible = False
         fig.yaxis.ticker = FixedTicker(ticks=[0, 0.5, 1])
-        fig.vbar("x", top="top", width=0.85, source=self._bars, color="color")
-        fig.text("x", "top", text="label", source=self._bars, text_align="center", y_offset=-3,
-                 text_font_size="12px")
+        draw(fig, VBar, self._bars, "x", top="top", width=0.85, color="color")
+        draw(fig, Text, self._bars, "x", "top", text="label", text_align="center", y_offset=-3, text_font_size="12px")
         self.figure = fig
         self._text = pn.pane.HTML("", name="trap-text", css_classes=["trap-text"], width=470)
         # a wrapping column: a Bokeh pane would silently re-sync its own `visible` from the figure

@@ -239,18 +239,19 @@ def test_the_announcer_replaces_its_text_in_place(page):
         "() => Bokeh.documents[0].get_model_by_name('announcer').text")
 
 
-# Every change the server makes to a data source that a plot draws (the preview's own writes change the
-# arrays in place and are not document events), and the weight bars' data.
+# Every change the server makes to a data source that a plot draws, or to the SVG charts' text (the
+# preview's own drawing changes arrays and elements in place and is not a document event).
 WATCH_PLOT_DATA = """() => {
   const doc = Bokeh.documents[0];
   const plotted = new Set([...doc.all_models].filter((m) => m.data_source != null).map((m) => m.data_source.id));
+  for (const name of ['weight-bars', 'output-line']) plotted.add(doc.get_model_by_name(name).id);
   window.plotDataChanges = [];
   doc.on_change((ev) => {
-    if (ev.model != null && ev.attr === 'data' && plotted.has(ev.model.id)) window.plotDataChanges.push(ev.model.id);
+    if (ev.model != null && (ev.attr === 'data' || ev.attr === 'text') && plotted.has(ev.model.id))
+      window.plotDataChanges.push(ev.model.id);
   }, true);
 }"""
-BARS = """() => [...Bokeh.documents[0].all_models].find((m) => m.data_source != null && m.glyph != null
-  && m.glyph.type === 'VBar' && m.data_source.data.top.length === 3).data_source.data.top"""
+from tests.ui.test_follow import BARS  # noqa: E402  (the weights the page's bars show)
 
 
 def test_during_a_drag_the_server_sends_the_text_and_the_plots_data_at_the_release(page):

@@ -1,19 +1,24 @@
-// Drag preview: while the pointer moves, draw the numbers it implies on the same frame,
-// before the server's answer arrives. Needs attentionStep and fmt from attention.js.
+// The page's drag of q (and of a key): what the pointer does, what the page draws, what it sends.
+// Needs attentionStep and fmt from attention.js. The server's end is widgets/drag.py (DragChannel).
 //
-// Everything here is a preview. The server still receives every (coalesced) position,
-// recomputes with the NumPy core and sends its numbers, which replace these. Changes are
-// made with {sync: false}: they redraw the page but are never sent back to the server.
+// Drawn: while the pointer moves, the numbers it implies, on the same frame, before the server's
+// answer arrives (a preview). The page writes them straight into the plots' data and the readout's
+// element; nothing it draws is sent back to the server.
 //
-// `a` holds the Bokeh models (see widgets/preview.py): inputs (what the server says the
-// computation depends on), confirmed (the query of the server's latest numbers), query, lines,
-// bars, line_out, plane_out, plane_values, cells, sums, outputs, readout, figure, and live
-// (which room the page follows live; see onLive).
+// Sent: the positions of every drag and tap, through `a.channel`, at most one at a time (send, pump):
+// the next once the server's `confirmed` has answered the one in flight; a move waiting to go is
+// replaced by a newer one; the press and the release are always sent. The server computes each
+// position it takes with the NumPy core; its numbers replace the preview's.
+//
+// `a` holds the Bokeh models (see widgets/drag.py): inputs (what the server says the computation
+// depends on), confirmed (the query of the server's latest numbers and the last position it answered),
+// channel, query, lines, bars, line_out, plane_out, plane_values, cells, sums, outputs, readout,
+// figure, and live (which room the page follows live; see onLive).
 //
 // During the page's own drag of q the server sends its numbers as the readout's text (which
 // replaces the preview's when it is for the position previewed), and holds the data of the plots
 // this preview draws, with the same numbers, until the hand lets go (AttentionState.plotted). So a
-// server update mid-drag no longer repaints those plots.
+// server update mid-drag does not repaint those plots.
 
 // q: the previewed position (null: the server's numbers are shown); text: its readout text; path:
 // every position previewed since the press; server: the query of the server's latest numbers;
@@ -21,12 +26,59 @@
 // inputs st.text was computed with. Following a room: fromLive (the preview came from the room's
 // live channel), saved (the server's data under it), room, socket, shown, awaiting, previewed
 // (versions of the room's views; see onLive).
+// Sending: outbox (positions waiting to go), inFlight (seq of the one sent and not yet answered, 0 for
+// none), seq, sentAt, and two counters a test reads: moves (pointer events of drags and taps) and sent.
 function previewState(a) {
-  const all = (window.attentionExplorerPreview ??= new Map());
+  const all = (window.attentionExplorerDrag ??= new Map());
   if (!all.has(a.inputs.id))
     all.set(a.inputs.id, { dragging: false, q: null, path: new Set(), releasedAt: 0, redraw: false,
-                           server: [a.confirmed.data.x[0], a.confirmed.data.y[0]] });
+                           server: [a.confirmed.data.x[0], a.confirmed.data.y[0]],
+                           outbox: [], inFlight: 0, seq: 0, sentAt: 0, moves: 0, sent: 0 });
   return all.get(a.inputs.id);
+}
+
+// An answer that never comes (a lost message, a server that refused it) holds the drag this long at most.
+const ANSWER_WAIT_MS = 3000;
+
+// Queue a position for the server: {x, y, start, end}. A move replaces a move still waiting (only the
+// newest matters), and so does a release (it carries the last position); a press never replaces anything.
+// The release goes at once, with whatever still waits before it: whatever the page sends after the hand
+// lets go (a key, a click) must reach the server after it.
+function send(a, st, m) {
+  const last = st.outbox[st.outbox.length - 1];
+  if (last != null && !last.start && !last.end && !m.start) st.outbox[st.outbox.length - 1] = m;
+  else st.outbox.push(m);
+  if (m.end) while (st.outbox.length) write(a, st, st.outbox.shift());
+  else pump(a, st);
+}
+
+// Send the next waiting position, unless one is in flight and not yet answered (or overdue).
+function pump(a, st) {
+  if (st.inFlight && performance.now() - st.sentAt < ANSWER_WAIT_MS) return;
+  const m = st.outbox.shift();
+  if (m != null) write(a, st, m);
+}
+
+function write(a, st, m) {
+  st.inFlight = ++st.seq;
+  if (m.end) st.awaitSeq = st.seq; // the preview of this drag ends once the server has answered it
+  st.sentAt = performance.now();
+  st.sent += 1;
+  a.channel.data = {x: [m.x], y: [m.y], seq: [st.seq], start: [!!m.start], end: [!!m.end]};
+  clearTimeout(st.answerTimer);
+  st.answerTimer = setTimeout(() => pump(a, st), ANSWER_WAIT_MS);
+}
+
+const answeredSeq = (a) => (a.confirmed.data.seq ? a.confirmed.data.seq[0] : 0);
+
+// The server answered up to seq: the next waiting position may go.
+function answered(a, st) {
+  const seq = answeredSeq(a);
+  if (st.inFlight && seq >= st.inFlight) {
+    st.inFlight = 0;
+    clearTimeout(st.answerTimer);
+    pump(a, st);
+  }
 }
 
 const samePoint = (p, q) => p[0] === q[0] && p[1] === q[1];
@@ -70,11 +122,51 @@ function inputsOf(a) {
 // rebuild the Div and re-lay-out the page on every move (tens of ms); the server's text,
 // when it comes, goes through the model as usual.
 function showReadout(a, text) {
-  const st = previewState(a);
-  // Bokeh.index.find_one walks every view of the page: look the readout up again only once its view is gone
-  if (st.readout == null || st.readout.is_destroyed) st.readout = Bokeh.index.find_one(a.readout);
-  const view = st.readout;
-  if (view != null && view.markup_el != null && view.markup_el.textContent !== text) view.markup_el.textContent = text;
+  const el = markup(previewState(a), a.readout);
+  if (el != null && el.textContent !== text) el.textContent = text;
+}
+
+// The element a Div's view draws its text or SVG into. Bokeh.index.find_one walks every view of the page:
+// a view is looked up again only once it is gone.
+function markup(st, model) {
+  const views = (st.views ??= new Map());
+  let view = views.get(model.id);
+  if (view == null || view.is_destroyed) views.set(model.id, view = Bokeh.index.find_one(model));
+  return view != null ? view.markup_el : null;
+}
+
+// The weights' bars and the values' number line are SVG drawn by the server (widgets/charts.py); the
+// preview moves their bars, numbers and marker in place, from the layout the server wrote on the <svg>.
+function drawBars(st, model, weights) {
+  const svg = markup(st, model)?.querySelector("svg.bars");
+  if (svg == null) return;
+  const top = +svg.dataset.top, bottom = +svg.dataset.bottom, y = (w) => bottom - w * (bottom - top);
+  for (const bar of svg.querySelectorAll("rect.bar")) {
+    const w = weights[+bar.dataset.j];
+    bar.setAttribute("y", y(w)); bar.setAttribute("height", bottom - y(w)); bar.dataset.weight = w;
+  }
+  for (const label of svg.querySelectorAll("text.value")) {
+    const w = weights[+label.dataset.j];
+    label.setAttribute("y", y(w) - 6); label.textContent = fmt(w, 4);
+  }
+}
+
+function drawOutput(st, model, out) {
+  const svg = markup(st, model)?.querySelector("svg.number-line");
+  if (svg == null) return;
+  const lo = +svg.dataset.lo, hi = +svg.dataset.hi, x = `${(100 * (out - lo) / (hi - lo)).toFixed(3)}%`;
+  for (const el of svg.querySelectorAll("[data-output]")) {
+    el.setAttribute("x", x);
+    if (el.dataset.output === "label") el.textContent = fmt(out, 4);
+  }
+}
+
+// Put back what the server drew in the SVG charts (the preview drew over it in place).
+function redrawCharts(st, d) {
+  for (const model of [d.bars, d.line]) {
+    const el = model != null ? markup(st, model) : null;
+    if (el != null) el.innerHTML = model.text;
+  }
 }
 
 // The readout (text) changes at once; the plots' data sources change on the next
@@ -95,39 +187,58 @@ function applyPreview(a, q) {
   }
 }
 
-function drawFrame(a, { q, r, inp }) {
-  const st = previewState(a);
-  if (st.fromLive) saveServerData(a, st); // before the first write into whatever the server last sent
-  col(a.query, "x", 0, q[0]); col(a.query, "y", 0, q[1]);
-  col(a.query, "marker", 0, "circle"); col(a.query, "angle", 0, 0); // a previewed q is inside the plane
-  col(a.query, "label", 0, `q ${fmtVec(q, 2)}`);
-  a.query.change.emit();
-  r.weights.forEach((w, j) => {
-    col(a.lines, "xs", j, [q[0], inp.keys[j][0]]); col(a.lines, "ys", j, [q[1], inp.keys[j][1]]);
-    col(a.lines, "width", j, 1 + (inp.maxWidth - 1) * w);
-    col(a.bars, "top", j, w); col(a.bars, "label", j, fmt(w, 4));
-    if (!inp.scalar) col(a.plane_values, "size", j, 8 + 16 * w);
-  });
-  a.lines.change.emit(); a.bars.change.emit();
-  if (inp.scalar) {
-    col(a.line_out, "x", 0, r.output[0]); col(a.line_out, "label", 0, fmt(r.output[0], 4));
-    a.line_out.change.emit();
-  } else {
-    col(a.plane_out, "x", 0, r.output[0]); col(a.plane_out, "y", 0, r.output[1]);
-    col(a.plane_out, "label", 0, `output ${fmtVec(r.output, 4)}`);
-    a.plane_out.change.emit(); a.plane_values.change.emit();
+// The data sources drawFrame writes into. The query plot's and the bars' are always on the page (in
+// `a`); the others belong to views built when first needed (the number line for scalar values, the plane
+// for vectors, the matrix when its tab opens), and are found by name once they are there.
+const NAMED = {line: "output-line", plane_out: "value-plane-output", plane_values: "value-plane-values",
+               cells: "matrix-cells", sums: "matrix-sums", outputs: "matrix-outputs"};
+// The SVG charts: redrawn from the server's text, not saved and restored as data sources are.
+const CHARTS = new Set(["bars", "line"]);
+
+function drawn(a, st) {
+  const found = (st.named ??= {});
+  const out = {query: a.query, lines: a.lines, bars: a.bars};
+  for (const [key, name] of Object.entries(NAMED)) {
+    let m = found[key];
+    if (m == null || m.document == null) m = found[key] = a.figure.document.get_model_by_name(name);
+    if (m != null) out[key] = m;
   }
+  return out;
+}
+
+function drawFrame(a, { q, r, inp }) {
+  const st = previewState(a), d = drawn(a, st);
+  if (st.fromLive) saveServerData(d, st); // before the first write into whatever the server last sent
+  col(d.query, "x", 0, q[0]); col(d.query, "y", 0, q[1]);
+  col(d.query, "marker", 0, "circle"); col(d.query, "angle", 0, 0); // a previewed q is inside the plane
+  col(d.query, "label", 0, `q ${fmtVec(q, 2)}`);
+  d.query.change.emit();
+  r.weights.forEach((w, j) => {
+    col(d.lines, "xs", j, [q[0], inp.keys[j][0]]); col(d.lines, "ys", j, [q[1], inp.keys[j][1]]);
+    col(d.lines, "width", j, 1 + (inp.maxWidth - 1) * w);
+    if (!inp.scalar && d.plane_values) col(d.plane_values, "size", j, 8 + 16 * w);
+  });
+  d.lines.change.emit();
+  drawBars(st, d.bars, r.weights);
+  if (inp.scalar && d.line) {
+    drawOutput(st, d.line, r.output[0]);
+  } else if (!inp.scalar && d.plane_out) {
+    col(d.plane_out, "x", 0, r.output[0]); col(d.plane_out, "y", 0, r.output[1]);
+    col(d.plane_out, "label", 0, `output ${fmtVec(r.output, 4)}`);
+    d.plane_out.change.emit(); d.plane_values.change.emit();
+  }
+  if (d.cells == null) return; // the matrix tab has not been opened yet
   // the selected row of the matrix: its unmasked cells, in column order
-  const cells = a.cells.data;
+  const cells = d.cells.data;
   for (let c = 0; c < cells.y.length; c++) {
     if (cells.y[c] !== inp.selected) continue;
     const w = r.weights[cells.x[c]];
     cells.weight[c] = w; cells.label[c] = fmt(w, 4); cells.text_color[c] = w < 0.55 ? "white" : "black";
   }
-  a.cells.change.emit();
-  col(a.sums, "label", inp.selected, fmt(r.weights.reduce((s, w) => s + w, 0), 4));
-  col(a.outputs, "label", inp.selected, inp.scalar ? fmt(r.output[0], 4) : fmtVec(r.output, 4));
-  a.sums.change.emit(); a.outputs.change.emit();
+  d.cells.change.emit();
+  col(d.sums, "label", inp.selected, fmt(r.weights.reduce((s, w) => s + w, 0), 4));
+  col(d.outputs, "label", inp.selected, inp.scalar ? fmt(r.output[0], 4) : fmtVec(r.output, 4));
+  d.sums.change.emit(); d.outputs.change.emit();
 }
 
 // Chromium holds pointermove (and so Bokeh's Pan) back until just before the next animation
@@ -149,7 +260,7 @@ function listenRaw(a) {
   });
 }
 
-// Preview the query at (x, y), clamped to the plane as widgets/query_plot.py clamps it.
+// Preview the query at (x, y), clamped to the plane as widgets/drag.py clamps it.
 function previewAt(a, st, x, y) {
   const [lo, hi] = inputsOf(a).plane;
   const q = [Math.min(Math.max(x, lo), hi), Math.min(Math.max(y, lo), hi)];
@@ -163,51 +274,81 @@ function previewAt(a, st, x, y) {
 function endPreview(a, st) {
   st.q = null;
   if (st.fromLive) restoreServerData(a, st);
+  redrawCharts(st, drawn(a, st));
   st.fromLive = false;
   showReadout(a, a.readout.text); // the server's text, even if it did not change
 }
 
-// What drawFrame writes into. The page's own drag always ends with the server drawing its last
-// position; a followed drag may end on a view whose data the server has already sent (it never
-// took the drag's positions), so the page keeps the server's data to put back.
-const DRAWN = ["query", "lines", "bars", "line_out", "plane_out", "plane_values", "cells", "sums", "outputs"];
+// What drawFrame writes into (drawn). The page's own drag always ends with the server drawing its last
+// position; a followed drag may end on a view whose data the server has already sent (it never took the
+// drag's positions), so the page keeps the server's data to put back.
 const copyColumns = (d) => Object.fromEntries(Object.entries(d).map(
   ([k, v]) => [k, Array.from(v, (x) => (Array.isArray(x) ? x.slice() : x))]));
 
-function saveServerData(a, st) {
+function saveServerData(d, st) {
   st.saved ??= new Map();
-  for (const name of DRAWN) {
+  for (const [name, src] of Object.entries(d)) {
+    if (CHARTS.has(name)) continue;
     const saved = st.saved.get(name);
-    if (saved == null || saved.data !== a[name].data) st.saved.set(name, { data: a[name].data, copy: copyColumns(a[name].data) });
+    if (saved == null || saved.data !== src.data) st.saved.set(name, { src, data: src.data, copy: copyColumns(src.data) });
   }
 }
 
 function restoreServerData(a, st) {
-  for (const [name, { data, copy }] of st.saved ?? []) {
-    if (a[name].data !== data) continue; // the server has sent newer data since
+  for (const { src, data, copy } of (st.saved ?? new Map()).values()) {
+    if (src.data !== data) continue; // the server has sent newer data since
     for (const [k, v] of Object.entries(copy)) v.forEach((x, i) => { if (data[k] !== undefined) data[k][i] = x; });
-    a[name].change.emit();
+    src.change.emit();
   }
   st.saved = new Map();
 }
 
-// The hand let go (or tapped). If the server has already drawn the last position, its numbers are
-// final; if it never does (it refused the position), they take over a second later all the same.
-function release(a, st) {
+// The hand let go (or tapped). Once the server has answered the release (awaitSeq), its numbers are
+// final, and everything it sends after is newer. A nudge by an arrow key sends no position (the key goes
+// instead): its preview ends when the server's numbers are for the nudged q, or for one the preview never
+// showed (a row chosen right after). If no answer comes, the server's numbers take over all the same.
+function release(a, st, sent) {
   st.dragging = false;
   st.releasedAt = performance.now();
-  if (st.q != null && samePoint(st.server, st.q)) endPreview(a, st);
+  if (!sent) st.awaitSeq = null;
+  if (finished(a, st)) endPreview(a, st);
+  const wait = sent ? ANSWER_WAIT_MS : 1000;
   setTimeout(() => {
-    if (st.q != null && !st.dragging && performance.now() - st.releasedAt >= 1000) endPreview(a, st);
-  }, 1000);
+    if (st.q != null && !st.dragging && performance.now() - st.releasedAt >= wait) endPreview(a, st);
+  }, wait);
 }
 
-// Tap, PanStart, Pan, PanEnd on the query plot: mirror widgets/query_plot.py's choice of target
+function finished(a, st) {
+  if (st.q == null) return false;
+  if (st.awaitSeq != null) return answeredSeq(a) >= st.awaitSeq;
+  return samePoint(st.server, st.q) || !st.path.has(String(st.server));
+}
+
+// Tap, PanStart, Pan, PanEnd on the query plot: send the position (any drag: of q or of a key) and
+// preview it (a drag of q, chosen as widgets/drag.py's DragChannel chooses it). An arrow key's nudge
+// comes here as a tap with preview_only: the key itself goes to the server (widgets/browser.py).
 function onPointer(a, ev) {
   const st = previewState(a), inp = inputsOf(a);
   if (ev.event_name === "panstart" && "onpointerrawupdate" in window) listenRaw(a);
-  if (ev.event_name === "panend") { if (st.dragging) release(a, st); return; }
-  if (ev.x == null || ev.y == null) return;
+  const [lo, hi] = inp.plane;
+  const finite = ev.x != null && ev.y != null && Number.isFinite(ev.x) && Number.isFinite(ev.y);
+  const at = finite ? [Math.min(Math.max(ev.x, lo), hi), Math.min(Math.max(ev.y, lo), hi)] : null;
+  if (ev.event_name === "panend") {
+    const last = st.last ?? at;
+    const sent = st.pressed && last != null;
+    if (sent) send(a, st, {x: last[0], y: last[1], end: true});
+    st.pressed = false;
+    st.last = null;
+    if (st.dragging) release(a, st, sent);
+    return;
+  }
+  if (at == null) return;
+  if (!ev.preview_only) {
+    st.moves += 1;
+    send(a, st, {x: at[0], y: at[1], start: ev.event_name !== "pan", end: ev.event_name === "tap"});
+    st.pressed = ev.event_name !== "tap";
+    st.last = at;
+  }
   if (ev.event_name !== "pan") st.path.clear(); // a new press
   if (ev.event_name === "panstart") {
     // a drag that starts near a key moves that key (the server decides the same way): no preview
@@ -222,7 +363,7 @@ function onPointer(a, ev) {
   }
   if (!st.dragging) return;
   previewAt(a, st, ev.x, ev.y);
-  if (ev.event_name === "tap") release(a, st);
+  if (ev.event_name === "tap") release(a, st, !ev.preview_only);
 }
 
 // The server's numbers arrived: its readout text or its query position changed (`from` is that
@@ -234,16 +375,17 @@ function onPointer(a, ev) {
 function onServerUpdate(a, from) {
   const st = previewState(a);
   if (from === a.live) return onLive(a, st);
-  if (from === a.confirmed) st.server = [a.confirmed.data.x[0], a.confirmed.data.y[0]];
+  if (from === a.confirmed) {
+    st.server = [a.confirmed.data.x[0], a.confirmed.data.y[0]];
+    answered(a, st);
+  }
   // a followed drag's preview ends when the server says which view it has drawn (onLive): the
   // changes of a view arrive first, the view's version last
   if (st.q == null || st.fromLive) return;
   if (from === a.query) st.redraw = true;
   queueMicrotask(() => {
     if (st.q == null) return;
-    const caughtUp = samePoint(st.server, st.q);
-    if (st.dragging ? caughtUp : (caughtUp || !st.path.has(String(st.server))
-                                  || performance.now() - st.releasedAt > 1000)) {
+    if (st.dragging ? samePoint(st.server, st.q) : finished(a, st)) {
       if (!st.dragging) endPreview(a, st);
     } else if (st.redraw || st.inputs !== a.inputs.data) {
       applyPreview(a, st.q);

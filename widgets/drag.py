@@ -1,0 +1,223 @@
+"""The drag of q (and of a key): the page's side draws it, this side receives it.
+
+One place in the page owns the pointer (``static/drag.js``): on each pointer move of a drag it computes
+the selected query's scores, weights and output itself (``static/attention.js``, a line-by-line mirror
+of ``core.attention``) and draws them on the same frame, and it sends the server the positions through
+one channel, ``DragChannel.channel``, **at most one at a time**: the next only once the server has
+answered the previous one (``DragChannel.confirmed``), a waiting move replaced by a newer one, the press
+and the release always sent. So however fast the hand moves, a page costs the server one position per
+round trip, and on a crowded server it simply sends fewer. Bokeh's own per-move ``Pan`` events are not
+used: BokehJS sends every one of them, and receiving one cost the server about 2.5 ms.
+
+One place on the server receives them (:meth:`DragChannel.receive`): it decides what the press picked
+up (q, or a key near it), computes every position it takes with the NumPy core through the session's
+state, and answers with ``confirmed``. It stays the authority for what the page finally shows: during
+a drag of q its numbers arrive as the readout's text (the plots, which the page draws with the same
+numbers, take the server's data at the release: ``AttentionState.plotted``), and at the release the
+server's numbers replace the page's everywhere.
+
+A page following a presenter (``widgets/follow.py``) previews the same way: while the presenter drags,
+the page receives only the presenter's query, on the room's live channel (``server/room_live.py``), and
+computes the rest; the presenter's hand is each position this channel receives (:attr:`DragChannel.hand`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from pathlib import Path
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, CustomJS
+
+from widgets.charts import WeightBars
+from widgets.inspector import PLACEHOLDER, Readout
+from widgets.query_plot import MAX_LINE_WIDTH, PLANE, QueryPlot
+from widgets.state import AttentionState
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+#: The page's JavaScript: the formula, then the drag. Read once; it never changes.
+DRAG_JS = (STATIC / "attention.js").read_text() + "\n" + (STATIC / "drag.js").read_text()
+#: A drag that starts this close to a key (in data units, ~12 px) moves that key,
+#: unless the query is at least as close: q wins ties, since it sits on its own key.
+GRAB_RADIUS = 0.12
+
+
+def _number(x) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+class DragChannel(param.Parameterized):
+    """The server's end of the page's drag, and the data the page's drag script reads.
+
+    ``channel`` is a one-row ``ColumnDataSource`` the page writes one position at a time: ``x``, ``y``
+    (data units of the query plot, already clamped to its plane), ``seq`` (1, 2, … per page), ``start``
+    (the press) and ``end`` (the release; a tap is both). :meth:`receive` takes each.
+
+    ``confirmed`` is a one-row ``ColumnDataSource`` with the query (``x``, ``y``) of the server's latest
+    numbers and ``seq``, the last position it has answered. It is written with every result and every
+    answer: the page sends its next position once ``seq`` reaches the one in flight; it tells which
+    position the readout's text from the server is for, and which q a press grabs (as the server
+    decides it).
+
+    ``inputs`` is a one-row ``ColumnDataSource`` holding what the computation depends on besides q:
+    K : (n, d_k), V as (n, d_v) rows, tokens, the selected row's mask row, scaling, and which recipe
+    steps the step-through has revealed. It changes only when one of those does, never during a drag.
+
+    ``live`` is a one-row ``ColumnDataSource`` that only the room controls write (``widgets/follow.py``):
+    ``room``, the code of the room whose live channel the page follows ("" for none), ``path``, the
+    channel's URL path, and ``version``, the room's view that the server's numbers on the page show.
+    The page previews each query the channel brings for a later view.
+    """
+
+    state = param.ClassSelector(class_=AttentionState)
+    hand = param.NumericTuple(default=None, allow_None=True, length=2, doc=(
+        "Where the page's drag has moved q to (key units, clamped to the plot), as each position arrives: "
+        "ahead of the state, which takes them paced. A presented room sends it to its followers at once "
+        "(widgets/follow.py); nothing else reads it."))
+
+    #: Shortest time between two server updates of one session (the preview in the page fills the gaps).
+    MIN_GAP = 1 / 60
+
+    def __init__(self, query_plot: QueryPlot, readout: Readout, bars: WeightBars, **params):
+        super().__init__(**params)
+        self.inputs = ColumnDataSource(data=self._inputs())
+        self.live = ColumnDataSource(data=dict(room=[""], version=[0], path=[""]), name="live-room")
+        self._answered = 0  # seq of the last position taken
+        self.confirmed = ColumnDataSource(data=self._confirmed(), name="drag-confirmed")
+        self.channel = ColumnDataSource(data=dict(x=[0.0], y=[0.0], seq=[0], start=[False], end=[False]),
+                                        name="drag-channel")
+        self.channel.on_change("data", self._on_channel)
+        self._pending = None  # (target, x, y, seq) not yet taken
+        self._target = None  # None: the query; an int: the key being dragged
+        self._release = False
+        self._flush_scheduled = False
+        self._next_flush = self._requested = 0.0
+        # the views on the page from the start; the script finds the others by name when they are built
+        # (the values' number line or plane, the matrix: widgets/charts.py, widgets/matrix.py)
+        models = dict(
+            inputs=self.inputs, confirmed=self.confirmed, channel=self.channel, query=query_plot._query,
+            lines=query_plot._lines, bars=bars.div, readout=readout.div, figure=query_plot.figure, live=self.live,
+        )
+        bundle = "const a = {" + ", ".join(models) + "};\n"
+        on_pointer = CustomJS(args=models, code=DRAG_JS + bundle + "onPointer(a, cb_obj);")
+        for event in ("tap", "panstart", "pan", "panend"):
+            query_plot.figure.js_on_event(event, on_pointer)
+        # the server's readout text, its query position and answers, and a followed presenter's query (one
+        # callback: each carries the whole script)
+        on_server = CustomJS(args=models, code=DRAG_JS + bundle + "onServerUpdate(a, cb_obj);")
+        readout.div.js_on_change("text", on_server)
+        query_plot._query.js_on_change("data", on_server)
+        self.confirmed.js_on_change("data", on_server)
+        self.live.js_on_change("data", on_server)
+        # guided and step: the step-through hides numbers of steps not reached yet, so the preview must too
+        self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal", "guided",
+                                            "step"])
+        self.state.param.watch(self._confirm, "result")
+
+    # --- what the page's script reads ---------------------------------------------------------------------------
+
+    def _inputs(self) -> dict:
+        s = self.state
+        V = np.asarray(s.values, dtype=float)
+        i = s.selected
+        return dict(
+            keys=[np.asarray(s.keys, dtype=float).tolist()],
+            values=[(V[:, None] if V.ndim == 1 else V).tolist()],
+            tokens=[list(s.tokens)],
+            allowed=[s.result.mask[i].tolist()],
+            selected=[i], scale=[bool(s.scale)], scalar=[V.ndim == 1],
+            revealed=[[s.revealed(step) for step in (1, 2, 3)]], placeholder=[PLACEHOLDER], guided=[bool(s.guided)],
+            plane=[list(PLANE)], grab=[GRAB_RADIUS], max_width=[MAX_LINE_WIDTH],
+        )
+
+    def _sync(self, *_):
+        self.inputs.data = self._inputs()
+
+    def _confirmed(self) -> dict:
+        x, y = self.state.query
+        return dict(x=[float(x)], y=[float(y)], seq=[self._answered])
+
+    def _confirm(self, *_):
+        confirmed = self._confirmed()
+        if confirmed != dict(self.confirmed.data):
+            self.confirmed.data = confirmed
+
+    # --- the server's end of the channel ----------------------------------------------------------------------
+
+    def _on_channel(self, attr, old, new) -> None:
+        # a page always writes one row of numbers and booleans; anything else is a hostile or broken client
+        try:
+            x, y, seq, start, end = (new[k][0] for k in ("x", "y", "seq", "start", "end"))
+        except (KeyError, IndexError, TypeError):
+            return
+        if not (_number(x) and _number(y) and isinstance(seq, int) and not isinstance(seq, bool)
+                and isinstance(start, bool) and isinstance(end, bool)):
+            return
+        self.receive(float(x), float(y), seq=seq, start=start, end=end)
+
+    def receive(self, x: float, y: float, *, seq: int = 0, start: bool = False, end: bool = False) -> None:
+        """Take one position of the page's drag: ``(x, y)`` in data units, its ``seq``, the press, the release.
+
+        The press decides what the drag moves: a key within :data:`GRAB_RADIUS` of it (unless q is at least
+        as close), else q; a tap (press and release at once) always moves q. Positions are clamped to the
+        plot's plane. They are taken paced: after each update the session waits as long as that update
+        took, so a page that ignores the one-at-a-time rule gets one update per interval, the newest; the
+        release is taken at once, so anything the page sends after it (a key, a click) comes after it.
+        Each position taken is answered in ``confirmed`` (``seq``). NaN reaches the state, which refuses it
+        with a message.
+        """
+        finite = math.isfinite(x) and math.isfinite(y)
+        if start:
+            self._target = None if end else self._grab(x, y)
+            self._release = False
+            # the page draws a drag of q itself, not a drag of a key
+            self.state.previewing = self._target is None and finite and not end
+        lo, hi = PLANE
+        self._pending = (self._target, min(max(x, lo), hi), min(max(y, lo), hi), seq)
+        if self._target is None and finite:  # clamping keeps a coordinate finite or not
+            self.hand = self._pending[1:3]
+        if end:
+            self._release = True
+            self._target = None
+        doc = pn.state.curdoc
+        if end or doc is None or doc.session_context is None:
+            self._flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._requested = time.perf_counter()
+            wait = self._next_flush - self._requested
+            if wait > 0:
+                doc.add_timeout_callback(self._flush, max(1, round(wait * 1000)))
+            else:
+                doc.add_next_tick_callback(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._pending is None:
+            return
+        target, x, y, seq = self._pending
+        self._pending = None
+        start = time.perf_counter()
+        with pn.io.hold():
+            self._answered = max(self._answered, seq)
+            if target is None:
+                self.state.move_query(x, y, drag=not self._release)
+            elif target < len(self.state.tokens):
+                self.state.move_key(target, x, y)
+            if self._release:  # the hand let go: this last position ends the drag, in the same message
+                self._release = self.state.previewing = False
+            self._confirm()  # the answer, also when nothing moved
+        end = time.perf_counter()
+        self._next_flush = end + max(self.MIN_GAP, end - min(start, self._requested or start))
+
+    def _grab(self, x: float, y: float) -> int | None:
+        """The key a drag starting at (x, y) picks up, or None for the query."""
+        K = np.asarray(self.state.keys, dtype=float)
+        d_keys = np.hypot(K[:, 0] - x, K[:, 1] - y)
+        j = int(np.argmin(d_keys))
+        d_query = float(np.hypot(self.state.query[0] - x, self.state.query[1] - y))
+        return j if d_keys[j] <= GRAB_RADIUS and d_keys[j] < d_query else None

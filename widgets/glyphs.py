@@ -1,0 +1,39 @@
+"""Glyphs added to a figure as one model each.
+
+Bokeh's figure methods (``fig.text``, ``fig.scatter``, …) make three glyph models per renderer: the
+glyph, a "nonselection" copy and a "muted" copy, for selections and legends these views never use.
+Building and serializing those copies was a good share of the server's time to build a page (about
+290 Bokeh models; a class of 60 opens its pages within the same minute). :func:`draw` adds the one glyph;
+BokehJS derives the others itself if they are ever needed.
+"""
+
+from __future__ import annotations
+
+from bokeh.models import ColumnDataSource, GlyphRenderer, Plot
+from bokeh.models.glyph import Glyph
+
+#: Keywords that belong to the renderer, not the glyph.
+RENDERER_KEYWORDS = ("level", "visible", "name")
+
+
+def draw(fig: Plot, glyph: type[Glyph], source: ColumnDataSource, *fields, **props) -> GlyphRenderer:
+    """Add ``glyph(*fields, **props)`` over ``source`` to ``fig``; returns its renderer.
+
+    ``fields`` are the glyph's positional properties in Bokeh's order (``Text``: x, y; ``Rect``: x, y,
+    width, height); ``color`` sets both fill and line colour, as in Bokeh's figure methods; ``level``,
+    ``visible`` and ``name`` go to the renderer.
+
+    >>> from bokeh.models import Text
+    >>> from bokeh.plotting import figure
+    >>> r = draw(figure(), Text, ColumnDataSource(dict(x=[1], y=[2], t=["a"])), "x", "y", text="t", visible=False)
+    >>> (type(r.glyph).__name__, r.glyph.text, r.visible, r.nonselection_glyph)
+    ('Text', 't', False, 'auto')
+    """
+    renderer = {k: props.pop(k) for k in RENDERER_KEYWORDS if k in props}
+    if "color" in props:
+        color = props.pop("color")
+        for name in ("fill_color", "line_color"):
+            if name in glyph.properties():
+                props.setdefault(name, color)
+    props.update(zip(glyph._args, fields))
+    return fig.add_glyph(source, glyph(**props), **renderer)
