@@ -394,3 +394,10 @@ def test_learners_are_independent():
     a.answer("key-role", 1)
     a.state.move_query(1, 1)
     assert b.progress.empty and b.store.value == "" and a.store is not b.store
+
+
+def test_the_tab_scrolls_within_itself(view):
+    # the page never scrolls (static/app.css): fourteen questions must scroll inside the tab, long choices wrap
+    layout = view.__panel__()
+    assert layout.scroll and layout.sizing_mode == "stretch_both"
+    assert re.search(r"label \{[^}]*white-space: normal", CHECK_CSS)

@@ -348,7 +348,8 @@ class CheckView(pn.viewable.Viewer):
             intro, self._score, tasks_intro, *self._tasks.values(), *questions,
             practice_intro, self._practice_toggle, self._practice,
             pn.Row(self._start, self._confirm, self._keep, margin=(10, 5)),
-            name="check", css_classes=["check"], sizing_mode="stretch_width", scroll=True,
+            # scrolls inside its tab, like the √d_k panel: the page itself never scrolls
+            name="check", css_classes=["check"], sizing_mode="stretch_both", scroll=True,
         )
         learner.param.watch(self._on_progress, "progress")
         learner.param.watch(self._render_tasks, "following")
