@@ -18,6 +18,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
+from types import MappingProxyType
 
 #: Wrong tries after which the answer is shown and the question can no longer earn credit.
 MAX_TRIES = 3
@@ -462,7 +463,8 @@ PRACTICE: tuple[Question, ...] = (
 )
 
 ALL_QUESTIONS: tuple[Question, ...] = QUESTIONS + PRACTICE
-BY_ID: dict[str, Question] = {q.id: q for q in ALL_QUESTIONS}
+#: Every question by id; read-only, like all module-level data here (every learner's page shares it).
+BY_ID = MappingProxyType({q.id: q for q in ALL_QUESTIONS})
 if len(BY_ID) != len(ALL_QUESTIONS):
     raise ValueError("question ids must be unique")
 
