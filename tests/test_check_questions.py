@@ -76,7 +76,8 @@ def test_number_answers_are_the_course_arithmetic():
     assert exact["scaled-score"] == pytest.approx(6 / math.sqrt(2)) and round(6 / 1.4142, 3) == 4.243
     assert exact["orthogonal-score"] == (1 * 1 + 1 * -1) / math.sqrt(2) == 0
     assert [q.answer for q in PRACTICE if q.kind == "number"] == ["4", "4.000", "0.881"]
-    assert float(BY_ID["practice-softmax"].exact) == pytest.approx(1 / (1 + math.exp(-2))) and round(1 / 1.1353, 3) == 0.881
+    assert float(BY_ID["practice-softmax"].exact) == pytest.approx(1 / (1 + math.exp(-2)))
+    assert round(1 / 1.1353, 3) == 0.881
 
 
 @pytest.mark.parametrize("qid", list(CHOICES))
@@ -172,7 +173,8 @@ def test_precision_rule_on_an_exact_integer(text, ok):
 def test_precision_rule_on_the_other_number_questions():
     out, score, zero = BY_ID["weighted-output"], BY_ID["scaled-score"], BY_ID["orthogonal-score"]
     assert [out.grade(t).ok for t in ("7.85", "7.848", "7.8", "7.86", "7.849")] == [True, True, False, False, False]
-    assert [score.grade(t).ok for t in ("4.243", "4.2426", "4.24", "4.242", "4.2427")] == [True, True, False, False, False]
+    assert [score.grade(t).ok for t in ("4.243", "4.2426", "4.24", "4.242", "4.2427")] == [
+        True, True, False, False, False]
     # 0 is the exact value: right however it is typed; a non-zero fourth decimal is not
     assert [zero.grade(t).ok for t in ("0.000", "0", "-0.000", "0.0001", "0.001")] == [True, True, True, False, False]
     assert "asks for 3 decimal places" in BY_ID["scaled-score"].grade("4.24").feedback
@@ -370,7 +372,8 @@ def test_doctests():
 
 
 def test_pure_python_without_panel():
-    code = "import sys, widgets.questions; print(sorted(m for m in ('panel', 'bokeh', 'param', 'numpy') if m in sys.modules))"
+    code = ("import sys, widgets.questions; "
+            "print(sorted(m for m in ('panel', 'bokeh', 'param', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
