@@ -113,6 +113,8 @@ function wantsKey(e) {
   if (TEXT_INPUTS.has(tag) && !(tag === "INPUT" && CLICKABLE_INPUTS.has(target.type))) return false
   const role = target.getAttribute("role")
   if (e.key.startsWith("Arrow") && role && OWN_ARROWS.has(role)) return false
+  // a radio button moves its group's choice with the arrows (the Check tab's answers)
+  if (e.key.startsWith("Arrow") && tag === "INPUT" && target.type === "radio") return false
   const activates = tag === "BUTTON" || tag === "A" || tag === "INPUT" || ["button", "switch", "checkbox", "tab"].includes(role)
   if ((e.key === " " || e.key === "Enter") && activates) return false
   return true

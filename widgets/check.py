@@ -1,0 +1,404 @@
+"""The Check tab: Section 6's questions, its two tasks on the explorer, and the learner's progress.
+
+Three parts, one of each per browser session:
+
+- :class:`LearnerProgress` holds the learner's :class:`~widgets.questions.Progress`, grades their answers, and
+  watches their :class:`~widgets.state.AttentionState` for the two tasks. It is cheap, and is made with the
+  page, so the tasks tick even before the tab is first opened.
+- :class:`ProgressStore` keeps that progress in the browser's ``localStorage`` (no accounts): it sends what
+  the browser had stored when the page renders, and stores every change. Answers go only from the page to
+  its own server session and back.
+- :class:`CheckView` is the tab itself: build it when the tab is first shown.
+
+Every text is shown escaped, never as HTML: a typed answer can be quoted back, and the stored progress comes
+from the browser.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+import numpy as np
+import panel as pn
+import param
+
+from core import I_LOVE_NLP, scaled_dot_product_attention
+from widgets.format import fmt, fmt_short
+from widgets.questions import (
+    BY_ID, MAX_JSON_CHARS, MAX_NUMBER_CHARS, PRACTICE, PRECISION_RULE, QUESTIONS, SECTION_TOKENS, TASK_DECIMALS,
+    TASK_RULE, TASKS, Outcome, Progress, Question, QuestionProgress, Task, TaskRecord, credit_line, explanation,
+    nlp_task_met,
+)
+from widgets.state import AttentionState
+
+CHECK_CSS = (Path(__file__).resolve().parents[1] / "static" / "check.css").read_text()
+#: The browser's localStorage key. A new progress format gets a new key (and a new VERSION).
+STORAGE_KEY = "attention-explorer.progress.v1"
+
+#: Each row's output with its own query (q = its key) on the Section 6 example: where a moved query started
+#: (I 3.5933, love 4.4067, NLP 4.0000). An immutable constant, the same for every learner.
+START_OUTPUTS = tuple(float(x) for x in
+                      scaled_dot_product_attention(I_LOVE_NLP.keys, I_LOVE_NLP.keys, I_LOVE_NLP.values).output)
+#: What makes the page's numbers those of the course, and the tasks count (see questions.TASK_RULE).
+TASK_INPUTS = ("tokens", "keys", "values", "scale", "causal", "guided", "step")
+
+
+def on_section_6(state: AttentionState) -> bool:
+    """Whether ``state`` holds the Section 6 example's tokens, keys and values, as the course gives them."""
+    return (tuple(state.tokens) == SECTION_TOKENS and np.array_equal(state.keys, I_LOVE_NLP.keys)
+            and np.array_equal(state.values, I_LOVE_NLP.values))
+
+
+def _rounded(x) -> float:
+    return round(float(x), TASK_DECIMALS)
+
+
+class ProgressStore(pn.custom.JSComponent):
+    """The learner's progress in their browser's ``localStorage``, under :data:`STORAGE_KEY`.
+
+    ``value`` goes from the server to the browser, which stores it (an empty text removes the key). What the
+    browser holds goes the other way as a message, once when the page renders and again whenever another tab
+    of the same browser changes it; ``on_stored`` (a plain attribute, never synced) receives it, or None when
+    the key was removed. Nothing else leaves the page. Storage that is disabled or full is ignored: progress
+    then lasts as long as the session.
+    """
+
+    key = param.String(default=STORAGE_KEY, constant=True, doc="The localStorage key.")
+    value = param.String(default="", doc="The progress JSON the browser should store; empty: remove it.")
+
+    _esm = """
+export function render({ model }) {
+  const MAX = %(max)d
+  const read = () => { try { return window.localStorage.getItem(model.key) } catch (e) { return null } }
+  const write = () => {
+    try {
+      if (model.value) window.localStorage.setItem(model.key, model.value)
+      else window.localStorage.removeItem(model.key)
+    } catch (e) {}  // storage disabled, full or private: the progress lasts as long as the session
+  }
+  const stored = read()
+  if (stored) model.send_msg({stored: stored.length <= MAX ? stored : ""})
+  else if (model.value) write()
+  model.on("value", write)
+  // Another tab of this browser wrote or removed the progress (Start again): this page takes it too, or its
+  // next write would put the old answers back.
+  const onStorage = (e) => {
+    if (e.storageArea !== window.localStorage || (e.key !== null && e.key !== model.key)) return
+    model.send_msg({stored: e.newValue && e.newValue.length <= MAX ? e.newValue : null})
+  }
+  window.addEventListener("storage", onStorage)
+  model.on("remove", () => window.removeEventListener("storage", onStorage))
+  return document.createElement("span")
+}
+""" % {"max": MAX_JSON_CHARS}
+
+    def __init__(self, **params):
+        super().__init__(width=0, height=0, margin=0, **params)
+        self.on_stored = None  # plain attribute: set by LearnerProgress
+
+    def _handle_msg(self, msg) -> None:
+        if not isinstance(msg, dict) or "stored" not in msg or self.on_stored is None:
+            return
+        text = msg["stored"]
+        with pn.io.hold():  # one update of the page for the whole progress
+            self.on_stored(text if isinstance(text, str) else None)
+
+
+class LearnerProgress(param.Parameterized):
+    """One learner's progress on Section 6: their answers, their two tasks, kept in their browser.
+
+    The tasks are watched on ``state`` as the learner works the explorer, and count only on the Section 6
+    example as the course gives it (:data:`~widgets.questions.TASK_RULE`, :meth:`paused`).
+    """
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state the tasks are done on.")
+    progress = param.ClassSelector(class_=Progress, doc="The learner's record; replaced, never changed in place.")
+    following = param.Boolean(default=False, doc=(
+        "The page follows a presenter's room (RoomControls.following): the explorer then shows the presenter's "
+        "work, not the learner's, so the tasks wait."))
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        if self.progress is None:
+            self.progress = Progress()
+        self.store = ProgressStore()
+        self.store.on_stored = self._on_stored
+        self.param.watch(self._save, "progress")
+        self.state.param.watch(self._observe_nlp, "result")
+        # every selection, also of the row already selected: a click on it is a click
+        self.state.param.watch(self._observe_rows, "selected", onlychanged=False)
+        self._save()
+
+    # --- answers ------------------------------------------------------------------------------------------------
+    def answer(self, question_id: str, given) -> Outcome:
+        """Check ``given`` (a choice's index, or the typed text) for question ``question_id``."""
+        progress, outcome = self.progress.answer(BY_ID[question_id], given)
+        if progress is not self.progress:
+            self.progress = progress
+        return outcome
+
+    def show_answer(self, question_id: str) -> Outcome:
+        """Show question ``question_id``'s answer: it earns no credit any more."""
+        progress, outcome = self.progress.show(BY_ID[question_id])
+        if progress is not self.progress:
+            self.progress = progress
+        return outcome
+
+    def start_again(self) -> None:
+        """Forget every answer and task, here and in the browser's store."""
+        self.progress = Progress()
+
+    @property
+    def score_text(self) -> str:
+        """"n of m with credit", m the questions that count."""
+        return self.progress.score_text()
+
+    # --- the store ----------------------------------------------------------------------------------------------
+    def _save(self, *_):
+        self.store.value = "" if self.progress.empty else self.progress.to_json()
+
+    def _on_stored(self, text: str | None) -> None:
+        # None: removed by Start again in another tab. Otherwise merged: a task done before the page had
+        # rendered, or in another tab, is kept. Text that is not progress (another version, another app,
+        # broken) merges as nothing.
+        self.progress = Progress() if text is None else self.progress.merged(Progress.from_json(text))
+
+    # --- the tasks ----------------------------------------------------------------------------------------------
+    def paused(self, task_id: str) -> str:
+        """Why task ``task_id`` does not count on the explorer as it is now; empty when it does."""
+        s = self.state
+        if self.following:
+            return "your page is following a presenter, so the explorer shows their work"
+        if not on_section_6(s):
+            return ("the tokens, keys or values are not the Section 6 example's (choose its preset, or press "
+                    "Reset after an edit)")
+        if not s.scale:
+            return "scaling by √d_k is switched off"
+        if s.causal:
+            return "the causal mask is on"
+        if not s.revealed(3 if task_id == "nlp" else 2):
+            return "the step-through still hides the " + ("output" if task_id == "nlp" else "weights")
+        return ""
+
+    def _observe_nlp(self, *_):
+        if self.progress.task("nlp").done or self.paused("nlp"):
+            return
+        s = self.state
+        i, r = s.selected, s.result
+        weights, output = r.weights[i], float(r.output[i])
+        if nlp_task_met(weights, output, START_OUTPUTS[i]):
+            seen = {"row": s.tokens[i], "q": [_rounded(c) for c in s.query], "weights": [_rounded(w) for w in weights],
+                    "output": _rounded(output), "start": _rounded(START_OUTPUTS[i])}
+            self.progress = self.progress.with_task("nlp", TaskRecord(True, seen))
+
+    def _observe_rows(self, *_):
+        record = self.progress.task("rows")
+        if record.done or self.paused("rows"):
+            return
+        s = self.state
+        i = s.selected
+        token = s.tokens[i]
+        # row i of the self-attention matrix has q_i = k_i; a query moved away from its key is not that row
+        if token in record.seen or not np.array_equal(s.query, s.keys[i]):
+            return
+        weights = s.result.weights[i]
+        seen = {**record.seen, token: {"weights": [_rounded(w) for w in weights], "sum": _rounded(weights.sum())}}
+        self.progress = self.progress.with_task("rows", TaskRecord(set(seen) == set(SECTION_TOKENS), seen))
+
+
+# --- the view ---------------------------------------------------------------------------------------------------
+def prompt_html(q: Question) -> str:
+    """A question's title, prompt and hint (a disclosure the browser opens: no server round trip)."""
+    title = f"Question {q.number}" if q.counts else f"Practice problem {q.number}"
+    hint = (f'<details class="hint"><summary>Hint</summary><p>{escape(q.hint)}</p></details>' if q.hint else "")
+    return f'<h4>{title}</h4><p class="prompt">{escape(q.prompt)}</p>{hint}'
+
+
+def feedback_html(q: Question, qp: QuestionProgress, note: str = "") -> str:
+    """Under a question: ``note`` (why an input was refused), the credit line, the chosen wrong choice's
+    explanation, the answer once shown, and the "Why" once answered right or shown."""
+    parts = [f'<p class="note">{escape(note)}</p>'] if note else []
+    line = credit_line(q, qp)
+    if line:
+        kind = "right" if qp.right and (qp.credit or not q.counts) else "none" if qp.shown or qp.right else "wrong"
+        parts.append(f'<p class="credit {kind}">{escape(line)}</p>')
+    if why_not := explanation(q, qp):
+        parts.append(f'<p class="explanation">{escape(why_not)}</p>')
+    if qp.shown and not qp.right:
+        parts.append(f'<p class="answer">Answer: {escape(q.answer_text)}</p>')
+    if qp.right or qp.shown:
+        parts.append(f'<p class="why"><strong>Why:</strong> {escape(q.why)}</p>')
+    return f'<div role="status">{"".join(parts)}</div>' if parts else ""
+
+
+def task_html(task: Task, record: TaskRecord, paused: str) -> str:
+    """A task: its tick, what to do, the numbers seen, and why it does not count right now (if it does not)."""
+    tick, status = ("✓", "done") if record.done else ("☐", "not done yet")
+    parts = [f'<h4><span class="tick" aria-hidden="true">{tick}</span>Task {task.number} — {status}</h4>',
+             f"<p>{escape(task.prompt)}</p>"]
+    seen = record.seen
+    if task.id == "nlp" and record.done:
+        w = ", ".join(f"{escape(t)} {fmt(x)}" for t, x in zip(SECTION_TOKENS, seen["weights"]))
+        q = ", ".join(fmt_short(c) for c in seen["q"])
+        parts.append(f'<p class="seen">Seen on the query of “{escape(seen["row"])}”: q = ({q}); weights {w}; '
+                     f'output {fmt(seen["output"])}, from {fmt(seen["start"])} where q started.</p>')
+    elif task.id == "rows":
+        rows = [f"<li>{escape(t)}: " + (" + ".join(fmt(x) for x in seen[t]["weights"]) + f" = {fmt(seen[t]['sum'])}"
+                                        if t in seen else "not selected yet") + "</li>" for t in SECTION_TOKENS]
+        parts.append(f'<ul class="seen">{"".join(rows)}</ul>')
+    if paused and not record.done:
+        parts.append(f'<p class="paused">Not counting right now: {escape(paused)}.</p>')
+    return "".join(parts)
+
+
+class _QuestionCard:
+    """One question's widgets: a prompt, the choices or a number box, Check and Show answer, one feedback pane
+    (seven Bokeh models). Test hooks: ``question-<id>`` on the card, ``check-feedback`` and ``feedback-<id>`` on
+    its feedback."""
+
+    def __init__(self, learner: LearnerProgress, question: Question):
+        self.learner, self.question = learner, question
+        q = question
+        self.prompt = pn.pane.HTML(prompt_html(q), stylesheets=[CHECK_CSS], sizing_mode="stretch_width",
+                                   margin=(0, 10))
+        if q.kind == "choice":
+            self.input = pn.widgets.RadioBoxGroup(options={c.text: i for i, c in enumerate(q.choices)},
+                                                  stylesheets=[CHECK_CSS], margin=(0, 10), sizing_mode="stretch_width")
+        else:
+            self.input = pn.widgets.TextInput(label="Your answer", placeholder="a number", width=200,
+                                              max_length=MAX_NUMBER_CHARS, stylesheets=[CHECK_CSS], margin=(0, 10))
+            self.input.param.watch(self._on_check, "enter_pressed")
+        # no descriptions: each would be one more Bokeh model (a Tooltip) per button, for a whole class
+        self.check = pn.widgets.Button(label="Check", color="primary", stylesheets=[CHECK_CSS])
+        self.show = pn.widgets.Button(label="Show answer", stylesheets=[CHECK_CSS])
+        self.check.on_click(self._on_check)
+        self.show.on_click(self._on_show)
+        self.feedback = pn.pane.HTML("", css_classes=["check-feedback", f"feedback-{q.id}"], stylesheets=[CHECK_CSS],
+                                     sizing_mode="stretch_width", margin=(0, 10))
+        self.layout = pn.Column(self.prompt, self.input, pn.Row(self.check, self.show, margin=(0, 5)), self.feedback,
+                                css_classes=["check-question", f"question-{q.id}"], stylesheets=[CHECK_CSS],
+                                sizing_mode="stretch_width")
+        self.sync()
+
+    def _on_check(self, *_):
+        with pn.io.hold():
+            outcome = self.learner.answer(self.question.id, self.input.value)
+            if outcome.status in ("refused", "repeated"):  # nothing recorded: only this card says why
+                self.sync(note=outcome.message)
+
+    def _on_show(self, *_):
+        with pn.io.hold():
+            self.learner.show_answer(self.question.id)
+
+    def sync(self, note: str = "") -> None:
+        """Show this question's record: feedback, which buttons still apply, the last answer put back."""
+        qp = self.learner.progress.of(self.question.id)
+        if not qp.started:  # a fresh question (Panel would have chosen the first choice), or Start again
+            self.input.value = None if self.question.kind == "choice" else ""
+        elif qp.last and self.input.value in (None, ""):  # after a reload: the answer the learner last checked
+            self.input.value = int(qp.last) if self.question.kind == "choice" else qp.last
+        self.input.disabled = self.check.disabled = qp.right
+        self.show.disabled = qp.right or bool(qp.shown)
+        self.feedback.object = feedback_html(self.question, qp, note)
+
+
+class CheckView(pn.viewable.Viewer):
+    """The Check tab: the credit rules and the number rule, the score, the two tasks, the fourteen questions
+    in order, the practice problems (built when first opened; they do not count) and Start again.
+
+    Build it when the tab is first shown; ``learner`` is made with the page. Test hooks: ``check-score``,
+    ``task-nlp``, ``task-rows``, ``question-<id>``, ``feedback-<id>``, ``check-practice``, ``check-start-again``.
+    """
+
+    learner = param.ClassSelector(class_=LearnerProgress, doc="The session's progress, grading and tasks.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        learner = self.learner
+        self._cards: dict[str, _QuestionCard] = {}
+        html = dict(stylesheets=[CHECK_CSS], sizing_mode="stretch_width", margin=(0, 10))
+        intro = pn.pane.HTML(
+            "<h3>Check your understanding</h3>"
+            f"<p>Questions 1–{len(QUESTIONS)} count toward your progress. A question earns credit when you answer "
+            "it right before its answer is shown. After three wrong tries the answer is shown, and you can also "
+            "choose to see it sooner: either way that question earns no credit.</p>"
+            f"<p>{escape(PRECISION_RULE)}</p>"
+            "<p>Your progress is kept in this browser only, with no account, and is still here after a reload.</p>",
+            **html)
+        self._score = pn.pane.HTML("", css_classes=["check-score"], **html)
+        self._tasks = {t.id: pn.pane.HTML("", css_classes=["check-task", f"task-{t.id}"], **html) for t in TASKS}
+        tasks_intro = pn.pane.HTML(f"<h3>On the explorer</h3><p>{escape(TASK_RULE)}</p>", **html)
+        questions = [self._card(q).layout for q in QUESTIONS]
+        self._practice_toggle = pn.widgets.Toggle(label="Open the practice problems", stylesheets=[CHECK_CSS],
+                                                  width=280, margin=(4, 10))
+        self._practice_toggle.param.watch(self._toggle_practice, "value")
+        self._practice = pn.Column(visible=False, sizing_mode="stretch_width", margin=0)
+        practice_intro = pn.pane.HTML(
+            f"<h3>Practice — does not count</h3><p>{len(PRACTICE)} more problems to try. They do not count "
+            "toward your progress.</p>", css_classes=["check-practice"], **html)
+        self._start = pn.widgets.Button(label="Start again", stylesheets=[CHECK_CSS], css_classes=["check-start-again"])
+        self._confirm = pn.widgets.Button(label="Yes, clear my progress", color="danger", visible=False,
+                                          stylesheets=[CHECK_CSS])
+        self._keep = pn.widgets.Button(label="Keep it", visible=False, stylesheets=[CHECK_CSS])
+        self._start.on_click(lambda _: self._ask_to_clear(True))
+        self._keep.on_click(lambda _: self._ask_to_clear(False))
+        self._confirm.on_click(self._clear)
+        self._layout = pn.Column(
+            intro, self._score, tasks_intro, *self._tasks.values(), *questions,
+            practice_intro, self._practice_toggle, self._practice,
+            pn.Row(self._start, self._confirm, self._keep, margin=(10, 5)),
+            # scrolls inside its tab, like the √d_k panel: the page itself never scrolls
+            name="check", css_classes=["check"], sizing_mode="stretch_both", scroll=True,
+        )
+        learner.param.watch(self._on_progress, "progress")
+        learner.param.watch(self._render_tasks, "following")
+        learner.state.param.watch(self._render_tasks, list(TASK_INPUTS))
+        self._render_score()
+        self._render_tasks()
+
+    def _card(self, q: Question) -> _QuestionCard:
+        card = self._cards[q.id] = _QuestionCard(self.learner, q)
+        return card
+
+    @property
+    def cards(self) -> dict[str, _QuestionCard]:
+        """The questions built so far, by id (the practice problems once opened)."""
+        return self._cards
+
+    def _toggle_practice(self, event):
+        if not self._practice.objects:  # the first opening
+            self._practice.objects = [self._card(q).layout for q in PRACTICE]
+        self._practice.visible = event.new
+        self._practice_toggle.label = "Close the practice problems" if event.new else "Open the practice problems"
+
+    def _ask_to_clear(self, asking: bool):
+        self._confirm.visible = self._keep.visible = asking
+        self._start.visible = not asking
+
+    def _clear(self, *_):
+        with pn.io.hold():
+            self._ask_to_clear(False)
+            self.learner.start_again()
+
+    def _on_progress(self, event):
+        old, new = event.old, event.new
+        with pn.io.hold():
+            for qid, card in self._cards.items():
+                if old is None or old.of(qid) != new.of(qid):
+                    card.sync()
+            self._render_score()
+            if old is None or old.tasks != new.tasks:
+                self._render_tasks()
+
+    def _render_score(self):
+        self._score.object = f'<p role="status">Score: {escape(self.learner.score_text)}</p>'
+
+    def _render_tasks(self, *_):
+        for task in TASKS:
+            text = task_html(task, self.learner.progress.task(task.id), self.learner.paused(task.id))
+            if self._tasks[task.id].object != text:
+                self._tasks[task.id].object = text
+
+    def __panel__(self):
+        return self._layout

@@ -1,0 +1,756 @@
+"""Section 6's "Check your understanding", its practice problems and the two widget tasks, as data; how answers
+are graded and credited; and one learner's progress record.
+
+Pure Python, standard library only (no Panel, param or NumPy), so every rule here can be tested alone. The
+Check tab (``widgets/check.py``) shows the questions and keeps a :class:`Progress` per session; the learner's
+browser stores it as JSON (:meth:`Progress.to_json`), so it survives a reload and a server restart.
+
+The texts are this app's own wording of the course's questions: the same questions in the same order, with
+the same numbers and the same right answers. For each multiple-choice question the course gives the
+explanation of every wrong choice; each wrong choice here is written to match its explanation. Choices are
+never shuffled (every learner sees the same order), and the right one is not always first.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field, replace
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
+from types import MappingProxyType
+
+#: Wrong tries after which the answer is shown and the question can no longer earn credit.
+MAX_TRIES = 3
+KINDS = ("choice", "number")
+
+# --- the credit lines (the course's own rules, word for word as the page says them) ------------------------------
+RIGHT_CREDIT = "Right on try {n} — credit."
+RIGHT_AFTER_SHOWN = "Right — the answer had already been shown, so no credit this time."
+SHOWN_AFTER_TRIES = "Answer shown after three tries — this one no longer earns credit."
+SHOWN_ASKED = "You chose to see the answer — this one earns no credit."
+WRONG = "Not yet — {used} of {most} tries used. A right answer on try {next} still earns credit."
+WRONG_AFTER_SHOWN = "Not right — compare with the answer shown below."
+# practice problems: the same flow, nothing to earn
+PRACTICE_RIGHT = "Right on try {n}. Practice problems do not count toward your progress."
+PRACTICE_SHOWN = "Answer shown. Practice problems do not count toward your progress."
+PRACTICE_WRONG = "Not yet — try again, or show the answer."
+REPEATED = "You have already tried that answer: try another one."
+CHOOSE_FIRST = "Choose one of the answers first."
+
+#: The number rule, as one sentence on the page. Its example (√2 = 1.41421…) is no question's answer.
+PRECISION_RULE = ("Number answers need at least the decimal places a question asks for, rounded as usual "
+                  "(asked for 3 places, √2 is 1.414 or 1.4142, not 1.41), any further decimals must be right too "
+                  "(rounded or cut off), and an exact answer may be typed as it is, such as 12 or 12.0.")
+
+#: Longest text a number box takes; a number of this section never needs more.
+MAX_NUMBER_CHARS = 24
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:[.,]\d*)?|[.,]\d+)")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One choice of a multiple-choice question; ``feedback`` explains why it is wrong (empty for the right one)."""
+
+    text: str
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
+class Grade:
+    """What one answer is worth: ``ok`` True (right), False (wrong) or None (refused: not an answer at all).
+
+    ``key`` is the answer in a canonical form (a choice's index, the typed number without spaces), so that the
+    same answer given twice can be recognised; ``feedback`` says what is wrong with it, or why it was refused.
+    """
+
+    ok: bool | None
+    key: str = ""
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question: ``kind`` "choice" (``answer`` is the right choice's index) or "number" (``answer`` is the
+    text of the answer at the printed precision, ``decimals`` that precision and ``exact`` the value it rounds).
+
+    ``number`` is its position in its group (1-based); ``counts`` is False for the practice problems.
+    """
+
+    id: str
+    number: int
+    kind: str
+    prompt: str
+    answer: int | str
+    why: str
+    choices: tuple[Choice, ...] = ()
+    decimals: int | None = None
+    exact: str | None = None
+    hint: str = ""
+    counts: bool = True
+
+    def __post_init__(self):
+        # the data below is checked once, at import: a typo there must not reach a learner
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.id}: kind {self.kind!r}")
+        if self.kind == "choice":
+            if not (isinstance(self.answer, int) and 0 <= self.answer < len(self.choices)):
+                raise ValueError(f"{self.id}: answer {self.answer!r} is not one of its choices")
+            for i, c in enumerate(self.choices):
+                if (i == self.answer) == bool(c.feedback):
+                    raise ValueError(f"{self.id}: every wrong choice, and only those, needs its explanation")
+        else:
+            if self.decimals is None or self.exact is None or self.choices:
+                raise ValueError(f"{self.id}: a number question needs decimals and exact, and no choices")
+            if not check_number(self.answer, self.answer, self.decimals, self.exact).ok:
+                raise ValueError(f"{self.id}: {self.answer} is not {self.exact} at {self.decimals} decimals")
+
+    @property
+    def answer_text(self) -> str:
+        """The right answer as the page shows it."""
+        return self.choices[self.answer].text if self.kind == "choice" else str(self.answer)
+
+    def grade(self, given) -> Grade:
+        """Grade ``given``: a choice's index (int or its digits as text) or the text typed in the number box."""
+        if self.kind == "number":
+            return check_number(given, self.answer, self.decimals, self.exact)
+        if isinstance(given, str) and given.strip().isdigit():
+            given = int(given)
+        if isinstance(given, bool) or not isinstance(given, int) or not 0 <= given < len(self.choices):
+            return Grade(None, "", CHOOSE_FIRST)
+        return Grade(given == self.answer, str(given), self.choices[given].feedback)
+
+
+def parse_number(text) -> tuple[Decimal, int]:
+    """The number typed in ``text`` and how many decimal places it was typed with.
+
+    Plain decimals only: an optional sign, digits, one point (or comma) — ``.731``, ``-2``, ``6,0``. Raises
+    ValueError with a message for the learner otherwise (empty text, words, ``1e3``, ``nan``).
+
+    >>> parse_number(" .731 ")
+    (Decimal('0.731'), 3)
+    >>> parse_number("6,0")
+    (Decimal('6.0'), 1)
+    """
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    t = text.strip().replace("\u2212", "-")  # a typographic minus, as pasted from the course page
+    if not t:
+        raise ValueError("Type a number first.")
+    if len(t) > MAX_NUMBER_CHARS or not _NUMBER.fullmatch(t):
+        shown = t if len(t) <= 20 else t[:20] + "…"
+        raise ValueError(f"“{shown}” is not a number: type digits with at most one decimal point, such as 0.5 or -2.")
+    t = t.replace(",", ".")
+    places = len(t.partition(".")[2])
+    return Decimal(t if t[-1] != "." else t[:-1]) + 0, places  # + 0 turns -0 into 0
+
+
+def check_number(text, answer, decimals: int, exact=None) -> Grade:
+    """Grade the text typed for a number question whose answer is ``answer`` at ``decimals`` places.
+
+    The rule (:data:`PRECISION_RULE`): right when the typed number is the exact value (``exact``; an integer
+    ``answer`` is exact when ``exact`` is not given), or when it has at least ``decimals`` places, rounds to
+    ``answer`` at that precision, and any further places agree with ``exact`` rounded or cut off there (with
+    no ``exact``, further places need only round to ``answer``). Text that is not a number is refused
+    (``ok`` None): it is not a try.
+
+    >>> [check_number(t, "0.731", 3).ok for t in ("0.731", ".731", "0.73", "0.7311", "x")]
+    [True, True, False, True, None]
+    >>> [check_number(t, 6, 0).ok for t in ("6", "6.0", "6.4")]
+    [True, True, False]
+    """
+    try:
+        x, places = parse_number(text)
+    except ValueError as exc:
+        return Grade(None, "", str(exc))
+    key = format(x, "f")
+    target = Decimal(str(answer))
+    value = Decimal(str(exact)) if exact is not None else target if decimals == 0 else None
+    if value is not None and x == value:
+        return Grade(True, key)
+    if places < decimals:
+        # said of every answer with too few places, right or wrong, so it tells nothing about the answer
+        return Grade(False, key, f"Not precise enough: this question asks for {decimals} decimal places, and "
+                                 f"{key} has {places}.")
+    # Likewise for every wrong answer with more places than asked (a whole-number question says nothing).
+    wrong = Grade(False, key, f"With more than {decimals} decimal places, every one of them must be right."
+                  if places > decimals > 0 else "")
+    try:
+        rounded = x.quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_UP)
+    except InvalidOperation:  # far too many digits for the precision: not this answer
+        return wrong
+    if rounded != target:
+        return wrong
+    if places > decimals and value is not None:
+        unit = Decimal(1).scaleb(-places)
+        if x not in (value.quantize(unit, ROUND_HALF_UP), value.quantize(unit, ROUND_DOWN)):
+            return wrong
+    return Grade(True, key)
+
+
+# --- the questions ---------------------------------------------------------------------------------------------
+# Section 6, "Check your understanding": the fourteen questions that count, in the course's order.
+QUESTIONS: tuple[Question, ...] = (
+    Question(
+        "key-role", 1, "choice", "In the query / key / value picture, what is a key for?",
+        answer=1,
+        choices=(
+            Choice("It is what its token hands over once the token is judged relevant.",
+                   "That is a value's job: values are what gets retrieved, while keys are only compared."),
+            Choice("It is compared with a query to score how relevant its token is, and is never handed over "
+                   "itself."),
+            Choice("It is what the current token is asking for.",
+                   "That is the query: the request being made, not what a token offers to be matched against."),
+            Choice("It keeps a running count of how often its token has been attended to.",
+                   "Attention keeps no such count: a key exists only to be compared with a query."),
+        ),
+        why="A key is matched against a query to give a relevance score. It is never the result itself: "
+            "what gets handed over is the value.",
+    ),
+    Question(
+        "two-queries", 2, "choice",
+        "Queries q_A and q_B are different, but both look at the very same keys and values. Can their attention "
+        "outputs differ?",
+        answer=3,
+        choices=(
+            Choice("No: the query has no effect on the output, only the keys and values do.",
+                   "The query is what sets every key's relevance score, so it acts directly on the output."),
+            Choice("No: attention gives the same output whatever its inputs are.",
+                   "Attention responds to all three of its inputs, the query included: its output is not fixed."),
+            Choice("Only if the keys or the values change as well.",
+                   "Nothing else needs to change: with the keys and values left as they are, a new query alone "
+                   "changes which of them are emphasised."),
+            Choice("Yes: each key's relevance is judged from the query, so another query can weight the values "
+                   "differently."),
+        ),
+        why="Relevance is judged from the query. In this section the queries of “I” and “love” used the same "
+            "keys and values and still gave different outputs: 3.59 and 4.41.",
+        hint="Look back at the two worked examples, for “I” and for “love”: same keys, same values. What were "
+             "their outputs?",
+    ),
+    Question(
+        "self-sources", 3, "choice", "In self-attention, what are a token's query, key and value computed from?",
+        answer=0,
+        choices=(
+            Choice("All three are learned projections of the tokens of the same input sequence, and every position "
+                   "attends back over that sequence, itself included."),
+            Choice("The queries come from one sequence (a decoder), the keys and values from another (an encoder).",
+                   "That is cross-attention, where a decoder attends to a separate encoder's output, not "
+                   "self-attention."),
+            Choice("The queries come from the tokens, but the keys and values are constants shared by every token.",
+                   "Keys and values are learned projections of each token too, not fixed constants shared by all."),
+            Choice("The values come from the tokens, but the queries and keys are hyperparameters set by hand.",
+                   "Nobody sets queries or keys by hand: both are learned projections of each token's embedding."),
+        ),
+        why="In self-attention the queries, keys and values are all derived from the same sequence, and each "
+            "position attends over that whole sequence, including itself.",
+        hint="The word “self” tells you where all three vectors come from.",
+    ),
+    Question(
+        "recipe-order", 4, "choice", "In which order does the attention recipe take its three steps?",
+        answer=2,
+        choices=(
+            Choice("Normalise the values, combine the queries, then score the keys.",
+                   "The order is scrambled, and which vector plays which part is mixed up as well."),
+            Choice("Combine the keys with the values, score the result against the query, then normalise.",
+                   "Nothing is combined before scoring: the query is scored against the keys first."),
+            Choice("Score the query against every key, normalise the scores with softmax, then combine the values "
+                   "using those weights."),
+            Choice("Score the values against one another, normalise the queries, then combine the keys.",
+                   "Values are not scored against each other and queries are not normalised: every part here is "
+                   "given to the wrong vector."),
+        ),
+        why="Score (the query against each key), normalise (softmax turns the scores into weights), combine "
+            "(add up the values, each multiplied by its weight).",
+    ),
+    Question(
+        "why-scale", 5, "choice",
+        "Scaled dot-product attention divides every score by √d_k. Why not use the raw dot products as they are?",
+        answer=1,
+        choices=(
+            Choice("Dividing turns the scores into a probability distribution, so no softmax is needed.",
+                   "Softmax still has to follow: scaling on its own does not make the scores a probability "
+                   "distribution."),
+            Choice("As d_k grows, so does the variance of the raw dot product; dividing by √d_k holds the scores' "
+                   "spread roughly constant, which keeps softmax from saturating where its gradients almost vanish."),
+            Choice("It makes every attention weight equal.",
+                   "Scaling narrows the spread of the scores without flattening them: differences in relevance "
+                   "still come through after softmax."),
+            Choice("It turns negative dot products into positive ones.",
+                   "The sign of the entries has nothing to do with it: the factor is about the spread of the dot "
+                   "product growing with d_k, whatever the signs."),
+        ),
+        why="With independent unit-variance entries, q·k has variance d_k. Dividing by √d_k brings the spread "
+            "back to about 1 whatever d_k is, which keeps softmax out of its saturated region, where gradients "
+            "are close to zero.",
+        hint="The formula card recalled in this section says what dividing by √d_k restores about the scores' "
+             "variance.",
+    ),
+    Question(
+        "softmax-guarantee", 6, "choice",
+        "What does softmax guarantee about the attention weights a₁, …, aₙ it returns?",
+        answer=2,
+        choices=(
+            Choice("They are all equal.",
+                   "They are equal only when the scores are equal; in general they differ with relevance."),
+            Choice("Exactly one of them is 1 and all the others are 0.",
+                   "That one-hot result is only an extreme limit: ordinary softmax gives every candidate some "
+                   "weight, in different amounts."),
+            Choice("Each lies between 0 and 1, and together they add up to exactly 1: a probability distribution."),
+            Choice("Some can be negative, when their scores are negative.",
+                   "They are never negative: each is e^(s_i), which is positive, divided by a positive sum."),
+        ),
+        why="Softmax always returns a probability distribution: every weight lies between 0 and 1 (strictly, in "
+            "practice) and the weights add up to exactly 1.",
+    ),
+    Question(
+        "weighted-output", 7, "number",
+        "Two keys carry the weights a₁ = 0.731 and a₂ = 0.269 (question 9 works out where 0.731 comes from), "
+        "and their values are v₁ = 10 and v₂ = 2. What output does attention give? Round it to 2 decimal places.",
+        answer="7.85", decimals=2, exact="7.848",  # 0.731 × 10 + 0.269 × 2, exactly
+        why="output = 0.731 × 10 + 0.269 × 2 = 7.31 + 0.538 = 7.848 ≈ 7.85.",
+        hint="Multiply each weight by its value, then add: a₁v₁ + a₂v₂.",
+    ),
+    Question(
+        "row-sum", 8, "choice",
+        "Take this section's 3 × 3 self-attention matrix. What do the three weights in any one of its rows add up "
+        "to?",
+        answer=1,
+        choices=(
+            Choice("3, the number of columns.",
+                   "Each row is one query's softmax over all the keys, and a softmax totals 1 however many columns "
+                   "there are."),
+            Choice("1, in every row."),
+            Choice("A different total in each row, depending on its query.",
+                   "Adding up to 1 is guaranteed by softmax, so it holds for every row alike: the total does not "
+                   "vary."),
+            Choice("0.",
+                   "Softmax weights are never negative and add up to 1; they could only total 0 if every weight "
+                   "were 0, which softmax never gives."),
+        ),
+        why="Every row holds one query's softmax distribution over the keys, so softmax's guarantee makes each row "
+            "add up to exactly 1.",
+    ),
+    Question(
+        "two-key-softmax", 9, "number",
+        "Two keys have the scaled scores s₁ = 1.0 and s₂ = 0.0. What is a₁, the softmax weight of key 1? "
+        "Round to 3 decimal places.",
+        answer="0.731", decimals=3, exact=repr(1 / (1 + math.exp(-1.0))),
+        why="Subtract the larger score (1.0): (0, −1.0). Exponentiate: (1, 0.3679). Add: 1.3679. "
+            "a₁ = 1 / 1.3679 ≈ 0.731.",
+        hint="To keep the numbers small, subtract the larger score from both before exponentiating: (0, −1.0).",
+    ),
+    Question(
+        "dot-product", 10, "number",
+        "q = (2, 0) and k = (3, 1); note that q's second entry is zero. What is the raw dot product q·k?",
+        answer="6", decimals=0, exact="6",
+        why="q·k = 2 × 3 + 0 × 1 = 6.",
+        hint="Multiply the entries that line up, then add: 2 × 3 + 0 × 1.",
+    ),
+    Question(
+        "output-between", 11, "choice",
+        "The worked example found the output of query “love” to be about 4.41, from the values 2, 6 and 4 "
+        "(I, love and NLP). What is true of that output?",
+        answer=3,
+        choices=(
+            Choice("It is the plain average of 2, 6 and 4.",
+                   "Averaging 2, 6 and 4 without weights gives 4.0, not 4.41; and here the weights were not equal: "
+                   "love and NLP each outweighed I."),
+            Choice("It has to equal one of the three values.",
+                   "A weighted sum blends the values; it does not have to land on any one of them."),
+            Choice("It could just as well have come out above 6, the largest value.",
+                   "A weighted average never goes past its largest input (6 here); 4.41 is well below it."),
+            Choice("It lies between the smallest and the largest value, pulled towards 6 and 4, which carry most of "
+                   "the weight, and away from 2."),
+        ),
+        why="A weighted sum of values, with weights that add up to 1, always lies between the smallest and the "
+            "largest value. 4.41 lies between 2 and 6, pulled up by 6 and 4, which carry most of the weight, and "
+            "held down only a little by 2, which carries the least.",
+        hint="Attention gives a weighted average. How does 4.41 compare with the unweighted average of 2, 6 and 4, "
+             "which is 4.0?",
+    ),
+    Question(
+        "scaled-score", 12, "number",
+        "q = (2, 0), k = (3, 1) and d_k = 2. What is the scaled score q·k / √d_k? Round to 3 decimal places.",
+        answer="4.243", decimals=3, exact=repr(6 / math.sqrt(2)),
+        why="q·k = 6 and √2 ≈ 1.4142, so 6 / 1.4142 ≈ 4.243.",
+        hint="The raw dot product is 6 (question 10): divide it by √2.",
+    ),
+    Question(
+        "values-trap", 13, "choice",
+        "A student scores each key with q·vᵢ (against the values) instead of q·kᵢ (against the keys). What is "
+        "wrong with that?",
+        answer=0,
+        choices=(
+            Choice("Relevance would then depend on the very content to be retrieved instead of on a description "
+                   "built for matching: keys and values do different jobs."),
+            Choice("Nothing: keys and values are interchangeable, so the scores come out the same.",
+                   "Keys and values are there for different jobs, so putting one in place of the other changes "
+                   "what a score measures."),
+            Choice("Values are always single numbers, so q·v can never be computed.",
+                   "In general self-attention values can be vectors as easily as numbers; this section's example "
+                   "only used single numbers to keep things simple."),
+            Choice("Softmax only accepts scores that were computed from keys.",
+                   "Softmax normalises whatever numbers it is given: what is wrong is what the score stands for, and "
+                   "softmax itself sets no such limit."),
+        ),
+        why="Keys are built for matching and values for being retrieved. Scoring against the values makes "
+            "relevance depend on the content that would be handed over, instead of on a description meant for "
+            "comparison.",
+    ),
+    Question(
+        "orthogonal-score", 14, "number",
+        "q = (1, 1), k = (1, −1) and d_k = 2. What is the scaled score q·k / √d_k? Round to 3 decimal places.",
+        answer="0.000", decimals=3, exact="0",
+        why="q·k = 1 × 1 + 1 × (−1) = 0, and 0 / √2 = 0: q and k are orthogonal, so their score is exactly zero, "
+            "scaled or not.",
+        hint="Start with the raw dot product: 1 × 1 + 1 × (−1).",
+    ),
+)
+
+# Section 6, "Practice": five problems that do not count toward progress. The course gives only their answers
+# and reasons; the wrong choices and their explanations here are this app's own.
+PRACTICE: tuple[Question, ...] = (
+    Question(
+        "practice-blended", 1, "choice", "Which vectors are blended together to make the attention output?",
+        answer=2, counts=False,
+        choices=(
+            Choice("The keys, weighted by the attention weights.",
+                   "Keys are only compared with the query to give the scores; they are not part of the output."),
+            Choice("The queries of every token.", "The query makes the request; it is not mixed into the output."),
+            Choice("The values, each in the proportion of its attention weight."),
+            Choice("The raw scores q·kᵢ.", "The scores only decide the weights; what gets mixed is the values."),
+        ),
+        why="Attention's output adds up the values, each in the proportion its softmax weight gives.",
+    ),
+    Question(
+        "practice-dot", 2, "number", "q = (1, 2) and k = (2, 1). What is the raw dot product q·k?",
+        answer="4", decimals=0, exact="4", counts=False,
+        why="q·k = 1 × 2 + 2 × 1 = 4.",
+        hint="1 × 2 + 2 × 1.",
+    ),
+    Question(
+        "practice-scale", 3, "number",
+        "A raw dot product of 8, with d_k = 4: what is it after dividing by √d_k? Round to 3 decimal places.",
+        answer="4.000", decimals=3, exact="4", counts=False,
+        why="√4 = 2, and 8 / 2 = 4.",
+        hint="√4 = 2: divide 8 by it.",
+    ),
+    Question(
+        "practice-softmax", 4, "number",
+        "Two scaled scores are s₁ = 2.0 and s₂ = 0.0. What is the softmax weight a₁? Round to 3 decimal places.",
+        answer="0.881", decimals=3, exact=repr(1 / (1 + math.exp(-2.0))), counts=False,
+        why="Subtract the larger score: (0, −2.0). Exponentiate: (1, 0.1353). Add: 1.1353. "
+            "a₁ = 1 / 1.1353 ≈ 0.881.",
+        hint="Subtract the larger score (2.0) from both first, then exponentiate and normalise.",
+    ),
+    Question(
+        "practice-queries", 5, "choice",
+        "Two queries differ, while the keys and values they attend over are the same. Can their outputs differ?",
+        answer=1, counts=False,
+        choices=(
+            Choice("No: with the same keys and values, the output is fixed.",
+                   "The query sets every score, so the same keys and values do not fix the output."),
+            Choice("Yes: the query alone sets each key's relevance, so another query can move the weights, and "
+                   "with them the output."),
+            Choice("Only when d_k is larger than 2.",
+                   "The size of the vectors has nothing to do with it: even this section's d_k = 2 example gives "
+                   "different outputs for different queries."),
+        ),
+        why="Every score depends on the query: with the keys and values fixed, changing the query alone changes "
+            "the output, as the worked examples for “I” and “love” show.",
+    ),
+)
+
+ALL_QUESTIONS: tuple[Question, ...] = QUESTIONS + PRACTICE
+#: Every question by id; read-only, like all module-level data here (every learner's page shares it).
+BY_ID = MappingProxyType({q.id: q for q in ALL_QUESTIONS})
+if len(BY_ID) != len(ALL_QUESTIONS):
+    raise ValueError("question ids must be unique")
+
+
+# --- the two tasks on the explorer ------------------------------------------------------------------------------
+#: The Section 6 example's tokens, in matrix order (``core.I_LOVE_NLP``; the tests hold the two together).
+SECTION_TOKENS = ("I", "love", "NLP")
+#: v_NLP, which the output of a query dragged onto k_NLP moves towards.
+NLP_VALUE = 4.0
+
+
+@dataclass(frozen=True)
+class Task:
+    """A check done on the explorer itself; it ticks when the learner has done ``prompt`` there."""
+
+    id: str
+    number: int
+    prompt: str
+
+
+TASKS: tuple[Task, ...] = (
+    Task("nlp", 1, "Start from the query of “love”, q = (0, 1). Drag q towards k_NLP = (1, 1) until NLP carries "
+                   "the largest of the three weights, and watch the output move towards v_NLP = 4."),
+    Task("rows", 2, "Select each row of the attention matrix (click it, or press 1, 2, 3) and compare it with the "
+                    "worked examples: row “love” reads about (0.20, 0.40, 0.40), and every row's weights add up "
+                    "to 1."),
+)
+#: When the tasks count: on the numbers the course gives and the page shows, done by the learner.
+TASK_RULE = ("The tasks tick themselves as you work on the explorer, on the Section 6 example as the course gives "
+             "it: its keys and values unedited, scaling by √d_k on, no causal mask, the numbers shown (not hidden "
+             "by the step-through), and not while your page follows a presenter.")
+#: Decimals the page shows weights and outputs with: a task is judged on the numbers as the learner reads them.
+TASK_DECIMALS = 4
+
+
+def nlp_task_met(weights, output: float, start_output: float) -> bool:
+    """Task "nlp": NLP's weight (the last of the three) is strictly the largest, and the output is closer to
+    v_NLP = 4 than it was where the query started (``start_output``), both as the page shows them (4 decimals).
+
+    >>> nlp_task_met([0.2246, 0.3199, 0.4555], 4.1905, 4.4067), nlp_task_met([0.1978, 0.4011, 0.4011], 4.4067, 4.4067)
+    (True, False)
+    """
+    w = [round(float(x), TASK_DECIMALS) for x in weights]
+    out, start = round(float(output), TASK_DECIMALS), round(float(start_output), TASK_DECIMALS)
+    return len(w) == 3 and w[2] > max(w[:2]) and abs(out - NLP_VALUE) < abs(start - NLP_VALUE)
+
+
+# --- one learner's progress --------------------------------------------------------------------------------------
+SHOWN_BY_TRIES, SHOWN_ASKED_FOR = "tries", "asked"
+#: Stored JSON: what it is, and its version. Anything else loads as empty progress.
+FORMAT, VERSION = "attention-explorer.progress", 1
+#: Largest stored text read back; a learner's whole progress is about 2 kB.
+MAX_JSON_CHARS = 50_000
+_MAX_STORED_TRIES = 999
+_MAX_KEY_CHARS = MAX_NUMBER_CHARS + 4
+
+
+@dataclass(frozen=True)
+class QuestionProgress:
+    """One question's record: answers checked (``tries``; a refused input is not a try), whether it was
+    answered ``right``, whether and how its answer was ``shown`` ("" no, "tries" after three wrong tries,
+    "asked" by the learner), whether it earned ``credit``, and the ``last`` answer checked (a :class:`Grade`
+    key), which the page puts back in its box after a reload."""
+
+    tries: int = 0
+    right: bool = False
+    shown: str = ""
+    credit: bool = False
+    last: str = ""
+
+    @property
+    def started(self) -> bool:
+        return self != QuestionProgress()
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    """One task's record: ``done``, and the numbers the learner saw (``seen``, plain JSON values)."""
+
+    done: bool = False
+    seen: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a Check or a Show answer did: ``status`` "right", "wrong", "shown", "refused", "repeated" or "done"
+    (nothing left to do), and ``message``, the line the page shows about it."""
+
+    status: str
+    message: str = ""
+
+
+def credit_line(question: Question, qp: QuestionProgress) -> str:
+    """The line under a question: its credit, or how many tries are left; empty before the first answer."""
+    if not question.counts:
+        if qp.right:
+            return PRACTICE_RIGHT.format(n=qp.tries)
+        return PRACTICE_SHOWN if qp.shown else PRACTICE_WRONG if qp.tries else ""
+    if qp.right:
+        return RIGHT_CREDIT.format(n=qp.tries) if qp.credit else RIGHT_AFTER_SHOWN
+    if qp.shown:
+        return SHOWN_AFTER_TRIES if qp.shown == SHOWN_BY_TRIES else SHOWN_ASKED
+    if qp.tries:
+        return WRONG.format(used=qp.tries, most=MAX_TRIES, next=qp.tries + 1)
+    return ""
+
+
+def explanation(question: Question, qp: QuestionProgress) -> str:
+    """What is wrong with the last answer checked, if it was wrong: the chosen choice's own explanation, or
+    what is wrong with a typed number (too few decimals, wrong further decimals)."""
+    if qp.right or not qp.last:
+        return ""
+    return question.grade(qp.last).feedback
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One learner's answers (by question id) and tasks (by task id). Immutable: every change returns a new
+    record, so a param holding it notices each one, and an old record can be kept and compared."""
+
+    answers: dict = field(default_factory=dict)
+    tasks: dict = field(default_factory=dict)
+
+    def of(self, question_id: str) -> QuestionProgress:
+        return self.answers.get(question_id, QuestionProgress())
+
+    def task(self, task_id: str) -> TaskRecord:
+        return self.tasks.get(task_id, TaskRecord())
+
+    @property
+    def empty(self) -> bool:
+        return not self.answers and not self.tasks
+
+    def _with(self, question_id: str, qp: QuestionProgress) -> Progress:
+        return replace(self, answers={**self.answers, question_id: qp})
+
+    def with_task(self, task_id: str, record: TaskRecord) -> Progress:
+        return replace(self, tasks={**self.tasks, task_id: record})
+
+    def answer(self, question: Question, given) -> tuple[Progress, Outcome]:
+        """Check ``given`` for ``question`` and apply the credit rules.
+
+        Credit when right before the answer was shown. The third wrong try shows the answer. A question answered
+        right is done. Not tries: refused input (a word in a number box, no choice made) and the same wrong
+        answer checked again (a double click).
+        """
+        qp = self.of(question.id)
+        if qp.right:
+            return self, Outcome("done", credit_line(question, qp))
+        grade = question.grade(given)
+        if grade.ok is None:
+            return self, Outcome("refused", grade.feedback)
+        if not grade.ok and qp.tries and grade.key == qp.last:
+            return self, Outcome("repeated", REPEATED)
+        tries = min(qp.tries + 1, _MAX_STORED_TRIES)
+        if grade.ok:
+            new = replace(qp, tries=tries, right=True, credit=question.counts and not qp.shown, last=grade.key)
+            status = "right"
+        else:
+            shown = qp.shown or (SHOWN_BY_TRIES if tries >= MAX_TRIES else "")
+            new = replace(qp, tries=tries, shown=shown, last=grade.key)
+            status = "shown" if shown and not qp.shown else "wrong"
+        return self._with(question.id, new), Outcome(status, credit_line(question, new))
+
+    def show(self, question: Question) -> tuple[Progress, Outcome]:
+        """The learner asks for the answer: shown, and no credit for this question any more."""
+        qp = self.of(question.id)
+        if qp.right or qp.shown:
+            return self, Outcome("done", credit_line(question, qp))
+        new = replace(qp, shown=SHOWN_ASKED_FOR)
+        return self._with(question.id, new), Outcome("shown", credit_line(question, new))
+
+    def score(self, questions=QUESTIONS) -> tuple[int, int]:
+        """(questions with credit, questions that count) among ``questions``."""
+        counting = [q for q in questions if q.counts]
+        return sum(self.of(q.id).credit for q in counting), len(counting)
+
+    def score_text(self, questions=QUESTIONS) -> str:
+        n, m = self.score(questions)
+        return f"{n} of {m} with credit"
+
+    def merged(self, other: Progress) -> Progress:
+        """This progress and ``other`` (the same learner's, from another tab or the browser's store) together.
+
+        Per question the record further along wins (right, then shown, then more tries); a task is done if it
+        is done in either, and the rows task keeps the rows seen in both. Commutative and idempotent, so two
+        tabs writing the same store settle on the same progress.
+        """
+        def rank(qp: QuestionProgress):
+            return (qp.right, bool(qp.shown), qp.tries, qp.credit, qp.shown, qp.last)
+
+        answers = {k: max(self.of(k), other.of(k), key=rank) for k in {*self.answers, *other.answers}}
+        tasks = {}
+        for k in {*self.tasks, *other.tasks}:
+            a, b = self.task(k), other.task(k)
+            if k == "rows":
+                seen = {row: max((t.seen[row] for t in (a, b) if row in t.seen), key=_json_rank)
+                        for row in {*a.seen, *b.seen}}
+                tasks[k] = TaskRecord(set(seen) == set(SECTION_TOKENS), seen)
+            else:
+                tasks[k] = max(a, b, key=lambda t: (t.done, _json_rank(t.seen)))
+        return Progress(answers, tasks)
+
+    # --- JSON ---------------------------------------------------------------------------------------------------
+    def to_json(self) -> str:
+        """This progress as compact JSON text, keys sorted (the same progress always writes the same text)."""
+        data = {"format": FORMAT, "version": VERSION,
+                "answers": {k: vars(qp) for k, qp in self.answers.items()},
+                "tasks": {k: {"done": t.done, "seen": t.seen} for k, t in self.tasks.items()}}
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text) -> Progress:
+        """The progress in ``text``; empty progress for anything that is not this version's JSON.
+
+        Never raises: the text comes from the learner's browser, which may hold an older version, another
+        app's data or a broken copy. Records of unknown questions, and records that could not have been
+        written by these rules (credit without a right answer, ...), are left out one by one.
+        """
+        try:
+            if not isinstance(text, str) or len(text) > MAX_JSON_CHARS:
+                return cls()
+            data = json.loads(text)
+            if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") == VERSION
+                    and isinstance(data.get("answers"), dict) and isinstance(data.get("tasks"), dict)):
+                return cls()
+            answers = {k: qp for k, v in data["answers"].items()
+                       if k in BY_ID and (qp := _question_progress(BY_ID[k], v)) is not None}
+            tasks = {k: t for k, v in data["tasks"].items() if (t := _task_record(k, v)) is not None}
+            return cls(answers, tasks)
+        except (ValueError, TypeError, KeyError, RecursionError, AttributeError):
+            return cls()
+
+
+def _json_rank(value) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def _is_int(x, lo: int, hi: int) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and abs(x) <= 1e6
+
+
+def _numbers(x, n: int) -> bool:
+    return isinstance(x, list) and len(x) == n and all(_number(c) for c in x)
+
+
+def _question_progress(question: Question, v) -> QuestionProgress | None:
+    if not isinstance(v, dict) or set(v) != {"tries", "right", "shown", "credit", "last"}:
+        return None
+    tries, right, shown, credit, last = v["tries"], v["right"], v["shown"], v["credit"], v["last"]
+    if not (_is_int(tries, 0, _MAX_STORED_TRIES) and isinstance(right, bool) and isinstance(credit, bool)
+            and shown in ("", SHOWN_BY_TRIES, SHOWN_ASKED_FOR) and isinstance(last, str)
+            and len(last) <= _MAX_KEY_CHARS):
+        return None
+    wrong = tries - right
+    consistent = (
+        (not right or tries >= 1)
+        and (not credit or (right and question.counts and not shown))
+        and (credit or not right or bool(shown) or not question.counts)  # right before shown always earned credit
+        and (shown != SHOWN_BY_TRIES or wrong >= MAX_TRIES)
+        and (bool(shown) or wrong < MAX_TRIES)  # three wrong tries always show the answer
+        and (bool(last) == (tries > 0))
+        and (not last or question.grade(last).ok is right)
+    )
+    return QuestionProgress(tries, right, shown, credit, last) if consistent else None
+
+
+def _task_record(task_id: str, v) -> TaskRecord | None:
+    if not isinstance(v, dict) or set(v) != {"done", "seen"} or not isinstance(v["done"], bool):
+        return None
+    done, seen = v["done"], v["seen"]
+    if not isinstance(seen, dict):
+        return None
+    if task_id == "nlp":
+        ok = (not done and not seen) or (
+            done and set(seen) == {"row", "q", "weights", "output", "start"} and seen["row"] in SECTION_TOKENS
+            and _numbers(seen["q"], 2) and _numbers(seen["weights"], 3) and _number(seen["output"])
+            and _number(seen["start"]))
+    elif task_id == "rows":
+        ok = (set(seen) <= set(SECTION_TOKENS) and done == (set(seen) == set(SECTION_TOKENS))
+              and all(isinstance(r, dict) and set(r) == {"weights", "sum"} and _numbers(r["weights"], 3)
+                      and _number(r["sum"]) for r in seen.values()))
+    else:
+        return None
+    return TaskRecord(done, seen) if ok else None
