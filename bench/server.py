@@ -50,20 +50,27 @@ def _exit_on_sigterm(*_):
 @contextmanager
 def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED_SESSION_LIFETIME_MS,
           check_unused_ms: int = CHECK_UNUSED_MS, log: Path | None = None, extra_origins: tuple[str, ...] = ()):
-    """``panel serve APP`` on 127.0.0.1:<free port>; yields (base URL, psutil.Process). Always stopped.
+    """APP served on 127.0.0.1:<free port>; yields (base URL, psutil.Process). Always stopped.
+
+    The app itself runs as it ships (``python app.py``: server/serve.py's settings and routes); any other
+    app (the reference app) under a plain ``panel serve``.
 
     ``extra_origins`` (``host:port``) may open its websocket too, e.g. a proxy in front of it."""
     app = Path(app).resolve()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     port = free_port()
-    cmd = [sys.executable, "-m", "panel", "serve", str(app), "--port", str(port), "--address", "127.0.0.1",
-           *[a for o in (f"127.0.0.1:{port}", *extra_origins) for a in ("--allow-websocket-origin", o)],
-           "--index", app.stem,
-           "--unused-session-lifetime", str(unused_lifetime_ms), "--check-unused-sessions", str(check_unused_ms)]
-    out = open(log, "w") if log else subprocess.DEVNULL
+    origins = [f"127.0.0.1:{port}", *extra_origins]
+    lifetimes = ["--unused-session-lifetime", str(unused_lifetime_ms), "--check-unused-sessions", str(check_unused_ms)]
     # the C library's allocator, as server/serve.py starts the app (server/housekeeping.py), unless the caller chose one
     env = {"PYTHONMALLOC": "malloc", **os.environ, "PYTHONUNBUFFERED": "1"}
+    if app == ROOT / "app.py":  # the app as it ships: `python app.py`, through server/serve.py's settings
+        cmd = [sys.executable, str(app), *lifetimes]
+        env.update(PORT=str(port), ADDRESS="127.0.0.1", BOKEH_ALLOW_WS_ORIGIN=",".join(origins))
+    else:
+        cmd = [sys.executable, "-m", "panel", "serve", str(app), "--port", str(port), "--address", "127.0.0.1",
+               *[a for o in origins for a in ("--allow-websocket-origin", o)], "--index", app.stem, *lifetimes]
+    out = open(log, "w") if log else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, cwd=app.parent, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         url = f"http://127.0.0.1:{port}/{app.stem}"

@@ -200,6 +200,23 @@ def test_create_app_reads_the_address():
     assert page.state.query == (1.0, 1.0) and page.state.selected == 0
 
 
+def test_a_built_page_passes_bokehs_own_checks():
+    """The served page skips Bokeh's document validation (server/serve.py): this is that check, once."""
+    from bokeh.core.validation.check import check_integrity
+    from bokeh.document import Document
+
+    import panel as pn
+
+    page = create_app()
+    doc = Document()
+    page.server_doc(doc)
+    tabs = page.select(pn.Tabs)[0]
+    for i in range(len(tabs)):  # every tab's views, built
+        tabs.active = i
+    issues = check_integrity(doc.models)
+    assert not issues.error and not issues.warning, issues
+
+
 # --- keyboard -----------------------------------------------------------------------------------------------
 
 def test_right_arrow_nudges_q_by_a_tenth(state):

@@ -12,7 +12,6 @@ from urllib.parse import urlencode
 
 import panel as pn
 import param
-from bokeh.models import CustomJS, Div
 
 from widgets.address import Q_RANGE, address_of
 from widgets.state import AttentionState
@@ -61,22 +60,6 @@ def handle_key(state: AttentionState, key: str, shift: bool = False, in_plot: bo
 
 #: The address bar follows ``BrowserBridge.address`` a moment after it settles (so a drag does not fill the
 #: history); a room's arguments stay, so reloading keeps presenting or following (widgets/follow.py).
-ADDRESS_JS = """
-(window.attentionExplorerAddress ??= (text) => {
-  clearTimeout(window.attentionExplorerAddressTimer);
-  window.attentionExplorerAddressTimer = setTimeout(() => {
-    if (!text) return;
-    const next = new URLSearchParams(text);
-    const now = new URLSearchParams(window.location.search);
-    for (const name of ["room", "token"]) if (now.has(name)) next.set(name, now.get(name));
-    const search = "?" + next.toString();
-    if (search !== window.location.search)
-      window.history.replaceState(window.history.state, "", search + window.location.hash);
-  }, 300);
-})(cb_obj.text);
-"""
-
-
 class BrowserBridge(pn.custom.JSComponent):
     """Keyboard shortcuts, ``<html data-mode data-theme>`` and the shareable address, for one page.
 
@@ -91,6 +74,10 @@ class BrowserBridge(pn.custom.JSComponent):
 
     mode = param.String(default="normal")
     theme = param.String(default="light")
+    search = param.String(default="", doc=(
+        "What the address bar holds as the page opens, e.g. '?q=0.0%2C1.0&row=love'. Later addresses go to the "
+        "page as messages (`_send_msg`): Panel's two-way sync of a changed param cost the server about 1.5 ms "
+        "on every update, and the address changes on most."))
     navigate = param.String(default="", doc=(
         "A query to load the page at, e.g. '?room=K7M4QX': the browser goes there (a new page load, which a "
         "proxy routes by its arguments). Empty: stay."))
@@ -164,9 +151,23 @@ export function render({ model, el }) {
   }
   paint()
   model.on(["mode", "theme"], paint)
-  // the address as the page opens (it follows each later change itself: ADDRESS_JS)
-  const address = window.Bokeh.documents[0]?.get_model_by_name("page-address")
-  if (address != null) for (const cb of address.js_property_callbacks["change:text"] ?? []) cb.execute(address)
+  // The address bar follows the state a moment after it settles, so a drag does not fill the history; a
+  // room's arguments stay, so reloading keeps presenting or following (widgets/follow.py).
+  let timer = null
+  const address = (text) => {
+    clearTimeout(timer)
+    timer = setTimeout(() => {
+      if (!text) return
+      const next = new URLSearchParams(text)
+      const now = new URLSearchParams(window.location.search)
+      for (const name of ["room", "token"]) if (now.has(name)) next.set(name, now.get(name))
+      const search = "?" + next.toString()
+      if (search !== window.location.search)
+        window.history.replaceState(window.history.state, "", search + window.location.hash)
+    }, 300)
+  }
+  address(model.search)
+  model.on("msg:custom", (msg) => { if (msg && typeof msg.search === "string") address(msg.search) })
 
   const onKey = (e) => {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || !KEYS.has(e.key) || !wantsKey(e)) return
@@ -176,7 +177,7 @@ export function render({ model, el }) {
     model.send_msg({key: e.key, shift: e.shiftKey, in_plot: inPlot})
   }
   document.addEventListener("keydown", onKey)
-  model.on("remove", () => document.removeEventListener("keydown", onKey))
+  model.on("remove", () => { document.removeEventListener("keydown", onKey); clearTimeout(timer) })
 
   // The server went away (a restart, a cut network). Bokeh's own notice is not shown in a Panel page, and
   // a session does not survive a restart, so say so and offer a reload: the address holds the view.
@@ -206,11 +207,6 @@ export function render({ model, el }) {
     def __init__(self, state: AttentionState, **params):
         super().__init__(width=0, height=0, margin=0, **params)
         self.state = state  # plain attribute: the state stays on the server, only the fields above sync
-        # The address is a plain Bokeh property, not a param of this component: Panel's two-way sync of a
-        # component's params cost the server about 1.5 ms on every update, and the address changes on most.
-        self.address = Div(name="page-address", text="", visible=False)
-        self.address.js_on_change("text", CustomJS(code=ADDRESS_JS))
-        self.address_pane = pn.pane.Bokeh(self.address, visible=False, margin=0)
         self.state.param.watch(self._sync_look, ["mode", "theme"])
         self.state.param.watch(self._sync_address, ["mode", "theme", "query", "selected", "guided", "step", "preset",
                                                     "tokens", "keys", "values", "scale", "causal", "trap",
@@ -219,9 +215,9 @@ export function render({ model, el }) {
         self._sync_address()
 
     @property
-    def search(self) -> str:
+    def address(self) -> str:
         """What the address bar holds once the page has settled, e.g. ``'?q=0.0%2C1.0&row=love'``."""
-        return self.address.text
+        return self._address
 
     def _sync_look(self, *_):
         self.param.update(mode=self.state.mode, theme=self.state.theme)
@@ -231,8 +227,16 @@ export function render({ model, el }) {
         # The page's own drag of q: the address follows at the release. The browser would only write the
         # position at which the hand rests (it waits for the state to settle), and sending every position
         # cost the server a message per update.
-        if not s.previewing:
-            self.address.text = "?" + urlencode(address_of(s))
+        if s.previewing:
+            return
+        address = "?" + urlencode(address_of(s))
+        if address == getattr(self, "_address", None):
+            return
+        self._address = address
+        if not self.search:  # the page is not built yet: it takes the address as it opens
+            self.search = address
+        else:
+            self._send_msg({"search": address})
 
     def _handle_msg(self, msg) -> None:
         if not isinstance(msg, dict):

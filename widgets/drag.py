@@ -102,17 +102,18 @@ class DragChannel(param.Parameterized):
             inputs=self.inputs, confirmed=self.confirmed, channel=self.channel, query=query_plot._query,
             lines=query_plot._lines, bars=bars.div, readout=readout.div, figure=query_plot.figure, live=self.live,
         )
+        # One callback for the pointer's events on the query plot and for what the server sends (the readout's
+        # text, the query's position, the answers, a followed presenter's query): the script is 25 kB, and each
+        # callback is a copy of it in every page the server builds and sends.
         bundle = "const a = {" + ", ".join(models) + "};\n"
-        on_pointer = CustomJS(args=models, code=DRAG_JS + bundle + "onPointer(a, cb_obj);")
+        script = CustomJS(args=models, code=DRAG_JS + bundle
+                          + "if (cb_obj.event_name != null) onPointer(a, cb_obj); else onServerUpdate(a, cb_obj);")
         for event in ("tap", "panstart", "pan", "panend"):
-            query_plot.figure.js_on_event(event, on_pointer)
-        # the server's readout text, its query position and answers, and a followed presenter's query (one
-        # callback: each carries the whole script)
-        on_server = CustomJS(args=models, code=DRAG_JS + bundle + "onServerUpdate(a, cb_obj);")
-        readout.div.js_on_change("text", on_server)
-        query_plot._query.js_on_change("data", on_server)
-        self.confirmed.js_on_change("data", on_server)
-        self.live.js_on_change("data", on_server)
+            query_plot.figure.js_on_event(event, script)
+        readout.div.js_on_change("text", script)
+        query_plot._query.js_on_change("data", script)
+        self.confirmed.js_on_change("data", script)
+        self.live.js_on_change("data", script)
         # guided and step: the step-through hides numbers of steps not reached yet, so the preview must too
         self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal", "guided",
                                             "step"])

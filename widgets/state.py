@@ -137,7 +137,9 @@ class AttentionState(param.Parameterized):
     trap_error = param.String(default="", doc="Derived: why scoring against the values is undefined, if it is.")
     dk_experiment = param.Integer(default=64, bounds=(1, MAX_D_K), doc="d_k of the random-vector experiment.")
     dk_seed = param.Integer(default=0, bounds=(0, None), doc="Seed of this session's random-vector draws.")
-    scaling = param.ClassSelector(class_=ScalingExperiment, doc="Derived: the d_k experiment's result.")
+    scaling = param.ClassSelector(class_=ScalingExperiment, allow_None=True, doc=(
+        "Derived: the d_k experiment's result, once a view has asked for it (require_scaling); None before: "
+        "most pages never open the √d_k tab, and drawing 4096 random pairs costs every page build."))
 
     #: The params that make up the view a presenter shares with a room (see widgets/follow.py). Every
     #: other param is the page's own (``LOCAL_PARAMS``); a new param must be added to exactly one list.
@@ -155,7 +157,6 @@ class AttentionState(param.Parameterized):
         if "preset" in params and self.preset != CUSTOM:
             self._load_preset()
         self._recompute()
-        self._run_experiment()
 
     def snapshot(self) -> dict:
         """A deep copy of the shared view: ``{name: value}`` for each of ``SHARED_PARAMS``."""
@@ -231,7 +232,14 @@ class AttentionState(param.Parameterized):
 
     @param.depends("dk_experiment", "dk_seed", watch=True)
     def _run_experiment(self):
-        self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
+        if self.scaling is not None:  # someone shows it: keep it current
+            self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
+
+    def require_scaling(self) -> ScalingExperiment:
+        """The d_k experiment's result (``scaling``), computed now if no view had asked for it yet."""
+        if self.scaling is None:
+            self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
+        return self.scaling
 
     def move_query(self, x, y, *, drag: bool = False) -> bool:
         """Set q = (x, y) if both are finite numbers with |x|, |y| <= 1e6.
