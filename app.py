@@ -66,11 +66,11 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
     The tabs are ``dynamic``: a hidden tab is not in the page at all (Panel hides them with visibility only,
     which leaves their focusable parts reachable but aria-hidden).
     """
-    # One placeholder stands in every tab not built yet: dynamic tabs draw a hidden tab as an empty spacer, so it
-    # is never drawn itself, and a Panel object per tab cost the server about 3 ms a tab to build the page.
-    placeholder = pn.Spacer(sizing_mode="stretch_both")
+    # A spacer stands in each tab not built yet (dynamic tabs draw a hidden tab as an empty spacer anyway): the
+    # cheapest Panel object, each a few ms of the server's time to build the page. (One spacer shared by every
+    # tab would be cheaper, but Panel's tabs then take the first one's title for all of them.)
     waiting = {i: build for i, (_, build) in enumerate(tabs)}
-    layout = pn.Tabs(*((title, placeholder) for title, _ in tabs), dynamic=True, **params)
+    layout = pn.Tabs(*((title, pn.Spacer(sizing_mode="stretch_both")) for title, _ in tabs), dynamic=True, **params)
 
     def show(*_):
         build = waiting.pop(layout.active, None)

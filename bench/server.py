@@ -29,18 +29,39 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+def wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Poll ``url`` until it answers 200; raise if ``proc`` exits first or ``timeout`` s pass."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
+            out = proc.stdout.read() if getattr(proc, "stdout", None) else ""
+            raise RuntimeError(f"server exited with {proc.returncode}: {out}")
         try:
-            with urllib.request.urlopen(url, timeout=20) as r:
+            # a page build can take seconds on a loaded machine: a short timeout would retry forever
+            with urllib.request.urlopen(url, timeout=30) as r:
                 if r.status == 200:
                     return
         except OSError:
             time.sleep(0.2)
     raise TimeoutError(f"{url} did not answer within {timeout} s")
+
+
+def stop(*procs: subprocess.Popen, timeout: float = 60) -> None:
+    """Stop servers with SIGTERM, as ``docker stop`` does, and kill any that outlives ``timeout`` s.
+
+    All are signalled first, so they shut down side by side. Bokeh's orderly shutdown destroys every
+    session still alive (about 0.2 s each here), and sessions live for a minute after their page
+    closes: after a run that opened many pages, a loaded machine needs well over 10 s.
+    """
+    for proc in procs:
+        proc.terminate()
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _exit_on_sigterm(*_):
@@ -74,15 +95,10 @@ def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED
     proc = subprocess.Popen(cmd, cwd=app.parent, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         url = f"http://127.0.0.1:{port}/{app.stem}"
-        _wait_for_http(url, proc)
+        wait_for_http(url, proc)
         yield url, psutil.Process(proc.pid)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc, timeout=10)
         if log:
             out.close()
 
