@@ -203,6 +203,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         bridge, Announcer(state=state),
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
     )
+    if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+        pn.state.curdoc.add_root(bridge.address_div)  # the address bar's text: no view, so no pane around it
     page.state = state  # lets tests reach the session's state from the served page
     return page
 

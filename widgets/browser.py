@@ -12,9 +12,11 @@ from urllib.parse import urlencode
 
 import panel as pn
 import param
+from bokeh.models import Div
 
 from widgets.address import Q_RANGE, address_of
 from widgets.state import AttentionState
+from widgets.updates import one_message
 
 #: Nudge of q per arrow key, and with Shift held.
 NUDGE, FINE_NUDGE = 0.1, 0.01
@@ -74,10 +76,6 @@ class BrowserBridge(pn.custom.JSComponent):
 
     mode = param.String(default="normal")
     theme = param.String(default="light")
-    search = param.String(default="", doc=(
-        "What the address bar holds as the page opens, e.g. '?q=0.0%2C1.0&row=love'. Later addresses go to the "
-        "page as messages (`_send_msg`): Panel's two-way sync of a changed param cost the server about 1.5 ms "
-        "on every update, and the address changes on most."))
     navigate = param.String(default="", doc=(
         "A query to load the page at, e.g. '?room=K7M4QX': the browser goes there (a new page load, which a "
         "proxy routes by its arguments). Empty: stay."))
@@ -166,8 +164,12 @@ export function render({ model, el }) {
         window.history.replaceState(window.history.state, "", search + window.location.hash)
     }, 300)
   }
-  address(model.search)
-  model.on("msg:custom", (msg) => { if (msg && typeof msg.search === "string") address(msg.search) })
+  // the address as the page opens, then each one the server writes (BrowserBridge.address)
+  const written = window.Bokeh.documents[0]?.get_model_by_name("page-address")
+  if (written != null) {
+    address(written.text)
+    written.connect(written.properties.text.change, () => address(written.text))
+  }
 
   const onKey = (e) => {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || !KEYS.has(e.key) || !wantsKey(e)) return
@@ -207,6 +209,10 @@ export function render({ model, el }) {
     def __init__(self, state: AttentionState, **params):
         super().__init__(width=0, height=0, margin=0, **params)
         self.state = state  # plain attribute: the state stays on the server, only the fields above sync
+        # The address is a plain Bokeh property, not a param of this component: Panel's two-way sync of a
+        # component's params cost the server about 1.5 ms on every update, and the address changes on most. The
+        # page adds this Div to its document as a root of its own (app.py): it needs no view, only its text.
+        self.address_div = Div(name="page-address", text="", visible=False)
         self.state.param.watch(self._sync_look, ["mode", "theme"])
         self.state.param.watch(self._sync_address, ["mode", "theme", "query", "selected", "guided", "step", "preset",
                                                     "tokens", "keys", "values", "scale", "causal", "trap",
@@ -217,7 +223,7 @@ export function render({ model, el }) {
     @property
     def address(self) -> str:
         """What the address bar holds once the page has settled, e.g. ``'?q=0.0%2C1.0&row=love'``."""
-        return self._address
+        return self.address_div.text
 
     def _sync_look(self, *_):
         self.param.update(mode=self.state.mode, theme=self.state.theme)
@@ -227,19 +233,11 @@ export function render({ model, el }) {
         # The page's own drag of q: the address follows at the release. The browser would only write the
         # position at which the hand rests (it waits for the state to settle), and sending every position
         # cost the server a message per update.
-        if s.previewing:
-            return
-        address = "?" + urlencode(address_of(s))
-        if address == getattr(self, "_address", None):
-            return
-        self._address = address
-        if not self.search:  # the page is not built yet: it takes the address as it opens
-            self.search = address
-        else:
-            self._send_msg({"search": address})
+        if not s.previewing:
+            self.address_div.text = "?" + urlencode(address_of(s))
 
     def _handle_msg(self, msg) -> None:
         if not isinstance(msg, dict):
             return
-        with pn.io.hold():
+        with one_message():
             handle_key(self.state, str(msg.get("key", "")), bool(msg.get("shift")), bool(msg.get("in_plot")))

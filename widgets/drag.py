@@ -37,6 +37,7 @@ from widgets.charts import WeightBars
 from widgets.inspector import PLACEHOLDER, Readout
 from widgets.query_plot import MAX_LINE_WIDTH, PLANE, QueryPlot
 from widgets.state import AttentionState
+from widgets.updates import one_message
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 #: The page's JavaScript: the formula, then the drag. Read once; it never changes.
@@ -203,7 +204,7 @@ class DragChannel(param.Parameterized):
         target, x, y, seq = self._pending
         self._pending = None
         start = time.perf_counter()
-        with pn.io.hold():
+        with one_message():
             self._answered = max(self._answered, seq)
             if target is None:
                 self.state.move_query(x, y, drag=not self._release)
