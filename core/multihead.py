@@ -164,14 +164,15 @@ def _previous_and_self(n: int = 4, strength: float = 3.0) -> MultiHeadPreset:
 PREVIOUS_AND_SELF = _previous_and_self()
 
 
-def _previous_and_self_in_the_plane(strength: float = 3.0) -> MultiHeadPreset:
+def _previous_and_self_in_the_plane(key_strength: float = 2.0, query_strength: float = 2.5) -> MultiHeadPreset:
     # "I love NLP" with d_model = d_k = d_v = 2, so every embedding, query, key and value is a point of a plane
     # a learner can drag. The embeddings are unit vectors 60 degrees apart (0, 60, 120 degrees): x_i . x_j is
-    # 1 for the token itself, 1/2 for a neighbour, -1/2 two apart. Both heads' keys are strength * x_j. Head 1's
-    # query rotates x_i back by 60 degrees, onto the previous token's direction (row-vector convention: x R
-    # turns x by -60 degrees); "I" has no previous token, and the turned x_I (at -60 degrees) lies nearest to
-    # x_I itself. Head 2's query is strength * x_i: each token matches itself. A match scores
-    # strength^2 / sqrt(2) = 6.36, a neighbour half of it: weights 0.92 to 0.998 on the chosen token.
+    # 1 for the token itself, 1/2 for a neighbour, -1/2 two apart. Both heads' keys are 2 x_j. Head 1's query
+    # turns x_i back by 60 degrees, onto the previous token's direction (row-vector convention: x R turns x
+    # by -60 degrees); "I" has no previous token, and its turned x_I (at -60 degrees) lies nearest to x_I
+    # itself. Head 2's query asks for the token itself. A match scores 2 * 2.5 / sqrt(2) = 3.54, a neighbour
+    # half of it: weights 0.75 to 0.97 on the chosen token. The strengths keep every key, and every query but
+    # head 1's q_I, inside the explorer's query plane (-1.5 to 2.5), where a head can be shown.
     c, s = 0.5, np.sqrt(3.0) / 2
     X = np.array([[1.0, 0.0], [c, s], [-c, s]])
     back = np.array([[c, -s], [s, c]])  # x @ back turns x by -60 degrees
@@ -179,8 +180,8 @@ def _previous_and_self_in_the_plane(strength: float = 3.0) -> MultiHeadPreset:
     return MultiHeadPreset(
         tokens=("I", "love", "NLP"),
         X=_frozen(X),
-        W_Q=_frozen([strength * back, strength * eye]),
-        W_K=_frozen([strength * eye, strength * eye]),
+        W_Q=_frozen([query_strength * back, query_strength * eye]),
+        W_K=_frozen([key_strength * eye, key_strength * eye]),
         W_V=_frozen([eye, eye]),
         W_O=_frozen(np.vstack([eye / 2, eye / 2])),
         head_names=("previous token", "itself"),

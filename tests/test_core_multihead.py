@@ -109,7 +109,7 @@ def test_preset_is_read_only():
 
 
 def test_planar_preset_has_the_same_two_patterns_with_points_of_a_plane():
-    """Embeddings 60 degrees apart: a match scores 9/sqrt(2), a neighbour half of it, two apart minus half."""
+    """Embeddings 60 degrees apart: a match scores 5/sqrt(2), a neighbour half of it, two apart minus half."""
     p = PREVIOUS_AND_SELF_2D
     assert p.tokens == ("I", "love", "NLP") and p.head_names == ("previous token", "itself")
     assert p.X.shape == (3, 2) and p.W_Q.shape == p.W_K.shape == p.W_V.shape == (2, 2, 2) and p.W_O.shape == (4, 2)
@@ -121,8 +121,9 @@ def test_planar_preset_has_the_same_two_patterns_with_points_of_a_plane():
     previous, itself = (hd.attention.weights for hd in r.heads)
     assert previous.argmax(axis=1).tolist() == [0, 0, 1]  # "I" has no previous token: itself
     assert itself.argmax(axis=1).tolist() == [0, 1, 2]
-    # scores in units of m = 9 / sqrt(2): the turned query of "love" is x_I, of "NLP" x_love (cos 0, 60, 120 deg)
-    m = 9 / math.sqrt(2)
+    # scores in units of m = 2.5 * 2 / sqrt(2) (query and key strengths): the turned query of "love" is x_I, of
+    # "NLP" x_love, of "I" x_I turned by -60 deg (cosines of 0, 60, 120 and 180 deg)
+    m = 5 / math.sqrt(2)
 
     def softmax(row):
         e = [math.exp(m * c) for c in row]
@@ -131,7 +132,10 @@ def test_planar_preset_has_the_same_two_patterns_with_points_of_a_plane():
     want_itself = [softmax([1.0, 0.5, -0.5]), softmax([0.5, 1.0, 0.5]), softmax([-0.5, 0.5, 1.0])]
     np.testing.assert_allclose(previous, want_previous, rtol=1e-12)
     np.testing.assert_allclose(itself, want_itself, rtol=1e-12)
-    assert min(previous.max(axis=1).min(), itself.max(axis=1).min()) > 0.92
+    assert min(previous.max(axis=1).min(), itself.max(axis=1).min()) > 0.74
+    # the explorer's query plane is -1.5 to 2.5: every key lies in it
+    for head in r.heads:
+        assert -1.5 <= head.projections.K.min() and head.projections.K.max() <= 2.5
     heads, concat, output = loop_multi_head(p.X, p.W_Q, p.W_K, p.W_V, p.W_O)
     np.testing.assert_allclose(r.concat, concat, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(r.output, output, rtol=1e-12, atol=1e-14)
