@@ -56,7 +56,6 @@ T_TABLE = (0.01, 0.1, 1.0, DEFAULT_TEMPERATURE, 10.0, 100.0)
 COURSE_VALUES = I_LOVE_NLP.values
 #: Markers of the queries, keys and values in the right plane.
 ROLE_MARKERS = ("circle", "square", "triangle")
-ROLE_NAMES = ("q", "k", "v")
 
 
 def t_label(t: float) -> str:
@@ -95,9 +94,11 @@ def _fit(points: np.ndarray, least: float = 1.5) -> tuple[tuple[float, float], t
 
 def _plane(name: str, title: str) -> figure:
     fig = figure(name=name, title=title, width=258, height=258, tools="save", toolbar_location=None,
+                 sizing_mode="scale_width", max_width=400, min_width=180,
                  x_range=Range1d(-1.5, 1.5), y_range=Range1d(-1.5, 1.5))
     fig.title.text_font_size = "15px"
     fig.axis.major_label_text_font_size = "14px"
+    fig.axis.ticker.desired_num_ticks = 4  # projector-sized labels do not crowd a small plane
     return fig
 
 
@@ -259,11 +260,11 @@ class ProjectionsView(pn.viewable.Viewer):
         self._basis = ColumnDataSource(data=dict(x0=[], y0=[], x=[], y=[], label=[]), name="projection-basis")
         self._qkv = ColumnDataSource(data=dict(x=[], y=[], marker=[], color=[], alpha=[], label=[]),
                                      name="projection-qkv")
-        self.x_fig = _plane("projection-x", "Embeddings X: drag x_i")
+        self.x_fig = _plane("projection-x", "Embeddings X")
         draw(self.x_fig, Scatter, self._x_points, "x", "y", size=15, color="color", marker="circle")
         draw(self.x_fig, Text, self._x_points, "x", "y", text="label", x_offset=9, y_offset=-4, text_font_size="14px",
              text_color="color", text_font_style="bold")
-        self.w_fig = _plane("projection-w", "Q, K, V = X W")
+        self.w_fig = _plane("projection-w", "Q ●  K ■  V ▲")
         draw(self.w_fig, Segment, self._basis, "x0", "y0", "x", "y", line_color="#444444", line_width=3)
         draw(self.w_fig, Scatter, self._qkv, "x", "y", size=13, color="color", marker="marker", fill_alpha="alpha",
              line_alpha="alpha")
@@ -285,10 +286,10 @@ class ProjectionsView(pn.viewable.Viewer):
                         for name in PROJECTION_CHOICES[:2]]
         for button, name in zip(self.presets, PROJECTION_CHOICES):
             button.on_click(lambda _, name=name: self.state.load_projection_preset(name))
-        self.new_draw = styled(pn.widgets.Button(label="New draw", button_type="primary",
+        self.new_draw = styled(pn.widgets.Button(label="New draw", color="primary",
                                                  description="Random W_Q, W_K, W_V (the next seed)"))
         self.new_draw.on_click(lambda _: self.state.new_projection_draw())
-        self.role = styled(pn.widgets.RadioButtonGroup(options=list(ROLES), value=ROLES[0], name="Drag the rows of",
+        self.role = styled(pn.widgets.RadioButtonGroup(options=list(ROLES), value=ROLES[0], label="Drag the rows of",
                                                        description="Which W the right plane shows and edits"))
         self.role.param.watch(self._on_role, "value")
         self.head_choice = styled(pn.widgets.RadioButtonGroup(options=["Head 1"], value="Head 1",
@@ -300,13 +301,13 @@ class ProjectionsView(pn.viewable.Viewer):
         grids += [self._grid(name, f"w{k}", ["e₁", "e₂"], 2) for k, name in enumerate(ROLES)]
 
         self.t_slider = styled(pn.widgets.DiscreteSlider(
-            name="Temperature T", options={t_label(t): t for t in T_STOPS}, value=DEFAULT_TEMPERATURE, width=300))
+            label="Temperature T", options={t_label(t): t for t in T_STOPS}, value=DEFAULT_TEMPERATURE, width=300))
         self.t_slider.param.watch(self._on_t_slider, "value")
         self.t_input = self._field(("t",), "field-t", width=110)
         self.t_reset = styled(pn.widgets.Button(label="T = √d_k", description="The paper's scaling: T = √2"))
         self.t_reset.on_click(lambda _: self.state.set_temperature(DEFAULT_TEMPERATURE))
         self.t_row = styled(pn.widgets.RadioButtonGroup(options=list(HEAD_TOKENS), value=HEAD_TOKENS[1],
-                                                        name="Row"))
+                                                        label="Row"))
         self.t_row.param.watch(self._render_limits, "value")
         self.limits = styled(pn.pane.HTML("", name="projection-limits", sizing_mode="stretch_width"))
         self.reachable = styled(pn.pane.HTML("", sizing_mode="stretch_width"))
@@ -317,13 +318,16 @@ class ProjectionsView(pn.viewable.Viewer):
 
         self._layout = pn.Column(
             self.title,
-            text("<p>q = x W<sub>Q</sub> asks, k = x W<sub>K</sub> offers, v = x W<sub>V</sub> is read: <q>three "
-                 "different learned linear projections of the same input</q> (Module 2). Drag an embedding (left) "
-                 "or the tip of e₁W or e₂W (right): they are the rows of W.</p>"),
             pn.FlexBox(*self.presets, self.new_draw, self.head_choice, self.role, align_items="center"),
-            pn.FlexBox(pn.pane.Bokeh(self.x_fig), pn.pane.Bokeh(self.w_fig)),
+            # side by side at any width, each square and growing with the tab up to 400 px
+            pn.Row(*(pn.pane.Bokeh(fig, sizing_mode="scale_width", max_width=400, min_width=180, margin=(5, 4))
+                     for fig in (self.x_fig, self.w_fig)), sizing_mode="stretch_width", max_width=820, margin=(0, 8, 0, 0)),
             pn.pane.Bokeh(self.status, sizing_mode="stretch_width"),
             pn.pane.Bokeh(self.numbers, sizing_mode="stretch_width"),
+            text("<p>q = x W<sub>Q</sub> asks, k = x W<sub>K</sub> offers, v = x W<sub>V</sub> is read: <q>three "
+                 "different learned linear projections of the same input</q> (Module 2). Drag an embedding x (left), "
+                 "or the tip of e₁W or e₂W (right) for the W chosen above: those two arrows are the rows of W, "
+                 "since x W = x₁ (e₁W) + x₂ (e₂W). The chosen W's points are solid and named.</p>"),
             text("<p class='note'><strong>Q = K = V = X</strong> (the first preset) computes, but the roles are "
                  "indistinguishable: the scores X Xᵀ are symmetric, s(I, love) = s(love, I) for every pair, and "
                  "x·x = |x|² makes each token score itself highly. Module 2: skip the projections and <q>you have "
@@ -439,20 +443,18 @@ class ProjectionsView(pn.viewable.Viewer):
             fig.x_range.update(start=x0, end=x1)
             fig.y_range.update(start=y0, end=y1)
         names = handle_names(role)
-        self._x_points.data = dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=names["x"], color=colors)
+        self._x_points.data = dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=list(HEAD_TOKENS), color=colors)
         self._basis.data = dict(x0=[0.0, 0.0], y0=[0.0, 0.0], x=W[role][:, 0].tolist(), y=W[role][:, 1].tolist(),
                                 label=names["w"])
         P = np.vstack([Q, K, V])
         # the chosen W's points are labelled and solid, the other two faint
         self._qkv.data = dict(x=P[:, 0].tolist(), y=P[:, 1].tolist(), marker=[m for m in ROLE_MARKERS for _ in X],
                               color=colors * 3, alpha=[1.0 if k == role else 0.35 for k in range(3) for _ in X],
-                              label=[f"{ROLE_NAMES[k]} {t}" if k == role else "" for k in range(3) for t in HEAD_TOKENS])
-        self.w_fig.title.text = f"Q, K, V: drag {', '.join(names['w'])}"
+                              label=[t if k == role else "" for k in range(3) for t in HEAD_TOKENS])
         self.numbers.text = self._numbers_html(r)
         self.status.text = projection_status(r)
         head = f" · head {s.head + 1} of {s.heads}" if s.heads > 1 else ""
-        self.title.object = (f"<h3>Projections: Q = X W<sub>Q</sub>, K = X W<sub>K</sub>, V = X W<sub>V</sub>{head}"
-                             "</h3>")
+        self.title.object = f"<h3>Q = X W<sub>Q</sub>, K = X W<sub>K</sub>, V = X W<sub>V</sub>{head}</h3>"
         reach = linear_values_reachable(X, COURSE_VALUES, HEAD_TOKENS)
         self.reachable.object = (
             "<p class='note'><strong>Why not the course's values 2, 6, 4?</strong> With two embedding dimensions, "
