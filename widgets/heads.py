@@ -37,7 +37,7 @@ def head_svg(weights: np.ndarray, mode: str, label: str) -> str:
     colour is never the only cue.
     """
     num = NUM_PX[mode]
-    cell, name = round(num * 3.3), round(num * 3.6)
+    cell, name = round(num * 2.7), round(num * 3.0)  # two heads side by side on a 1024 px projector
     n = len(HEAD_TOKENS)
     width, height = name + n * cell, round(num * 1.6) + n * cell
     top = round(num * 1.6)
@@ -73,10 +73,10 @@ class HeadsView(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         self._syncing = False
-        self.count = styled(pn.widgets.RadioButtonGroup(name="Heads", options=[str(h) for h in range(1, MAX_HEADS + 1)],
+        self.count = styled(pn.widgets.RadioButtonGroup(label="Heads", options=[str(h) for h in range(1, MAX_HEADS + 1)],
                                                         value=str(s.heads)))
         self.count.param.watch(lambda e: self._syncing or self.state.set_heads(int(e.new)), "value")
-        self.preset = styled(pn.widgets.Button(label="Two heads: previous token, itself", button_type="primary",
+        self.preset = styled(pn.widgets.Button(label="Two heads: previous token, itself", color="primary",
                                                description=PREVIOUS_AND_SELF_2D.note))
         self.preset.on_click(lambda _: self.state.load_heads_preset())
         self.new_draw = styled(pn.widgets.Button(label="New draw", description="Random projections for every head"))
@@ -165,7 +165,7 @@ class HeadsView(pn.viewable.Viewer):
         self._syncing = True
         try:
             self.count.value = str(s.heads)
-            if len(self._inputs) != len(s.w_o):
+            if len(self._inputs) != s.w_o.size:
                 self._build_w_o(len(s.w_o))
             for (i, j), w in self._inputs.items():
                 w.value = fmt_short(float(s.w_o[i, j]))
