@@ -81,14 +81,16 @@ def test_typed_numbers_go_to_the_state_and_bad_ones_are_marked(view, state):
 
 def test_the_table_of_temperatures_runs_from_argmax_to_uniform(view, state):
     state.load_projection_preset("Section 6")  # q_love scores 0, 1, 1
-    rows = re.findall(r"<tr[^>]*><th scope='row'>([^<]*)</th>((?:<td>[^<]*</td>)+)</tr>", view.limits.object)
-    by_t = {t: re.findall(r"<td>([^<]*)</td>", tds) for t, tds in rows}
-    assert list(by_t) == ["0.01", "0.1", "1", "1.4142 = √d_k", "10", "100"]
-    assert by_t["0.01"][:3] == ["0.0000", "0.5000", "0.5000"]  # argmax, the tie shared
-    assert by_t["1.4142 = √d_k"][:3] == ["0.1978", "0.4011", "0.4011"]  # Section 6
+    weights, outputs = ({t: re.findall(r"<td>([^<]*)</td>", tds) for t, tds in re.findall(
+        r"<tr[^>]*><th scope='row'>([^<]*)</th>((?:<td>[^<]*</td>)+)</tr>", table)}
+        for table in view.limits.object.split("</table>")[:2])
+    assert list(weights) == list(outputs) == ["0.01", "0.1", "1", "√d_k", "10", "100"]
+    assert weights["0.01"] == ["0.0000", "0.5000", "0.5000"]  # argmax, the tie shared
+    assert weights["√d_k"] == ["0.1978", "0.4011", "0.4011"]  # Section 6
     e = [math.exp(c / 100) for c in (0, 1, 1)]
-    assert by_t["100"][:3] == [fmt(x / sum(e)) for x in e]  # nearly 1/3 each
-    assert by_t["100"][-1] == fmt(-sum(x / sum(e) * math.log(x / sum(e)) for x in e))  # nearly ln 3 = 1.0986
+    assert weights["100"] == [fmt(x / sum(e)) for x in e]  # nearly 1/3 each
+    assert outputs["100"][-1] == fmt(-sum(x / sum(e) * math.log(x / sum(e)) for x in e))  # nearly ln 3 = 1.0986
+    assert outputs["0.01"][:3] == ["7.0000", "0.0000", "0.5000"]  # the mean of v_love and v_NLP; max a = 1/2
     assert "class='current'" in view.limits.object
 
 

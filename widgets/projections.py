@@ -497,23 +497,28 @@ class ProjectionsView(pn.viewable.Viewer):
         s = self.state
         i = HEAD_TOKENS.index(self.t_row.value)
         W = s.projections[s.head]
-        rows = []
-        temperatures = sorted({*T_TABLE, float(s.temperature)})
-        for t in temperatures:
+        weights, outputs = [], []
+        for t in sorted({*T_TABLE, float(s.temperature)}):
             r = self_attention(s.embeddings, W[0], W[1], W[2], temperature=t).attention
             sat = saturation(r.weights[i])
             current = " class='current'" if t == s.temperature else ""
-            rows.append(f"<tr{current}><th scope='row'>{escape(t_label(t))}</th>"
-                        + "".join(f"<td>{fmt(w)}</td>" for w in r.weights[i])
-                        + "".join(f"<td>{fmt(o)}</td>" for o in r.output[i])
-                        + f"<td>{fmt(float(sat.max_weight))}</td><td>{fmt(float(sat.entropy))}</td></tr>")
+            # √d_k's row by name only: its number is in the scores' caption, and the table fits a projector
+            head = f"<tr{current}><th scope='row'>{'√d_k' if t == DEFAULT_TEMPERATURE else fmt_short(t)}</th>"
+            weights.append(head + "".join(f"<td>{fmt(w)}</td>" for w in r.weights[i]) + "</tr>")
+            outputs.append(head + "".join(f"<td>{fmt(o)}</td>" for o in r.output[i])
+                           + f"<td>{fmt(float(sat.max_weight))}</td><td>{fmt(float(sat.entropy))}</td></tr>")
         token = escape(self.t_row.value)
-        columns = "".join(f"<th scope='col'>a {escape(t)}</th>" for t in HEAD_TOKENS)
+        keys = "".join(f"<th scope='col'>a {escape(t)}</th>" for t in HEAD_TOKENS)
+        # two tables, side by side when the tab is wide enough: each fits a 1024 px projector on its own
         self.limits.object = (
-            f"<table class='nums'><caption>Query of {token} as T changes (the current T outlined)</caption>"
-            f"<thead><tr><th scope='col'>T</th>{columns}<th scope='col'>out [1]</th><th scope='col'>out [2]</th>"
-            "<th scope='col'>max a</th>"
-            f"<th scope='col'>H (nats)</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
+            "<div class='tables'>"
+            f"<table class='nums'><caption>Query of {token}: weights as T changes</caption>"
+            f"<thead><tr><th scope='col'>T</th>{keys}</tr></thead><tbody>{''.join(weights)}</tbody></table>"
+            f"<table class='nums'><caption>Its output, largest weight, entropy H (nats)</caption>"
+            "<thead><tr><th scope='col'>T</th><th scope='col'>out [1]</th><th scope='col'>out [2]</th>"
+            "<th scope='col'>max a</th><th scope='col'>H</th></tr></thead>"
+            f"<tbody>{''.join(outputs)}</tbody></table></div>"
+            "<p>The current T is outlined.</p>")
 
     def _sync_inputs(self, X, W) -> None:
         s = self.state
