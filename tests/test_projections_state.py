@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 
 from core import random_projections
+from server.rooms import RoomRegistry
 from tests.loop_reference import attention as loop_attention
 from tests.loop_reference import matmul
 from tests.loop_reference import multi_head as loop_multi_head
 from widgets.address import address_of, apply_address, parse_address
 from widgets.export import to_csv, to_json
+from widgets.follow import RoomControls
 from widgets.state import DEFAULT_TEMPERATURE, AttentionState
 
 X_COURSE = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]  # Section 6's keys, also its queries
@@ -203,6 +205,23 @@ def test_a_follower_takes_the_heads_and_their_numbers():
     for name in ("embeddings", "projections", "heads", "head", "w_o", "temperature", "cost_n"):
         np.testing.assert_array_equal(getattr(student, name), getattr(teacher, name), err_msg=name)
     np.testing.assert_array_equal(student.head_attention().output, teacher.head_attention().output)
+
+
+def test_a_room_follows_the_presenters_heads_temperature_and_n():
+    registry = RoomRegistry(end_after=120)
+    teacher, student = AttentionState(), AttentionState()
+    presenter = RoomControls(state=teacher, registry=registry)
+    presenter._on_present(None)
+    follower = RoomControls(state=student, registry=registry)
+    follower._enter(presenter.code, None)
+    teacher.load_heads_preset()
+    teacher.set_temperature("0.25")
+    teacher.cost_n = 2048
+    assert follower.following and (student.heads, student.temperature, student.cost_n) == (2, 0.25, 2048)
+    np.testing.assert_array_equal(student.projections, teacher.projections)
+    np.testing.assert_array_equal(student.head_attention().output, teacher.head_attention().output)
+    student.select_head(1)  # the learner's own move: they explore on their own
+    assert not follower.following and teacher.head == 0
 
 
 # --- the page address --------------------------------------------------------------------------------------------
