@@ -79,6 +79,12 @@ def parse_coordinate(text) -> float:
     return x
 
 
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
+    return a == b
+
+
 # --- the Projections and Heads tabs: one sentence, its embeddings X and up to four heads ------------------
 #: Their sentence, "I love NLP", with 2-D embeddings (d_model = 2) and d_k = d_v = 2 per head, so every
 #: embedding, query, key and value is a point of a plane.
@@ -125,12 +131,6 @@ def default_w_o(heads: int) -> np.ndarray:
 
 
 DEFAULT_W_O = default_w_o(1)
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
-    return a == b
 
 
 class AttentionState(param.Parameterized):
