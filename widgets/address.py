@@ -21,7 +21,7 @@ import numpy as np
 
 from core import I_LOVE_NLP, PRESETS
 from widgets.state import (
-    COST_SIZES, CUSTOM, DEFAULT_PRESET, DEFAULT_PROJECTIONS, DEFAULT_TEMPERATURE, MAX_ABS_COORD, MAX_HEADS,
+    COST_SIZES, CUSTOM, DEFAULT_PRESET, DEFAULT_PROJECTIONS, DEFAULT_TEMPERATURE, DEFAULT_W_O, MAX_ABS_COORD, MAX_HEADS,
     MAX_TEMPERATURE, MAX_TOKEN_CHARS, MAX_TOKENS, MIN_TEMPERATURE, MIN_TOKENS, MODES, ROLES, STEPS, THEMES,
     TOKEN_NAME, AttentionState, default_w_o, parse_coordinate, shown,
 )
@@ -355,8 +355,10 @@ def address_of(state: AttentionState) -> dict[str, str]:
 
 def _heads_address(state: AttentionState) -> dict[str, str]:
     """The Projections and Heads tabs' arguments that differ from the page's defaults."""
+    # identity first: until the learner edits them, the state holds the very default arrays (every address
+    # written during a page's life goes through here)
     out = {}
-    if not np.array_equal(state.embeddings, I_LOVE_NLP.keys):
+    if state.embeddings is not I_LOVE_NLP.keys and not np.array_equal(state.embeddings, I_LOVE_NLP.keys):
         out["embeddings"] = _write_rows(state.embeddings)
     if state.heads != 1:
         out["heads"] = str(state.heads)
@@ -368,7 +370,8 @@ def _heads_address(state: AttentionState) -> dict[str, str]:
             for k, role in enumerate(ROLES):
                 if not np.array_equal(P[h, k], DEFAULT_PROJECTIONS[h, k]):
                     out[f"w{role[-1].lower()}{h + 1}"] = _write_rows(P[h, k])
-    if not np.array_equal(state.w_o, default_w_o(state.heads)):
+    w_o = DEFAULT_W_O if state.heads == 1 else default_w_o(state.heads)
+    if state.w_o is not w_o and not np.array_equal(state.w_o, w_o):
         out["wo"] = _write_rows(state.w_o)
     if state.temperature != DEFAULT_TEMPERATURE:
         out["temperature"] = repr(float(state.temperature))

@@ -193,13 +193,17 @@ class AttentionState(param.Parameterized):
     # --- the Projections and Heads tabs (widgets/projections.py, widgets/heads.py) ------------------------
     # Their own sentence, HEAD_TOKENS; the explorer's tokens, keys and values change only when the learner
     # shows a head there (show_head_in_explorer). Nothing here is computed until a view asks (head_attention).
-    embeddings = param.Array(default=I_LOVE_NLP.keys, doc="X : (3, d_model = 2), one embedding per token.")
-    projections = param.Array(default=DEFAULT_PROJECTIONS, doc=(
+    # instantiate=False: every page starts from the same read-only arrays (the state replaces them, never writes
+    # into them), so a page costs no copies and an unedited page is told apart by identity (widgets/address.py)
+    embeddings = param.Array(default=I_LOVE_NLP.keys, instantiate=False,
+                             doc="X : (3, d_model = 2), one embedding per token.")
+    projections = param.Array(default=DEFAULT_PROJECTIONS, instantiate=False, doc=(
         "(MAX_HEADS, 3, d_model, 2): head h's W_Q, W_K, W_V (ROLES) at [h, 0], [h, 1], [h, 2]; each maps an "
         "embedding (a row) to its query, key or value (d_k = d_v = 2). Heads past `heads` are kept for later."))
     heads = param.Integer(default=1, bounds=(1, MAX_HEADS), doc="How many heads the Heads tab runs.")
     head = param.Integer(default=0, bounds=(0, MAX_HEADS - 1), doc="The head the Projections tab shows (0-based).")
-    w_o = param.Array(default=DEFAULT_W_O, doc="W_O : (heads * d_v, d_model), applied to the concatenated heads.")
+    w_o = param.Array(default=DEFAULT_W_O, instantiate=False,
+                      doc="W_O : (heads * d_v, d_model), applied to the concatenated heads.")
     temperature = param.Number(default=DEFAULT_TEMPERATURE, bounds=(MIN_TEMPERATURE, MAX_TEMPERATURE), doc=(
         "T of the Projections and Heads tabs: their scores are q·k / T (sqrt(d_k) by default; the explorer "
         "keeps its own scaling switch)."))
@@ -653,7 +657,7 @@ class AttentionState(param.Parameterized):
         with param.parameterized.batch_call_watchers(self):
             self.param.update(tokens=list(HEAD_TOKENS), keys=K.copy(), values=V.copy(), selected=row,
                               query=(float(Q[row, 0]), float(Q[row, 1])), preset=CUSTOM, scale=True, causal=False,
-                              trap=False, previewing=False, head=int(head), message="", message_field="")
+                              trap=False, head=int(head), message="", message_field="")
         return True
 
     def _heads_edited(self, **changes) -> bool:
