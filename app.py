@@ -24,9 +24,11 @@ from widgets.editor import Editor
 from widgets.export import Export
 from widgets.follow import RoomControls
 from widgets.formula import Formula
+from widgets.heads import heads_tab
 from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler
+from widgets.projections import projections_tab
 from widgets.drag import DragChannel
 from widgets.query_plot import QueryPlot
 from widgets.state import AttentionState
@@ -190,6 +192,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         ("Edit", teaching("editor")),
         ("Trap", teaching("trap")),
         ("√d_k", teaching("dk")),
+        ("Projections", lambda: projections_tab(state, styler)),
+        ("Heads · n²", lambda: heads_tab(state, styler)),
         ("Export", lambda: Export(state=state)),
         ("Keys", _keys_help),
         sizing_mode="stretch_both",

@@ -14,7 +14,7 @@ import panel as pn
 import param
 from bokeh.models import Div
 
-from widgets.address import Q_RANGE, address_of
+from widgets.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
 from widgets.state import AttentionState
 from widgets.updates import one_message
 
@@ -216,7 +216,7 @@ export function render({ model, el }) {
         self.state.param.watch(self._sync_look, ["mode", "theme"])
         self.state.param.watch(self._sync_address, ["mode", "theme", "query", "selected", "guided", "step", "preset",
                                                     "tokens", "keys", "values", "scale", "causal", "trap",
-                                                    "previewing"])
+                                                    "previewing", *HEAD_ARGUMENT_PARAMS])
         self._sync_look()
         self._sync_address()
 
