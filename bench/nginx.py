@@ -68,11 +68,12 @@ class Stack:
         self.url = f"http://127.0.0.1:{self.listen}/"
         try:
             for port in self.backends:
-                env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1",
-                       "BOKEH_ALLOW_WS_ORIGIN": f"127.0.0.1:{self.listen}", "EXPLORER_USE_XHEADERS": "1", **(env or {})}
+                settings = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1",
+                            "BOKEH_ALLOW_WS_ORIGIN": f"127.0.0.1:{self.listen}", "EXPLORER_USE_XHEADERS": "1",
+                            **(env or {})}
                 log = open(tmp / f"app-{port}.log", "w+")
                 self.logs.append(log)
-                self.procs.append(subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env,
+                self.procs.append(subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=settings,
                                                    stdout=log, stderr=subprocess.STDOUT))
             for port, proc in zip(self.backends, self.procs):
                 wait_for_http(f"http://127.0.0.1:{port}/liveness", proc)

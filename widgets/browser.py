@@ -105,22 +105,21 @@ function wantsKey(e) {
   return true
 }
 
-// A nudge is previewed like a tap at the nudged position (static/drag.js, through the query plot's own
-// tap callback, which does not send it: the key goes to the server), so the numbers change on this key
-// press; the server's arrive after.
+// A nudge is previewed like a tap at the nudged position (static/drag.js's pointer handler, told not to send
+// it: the key goes to the server), so the numbers change on this key press; the server's arrive after.
 // Same arithmetic as handle_key: 9-decimal rounding, then the plane's bounds (the callback clamps).
 const STEPS = {ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, 1], ArrowDown: [0, -1]}
 function previewNudge(key, shift, inPlot) {
+  const preview = window.attentionExplorerPointer  // static/drag.js, once the query plot is on the page
   const doc = window.Bokeh && window.Bokeh.documents[0]
   const fig = doc && doc.get_model_by_name("query-plot")
-  const cb = fig && (fig.js_event_callbacks.tap || [])[0]
-  if (cb == null) return
-  const args = cb.args instanceof Map ? Object.fromEntries(cb.args) : cb.args
-  if (args.inputs.data.guided[0] && !inPlot && (key === "ArrowLeft" || key === "ArrowRight")) return  // a step
+  const inputs = doc && doc.get_model_by_name("drag-inputs")
+  if (preview == null || fig == null || inputs == null) return
+  if (inputs.data.guided[0] && !inPlot && (key === "ArrowLeft" || key === "ArrowRight")) return  // a step
   const h = shift ? %(fine)r : %(nudge)r, [dx, dy] = STEPS[key]
   const round9 = (v) => Math.round(v * 1e9) / 1e9
-  const x = round9(args.query.data.x[0] + dx * h), y = round9(args.query.data.y[0] + dy * h)
-  cb.execute(fig, {event_name: "tap", x, y, preview_only: true})
+  const q = doc.get_model_by_name("drag-confirmed").data
+  preview({event_name: "tap", x: round9(q.x[0] + dx * h), y: round9(q.y[0] + dy * h), preview_only: true})
 }
 
 export function render({ model, el }) {

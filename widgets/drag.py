@@ -85,7 +85,7 @@ class DragChannel(param.Parameterized):
 
     def __init__(self, query_plot: QueryPlot, readout: Readout, bars: WeightBars, **params):
         super().__init__(**params)
-        self.inputs = ColumnDataSource(data=self._inputs())
+        self.inputs = ColumnDataSource(data=self._inputs(), name="drag-inputs")
         self.live = ColumnDataSource(data=dict(room=[""], version=[0], path=[""]), name="live-room")
         self._answered = 0  # seq of the last position taken
         self.confirmed = ColumnDataSource(data=self._confirmed(), name="drag-confirmed")
@@ -103,14 +103,12 @@ class DragChannel(param.Parameterized):
             inputs=self.inputs, confirmed=self.confirmed, channel=self.channel, query=query_plot._query,
             lines=query_plot._lines, bars=bars.div, readout=readout.div, figure=query_plot.figure, live=self.live,
         )
-        # One callback for the pointer's events on the query plot and for what the server sends (the readout's
-        # text, the query's position, the answers, a followed presenter's query): the script is 25 kB, and each
-        # callback is a copy of it in every page the server builds and sends.
+        # One callback for what the server sends (the readout's text, the query's position, the answers, a
+        # followed presenter's query); the first of them also attaches the script's own pointer listeners to the
+        # query plot (static/drag.js: attach). One: the script is 25 kB, and each callback is a copy of it in every
+        # page the server builds and sends.
         bundle = "const a = {" + ", ".join(models) + "};\n"
-        script = CustomJS(args=models, code=DRAG_JS + bundle
-                          + "if (cb_obj.event_name != null) onPointer(a, cb_obj); else onServerUpdate(a, cb_obj);")
-        for event in ("tap", "panstart", "pan", "panend"):
-            query_plot.figure.js_on_event(event, script)
+        script = CustomJS(args=models, code=DRAG_JS + bundle + "onServerUpdate(a, cb_obj);")
         readout.div.js_on_change("text", script)
         query_plot._query.js_on_change("data", script)
         self.confirmed.js_on_change("data", script)

@@ -76,3 +76,45 @@ def test_a_row_key_right_after_a_drag_waits_for_no_drag_position(browser, slow_s
     assert 'Query of "love": q = (1.000, 1.000)' in texts[:-1], texts
     assert all(t.startswith('Query of "I"') for t in texts[texts.index('Query of "I": q = (1.000, 0.000)'):]), texts
     page.context.close()
+
+
+def test_eight_pages_drag_at_once_and_each_ends_on_its_own_numbers(browser, server):
+    """Eight learners on one server drag together; each page follows its own hand, then shows the server's
+    numbers for where it let go (reference: the formula in plain Python, tests/ui/test_reliability.py)."""
+    from tests.ui.helpers import READOUT, readout
+    from tests.ui.test_reliability import assert_consistent
+
+    pages = []
+    for _ in range(8):
+        page = browser.new_context(viewport={"width": 1024, "height": 768}).new_page()
+        open_app(page, server)
+        pages.append(page)
+    ends = [(round(-1.0 + 0.45 * i, 2), round(2.0 - 0.35 * i, 2)) for i in range(8)]
+    starts = [to_page(p, "query-plot", 0.0, 1.0) for p in pages]  # every page's q is on k_love
+    targets = [to_page(p, "query-plot", *end) for p, end in zip(pages, ends)]
+    steps = 30
+    for page, (x0, y0), (x1, y1) in zip(pages, starts, targets):
+        page.mouse.move(x0, y0)
+        page.mouse.down()
+        # the first move at once: a button held still for a quarter of a second is a press, not a drag
+        page.mouse.move(x0 + (x1 - x0) / steps, y0 + (y1 - y0) / steps)
+    seen = [set() for _ in pages]
+    for k in range(2, steps + 1):  # the hands move together, one step each in turn
+        for i, page in enumerate(pages):
+            (x0, y0), (x1, y1) = starts[i], targets[i]
+            page.mouse.move(x0 + (x1 - x0) * k / steps, y0 + (y1 - y0) * k / steps)
+            if k % 5 == 0:
+                seen[i].add(readout(page).splitlines()[0])
+    for page in pages:
+        page.mouse.up()
+    for i, (page, (x, y)) in enumerate(zip(pages, ends)):
+        # live during the drag: the readout followed the hand, not only its start and end
+        assert len(seen[i]) >= 4, (i, seen[i])
+        wait_for_readout(page, rf'Query of "love": q = \({x:.3f}, {y:.3f}\)', LOADED)
+        page.wait_for_function(  # the server's own numbers for the release point
+            f"() => Bokeh.documents[0].get_model_by_name('readout').text.startsWith("
+            f"'Query of \"love\": q = ({x:.3f}, {y:.3f})')", timeout=LOADED)
+        assert_consistent(page)
+        assert page.locator(READOUT).count() == 1
+    for page in pages:
+        page.context.close()
