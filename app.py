@@ -19,6 +19,7 @@ from server.transport import nodelay_on_load
 from widgets.address import apply_address
 from widgets.browser import SHORTCUTS, BrowserBridge
 from widgets.charts import ValuesView, WeightBars
+from widgets.check import CheckView, LearnerProgress
 from widgets.dk_panel import DkPanel
 from widgets.editor import Editor
 from widgets.export import Export
@@ -177,6 +178,10 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     # Present / follow a room (widgets/follow.py), at the header's end
     room = RoomControls(state=state, live=drag.live, browser=bridge)
     drag.param.watch(room.share_hand, "hand")
+    # the Check tab's progress, made with the page so its tasks tick before the tab is first opened; they wait
+    # while the page follows a presenter (the explorer then shows the presenter's work)
+    learner = LearnerProgress(state=state, following=room.following)
+    room.param.watch(lambda e: setattr(learner, "following", e.new), "following")
     header = pn.Row(title, reset, looks, fullscreen, room, sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
@@ -188,6 +193,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         ("Edit", teaching("editor")),
         ("Trap", teaching("trap")),
         ("√d_k", teaching("dk")),
+        ("Check", lambda: CheckView(learner=learner)),
         ("Export", lambda: Export(state=state)),
         ("Keys", _keys_help),
         sizing_mode="stretch_both",
@@ -198,7 +204,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     page = pn.Column(
         header, notice, message, pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
                                         stylesheets=[APP_CSS]),
-        bridge, bridge.address_pane, Announcer(state=state),
+        bridge, bridge.address_pane, Announcer(state=state), learner.store,
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
     )
     page.state = state  # lets tests reach the session's state from the served page

@@ -403,3 +403,27 @@ def test_the_tab_scrolls_within_itself(view):
     layout = view.__panel__()
     assert layout.scroll and layout.sizing_mode == "stretch_both"
     assert re.search(r"label \{[^}]*white-space: normal", CHECK_CSS)
+
+
+# --- on the page (app.py) and the lab ---------------------------------------------------------------------------------
+def test_the_page_makes_the_progress_and_its_store_and_builds_the_check_tab_when_first_shown():
+    from app import create_app
+    from widgets.check import LAB_NOTEBOOK, PRIVACY
+
+    page = create_app()
+    stores = page.select(ProgressStore)
+    assert len(stores) == 1  # on the page from the start: the browser's progress arrives when it renders
+    learner = stores[0].on_stored.__self__
+    assert isinstance(learner, LearnerProgress) and learner.state is page.state and not learner.following
+    tabs = page.select(pn.Tabs)[0]
+    check = [title for title, _ in zip(tabs._names, tabs.objects)].index("Check")
+    assert not tabs.objects[check].objects  # nothing built before the tab is shown
+    page.state.move_query(1.0, 1.0)  # the task ticks before the tab was ever opened
+    assert learner.progress.task("nlp").done
+    tabs.active = check
+    (view,) = [v for v in tabs.objects[check].objects]
+    html = " ".join(p.object for p in view.select(pn.pane.HTML))
+    assert "Task 1 — done" in html and escape(PRIVACY) in html
+    lab = view.select(pn.widgets.FileDownload)
+    assert len(lab) == 1 and lab[0].file == str(LAB_NOTEBOOK) and lab[0].filename == "attention_lab.ipynb"
+    assert not lab[0].embed and LAB_NOTEBOOK.read_bytes().startswith(b"{")  # sent when pressed, as the repo has it

@@ -33,6 +33,12 @@ from widgets.questions import (
 from widgets.state import AttentionState
 
 CHECK_CSS = (Path(__file__).resolve().parents[1] / "static" / "check.css").read_text()
+#: The section's Computational Laboratory, as it is in the project; the Check tab offers it for download.
+LAB_NOTEBOOK = Path(__file__).resolve().parents[1] / "lab" / "attention_lab.ipynb"
+#: Where a learner's answers go, as the Check tab says it.
+PRIVACY = ("Your answers stay in this browser, with no account, and are still here after a reload: they go only "
+           "to this page's own server session (and, in a presenter's class poll, the one answer you send there, "
+           "counted without your name).")
 #: The browser's localStorage key. A new progress format gets a new key (and a new VERSION).
 STORAGE_KEY = "attention-explorer.progress.v1"
 
@@ -305,10 +311,12 @@ class _QuestionCard:
 
 class CheckView(pn.viewable.Viewer):
     """The Check tab: the credit rules and the number rule, the score, the two tasks, the fourteen questions
-    in order, the practice problems (built when first opened; they do not count) and Start again.
+    in order, the practice problems (built when first opened; they do not count), the lab notebook to download and
+    Start again.
 
     Build it when the tab is first shown; ``learner`` is made with the page. Test hooks: ``check-score``,
-    ``task-nlp``, ``task-rows``, ``question-<id>``, ``feedback-<id>``, ``check-practice``, ``check-start-again``.
+    ``task-nlp``, ``task-rows``, ``question-<id>``, ``feedback-<id>``, ``check-practice``, ``check-start-again``,
+    ``check-lab-download``.
     """
 
     learner = param.ClassSelector(class_=LearnerProgress, doc="The session's progress, grading and tasks.")
@@ -324,7 +332,7 @@ class CheckView(pn.viewable.Viewer):
             "it right before its answer is shown. After three wrong tries the answer is shown, and you can also "
             "choose to see it sooner: either way that question earns no credit.</p>"
             f"<p>{escape(PRECISION_RULE)}</p>"
-            "<p>Your progress is kept in this browser only, with no account, and is still here after a reload.</p>",
+            f"<p class='privacy'>{escape(PRIVACY)}</p>",
             **html)
         self._score = pn.pane.HTML("", css_classes=["check-score"], **html)
         self._tasks = {t.id: pn.pane.HTML("", css_classes=["check-task", f"task-{t.id}"], **html) for t in TASKS}
@@ -337,6 +345,17 @@ class CheckView(pn.viewable.Viewer):
         practice_intro = pn.pane.HTML(
             f"<h3>Practice — does not count</h3><p>{len(PRACTICE)} more problems to try. They do not count "
             "toward your progress.</p>", css_classes=["check-practice"], **html)
+        lab_intro = pn.pane.HTML(
+            "<h3>Computational laboratory</h3><p>The notebook works this section's numbers step by step in plain "
+            "NumPy (the output 4.41 for “love”, 3.59 for “I”), then Module 2's five steps on its 3×3 example, with "
+            "exercises whose answers it checks. Open it in Jupyter: it needs only NumPy, and no network. It is also "
+            "in the project, as lab/attention_lab.ipynb.</p>", css_classes=["check-lab"], **html)
+        # sent through the page's own session when pressed (embed=False): no address, so it works offline and
+        # under any URL prefix, and costs the page nothing until then
+        self._lab = pn.widgets.FileDownload(file=str(LAB_NOTEBOOK), filename=LAB_NOTEBOOK.name, embed=False,
+                                            label="Download the lab notebook (attention_lab.ipynb)", color="primary",
+                                            stylesheets=[CHECK_CSS], css_classes=["check-lab-download"],
+                                            width=420, margin=(4, 10))
         self._start = pn.widgets.Button(label="Start again", stylesheets=[CHECK_CSS], css_classes=["check-start-again"])
         self._confirm = pn.widgets.Button(label="Yes, clear my progress", color="danger", visible=False,
                                           stylesheets=[CHECK_CSS])
@@ -346,7 +365,7 @@ class CheckView(pn.viewable.Viewer):
         self._confirm.on_click(self._clear)
         self._layout = pn.Column(
             intro, self._score, tasks_intro, *self._tasks.values(), *questions,
-            practice_intro, self._practice_toggle, self._practice,
+            practice_intro, self._practice_toggle, self._practice, lab_intro, self._lab,
             pn.Row(self._start, self._confirm, self._keep, margin=(10, 5)),
             # scrolls inside its tab, like the √d_k panel: the page itself never scrolls
             name="check", css_classes=["check"], sizing_mode="stretch_both", scroll=True,
