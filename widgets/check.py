@@ -353,9 +353,9 @@ class CheckView(pn.viewable.Viewer):
         # sent through the page's own session when pressed (embed=False): no address, so it works offline and
         # under any URL prefix, and costs the page nothing until then
         self._lab = pn.widgets.FileDownload(file=str(LAB_NOTEBOOK), filename=LAB_NOTEBOOK.name, embed=False,
-                                            label="Download the lab notebook (attention_lab.ipynb)", color="primary",
+                                            label="Download the lab notebook", color="primary",
                                             stylesheets=[CHECK_CSS], css_classes=["check-lab-download"],
-                                            width=420, margin=(4, 10))
+                                            sizing_mode="fixed", width=None, margin=(4, 10))  # as wide as its text
         self._start = pn.widgets.Button(label="Start again", stylesheets=[CHECK_CSS], css_classes=["check-start-again"])
         self._confirm = pn.widgets.Button(label="Yes, clear my progress", color="danger", visible=False,
                                           stylesheets=[CHECK_CSS])
