@@ -221,7 +221,8 @@ def test_a_poll_from_the_presenters_card_to_the_followers_cards_and_back(classro
     polls[0]._send.clicks += 1
     polls[1]._choices.value = 3
     polls[1]._send.clicks += 1
-    assert "Your answer is in: B" in card_text(polls[0]) and not polls[0]._send.visible
+    assert "Your answer is in: B. As d_k grows" in card_text(polls[0]) and not polls[0]._send.visible
+    assert not polls[0]._choices.visible and polls[2]._choices.visible  # answered: the card shrinks to its status
     assert "2 answers · 3 pages following" in card_text(card)
     # nothing a follower sends reaches the other followers' cards
     assert "answers" not in card_text(polls[2]) and polls[2]._send.visible
@@ -235,7 +236,7 @@ def test_a_poll_from_the_presenters_card_to_the_followers_cards_and_back(classro
     assert "closed" in card_text(polls[2]) and "2 answers" in card_text(card)
     card._reveal.clicks += 1
     q = BY_ID["why-scale"]
-    for p, mine in zip(polls, ("You answered B: right.", "You answered D: not the answer.",
+    for p, mine in zip(polls, ("Your answer, B, is right.", "Your answer, D, is not the answer.",
                                "You did not answer this one.")):
         assert f"Answer: {q.answer_text}" in card_text(p) and f"Why: {q.why}" in card_text(p)
         assert mine in card_text(p)

@@ -53,10 +53,10 @@ def choice_label(q: Question, i: int) -> str:
     return f"{LETTERS[i]}. {q.choices[i].text}"
 
 
-def given_text(q: Question, given) -> str:
-    """A follower's own answer as their page quotes it back: a choice's letter (its text is on the card)."""
+def given_text(q: Question, given, short: bool = False) -> str:
+    """A follower's own answer as their page quotes it back: a choice with its text, or only its letter."""
     if q.kind == "choice":
-        return LETTERS[given]
+        return LETTERS[given] if short else choice_label(q, given)
     text = str(given).strip()
     return text if len(text) <= MAX_NUMBER_CHARS else text[:MAX_NUMBER_CHARS] + "…"
 
@@ -188,8 +188,8 @@ class FollowerPoll(pn.viewable.Viewer):
         self._hide.param.watch(self._on_hide, "value")
         self._prompt = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), **css)
         self._choices = pn.widgets.RadioBoxGroup(options={}, css_classes=["poll-choices"], sizing_mode="stretch_width",
-                                                 margin=(0, 10), visible=False, **css)
-        self._number = pn.widgets.TextInput(label="Your answer", placeholder="a number", width=200, visible=False,
+                                                 margin=(0, 10), **css)
+        self._number = pn.widgets.TextInput(label="Your answer", placeholder="a number", width=200,
                                             max_length=MAX_NUMBER_CHARS, css_classes=["poll-number"], margin=(0, 10),
                                             **css)
         self._number.param.watch(self._on_send, "enter_pressed")
@@ -224,12 +224,9 @@ class FollowerPoll(pn.viewable.Viewer):
         self._hide.value = False  # a new question shows itself, even if the last one was hidden
         self._prompt.object = f'<p class="poll-prompt">{escape(q.prompt)}</p>'
         if q.kind == "choice":
-            self._choices.param.update(options={choice_label(q, i): i for i in range(len(q.choices))}, value=None,
-                                       visible=True)
-            self._number.visible = False
+            self._choices.param.update(options={choice_label(q, i): i for i in range(len(q.choices))}, value=None)
         else:
-            self._number.param.update(value="", visible=True)
-            self._choices.visible = False
+            self._number.value = ""
 
     def _render(self, note: str = "") -> None:
         view = self.view
@@ -238,24 +235,29 @@ class FollowerPoll(pn.viewable.Viewer):
         answered = view.id in self._mine
         self._title.object = f"<h3>Class poll · {escape(title_of(q))}</h3>"
         can_answer = state == OPEN and not answered
-        self._choices.disabled = self._number.disabled = not can_answer
+        # once answered (or closed) the card shrinks to the question and its status: the explorer shows again
+        self._choices.visible = can_answer and q.kind == "choice"
+        self._number.visible = can_answer and q.kind == "number"
         self._send.visible = can_answer
         parts = [f'<p class="poll-note">{escape(note)}</p>'] if note else []
+        yours = ""
+        if answered:
+            text = given_text(q, mine)
+            yours = f"<strong>{escape(text)}</strong>" + ("" if text.endswith(".") else ".")  # a choice ends with one
         if state == OPEN:
-            parts.append(f"<p>Your answer is in: <strong>{escape(given_text(q, mine))}</strong>. The presenter "
-                         "reveals the answer when the class is done.</p>" if answered else
+            parts.append(f"<p>The presenter reveals the answer when the class is done. Your answer is in: {yours}</p>"
+                         if answered else
                          "<p>Answer once. The presenter sees only how many gave each answer, never who.</p>")
         elif state == CLOSED:
-            parts.append("<p>The presenter has closed the poll" + (
-                f". Your answer: <strong>{escape(given_text(q, mine))}</strong>.</p>" if answered else
-                " before you answered.</p>"))
+            parts.append(f"<p>The presenter has closed the poll. Your answer: {yours}</p>" if answered else
+                         "<p>The presenter has closed the poll before you answered.</p>")
         elif state == REVEALED:
             parts.append(answer_html(q))
             if answered:
                 right = q.grade(mine).ok
-                parts.append(f'<p class="poll-yours {"right" if right else "wrong"}">You answered '
-                             f'<strong>{escape(given_text(q, mine))}</strong>: '
-                             + ("right.</p>" if right else "not the answer.</p>"))
+                parts.append(f'<p class="poll-yours {"right" if right else "wrong"}">Your answer, '
+                             f'<strong>{escape(given_text(q, mine, short=True))}</strong>, '
+                             + ("is right.</p>" if right else "is not the answer.</p>"))
             else:
                 parts.append("<p>You did not answer this one.</p>")
         self._status.object = f'<div role="status">{"".join(parts)}</div>'
