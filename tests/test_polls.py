@@ -9,12 +9,13 @@ from __future__ import annotations
 import re
 from html import unescape
 
+import panel as pn
 import pytest
 
 from server.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, number_bin
 from server.rooms import RoomError, RoomRegistry
 from widgets.follow import RoomControls
-from widgets.poll import PresenterPoll, counts_html, question_options
+from widgets.poll import FollowerCard, PresenterPoll, counts_html, question_options
 from widgets.questions import BY_ID, PRACTICE, QUESTIONS
 from widgets.state import AttentionState
 
@@ -202,8 +203,22 @@ def classroom(registry):
 
 
 def card_text(poll) -> str:
-    return text(" ".join(p.object for p in poll.__panel__().select(lambda o: hasattr(o, "object")
-                                                                    and isinstance(o.object, str))))
+    """What a card says: the presenter's panes, or a follower card's title, prompt and status lines."""
+    if isinstance(poll, PresenterPoll):
+        return text(" ".join(p.object for p in poll.__panel__().select(pn.pane.HTML)))
+    shown = poll.card.poll
+    return " ".join([shown["title"], shown["prompt"], *("".join(line[1:]) for line in shown["status"])])
+
+
+def send(poll, answer, poll_id=None):
+    """The follower's card sends its answer, as its page's script does."""
+    poll.card._handle_msg({"poll": poll.card.poll["id"] if poll_id is None else poll_id, "answer": answer})
+
+
+def test_a_followers_card_sets_text_as_text_and_sends_only_its_answer():
+    esm = FollowerCard._esm
+    assert "innerHTML" not in esm and "insertAdjacentHTML" not in esm and "textContent" in esm
+    assert esm.count("send_msg(") == 1 and "fetch" not in esm and "WebSocket" not in esm
 
 
 def test_a_poll_from_the_presenters_card_to_the_followers_cards_and_back(classroom):
@@ -214,33 +229,48 @@ def test_a_poll_from_the_presenters_card_to_the_followers_cards_and_back(classro
     assert isinstance(card, PresenterPoll) and card.__panel__() in teacher._presenter_controls
     card._pick.value = "why-scale"
     card._ask.clicks += 1
+    q = BY_ID["why-scale"]
     polls = [s._poll for s in students]
-    assert all(p.built and p.__panel__() in s._layout for p, s in zip(polls, students))
-    assert all(BY_ID["why-scale"].prompt in card_text(p) for p in polls)
-    polls[0]._choices.value = 1
-    polls[0]._send.clicks += 1
-    polls[1]._choices.value = 3
-    polls[1]._send.clicks += 1
-    assert "Your answer is in: B. As d_k grows" in card_text(polls[0]) and not polls[0]._send.visible
-    assert not polls[0]._choices.visible and polls[2]._choices.visible  # answered: the card shrinks to its status
+    assert all(p.built and p.card in s._layout for p, s in zip(polls, students))
+    for p in polls:
+        shown = p.card.poll
+        assert (shown["title"], shown["prompt"], shown["kind"]) == ("Class poll · Question 5", q.prompt, "choice")
+        assert shown["choices"] == [f"{x}. {c.text}" for x, c in zip("ABCD", q.choices)] and shown["can_answer"]
+        assert p.card.visible
+    send(polls[0], 1)
+    send(polls[1], 3)
+    assert "Your answer is in: B. As d_k grows" in card_text(polls[0]) and not polls[0].card.poll["can_answer"]
+    assert polls[2].card.poll["can_answer"]  # answered: the card shrinks to its status; the others still ask
     assert "2 answers · 3 pages following" in card_text(card)
     # nothing a follower sends reaches the other followers' cards
-    assert "answers" not in card_text(polls[2]) and polls[2]._send.visible
-    # a page that sends again (its button enabled by hand) is refused, and nothing is counted
-    polls[0]._send.clicks += 1
+    assert "answers" not in card_text(polls[2])
+    # a page that sends again (its Send button shown again by hand) is refused, and nothing is counted
+    send(polls[0], 2)
     assert "already answered" in card_text(polls[0]) and "2 answers" in card_text(card)
     card._close.clicks += 1
     assert "The presenter has closed the poll before you answered" in card_text(polls[2])
-    polls[2]._choices.value = 1
-    polls[2]._send.clicks += 1
+    send(polls[2], 1)
     assert "closed" in card_text(polls[2]) and "2 answers" in card_text(card)
     card._reveal.clicks += 1
-    q = BY_ID["why-scale"]
     for p, mine in zip(polls, ("Your answer, B, is right.", "Your answer, D, is not the answer.",
                                "You did not answer this one.")):
         assert f"Answer: {q.answer_text}" in card_text(p) and f"Why: {q.why}" in card_text(p)
         assert mine in card_text(p)
     assert "answer shown" in card_text(card)
+
+
+@pytest.mark.parametrize("msg", ["1", None, [1], {"poll": True, "answer": 1}, {"poll": "1", "answer": 1},
+                                 {"answer": 1}, {"poll": 1}, {"poll": 1, "answer": "<b>x</b>"},
+                                 {"poll": 1, "answer": 1.0}, {"poll": 1, "answer": [1]}, {"poll": 2, "answer": 1}])
+def test_whatever_a_followers_card_sends_only_a_valid_answer_is_counted(classroom, msg):
+    teacher, students = classroom
+    teacher._poll_toggle.value = True
+    teacher._poll._ask.clicks += 1  # question 1, key-role: poll 1
+    poll = students[0]._poll
+    poll.card._handle_msg(msg)
+    assert "0 answers" in card_text(teacher._poll) and poll.card.poll["can_answer"]
+    send(poll, 1)
+    assert "1 answer ·" in card_text(teacher._poll) and not poll.card.poll["can_answer"]
 
 
 def test_a_follower_joining_an_open_poll_gets_its_card_and_a_reloaded_presenter_its_counts(registry, classroom):
@@ -250,26 +280,24 @@ def test_a_follower_joining_an_open_poll_gets_its_card_and_a_reloaded_presenter_
     teacher._poll._ask.clicks += 1
     late = RoomControls(state=AttentionState(), registry=registry)
     late._enter(teacher.code, None)
-    assert late._poll.built and late._poll._number.visible and not late._poll._choices.visible
-    late._poll._number.value = "0.731"
-    late._poll._send.clicks += 1
+    assert late._poll.built and late._poll.card.poll["kind"] == "number" and late._poll.card.poll["can_answer"]
+    send(late._poll, "0.731")
     again = PresenterPoll(registry, teacher.code, teacher._token, "reloaded")
     assert "1 answer · 4 pages following" in card_text(again) and "open" in card_text(again)
 
 
-def test_following_pages_pause_their_tasks_and_a_hidden_card_shows_the_next_question(classroom):
+def test_the_next_question_replaces_the_followers_card(classroom):
     teacher, students = classroom
     teacher._poll_toggle.value = True
     teacher._poll._ask.clicks += 1
     poll = students[0]._poll
-    poll._hide.value = True
-    assert not poll._body.visible and poll._hide.label == "Show"
+    send(poll, 1)
     teacher._poll._close.clicks += 1
-    assert not poll._body.visible  # the same question: the learner's choice stands
     teacher._poll._next.clicks += 1
     teacher._poll._pick.value = "practice-queries"
     teacher._poll._ask.clicks += 1
-    assert poll._body.visible and "Practice problem 5" in card_text(poll)
+    assert poll.card.poll["id"] == 2 and poll.card.poll["can_answer"] and "Practice problem 5" in card_text(poll)
+    assert poll.card.poll["choices"][1].startswith("B. Yes: the query alone")
 
 
 def test_stopping_the_room_takes_the_poll_off_every_page(classroom):

@@ -156,13 +156,118 @@ class _OnPage:
         self.closed, self._doc = True, None
 
 
+class FollowerCard(pn.custom.JSComponent):
+    """A follower's poll card, drawn by the page itself from the few texts below: one Bokeh model.
+
+    Panel's widgets for the same card are about 28 Bokeh models, which took the server 85 ms per page to build
+    when a question was asked: a class of 60 on one server waited 5 s for it. The card sends one message, the
+    learner's answer ``{"poll": id, "answer": choice index or typed text}``, to its own session only, which
+    passes it to ``on_answer`` (a plain attribute, never synced). Every text is set as text, never as HTML; Hide
+    and Show are the page's own (no server round trip). Test hooks: ``.poll-status``, ``.poll-choices``,
+    ``.poll-number``, ``.poll-send``, ``.poll-hide`` inside the card.
+    """
+
+    #: What the card shows, as one value so that each change is one update of the page: ``id`` (the room's poll;
+    #: a new one shows itself, even if hidden), ``title``, ``prompt``, ``kind`` ("choice" or "number"),
+    #: ``choices`` (lettered labels), ``can_answer`` (show the choices or the number box, and Send) and
+    #: ``status``, the lines under the question as ``[css class, text, bold text, text after]``.
+    poll = param.Dict(default={}, doc="What the card shows (see above); empty: no poll.")
+
+    _esm = """
+export function render({ model }) {
+  const make = (tag, cls, text) => {
+    const e = document.createElement(tag)
+    if (cls) e.className = cls
+    if (text != null) e.textContent = text
+    return e
+  }
+  const card = make("div", "poll-card")
+  const head = make("div", "poll-head"), title = make("h3"), hide = make("button", "poll-hide")
+  hide.type = "button"
+  head.append(title, hide)
+  const body = make("div", "poll-body")
+  const prompt = make("p", "poll-prompt")
+  prompt.id = "poll-prompt"
+  const choices = make("fieldset", "poll-choices")
+  choices.setAttribute("aria-labelledby", "poll-prompt")
+  const number = make("label", "poll-number", "Your answer")
+  const input = make("input")
+  Object.assign(input, {type: "text", inputMode: "decimal", maxLength: %(max)d, placeholder: "a number",
+                        autocomplete: "off"})
+  number.append(input)
+  const send = make("button", "poll-send primary", "Send my answer")
+  send.type = "button"
+  const status = make("div", "poll-status")
+  status.setAttribute("role", "status")
+  body.append(prompt, choices, number, send, status)
+  card.append(head, body)
+
+  let hidden = false, shown = null, labels = null
+  function draw() {
+    const poll = model.poll
+    if (poll.id == null) return
+    if (poll.id !== shown) {  // a new question: shown, with nothing chosen or typed yet
+      shown = poll.id
+      hidden = false
+      input.value = ""
+    }
+    const key = JSON.stringify([shown, poll.choices])
+    if (key !== labels) {
+      labels = key
+      choices.replaceChildren(...poll.choices.map((text, i) => {
+        const label = make("label"), radio = make("input")
+        Object.assign(radio, {type: "radio", name: "poll-choice", value: String(i)})
+        label.append(radio, make("span", null, text))
+        return label
+      }))
+    }
+    title.textContent = poll.title
+    hide.textContent = hidden ? "Show" : "Hide"
+    hide.setAttribute("aria-expanded", String(!hidden))
+    body.hidden = hidden
+    prompt.textContent = poll.prompt
+    choices.hidden = !(poll.can_answer && poll.kind === "choice")
+    number.hidden = !(poll.can_answer && poll.kind === "number")
+    send.hidden = !poll.can_answer
+    status.replaceChildren(...poll.status.map(([cls, text, strong, after]) => {
+      const p = make("p", cls, text)
+      if (strong) p.append(make("strong", null, strong))
+      if (after) p.append(after)
+      return p
+    }))
+  }
+  const answer = () => {
+    const chosen = choices.querySelector("input:checked"), poll = model.poll
+    model.send_msg({poll: poll.id, answer: poll.kind === "choice" ? (chosen ? Number(chosen.value) : null)
+                                                                  : input.value})
+  }
+  hide.addEventListener("click", () => { hidden = !hidden; draw() })
+  send.addEventListener("click", answer)
+  input.addEventListener("keydown", (e) => { if (e.key === "Enter") answer() })
+  model.on("poll", draw)
+  draw()
+  return card
+}
+""" % {"max": MAX_NUMBER_CHARS}
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.on_answer = None  # plain attribute: set by FollowerPoll
+
+    def _handle_msg(self, msg) -> None:
+        # whatever the page sends: only a dict is looked at, and the registry judges its poll and its answer
+        if isinstance(msg, dict) and self.on_answer is not None:
+            self.on_answer(msg.get("poll"), msg.get("answer"))
+
+
 class FollowerPoll(pn.viewable.Viewer):
     """A follower's card of the room's poll: the question, one answer, then the answer and its "Why".
 
-    Made when the page joins a room, with no widgets: they are built when the room first asks a question
-    (``on_build`` is then called, so the page can show the card). Test hooks: ``.poll-follower`` on the card,
-    ``.poll-status`` on its status line, ``.poll-choices`` on the choices, ``.poll-number`` on the number box,
-    ``.poll-send`` on the Send button.
+    Made when the page joins a room. Its :class:`FollowerCard` (one Bokeh model, hidden until a question is
+    asked) is added once the page has loaded (``on_build`` is then called, so the page can lay it out): not in
+    the page's first view, and not when the room asks, when every follower page of the server would build one
+    at once (60 pages took 3 s). Without a served page it is made when the room first asks. Test hook:
+    ``.poll-follower`` on the card.
     """
 
     view = param.ClassSelector(class_=PollView, allow_None=True, doc="The room's poll as this page last heard it.")
@@ -172,115 +277,92 @@ class FollowerPoll(pn.viewable.Viewer):
         super().__init__(**params)
         self._registry, self._code, self._key, self._on_build = registry, code, key, on_build
         self._mine: dict[int, object] = {}  # poll id -> what this page answered (kept on its own server only)
-        self._layout = None
+        self.card: FollowerCard | None = None
         self.on_page = _OnPage(self._take)
         registry.watch_poll(code, key, self.on_page)
-        self.on_page(registry.poll(code), None)  # a page joining while a poll is open shows it at once
+        doc = pn.state.curdoc
+        if doc is not None and doc.session_context is not None:
+            # after the page's first render; a poll open now is shown then (its view waits in _take)
+            pn.state.onload(self._prepare)
+        else:
+            self.on_page(registry.poll(code), None)
+
+    def _prepare(self) -> None:
+        """The page has loaded: add the card, hidden, and show the room's poll if one is open."""
+        if self.card is None and not self.on_page.closed:
+            self._build()
+            self._take(self._registry.poll(self._code))
 
     @property
     def built(self) -> bool:
-        return self._layout is not None
+        return self.card is not None
 
     def _build(self) -> None:
-        css = dict(stylesheets=[POLL_CSS])
-        self._title = pn.pane.HTML("", css_classes=["poll-title"], sizing_mode="stretch_width", margin=(4, 10), **css)
-        self._hide = pn.widgets.Toggle(label="Hide", width=90, margin=(4, 10), css_classes=["poll-hide"], **css)
-        self._hide.param.watch(self._on_hide, "value")
-        self._prompt = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), **css)
-        self._choices = pn.widgets.RadioBoxGroup(options={}, css_classes=["poll-choices"], sizing_mode="stretch_width",
-                                                 margin=(0, 10), **css)
-        self._number = pn.widgets.TextInput(label="Your answer", placeholder="a number", width=200,
-                                            max_length=MAX_NUMBER_CHARS, css_classes=["poll-number"], margin=(0, 10),
-                                            **css)
-        self._number.param.watch(self._on_send, "enter_pressed")
-        self._send = pn.widgets.Button(label="Send my answer", color="primary", css_classes=["poll-send"],
-                                       margin=(6, 10), **css)
-        self._send.on_click(self._on_send)
-        self._status = pn.pane.HTML("", css_classes=["poll-status"], sizing_mode="stretch_width", margin=(0, 10),
-                                    **css)
-        self._body = pn.Column(self._prompt, self._choices, self._number, self._send, self._status, margin=0,
-                               sizing_mode="stretch_width")
-        self._layout = pn.Column(pn.Row(self._title, self._hide, margin=0, sizing_mode="stretch_width"), self._body,
-                                 css_classes=["room-poll", "poll-follower"], **CARD, **css)
+        # no width here: the page's CSS sizes the card (a Bokeh width would fix its inside at that width)
+        self.card = FollowerCard(css_classes=["room-poll", "poll-follower"], stylesheets=[POLL_CSS], margin=0,
+                                 visible=False)
+        self.card.on_answer = self._on_answer
         if self._on_build is not None:
             self._on_build()
 
     def _take(self, view: PollView | None, _counts=None) -> None:
-        if view is None and not self.built:
-            return
-        if view is not None and not self.built:
-            self._build()
-        new_question = view is not None and (self.view is None or view.id != self.view.id)
         self.view = view
-        if view is None:  # the room has ended
-            self._layout.visible = False
+        if not self.built:
+            if view is None or pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+                return  # a served page shows it once it has loaded (_prepare)
+            self._build()
+        if view is None:  # no poll yet, or the room has ended
+            self.card.visible = False
             return
-        if new_question:
-            self._show_question(view)
         self._render()
-
-    def _show_question(self, view: PollView) -> None:
-        q = view.question
-        self._hide.value = False  # a new question shows itself, even if the last one was hidden
-        self._prompt.object = f'<p class="poll-prompt">{escape(q.prompt)}</p>'
-        if q.kind == "choice":
-            self._choices.param.update(options={choice_label(q, i): i for i in range(len(q.choices))}, value=None)
-        else:
-            self._number.value = ""
+        self.card.visible = True
 
     def _render(self, note: str = "") -> None:
         view = self.view
         q, state = view.question, view.state
-        mine = self._mine.get(view.id)
         answered = view.id in self._mine
-        self._title.object = f"<h3>Class poll · {escape(title_of(q))}</h3>"
-        can_answer = state == OPEN and not answered
-        # once answered (or closed) the card shrinks to the question and its status: the explorer shows again
-        self._choices.visible = can_answer and q.kind == "choice"
-        self._number.visible = can_answer and q.kind == "number"
-        self._send.visible = can_answer
-        parts = [f'<p class="poll-note">{escape(note)}</p>'] if note else []
-        yours = ""
+        mine = self._mine.get(view.id)
+        lines = [["poll-note", note, "", ""]] if note else []
         if answered:
             text = given_text(q, mine)
-            yours = f"<strong>{escape(text)}</strong>" + ("" if text.endswith(".") else ".")  # a choice ends with one
+            yours = (text, "" if text.endswith(".") else ".")  # a choice ends with its own full stop
         if state == OPEN:
-            parts.append(f"<p>The presenter reveals the answer when the class is done. Your answer is in: {yours}</p>"
+            lines.append(["", "The presenter reveals the answer when the class is done. Your answer is in: ", *yours]
                          if answered else
-                         "<p>Answer once. The presenter sees only how many gave each answer, never who.</p>")
+                         ["", "Answer once. The presenter sees only how many gave each answer, never who.", "", ""])
         elif state == CLOSED:
-            parts.append(f"<p>The presenter has closed the poll. Your answer: {yours}</p>" if answered else
-                         "<p>The presenter has closed the poll before you answered.</p>")
-        elif state == REVEALED:
-            parts.append(answer_html(q))
+            lines.append(["", "The presenter has closed the poll. Your answer: ", *yours] if answered else
+                         ["", "The presenter has closed the poll before you answered.", "", ""])
+        else:
+            lines += [["poll-answer", "", "Answer: ", q.answer_text], ["poll-why", "", "Why: ", q.why]]
             if answered:
                 right = q.grade(mine).ok
-                parts.append(f'<p class="poll-yours {"right" if right else "wrong"}">Your answer, '
-                             f'<strong>{escape(given_text(q, mine, short=True))}</strong>, '
-                             + ("is right.</p>" if right else "is not the answer.</p>"))
+                lines.append([f"poll-yours {'right' if right else 'wrong'}", "Your answer, ",
+                              given_text(q, mine, short=True), ", is right." if right else ", is not the answer."])
             else:
-                parts.append("<p>You did not answer this one.</p>")
-        self._status.object = f'<div role="status">{"".join(parts)}</div>'
+                lines.append(["", "You did not answer this one.", "", ""])
+        # once answered (or closed) the card shrinks to the question and its status: the explorer shows again
+        self.card.poll = dict(
+            id=view.id, title=f"Class poll · {title_of(q)}", prompt=q.prompt, kind=q.kind,
+            choices=[choice_label(q, i) for i in range(len(q.choices))], can_answer=state == OPEN and not answered,
+            status=lines)
 
-    def _on_send(self, *_):
+    def _on_answer(self, poll_id, given) -> None:
+        """The page's answer, as its card sent it: the registry judges it; this page then says what happened."""
         view = self.view
         if view is None:
             return
-        q = view.question
-        given = self._choices.value if q.kind == "choice" else self._number.value
+        if isinstance(poll_id, bool) or not isinstance(poll_id, int):
+            poll_id = -1  # not a poll's number: refused as an answer to a poll that is over
         try:
-            self._registry.answer_poll(self._code, self._key, view.id, given)
+            self._registry.answer_poll(self._code, self._key, poll_id, given)
         except PollRefused as e:
             with pn.io.hold():
                 self._render(note=str(e))
             return
-        self._mine[view.id] = given
+        self._mine[poll_id] = given  # the poll the room counted it for
         with pn.io.hold():
             self._render()
-
-    def _on_hide(self, event) -> None:
-        self._body.visible = not event.new
-        self._hide.label = "Show" if event.new else "Hide"
 
     def close(self) -> None:
         """The page has gone: stop watching the room's poll."""
@@ -288,9 +370,9 @@ class FollowerPoll(pn.viewable.Viewer):
         self.on_page.close()
 
     def __panel__(self):
-        if self._layout is None:
+        if self.card is None:
             self._build()
-        return self._layout
+        return self.card
 
 
 class PresenterPoll(pn.viewable.Viewer):

@@ -39,7 +39,7 @@ def answer(student, given) -> None:
 
 
 def status(student):
-    return pane(student, "poll-status")
+    return student.locator(".poll-follower .poll-status")
 
 
 def counts(teacher) -> list[tuple[str, int, bool]]:
@@ -60,8 +60,8 @@ def total(teacher) -> str:
 
 
 #: Shows the Send button again on a page that has answered, the way a hostile learner could in the console.
-SHOW_SEND = """() => { for (const m of Bokeh.documents[0].all_models)
-    if ((m.css_classes ?? []).includes('poll-send')) m.visible = true }"""
+SHOW_SEND = DEEP + """() => { for (const el of deep(document)) if (el.classList && el.classList.contains('poll-send'))
+    el.hidden = false }"""
 
 
 #: Every text of the poll card with CSS class ``arg`` and its font size in px, through the card's shadow roots.
@@ -72,6 +72,18 @@ CARD_TEXT_SIZES = DEEP + """(card) => { const out = []
       const text = [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim()
       if (text && el.getBoundingClientRect().width > 1) out.push([text.slice(0, 30), parseFloat(getComputedStyle(el).fontSize)])
     }
+  return out }"""
+
+
+#: What inside the card with CSS class ``arg`` reaches past the card's right edge (it would be cut off).
+SPILLING = DEEP + """(card) => { const out = []
+  for (const host of deep(document)) if (host.classList && host.classList.contains(card)) {
+    const right = host.getBoundingClientRect().right
+    for (const el of deep(host.shadowRoot)) {
+      const r = el.getBoundingClientRect()
+      if (r.width > 1 && r.right > right + 1) out.push((el.textContent || el.tagName).trim().slice(0, 30))
+    }
+  }
   return out }"""
 
 
@@ -136,24 +148,27 @@ def test_a_poll_asked_answered_once_each_closed_and_revealed(browser, room_serve
 def test_the_poll_on_the_projector_and_a_followers_tasks_wait(browser, room_server):  # noqa: F811
     """Large on the projector (the presenter's and a follower's), within the screen and below the header's controls;
     a follower's Check tab says its tasks wait while it follows, and count again once it explores on its own."""
-    for size in ((1024, 768), (1920, 1080)):
+    for size, mode in (((1024, 768), "normal"), ((1920, 1080), "projector")):  # the follower's own mode
         teacher = new_page(browser, room_server, size)
         code, link = present(teacher)
         teacher.get_by_label("Projector").check()
         settle(teacher, "projector")
-        student = follower(browser, link + "&mode=projector", size)  # each screen chooses its own mode
+        student = follower(browser, link + f"&mode={mode}", size)  # each screen chooses its own mode
         teacher.get_by_role("button", name="Class poll").click()
         ask(teacher, "recipe-order")
         answer(student, 2)
         assert wait_counts(teacher, "1 answer ·")[2][1] == 1
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         teacher.screenshot(path=SCREENSHOTS / f"poll-presenter-projector-{size[0]}x{size[1]}.png")
-        student.screenshot(path=SCREENSHOTS / f"poll-follower-{size[0]}x{size[1]}.png")
+        student.screenshot(path=SCREENSHOTS / f"poll-follower-{mode}-{size[0]}x{size[1]}.png")
         for page, card in ((teacher, ".poll-presenter"), (student, ".poll-follower")):
             sizes = page.evaluate(CARD_TEXT_SIZES, card[1:])
-            assert len(sizes) >= 5 and all(px >= 20 for _, px in sizes), sizes
+            assert len(sizes) >= 5, sizes
+            if page is teacher or mode == "projector":
+                assert all(px >= 20 for _, px in sizes), sizes
             box = page.locator(card).bounding_box()
             assert box["x"] >= 0 and box["x"] + box["width"] <= size[0] and box["y"] + box["height"] <= size[1]
+            assert page.evaluate(SPILLING, card[1:]) == [], "a text runs past the card's right edge"
             header = [c for c in controls(page) if c["bottom"] < 200 and c["name"] in (
                 "Stop presenting", "QR code", "Class poll", "Explore on my own", "Present")]
             assert header and all(c["bottom"] <= box["y"] for c in header), (header, box)
