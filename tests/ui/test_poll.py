@@ -32,9 +32,10 @@ def answer(student, given) -> None:
     card = student.locator(".poll-follower")
     if isinstance(given, int):
         card.locator("input[type=radio]").nth(given).check()
-    else:
-        card.locator("input[type=text]").fill(given)
-    card.get_by_role("button", name="Send my answer").click()
+        card.get_by_role("button", name="Send my answer").click()
+    else:  # typed key by key, then Enter: the page's shortcuts (1, 2, 3 select a row) leave the box alone
+        card.locator("input[type=text]").press_sequentially(given)
+        card.locator("input[type=text]").press("Enter")
     status(student).filter(has_text="Your answer is in").wait_for(timeout=WAIT)
 
 
@@ -138,6 +139,8 @@ def test_a_poll_asked_answered_once_each_closed_and_revealed(browser, room_serve
         s.get_by_text(BY_ID["two-key-softmax"].prompt).wait_for(timeout=WAIT)
         answer(s, given)
     assert wait_counts(teacher, "3 answers") == [("0.730", 1, False), ("0.731", 2, False)]
+    for s in [*students, late]:  # the digits went into the box, not to the explorer: still following
+        assert s.get_by_text("Following room").is_visible()
     teacher.get_by_role("button", name="Close the poll").click()
     teacher.get_by_role("button", name="Reveal the answer").click()
     assert wait_counts(teacher, "Right by the number rule: 2") == [("0.730", 1, False), ("0.731", 2, True)]
