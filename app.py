@@ -25,9 +25,11 @@ from widgets.editor import Editor
 from widgets.export import Export
 from widgets.follow import RoomControls
 from widgets.formula import Formula
+from widgets.heads import heads_tab
 from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler
+from widgets.projections import projections_tab
 from widgets.drag import DragChannel
 from widgets.query_plot import QueryPlot
 from widgets.state import AttentionState
@@ -62,19 +64,21 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
     """``pn.Tabs`` whose contents are built by each ``(title, build)``'s ``build`` the first time the tab is shown.
 
     Most learners never open most tabs, and every view built costs the server memory for as long as the
-    page is open, time when the page opens, and time on every update it follows. Each tab holds an empty
-    column until then (Panel's lazy ``ParamFunction`` does the same, at about 10 ms of server time each).
+    page is open, time when the page opens, and time on every update it follows (Panel's lazy
+    ``ParamFunction`` does the same, at about 10 ms of server time each).
     The tabs are ``dynamic``: a hidden tab is not in the page at all (Panel hides them with visibility only,
     which leaves their focusable parts reachable but aria-hidden).
     """
-    holders = [pn.Column(sizing_mode="stretch_both", margin=0) for _ in tabs]
+    # A spacer stands in each tab not built yet (dynamic tabs draw a hidden tab as an empty spacer anyway): the
+    # cheapest Panel object, each a few ms of the server's time to build the page. (One spacer shared by every
+    # tab would be cheaper, but Panel's tabs then take the first one's title for all of them.)
     waiting = {i: build for i, (_, build) in enumerate(tabs)}
-    layout = pn.Tabs(*((title, holder) for (title, _), holder in zip(tabs, holders)), dynamic=True, **params)
+    layout = pn.Tabs(*((title, pn.Spacer(sizing_mode="stretch_both")) for title, _ in tabs), dynamic=True, **params)
 
     def show(*_):
         build = waiting.pop(layout.active, None)
         if build is not None:
-            holders[layout.active][:] = [build()]
+            layout[layout.active] = (layout._names[layout.active], build())
 
     layout.param.watch(show, "active")
     show()
@@ -99,8 +103,10 @@ def _keys_help() -> pn.pane.HTML:
         "a finger.</p>", css_classes=["help"], sizing_mode="stretch_width", stylesheets=[APP_CSS])
 
 
-def _as_text(text: str) -> str:
-    return f"<p role='status'>{escape(text)}</p>" if text else ""
+def _notices(notice: str, message: str) -> str:
+    """The address's notice and the last refusal, as escaped paragraphs (both can quote what a user typed)."""
+    return "".join(f"<p class='{kind}' role='status'>{escape(text)}</p>"
+                   for kind, text in (("notice", notice), ("message", message)) if text)
 
 
 def _looks(state: AttentionState) -> list[str]:
@@ -162,18 +168,16 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     looks.param.watch(lambda e: state.param.update(mode="projector" if "Projector" in e.new else "normal",
                                                    theme="dark" if "Dark" in e.new else "light"), "value")
     state.param.watch(lambda *_: setattr(looks, "value", _looks(state)), ["mode", "theme"])  # one call per batch
-    fullscreen = pn.widgets.Button(label="Full screen", margin=(6, 8), description="Fill the whole screen (Esc leaves)")
-    fullscreen.js_on_click(code="""
-        if (document.fullscreenElement) { document.exitFullscreen() }
-        else { document.documentElement.requestFullscreen().catch(() => {}) }""")
-
-    title = pn.pane.HTML("<h1>Attention Explorer</h1>", css_classes=["app-title"], stylesheets=[APP_CSS],
-                         sizing_mode="stretch_width", margin=(0, 10))
+    # the title and the full-screen button in one pane: the button only runs the browser's own fullscreen API
+    title = pn.pane.HTML(
+        "<h1>Attention Explorer</h1><button type='button' class='fullscreen' title='Fill the whole screen (Esc leaves)' "
+        "onclick='document.fullscreenElement ? document.exitFullscreen() : "
+        "document.documentElement.requestFullscreen().catch(() => {})'>Full screen</button>",
+        css_classes=["app-title"], stylesheets=[APP_CSS], sizing_mode="stretch_width", margin=(0, 10))
     # Both can quote what a user typed (a link, a field): always escaped, never HTML (pn.pane.Str is not).
-    notice = pn.pane.HTML(state.param.notice.rx.pipe(_as_text), css_classes=["notice"], stylesheets=[APP_CSS],
-                          sizing_mode="stretch_width", visible=state.param.notice.rx.bool())
-    message = pn.pane.HTML(state.param.message.rx.pipe(_as_text), css_classes=["message"], stylesheets=[APP_CSS],
-                           sizing_mode="stretch_width", visible=state.param.message.rx.bool())
+    notices = pn.pane.HTML(pn.bind(_notices, state.param.notice, state.param.message), css_classes=["notice"],
+                           stylesheets=[APP_CSS], sizing_mode="stretch_width",
+                           visible=(state.param.notice.rx.bool() | state.param.message.rx.bool()))
     bridge = BrowserBridge(state=state)
     # Present / follow a room (widgets/follow.py), at the header's end
     room = RoomControls(state=state, live=drag.live, browser=bridge)
@@ -182,7 +186,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     # while the page follows a presenter (the explorer then shows the presenter's work)
     learner = LearnerProgress(state=state, following=room.following)
     room.param.watch(lambda e: setattr(learner, "following", e.new), "following")
-    header = pn.Row(title, reset, looks, fullscreen, room, sizing_mode="stretch_width",
+    header = pn.Row(title, reset, looks, room, sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
     tabs = lazy_tabs(
@@ -193,6 +197,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         ("Edit", teaching("editor")),
         ("Trap", teaching("trap")),
         ("√d_k", teaching("dk")),
+        ("Projections", lambda: projections_tab(state, styler)),
+        ("Heads · n²", lambda: heads_tab(state, styler)),
         ("Check", lambda: CheckView(learner=learner)),
         ("Export", lambda: Export(state=state)),
         ("Keys", _keys_help),
@@ -202,16 +208,20 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],
                       stylesheets=[APP_CSS])
     page = pn.Column(
-        header, notice, message, pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
+        header, notices, pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
                                         stylesheets=[APP_CSS]),
-        bridge, bridge.address_pane, Announcer(state=state), learner.store,
+        bridge, Announcer(state=state), learner.store,
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
     )
+    if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+        pn.state.curdoc.add_root(bridge.address_div)  # the address bar's text: no view, so no pane around it
     page.state = state  # lets tests reach the session's state from the served page
     return page
 
 
-if pn.state.served:
+# `panel serve` runs this file as a module named bokeh_app_…, once per page (pn.state.served checks the same name
+# through inspect.stack(), which cost every page build a few ms)
+if __name__.startswith("bokeh_app_"):
     # location=False: Panel's Location model parses every address argument on the server, and one over 4,300
     # digits raises there and leaves the session broken; the browser bridge reports and changes the address
     create_app().servable(title=TITLE, location=False)

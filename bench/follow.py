@@ -300,7 +300,7 @@ def main() -> None:
 
     import psutil
 
-    from tests.ui.conftest import free_port, wait_for_http
+    from bench.server import free_port, wait_for_http
 
     out_dir = ROOT / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)

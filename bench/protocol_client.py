@@ -87,6 +87,7 @@ class Learner:
     positions_sent: int = 0  # positions written to the socket
     answered: list[tuple[int, float]] = field(default_factory=list)  # (seq, when) of each answer from the server
     shown: list[tuple[tuple[str, str], float]] = field(default_factory=list)  # (position, time it came back)
+    lines: list[tuple[str, float]] = field(default_factory=list)  # (the readout's first line, when it came)
     patches: list[list[dict]] = field(default_factory=list)  # the events of every PATCH-DOC received
     bytes_in: int = 0
     messages_in: int = 0
@@ -120,6 +121,10 @@ class Learner:
         self._outbox: list[dict] = []
         self._seq = self._in_flight = 0
         self._sent_at = 0.0
+        # the browser bridge (widgets/browser.py), which takes the page's keys: a ReactiveESM whose data is its params
+        self.bridge_id = next((o["id"] for o in find_objects(reply.content["doc"], "ReactiveESM")
+                               if str(o.get("attributes", {}).get("data", {}).get("name", "")).startswith("BrowserBridge")),
+                              None)
         if keep_doc:
             self.doc = reply.content["doc"]
         # the browser announces it has rendered; Panel runs the page's onload callbacks on it
@@ -176,6 +181,13 @@ class Learner:
         content = {"events": [{"kind": "ModelChanged", "model": {"id": self.channel_id}, "attr": "data", "new": new}]}
         await patch_doc(patch_doc.create_header(), {}, content).send(self.sock)
 
+    async def key(self, key: str, shift: bool = False) -> None:
+        """Press a key on the page (not in a text field), as the browser bridge reports it: ``"1"`` inspects "I"."""
+        data = _map(key=key, shift=shift, in_plot=False)
+        event = {"type": "event", "name": "data_event", "values": _map(model={"id": self.bridge_id}, data=data)}
+        content = {"events": [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": event}]}
+        await patch_doc(patch_doc.create_header(), {}, content).send(self.sock)
+
     async def click(self, model_id: str) -> None:
         """Press a button, as BokehJS reports a click: a ``button_click`` event on the button's model."""
         await self._send_event(_map(model={"id": model_id}), name="button_click")
@@ -194,15 +206,17 @@ class Learner:
             if self.keep_patches:
                 self.patches.append(msg.content.get("events", []))
             for ev in msg.content.get("events", []):
-                if ev.get("kind") != "ModelChanged":
+                if ev.get("kind") not in ("ModelChanged", "ColumnDataChanged"):
                     continue
                 model = ev.get("model", {}).get("id")
                 if ev.get("attr") == "text" and model == self.readout_id:
+                    self.lines.append((ev["new"].split("\n", 1)[0], now))
                     m = QUERY_RE.search(ev["new"])
                     if m:
                         self.shown.append(((m[1], m[2]), now))
                 elif ev.get("attr") == "data" and model == self.confirmed_id:
-                    seq = _entry(ev["new"], "seq")
+                    # a data source's new data: a ColumnDataChanged event, or a ModelChanged one
+                    seq = _entry(ev.get("data", ev.get("new")), "seq")
                     if seq:
                         self.answered.append((int(seq[0]), now))
                         if self._in_flight and seq[0] >= self._in_flight:

@@ -29,18 +29,39 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+def wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Poll ``url`` until it answers 200; raise if ``proc`` exits first or ``timeout`` s pass."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
+            out = proc.stdout.read() if getattr(proc, "stdout", None) else ""
+            raise RuntimeError(f"server exited with {proc.returncode}: {out}")
         try:
-            with urllib.request.urlopen(url, timeout=20) as r:
+            # a page build can take seconds on a loaded machine: a short timeout would retry forever
+            with urllib.request.urlopen(url, timeout=30) as r:
                 if r.status == 200:
                     return
         except OSError:
             time.sleep(0.2)
     raise TimeoutError(f"{url} did not answer within {timeout} s")
+
+
+def stop(*procs: subprocess.Popen, timeout: float = 60) -> None:
+    """Stop servers with SIGTERM, as ``docker stop`` does, and kill any that outlives ``timeout`` s.
+
+    All are signalled first, so they shut down side by side. Bokeh's orderly shutdown destroys every
+    session still alive (about 0.2 s each here), and sessions live for a minute after their page
+    closes: after a run that opened many pages, a loaded machine needs well over 10 s.
+    """
+    for proc in procs:
+        proc.terminate()
+    deadline = time.monotonic() + timeout
+    for proc in procs:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def _exit_on_sigterm(*_):
@@ -50,32 +71,34 @@ def _exit_on_sigterm(*_):
 @contextmanager
 def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED_SESSION_LIFETIME_MS,
           check_unused_ms: int = CHECK_UNUSED_MS, log: Path | None = None, extra_origins: tuple[str, ...] = ()):
-    """``panel serve APP`` on 127.0.0.1:<free port>; yields (base URL, psutil.Process). Always stopped.
+    """APP served on 127.0.0.1:<free port>; yields (base URL, psutil.Process). Always stopped.
+
+    The app itself runs as it ships (``python app.py``: server/serve.py's settings and routes); any other
+    app (the reference app) under a plain ``panel serve``.
 
     ``extra_origins`` (``host:port``) may open its websocket too, e.g. a proxy in front of it."""
     app = Path(app).resolve()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     port = free_port()
-    cmd = [sys.executable, "-m", "panel", "serve", str(app), "--port", str(port), "--address", "127.0.0.1",
-           *[a for o in (f"127.0.0.1:{port}", *extra_origins) for a in ("--allow-websocket-origin", o)],
-           "--index", app.stem,
-           "--unused-session-lifetime", str(unused_lifetime_ms), "--check-unused-sessions", str(check_unused_ms)]
-    out = open(log, "w") if log else subprocess.DEVNULL
+    origins = [f"127.0.0.1:{port}", *extra_origins]
+    lifetimes = ["--unused-session-lifetime", str(unused_lifetime_ms), "--check-unused-sessions", str(check_unused_ms)]
     # the C library's allocator, as server/serve.py starts the app (server/housekeeping.py), unless the caller chose one
     env = {"PYTHONMALLOC": "malloc", **os.environ, "PYTHONUNBUFFERED": "1"}
+    if app == ROOT / "app.py":  # the app as it ships: `python app.py`, through server/serve.py's settings
+        cmd = [sys.executable, str(app), *lifetimes]
+        env.update(PORT=str(port), ADDRESS="127.0.0.1", BOKEH_ALLOW_WS_ORIGIN=",".join(origins))
+    else:
+        cmd = [sys.executable, "-m", "panel", "serve", str(app), "--port", str(port), "--address", "127.0.0.1",
+               *[a for o in origins for a in ("--allow-websocket-origin", o)], "--index", app.stem, *lifetimes]
+    out = open(log, "w") if log else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, cwd=app.parent, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
         url = f"http://127.0.0.1:{port}/{app.stem}"
-        _wait_for_http(url, proc)
+        wait_for_http(url, proc)
         yield url, psutil.Process(proc.pid)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop(proc, timeout=10)
         if log:
             out.close()
 

@@ -20,7 +20,7 @@ from core.attention import _as_finite_matrix
 from core.examples import _frozen
 from core.projections import SelfAttention, self_attention
 
-__all__ = ["MultiHeadPreset", "MultiHeadResult", "PREVIOUS_AND_SELF", "multi_head_attention"]
+__all__ = ["MultiHeadPreset", "MultiHeadResult", "PREVIOUS_AND_SELF", "PREVIOUS_AND_SELF_2D", "multi_head_attention"]
 
 
 @dataclass(frozen=True)
@@ -162,3 +162,36 @@ def _previous_and_self(n: int = 4, strength: float = 3.0) -> MultiHeadPreset:
 
 #: Two heads with different patterns on "the cat sat down": previous token, and itself.
 PREVIOUS_AND_SELF = _previous_and_self()
+
+
+def _previous_and_self_in_the_plane(key_strength: float = 2.0, query_strength: float = 2.5) -> MultiHeadPreset:
+    # "I love NLP" with d_model = d_k = d_v = 2, so every embedding, query, key and value is a point of a plane
+    # a learner can drag. The embeddings are unit vectors 60 degrees apart (0, 60, 120 degrees): x_i . x_j is
+    # 1 for the token itself, 1/2 for a neighbour, -1/2 two apart. Both heads' keys are 2 x_j. Head 1's query
+    # turns x_i back by 60 degrees, onto the previous token's direction (row-vector convention: x R turns x
+    # by -60 degrees); "I" has no previous token, and its turned x_I (at -60 degrees) lies nearest to x_I
+    # itself. Head 2's query asks for the token itself. A match scores 2 * 2.5 / sqrt(2) = 3.54, a neighbour
+    # half of it: weights 0.75 to 0.97 on the chosen token. The strengths keep every key, and every query but
+    # head 1's q_I, inside the explorer's query plane (-1.5 to 2.5), where a head can be shown.
+    c, s = 0.5, np.sqrt(3.0) / 2
+    X = np.array([[1.0, 0.0], [c, s], [-c, s]])
+    back = np.array([[c, -s], [s, c]])  # x @ back turns x by -60 degrees
+    eye = np.eye(2)
+    return MultiHeadPreset(
+        tokens=("I", "love", "NLP"),
+        X=_frozen(X),
+        W_Q=_frozen([query_strength * back, query_strength * eye]),
+        W_K=_frozen([key_strength * eye, key_strength * eye]),
+        W_V=_frozen([eye, eye]),
+        W_O=_frozen(np.vstack([eye / 2, eye / 2])),
+        head_names=("previous token", "itself"),
+        note="Two heads on \"I love NLP\", embeddings 60° apart. Head 1 turns each query back by 60°, onto the "
+             "previous token (I, which has none, stays nearest to itself); head 2 asks for the token itself. Both "
+             "read V = X, and W_O averages them: each output lies between the previous token's embedding and "
+             "the token's own.",
+    )
+
+
+#: The same two patterns with 2-D embeddings and d_k = 2 per head, for the page's planes (see
+#: :data:`PREVIOUS_AND_SELF` for one-hot embeddings): "I love NLP" with embeddings at 0°, 60° and 120°.
+PREVIOUS_AND_SELF_2D = _previous_and_self_in_the_plane()

@@ -24,7 +24,7 @@ from core.attention import AttentionResult, _as_finite_matrix, scaled_dot_produc
 from core.examples import I_LOVE_NLP, _frozen
 from core.report import fmt_short
 
-__all__ = ["IDENTITY", "PROJECTION_PRESETS", "SECTION_6", "ProjectionPreset", "Projections", "SelfAttention",
+__all__ = ["IDENTITY", "PROJECTION_PRESETS", "SECTION_6", "SECTION_6_2D", "ProjectionPreset", "Projections", "SelfAttention",
            "ValueReachability", "linear_values_reachable", "project", "random_projections", "self_attention"]
 
 
@@ -205,6 +205,16 @@ SECTION_6 = ProjectionPreset(
     note="Section 6's numbers: queries and keys (1, 0), (0, 1), (1, 1), q_love = (0, 1), values 2, 6, 4. "
          "With two embedding dimensions x_NLP = x_I + x_love, and a linear W_V would force v_NLP = 2 + 6 = 8; "
          "the third dimension lets v_NLP be 4.",
+)
+
+#: Section 6's queries and keys with two embedding dimensions and 2-D values (d_v = 2): the values' first
+#: coordinates can only be 2, 6 and 8 = 2 + 6, never the course's 2, 6, 4 (see :func:`linear_values_reachable`).
+SECTION_6_2D = ProjectionPreset(
+    tokens=I_LOVE_NLP.tokens, X=I_LOVE_NLP.keys, W_Q=_frozen(np.eye(2)), W_K=_frozen(np.eye(2)),
+    W_V=_frozen([[2.0, 0.0], [6.0, 0.0]]),
+    note="Section 6's queries and keys: q_love = (0, 1), keys (1, 0), (0, 1), (1, 1). The values' first "
+         "coordinates are 2, 6 and 8, not the course's 2, 6, 4: x_NLP = x_I + x_love, so every linear W_V gives "
+         "v_NLP = v_I + v_love = 2 + 6. A third embedding dimension (SECTION_6) lets v_NLP be 4.",
 )
 
 #: The named presets, in the order a page lists them; see also :func:`random_projections`.

@@ -148,9 +148,10 @@ def _serve_command():
             kwargs["compress_response"] = True
             from server.logs import install_log_redaction
             from server.pages import install_link_limit
-            from server.transport import install_websocket_guard
+            from server.transport import install_websocket_guard, run_sessions_on_the_loop
 
             install_websocket_guard()
+            run_sessions_on_the_loop()
             install_link_limit(kwargs)
             install_log_redaction()
             # a room's live channel to its followers' pages (server/room_live.py)
@@ -195,6 +196,9 @@ def main(argv: list[str] | None = None) -> None:
     except SettingError as e:
         sys.exit(f"Attention Explorer: {e}")
     _use_c_allocator()
+    # Bokeh checks every model of a page for mistakes in how it was built before sending it: about 8 % of
+    # the server's time to open a page, for a check the tests make once (tests/test_classroom.py)
+    os.environ.setdefault("BOKEH_VALIDATE_DOC", "false")
     run(base + argv)
 
 

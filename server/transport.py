@@ -129,3 +129,24 @@ def install_websocket_guard() -> None:
 
     per_app_patterns[:] = [(route, GuardedWSHandler if route == r"/ws" else handler, *rest)
                            for route, handler, *rest in per_app_patterns]
+
+
+def run_sessions_on_the_loop() -> None:
+    """Run every session's work (callbacks, applying and serializing patches) on the event loop, not in threads.
+
+    Bokeh 3.10 hands each of these to a worker thread and back, to keep the loop free during a long
+    callback. This app has no long callback on that path (its heavy work goes to a thread of its own), and
+    on a school's 2-core server the hand-off cost more than the work: waking the loop from a thread took
+    13 % of the server's time during a class's drag, and thread hops and the GIL most of the rest. Idempotent;
+    ``tests/test_transport.py`` fails if Bokeh's names move.
+    """
+    from bokeh.server import session
+
+    async def inline(func, *args, **kwargs):
+        return func(*args, **kwargs)
+
+    async def inline_method(self, func, *args):
+        return func(*args)
+
+    session._run_in_executor = inline
+    session.ServerSession._run_in_executor = inline_method

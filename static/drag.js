@@ -241,23 +241,56 @@ function drawFrame(a, { q, r, inp }) {
   d.sums.change.emit(); d.outputs.change.emit();
 }
 
-// Chromium holds pointermove (and so Bokeh's Pan) back until just before the next animation
-// frame: up to 16.7 ms after the hand moved. pointerrawupdate comes as soon as the page is free,
-// so during a drag the preview follows it; the Pan of the same move then finds the numbers
-// already shown. Coordinates as Bokeh computes them for its events (UIEventBus._get_sxy and
-// _trigger_bokeh_event), so the server's position for the last move is the previewed one exactly.
-function listenRaw(a) {
+// The page's own pointer events on the query plot, not Bokeh's gestures: Bokeh recognises a pan only once
+// the pointer has moved a few pixels within a short time of the press, so a slow finger (about a pixel per
+// move) could hold q still for the whole drag, and a press held a moment before moving became a "press".
+// Here any movement with the button or finger down is a drag, and a press let go where it was is a tap.
+// Coordinates as Bokeh computes them for its events (UIEventBus._get_sxy), in the plot's data units.
+// During a drag the preview also follows pointerrawupdate, which Chromium delivers as soon as the page is
+// free, up to a frame before the frame-aligned pointermove (secure pages only: HTTPS or localhost).
+function attach(a) {
   const st = previewState(a);
   const view = Bokeh.index.find_one(a.figure);
-  if (view == null || st.rawTarget === view.canvas_view.events_el) return;
-  st.rawTarget = view.canvas_view.events_el; // Bokeh captures the pointer here during a drag
-  st.rawTarget.addEventListener("pointerrawupdate", (e) => {
-    if (!st.dragging) return;
-    const box = st.rawTarget.getBoundingClientRect();
+  if (view == null || view.canvas_view == null) return;
+  const el = view.canvas_view.events_el;
+  if (st.pointerTarget === el) return;
+  st.pointerTarget = el;
+  window.attentionExplorerPointer = (ev) => onPointer(a, ev); // the keys' nudges come in this way
+  const at = (e) => {
+    const box = el.getBoundingClientRect();
     const sx = e.pageX - (box.left + scrollX - document.documentElement.clientLeft);
     const sy = e.pageY - (box.top + scrollY - document.documentElement.clientTop);
-    previewAt(a, st, view.frame.x_scale.invert(sx), view.frame.y_scale.invert(sy));
+    return {x: view.frame.x_scale.invert(sx), y: view.frame.y_scale.invert(sy)};
+  };
+  el.addEventListener("pointerdown", (e) => {
+    if (st.pointerId != null || (e.pointerType === "mouse" && e.button !== 0)) return;
+    st.pointerId = e.pointerId;
+    st.pressedAt = at(e);
+    st.moved = false;
+    el.setPointerCapture(e.pointerId);
   });
+  const move = (e) => {
+    if (e.pointerId !== st.pointerId) return;
+    if (!st.moved) {
+      st.moved = true;
+      onPointer(a, {event_name: "panstart", ...st.pressedAt});
+    }
+    if (e.type === "pointerrawupdate") {
+      if (st.dragging) previewAt(a, st, at(e).x, at(e).y);
+    } else {
+      onPointer(a, {event_name: "pan", ...at(e)});
+    }
+  };
+  el.addEventListener("pointermove", move);
+  if ("onpointerrawupdate" in window) el.addEventListener("pointerrawupdate", move);
+  const up = (e) => {
+    if (e.pointerId !== st.pointerId) return;
+    st.pointerId = null;
+    if (st.moved) onPointer(a, {event_name: "panend", ...at(e)});
+    else if (e.type === "pointerup") onPointer(a, {event_name: "tap", ...st.pressedAt});
+  };
+  el.addEventListener("pointerup", up);
+  el.addEventListener("pointercancel", up);
 }
 
 // Preview the query at (x, y), clamped to the plane as widgets/drag.py clamps it.
@@ -329,7 +362,6 @@ function finished(a, st) {
 // comes here as a tap with preview_only: the key itself goes to the server (widgets/browser.py).
 function onPointer(a, ev) {
   const st = previewState(a), inp = inputsOf(a);
-  if (ev.event_name === "panstart" && "onpointerrawupdate" in window) listenRaw(a);
   const [lo, hi] = inp.plane;
   const finite = ev.x != null && ev.y != null && Number.isFinite(ev.x) && Number.isFinite(ev.y);
   const at = finite ? [Math.min(Math.max(ev.x, lo), hi), Math.min(Math.max(ev.y, lo), hi)] : null;
@@ -374,6 +406,7 @@ function onPointer(a, ev) {
 // is newer than the preview, and the server alone draws from then on.
 function onServerUpdate(a, from) {
   const st = previewState(a);
+  attach(a); // the plot's view exists by now (the first server update comes once the page has loaded)
   if (from === a.live) return onLive(a, st);
   if (from === a.confirmed) {
     st.server = [a.confirmed.data.x[0], a.confirmed.data.y[0]];

@@ -200,6 +200,23 @@ def test_create_app_reads_the_address():
     assert page.state.query == (1.0, 1.0) and page.state.selected == 0
 
 
+def test_a_built_page_passes_bokehs_own_checks():
+    """The served page skips Bokeh's document validation (server/serve.py): this is that check, once."""
+    from bokeh.core.validation.check import check_integrity
+    from bokeh.document import Document
+
+    import panel as pn
+
+    page = create_app()
+    doc = Document()
+    page.server_doc(doc)
+    tabs = page.select(pn.Tabs)[0]
+    for i in range(len(tabs)):  # every tab's views, built
+        tabs.active = i
+    issues = check_integrity(doc.models)
+    assert not issues.error and not issues.warning, issues
+
+
 # --- keyboard -----------------------------------------------------------------------------------------------
 
 def test_right_arrow_nudges_q_by_a_tenth(state):
@@ -324,7 +341,9 @@ def test_csv_export_has_one_number_per_line(state):
     assert by[("output", "love", "", "")] == pytest.approx(LOVE_OUT, abs=1e-14)
     assert by[("weight_matrix", "NLP", "NLP", "")] == pytest.approx(math.exp(2 / math.sqrt(2)) / (
         2 * E + math.exp(2 / math.sqrt(2))), abs=1e-15)
-    assert len(rows) == 2 + 6 + 3 + 3 * 3 + 1 + 9
+    explorer = [r for r in rows if r["quantity"] in ("q", "key", "value", "dot", "score", "weight", "output",
+                                                      "weight_matrix")]
+    assert len(explorer) == 2 + 6 + 3 + 3 * 3 + 1 + 9  # the Projections and Heads tabs' rows follow
 
 
 def test_a_token_name_a_spreadsheet_would_compute_is_written_as_text(state):
@@ -396,6 +415,9 @@ def test_a_tab_is_built_when_first_shown_and_its_figures_follow_the_projector(mo
     tabs.active = 0
     tabs.active = tabs._names.index("√d_k")
     assert built == [1]  # built once
+    # and every tab keeps its own title
+    assert tabs._names == ["Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²",
+                           "Check", "Export", "Keys"]
 
 
 def test_dark_theme_recolours_figures_in_place(state):

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from core.multihead import PREVIOUS_AND_SELF, multi_head_attention
+from core.multihead import PREVIOUS_AND_SELF, PREVIOUS_AND_SELF_2D, multi_head_attention
 from core.projections import self_attention
 from tests.loop_reference import matmul
 from tests.loop_reference import multi_head as loop_multi_head
@@ -103,6 +103,42 @@ def test_preset_concat_and_output_by_loops():
 
 def test_preset_is_read_only():
     p = PREVIOUS_AND_SELF
+    for a in (p.X, p.W_Q, p.W_K, p.W_V, p.W_O):
+        with pytest.raises(ValueError):
+            a.flat[0] = 5.0
+
+
+def test_planar_preset_has_the_same_two_patterns_with_points_of_a_plane():
+    """Embeddings 60 degrees apart: a match scores 5/sqrt(2), a neighbour half of it, two apart minus half."""
+    p = PREVIOUS_AND_SELF_2D
+    assert p.tokens == ("I", "love", "NLP") and p.head_names == ("previous token", "itself")
+    assert p.X.shape == (3, 2) and p.W_Q.shape == p.W_K.shape == p.W_V.shape == (2, 2, 2) and p.W_O.shape == (4, 2)
+    # unit vectors at 0, 60 and 120 degrees
+    for x, degrees in zip(p.X, (0, 60, 120)):
+        np.testing.assert_allclose(x, [math.cos(math.radians(degrees)), math.sin(math.radians(degrees))],
+                                   atol=1e-15)
+    r = multi_head_attention(p.X, p.W_Q, p.W_K, p.W_V, p.W_O)
+    previous, itself = (hd.attention.weights for hd in r.heads)
+    assert previous.argmax(axis=1).tolist() == [0, 0, 1]  # "I" has no previous token: itself
+    assert itself.argmax(axis=1).tolist() == [0, 1, 2]
+    # scores in units of m = 2.5 * 2 / sqrt(2) (query and key strengths): the turned query of "love" is x_I, of
+    # "NLP" x_love, of "I" x_I turned by -60 deg (cosines of 0, 60, 120 and 180 deg)
+    m = 5 / math.sqrt(2)
+
+    def softmax(row):
+        e = [math.exp(m * c) for c in row]
+        return [x / sum(e) for x in e]
+    want_previous = [softmax([0.5, -0.5, -1.0]), softmax([1.0, 0.5, -0.5]), softmax([0.5, 1.0, 0.5])]
+    want_itself = [softmax([1.0, 0.5, -0.5]), softmax([0.5, 1.0, 0.5]), softmax([-0.5, 0.5, 1.0])]
+    np.testing.assert_allclose(previous, want_previous, rtol=1e-12)
+    np.testing.assert_allclose(itself, want_itself, rtol=1e-12)
+    assert min(previous.max(axis=1).min(), itself.max(axis=1).min()) > 0.74
+    # the explorer's query plane is -1.5 to 2.5: every key lies in it
+    for head in r.heads:
+        assert -1.5 <= head.projections.K.min() and head.projections.K.max() <= 2.5
+    heads, concat, output = loop_multi_head(p.X, p.W_Q, p.W_K, p.W_V, p.W_O)
+    np.testing.assert_allclose(r.concat, concat, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(r.output, output, rtol=1e-12, atol=1e-14)
     for a in (p.X, p.W_Q, p.W_K, p.W_V, p.W_O):
         with pytest.raises(ValueError):
             a.flat[0] = 5.0

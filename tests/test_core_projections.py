@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from core.projections import (
-    IDENTITY, PROJECTION_PRESETS, SECTION_6, linear_values_reachable, project, random_projections, self_attention,
+    IDENTITY, PROJECTION_PRESETS, SECTION_6, SECTION_6_2D, linear_values_reachable, project, random_projections, self_attention,
 )
 from tests.loop_reference import attention as loop_attention
 from tests.loop_reference import random_mask
@@ -151,6 +151,18 @@ def test_a_third_embedding_dimension_makes_them_reachable():
     # the preset uses exactly that X and W_V
     np.testing.assert_array_equal(SECTION_6.X, X)
     assert matmul(SECTION_6.X, SECTION_6.W_V) == [2, 6, 4]
+
+
+def test_the_two_dimensional_section_6_preset_gives_values_2_6_and_8():
+    p = SECTION_6_2D
+    np.testing.assert_array_equal(p.X, [[1, 0], [0, 1], [1, 1]])  # Section 6's keys, also its queries
+    assert matmul(p.X, p.W_Q) == [[1, 0], [0, 1], [1, 1]] and matmul(p.X, p.W_K) == [[1, 0], [0, 1], [1, 1]]
+    assert [v[0] for v in matmul(p.X, p.W_V)] == [2, 6, 8]  # 8 = 2 + 6 where the course has 4
+    r = self_attention(p.X, p.W_Q, p.W_K, p.W_V)
+    np.testing.assert_allclose(r.attention.weights[1], [0.1978, 0.4011, 0.4011], atol=5e-5)  # Section 6's row
+    for a in (p.X, p.W_Q, p.W_K, p.W_V):
+        with pytest.raises(ValueError):
+            a.flat[0] = 5.0
 
 
 def test_values_that_respect_the_dependency_are_reachable_in_two_dimensions():

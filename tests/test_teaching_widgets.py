@@ -170,6 +170,7 @@ def test_trap_panel_scalar_explains_and_vector_compares(state):
 
 
 def test_dk_panel_shows_variances_and_softmax_summary(state):
+    assert state.scaling is None  # drawn only once a view needs it
     view = DkPanel(state=state)
     state.dk_experiment = 1024
     e = state.scaling

@@ -57,3 +57,24 @@ def test_bokeh_alone_leaves_nagle_on():
 
 def test_not_served_is_a_no_op():
     assert session_websockets(None) == [] and set_websocket_nodelay(pn.state.curdoc) == 0
+
+
+def test_sessions_run_on_the_event_loop_once_the_server_says_so():
+    """server/serve.py makes Bokeh run each session's work inline instead of in worker threads."""
+    import asyncio
+    import threading
+
+    from bokeh.server import session
+
+    from server.transport import run_sessions_on_the_loop
+
+    # the names this relies on: if Bokeh moves them, this fails before anything else does
+    assert callable(session._run_in_executor) and callable(session.ServerSession._run_in_executor)
+    before, before_method = session._run_in_executor, session.ServerSession._run_in_executor
+    try:
+        run_sessions_on_the_loop()
+        threads = []
+        asyncio.run(session._run_in_executor(lambda: threads.append(threading.current_thread())))
+        assert threads == [threading.main_thread()]
+    finally:
+        session._run_in_executor, session.ServerSession._run_in_executor = before, before_method

@@ -130,9 +130,9 @@ def test_a_drag_of_q_holds_the_plots_data_until_the_release(state):
     assert plot._query.data["x"] == [0.0] and bars.shown["top"] == pytest.approx(LOVE, abs=5e-5)
     assert line.shown["x"] == pytest.approx([4.4067], abs=5e-5)
     assert matrix._outputs.data["label"][1] == "4.4067"
-    assert "q=0.0%2C1.0" in bridge.search  # the address, too, waits for the release
+    assert "q=0.0%2C1.0" in bridge.address  # the address, too, waits for the release
     channel.receive(1.0, 1.0, seq=4, **RELEASE)
-    assert not state.previewing and "q=1.0%2C1.0" in bridge.search
+    assert not state.previewing and "q=1.0%2C1.0" in bridge.address
     assert channel.confirmed.data["seq"] == [4]  # answered, although q did not move
     assert plot._query.data["x"] == [1.0] and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
     assert line.shown["x"] == pytest.approx([4.0], abs=1e-12)

@@ -19,14 +19,27 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from core import PRESETS
+from core import I_LOVE_NLP, PRESETS
 from widgets.state import (
-    CUSTOM, DEFAULT_PRESET, MAX_ABS_COORD, MAX_TOKEN_CHARS, MAX_TOKENS, MIN_TOKENS, MODES, STEPS, THEMES, TOKEN_NAME,
-    AttentionState, parse_coordinate, shown,
+    COST_SIZES, CUSTOM, DEFAULT_PRESET, DEFAULT_PROJECTIONS, DEFAULT_TEMPERATURE, DEFAULT_W_O, MAX_ABS_COORD, MAX_HEADS,
+    MAX_TEMPERATURE, MAX_TOKEN_CHARS, MAX_TOKENS, MIN_TEMPERATURE, MIN_TOKENS, MODES, ROLES, STEPS, THEMES,
+    TOKEN_NAME, AttentionState, default_w_o, parse_coordinate, shown,
 )
 
+#: The Projections and Heads tabs' arguments: X, the heads' projections (``wq1`` is head 1's W_Q, rows
+#: separated by ``;``), their number and the one shown, W_O, the temperature, the n of the n² cost and the seed
+#: of the last random draw. Each is written only when it is not the page's default.
+PROJECTION_ARGUMENTS = ("embeddings", "heads", "head",
+                        *(f"w{role[-1].lower()}{h}" for h in range(1, MAX_HEADS + 1) for role in ROLES),
+                        "wo", "temperature", "n", "seed")
+#: The state params those arguments hold: the address is written again when one changes.
+HEAD_ARGUMENT_PARAMS = ("embeddings", "projections", "heads", "head", "w_o", "temperature", "cost_n",
+                        "projection_seed")
 #: Query arguments the page understands, in the order they are written.
-ARGUMENTS = ("preset", "tokens", "keys", "values", "scale", "causal", "trap", "q", "row", "step", "mode", "theme")
+ARGUMENTS = ("preset", "tokens", "keys", "values", "scale", "causal", "trap", "q", "row", "step", "mode", "theme",
+             *PROJECTION_ARGUMENTS)
+#: The largest seed the address takes (a NumPy seed can be larger; no page draws that many times).
+MAX_SEED = 2 ** 31 - 1
 #: The switches and the word for each of their states.
 SWITCHES = {"scale": ("off", "on"), "causal": ("off", "on"), "trap": ("off", "on")}
 #: Arguments that belong to a room (widgets/follow.py reads them); the address leaves them alone.
@@ -80,9 +93,12 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
     data, data_problems = _parse_data(values_of, tokens)
     settings.update(data)
     problems += data_problems
+    heads, heads_problems = _parse_heads(values_of)
+    settings.update(heads)
+    problems += heads_problems
     tokens = settings.get("tokens", tokens)
     for name, value in values_of.items():
-        if name in ("preset", "tokens", "keys", "values"):
+        if name in ("preset", "tokens", "keys", "values", *PROJECTION_ARGUMENTS):
             continue  # read above, together
         if name in SWITCHES:
             words = SWITCHES[name]
@@ -191,6 +207,96 @@ def _parse_data(values_of: dict[str, str], tokens: list[str]) -> tuple[dict, lis
     return settings, problems
 
 
+def _parse_heads(values_of: dict[str, str]) -> tuple[dict, list[str]]:
+    """The Projections and Heads tabs' arguments (:data:`PROJECTION_ARGUMENTS`): settings and problems.
+
+    Each is checked on its own and ignored with a notice when bad; ``head`` and ``wo`` are checked against
+    ``heads`` (the address's, else one). The settings are state param names: ``embeddings``, ``projections``
+    (the whole (MAX_HEADS, 3, 2, 2) array, the defaults where no ``wq1`` … is given), ``heads``, ``head``
+    (0-based), ``w_o``, ``temperature``, ``cost_n``, ``projection_seed``.
+    """
+    settings: dict = {}
+    problems: list[str] = []
+    if "embeddings" in values_of:
+        value = values_of["embeddings"]
+        try:
+            rows = _rows(value, (2,))
+        except ValueError:
+            rows = None
+        if rows is not None and len(rows) == len(I_LOVE_NLP.tokens):
+            settings["embeddings"] = rows
+        else:
+            problems.append(f"embeddings = {_quote(value)} ignored: 3 rows separated by ';', each two numbers "
+                            f"separated by ',', within ±{MAX_ABS_COORD:g}.")
+    heads = 1
+    if "heads" in values_of:
+        value = values_of["heads"]
+        if value in {str(h) for h in range(1, MAX_HEADS + 1)}:
+            heads = settings["heads"] = int(value)
+        else:
+            problems.append(f"heads = {_quote(value)} ignored: choose 1 to {MAX_HEADS}.")
+    if "head" in values_of:
+        value = values_of["head"]
+        if value in {str(h) for h in range(1, heads + 1)}:
+            settings["head"] = int(value) - 1
+        else:
+            problems.append(f"head = {_quote(value)} ignored: choose one of the {heads} heads, 1 to {heads}.")
+    projections = np.array(DEFAULT_PROJECTIONS)
+    for h in range(MAX_HEADS):
+        for k, role in enumerate(ROLES):
+            name = f"w{role[-1].lower()}{h + 1}"
+            if name not in values_of:
+                continue
+            value = values_of[name]
+            try:
+                rows = _rows(value, (2,))
+            except ValueError:
+                rows = None
+            if rows is not None and len(rows) == 2:
+                projections[h, k] = rows
+                settings["projections"] = projections
+            else:
+                problems.append(f"{name} = {_quote(value)} ignored: head {h + 1}'s {role} is 2 rows separated by "
+                                f"';', each two numbers separated by ',', within ±{MAX_ABS_COORD:g}.")
+    if "wo" in values_of:
+        value = values_of["wo"]
+        try:
+            rows = _rows(value, (2,))
+        except ValueError:
+            rows = None
+        if rows is not None and len(rows) == 2 * heads:
+            settings["w_o"] = rows
+        else:
+            problems.append(f"wo = {_quote(value)} ignored: W_O of {heads} head{'s' * (heads > 1)} is {2 * heads} "
+                            f"rows separated by ';', each two numbers separated by ',', within ±{MAX_ABS_COORD:g}.")
+    if "heads" in settings and "w_o" not in settings:
+        settings["w_o"] = default_w_o(heads)
+    if "temperature" in values_of:
+        value = values_of["temperature"]
+        try:
+            t = parse_coordinate(value)
+        except ValueError:
+            t = None
+        if t is not None and MIN_TEMPERATURE <= t <= MAX_TEMPERATURE:
+            settings["temperature"] = t
+        else:
+            problems.append(f"temperature = {_quote(value)} ignored: a number from {MIN_TEMPERATURE:g} to "
+                            f"{MAX_TEMPERATURE:g}.")
+    if "n" in values_of:
+        value = values_of["n"]
+        if value in {str(n) for n in COST_SIZES}:
+            settings["cost_n"] = int(value)
+        else:
+            problems.append(f"n = {_quote(value)} ignored: choose one of {', '.join(map(str, COST_SIZES))}.")
+    if "seed" in values_of:
+        value = values_of["seed"]
+        if value.isascii() and value.isdigit() and len(value) <= 10 and int(value) <= MAX_SEED:
+            settings["projection_seed"] = int(value)
+        else:
+            problems.append(f"seed = {_quote(value)} ignored: a whole number from 0 to {MAX_SEED}.")
+    return settings, problems
+
+
 def apply_address(state: AttentionState, args: Mapping[str, Iterable]) -> None:
     """Set ``state`` from the page's query arguments; bad ones go to ``state.notice``.
 
@@ -213,6 +319,12 @@ def apply_address(state: AttentionState, args: Mapping[str, Iterable]) -> None:
         state.select_row(settings.pop("selected"))
     if "query" in settings:
         state.move_query(*settings.pop("query"))
+    heads = {name: settings.pop(name) for name in HEAD_ARGUMENT_PARAMS if name in settings}
+    for name in ("embeddings", "projections", "w_o"):
+        if name in heads:  # the state's arrays are read-only: it replaces them, never writes into them
+            heads[name] = np.array(heads[name], dtype=np.float64)
+            heads[name].setflags(write=False)
+    state.param.update(**heads)
     state.param.update(**settings)
     state.notice = ("Some of the page address was ignored, defaults are used instead: " + " ".join(problems)
                     if problems else "")
@@ -237,6 +349,36 @@ def address_of(state: AttentionState) -> dict[str, str]:
     if state.guided:
         out["step"] = str(state.step)
     out.update(mode=state.mode, theme=state.theme)
+    out.update(_heads_address(state))
+    return out
+
+
+def _heads_address(state: AttentionState) -> dict[str, str]:
+    """The Projections and Heads tabs' arguments that differ from the page's defaults."""
+    # identity first: until the learner edits them, the state holds the very default arrays (every address
+    # written during a page's life goes through here)
+    out = {}
+    if state.embeddings is not I_LOVE_NLP.keys and not np.array_equal(state.embeddings, I_LOVE_NLP.keys):
+        out["embeddings"] = _write_rows(state.embeddings)
+    if state.heads != 1:
+        out["heads"] = str(state.heads)
+    if state.head != 0:
+        out["head"] = str(state.head + 1)
+    P = state.projections
+    if P is not DEFAULT_PROJECTIONS:  # the same object until the first edit: nothing to compare
+        for h in range(state.heads):
+            for k, role in enumerate(ROLES):
+                if not np.array_equal(P[h, k], DEFAULT_PROJECTIONS[h, k]):
+                    out[f"w{role[-1].lower()}{h + 1}"] = _write_rows(P[h, k])
+    w_o = DEFAULT_W_O if state.heads == 1 else default_w_o(state.heads)
+    if state.w_o is not w_o and not np.array_equal(state.w_o, w_o):
+        out["wo"] = _write_rows(state.w_o)
+    if state.temperature != DEFAULT_TEMPERATURE:
+        out["temperature"] = repr(float(state.temperature))
+    if state.cost_n != AttentionState.param.cost_n.default:
+        out["n"] = str(state.cost_n)
+    if state.projection_seed:
+        out["seed"] = str(state.projection_seed)
     return out
 
 

@@ -12,10 +12,11 @@ from urllib.parse import urlencode
 
 import panel as pn
 import param
-from bokeh.models import CustomJS, Div
+from bokeh.models import Div
 
-from widgets.address import Q_RANGE, address_of
+from widgets.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
 from widgets.state import AttentionState
+from widgets.updates import one_message
 
 #: Nudge of q per arrow key, and with Shift held.
 NUDGE, FINE_NUDGE = 0.1, 0.01
@@ -61,22 +62,6 @@ def handle_key(state: AttentionState, key: str, shift: bool = False, in_plot: bo
 
 #: The address bar follows ``BrowserBridge.address`` a moment after it settles (so a drag does not fill the
 #: history); a room's arguments stay, so reloading keeps presenting or following (widgets/follow.py).
-ADDRESS_JS = """
-(window.attentionExplorerAddress ??= (text) => {
-  clearTimeout(window.attentionExplorerAddressTimer);
-  window.attentionExplorerAddressTimer = setTimeout(() => {
-    if (!text) return;
-    const next = new URLSearchParams(text);
-    const now = new URLSearchParams(window.location.search);
-    for (const name of ["room", "token"]) if (now.has(name)) next.set(name, now.get(name));
-    const search = "?" + next.toString();
-    if (search !== window.location.search)
-      window.history.replaceState(window.history.state, "", search + window.location.hash);
-  }, 300);
-})(cb_obj.text);
-"""
-
-
 class BrowserBridge(pn.custom.JSComponent):
     """Keyboard shortcuts, ``<html data-mode data-theme>`` and the shareable address, for one page.
 
@@ -120,22 +105,21 @@ function wantsKey(e) {
   return true
 }
 
-// A nudge is previewed like a tap at the nudged position (static/drag.js, through the query plot's own
-// tap callback, which does not send it: the key goes to the server), so the numbers change on this key
-// press; the server's arrive after.
+// A nudge is previewed like a tap at the nudged position (static/drag.js's pointer handler, told not to send
+// it: the key goes to the server), so the numbers change on this key press; the server's arrive after.
 // Same arithmetic as handle_key: 9-decimal rounding, then the plane's bounds (the callback clamps).
 const STEPS = {ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, 1], ArrowDown: [0, -1]}
 function previewNudge(key, shift, inPlot) {
+  const preview = window.attentionExplorerPointer  // static/drag.js, once the query plot is on the page
   const doc = window.Bokeh && window.Bokeh.documents[0]
   const fig = doc && doc.get_model_by_name("query-plot")
-  const cb = fig && (fig.js_event_callbacks.tap || [])[0]
-  if (cb == null) return
-  const args = cb.args instanceof Map ? Object.fromEntries(cb.args) : cb.args
-  if (args.inputs.data.guided[0] && !inPlot && (key === "ArrowLeft" || key === "ArrowRight")) return  // a step
+  const inputs = doc && doc.get_model_by_name("drag-inputs")
+  if (preview == null || fig == null || inputs == null) return
+  if (inputs.data.guided[0] && !inPlot && (key === "ArrowLeft" || key === "ArrowRight")) return  // a step
   const h = shift ? %(fine)r : %(nudge)r, [dx, dy] = STEPS[key]
   const round9 = (v) => Math.round(v * 1e9) / 1e9
-  const x = round9(args.query.data.x[0] + dx * h), y = round9(args.query.data.y[0] + dy * h)
-  cb.execute(fig, {event_name: "tap", x, y, preview_only: true})
+  const q = doc.get_model_by_name("drag-confirmed").data
+  preview({event_name: "tap", x: round9(q.x[0] + dx * h), y: round9(q.y[0] + dy * h), preview_only: true})
 }
 
 export function render({ model, el }) {
@@ -164,9 +148,27 @@ export function render({ model, el }) {
   }
   paint()
   model.on(["mode", "theme"], paint)
-  // the address as the page opens (it follows each later change itself: ADDRESS_JS)
-  const address = window.Bokeh.documents[0]?.get_model_by_name("page-address")
-  if (address != null) for (const cb of address.js_property_callbacks["change:text"] ?? []) cb.execute(address)
+  // The address bar follows the state a moment after it settles, so a drag does not fill the history; a
+  // room's arguments stay, so reloading keeps presenting or following (widgets/follow.py).
+  let timer = null
+  const address = (text) => {
+    clearTimeout(timer)
+    timer = setTimeout(() => {
+      if (!text) return
+      const next = new URLSearchParams(text)
+      const now = new URLSearchParams(window.location.search)
+      for (const name of ["room", "token"]) if (now.has(name)) next.set(name, now.get(name))
+      const search = "?" + next.toString()
+      if (search !== window.location.search)
+        window.history.replaceState(window.history.state, "", search + window.location.hash)
+    }, 300)
+  }
+  // the address as the page opens, then each one the server writes (BrowserBridge.address)
+  const written = window.Bokeh.documents[0]?.get_model_by_name("page-address")
+  if (written != null) {
+    address(written.text)
+    written.connect(written.properties.text.change, () => address(written.text))
+  }
 
   const onKey = (e) => {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || !KEYS.has(e.key) || !wantsKey(e)) return
@@ -176,7 +178,7 @@ export function render({ model, el }) {
     model.send_msg({key: e.key, shift: e.shiftKey, in_plot: inPlot})
   }
   document.addEventListener("keydown", onKey)
-  model.on("remove", () => document.removeEventListener("keydown", onKey))
+  model.on("remove", () => { document.removeEventListener("keydown", onKey); clearTimeout(timer) })
 
   // The server went away (a restart, a cut network). Bokeh's own notice is not shown in a Panel page, and
   // a session does not survive a restart, so say so and offer a reload: the address holds the view.
@@ -207,21 +209,20 @@ export function render({ model, el }) {
         super().__init__(width=0, height=0, margin=0, **params)
         self.state = state  # plain attribute: the state stays on the server, only the fields above sync
         # The address is a plain Bokeh property, not a param of this component: Panel's two-way sync of a
-        # component's params cost the server about 1.5 ms on every update, and the address changes on most.
-        self.address = Div(name="page-address", text="", visible=False)
-        self.address.js_on_change("text", CustomJS(code=ADDRESS_JS))
-        self.address_pane = pn.pane.Bokeh(self.address, visible=False, margin=0)
+        # component's params cost the server about 1.5 ms on every update, and the address changes on most. The
+        # page adds this Div to its document as a root of its own (app.py): it needs no view, only its text.
+        self.address_div = Div(name="page-address", text="", visible=False)
         self.state.param.watch(self._sync_look, ["mode", "theme"])
         self.state.param.watch(self._sync_address, ["mode", "theme", "query", "selected", "guided", "step", "preset",
                                                     "tokens", "keys", "values", "scale", "causal", "trap",
-                                                    "previewing"])
+                                                    "previewing", *HEAD_ARGUMENT_PARAMS])
         self._sync_look()
         self._sync_address()
 
     @property
-    def search(self) -> str:
+    def address(self) -> str:
         """What the address bar holds once the page has settled, e.g. ``'?q=0.0%2C1.0&row=love'``."""
-        return self.address.text
+        return self.address_div.text
 
     def _sync_look(self, *_):
         self.param.update(mode=self.state.mode, theme=self.state.theme)
@@ -232,10 +233,10 @@ export function render({ model, el }) {
         # position at which the hand rests (it waits for the state to settle), and sending every position
         # cost the server a message per update.
         if not s.previewing:
-            self.address.text = "?" + urlencode(address_of(s))
+            self.address_div.text = "?" + urlencode(address_of(s))
 
     def _handle_msg(self, msg) -> None:
         if not isinstance(msg, dict):
             return
-        with pn.io.hold():
+        with one_message():
             handle_key(self.state, str(msg.get("key", "")), bool(msg.get("shift")), bool(msg.get("in_plot")))

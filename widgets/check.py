@@ -31,6 +31,7 @@ from widgets.questions import (
     nlp_task_met,
 )
 from widgets.state import AttentionState
+from widgets.updates import one_message
 
 CHECK_CSS = (Path(__file__).resolve().parents[1] / "static" / "check.css").read_text()
 #: The section's Computational Laboratory, as it is in the project; the Check tab offers it for download.
@@ -107,7 +108,7 @@ export function render({ model }) {
         if not isinstance(msg, dict) or "stored" not in msg or self.on_stored is None:
             return
         text = msg["stored"]
-        with pn.io.hold():  # one update of the page for the whole progress
+        with one_message():  # one update of the page for the whole progress
             self.on_stored(text if isinstance(text, str) else None)
 
 
@@ -288,13 +289,13 @@ class _QuestionCard:
         self.sync()
 
     def _on_check(self, *_):
-        with pn.io.hold():
+        with one_message():
             outcome = self.learner.answer(self.question.id, self.input.value)
             if outcome.status in ("refused", "repeated"):  # nothing recorded: only this card says why
                 self.sync(note=outcome.message)
 
     def _on_show(self, *_):
-        with pn.io.hold():
+        with one_message():
             self.learner.show_answer(self.question.id)
 
     def sync(self, note: str = "") -> None:
@@ -396,13 +397,13 @@ class CheckView(pn.viewable.Viewer):
         self._start.visible = not asking
 
     def _clear(self, *_):
-        with pn.io.hold():
+        with one_message():
             self._ask_to_clear(False)
             self.learner.start_again()
 
     def _on_progress(self, event):
         old, new = event.old, event.new
-        with pn.io.hold():
+        with one_message():
             for qid, card in self._cards.items():
                 if old is None or old.of(qid) != new.of(qid):
                     card.sync()

@@ -85,6 +85,7 @@ class DkPanel(pn.viewable.Viewer):
             pn.FlexBox(pn.pane.Bokeh(self.dots_fig), pn.pane.Bokeh(self.scaled_fig), pn.pane.Bokeh(fig)),
             self._summary, name="dk-panel", sizing_mode="stretch_both", scroll=True,
         )
+        s.require_scaling()
         s.param.watch(self._render, "scaling")
         self._render()
 

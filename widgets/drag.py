@@ -37,6 +37,7 @@ from widgets.charts import WeightBars
 from widgets.inspector import PLACEHOLDER, Readout
 from widgets.query_plot import MAX_LINE_WIDTH, PLANE, QueryPlot
 from widgets.state import AttentionState
+from widgets.updates import one_message
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 #: The page's JavaScript: the formula, then the drag. Read once; it never changes.
@@ -84,7 +85,7 @@ class DragChannel(param.Parameterized):
 
     def __init__(self, query_plot: QueryPlot, readout: Readout, bars: WeightBars, **params):
         super().__init__(**params)
-        self.inputs = ColumnDataSource(data=self._inputs())
+        self.inputs = ColumnDataSource(data=self._inputs(), name="drag-inputs")
         self.live = ColumnDataSource(data=dict(room=[""], version=[0], path=[""]), name="live-room")
         self._answered = 0  # seq of the last position taken
         self.confirmed = ColumnDataSource(data=self._confirmed(), name="drag-confirmed")
@@ -102,17 +103,16 @@ class DragChannel(param.Parameterized):
             inputs=self.inputs, confirmed=self.confirmed, channel=self.channel, query=query_plot._query,
             lines=query_plot._lines, bars=bars.div, readout=readout.div, figure=query_plot.figure, live=self.live,
         )
+        # One callback for what the server sends (the readout's text, the query's position, the answers, a
+        # followed presenter's query); the first of them also attaches the script's own pointer listeners to the
+        # query plot (static/drag.js: attach). One: the script is 25 kB, and each callback is a copy of it in every
+        # page the server builds and sends.
         bundle = "const a = {" + ", ".join(models) + "};\n"
-        on_pointer = CustomJS(args=models, code=DRAG_JS + bundle + "onPointer(a, cb_obj);")
-        for event in ("tap", "panstart", "pan", "panend"):
-            query_plot.figure.js_on_event(event, on_pointer)
-        # the server's readout text, its query position and answers, and a followed presenter's query (one
-        # callback: each carries the whole script)
-        on_server = CustomJS(args=models, code=DRAG_JS + bundle + "onServerUpdate(a, cb_obj);")
-        readout.div.js_on_change("text", on_server)
-        query_plot._query.js_on_change("data", on_server)
-        self.confirmed.js_on_change("data", on_server)
-        self.live.js_on_change("data", on_server)
+        script = CustomJS(args=models, code=DRAG_JS + bundle + "onServerUpdate(a, cb_obj);")
+        readout.div.js_on_change("text", script)
+        query_plot._query.js_on_change("data", script)
+        self.confirmed.js_on_change("data", script)
+        self.live.js_on_change("data", script)
         # guided and step: the step-through hides numbers of steps not reached yet, so the preview must too
         self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal", "guided",
                                             "step"])
@@ -202,7 +202,7 @@ class DragChannel(param.Parameterized):
         target, x, y, seq = self._pending
         self._pending = None
         start = time.perf_counter()
-        with pn.io.hold():
+        with one_message():
             self._answered = max(self._answered, seq)
             if target is None:
                 self.state.move_query(x, y, drag=not self._release)

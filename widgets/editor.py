@@ -17,6 +17,7 @@ import param
 
 from widgets.format import fmt_short
 from widgets.state import MAX_TOKENS, MIN_TOKENS, AttentionState
+from widgets.updates import one_message
 
 FIELD_WIDTH = 74
 NAME_WIDTH = 96
@@ -151,7 +152,7 @@ class Editor(pn.viewable.Viewer):
             return
         kind, row, axis = key
         s = self.state
-        with pn.io.hold():
+        with one_message():
             if kind == "q":
                 ok = s.set_query_coordinate(axis, text)
             elif kind == "name":

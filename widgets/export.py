@@ -10,7 +10,10 @@ import numpy as np
 import panel as pn
 import param
 
-from widgets.state import AttentionState
+from core import saturation, score_matrix_size
+from core.cost import D_K as COST_D_K
+from widgets.cost import cost_cache
+from widgets.state import D_MODEL, HEAD_D_K, HEAD_TOKENS, ROLES, AttentionState
 
 #: CSV columns: one number per row, named by what it is and which tokens it belongs to.
 CSV_COLUMNS = ("quantity", "query_token", "key_token", "dimension", "value")
@@ -36,7 +39,37 @@ def numbers(state: AttentionState) -> dict:
         "weights": r.weights[i].tolist(),
         "output": np.asarray(r.output[i]).tolist(),
         "weight_matrix": r.weights.tolist(),
+        "projections": projection_numbers(state),
+        "n2_cost": cost_numbers(state),
     }
+
+
+def projection_numbers(state: AttentionState) -> dict:
+    """The Projections and Heads tabs' numbers: X, each running head's W_Q, W_K, W_V, Q, K, V, scores,
+    weights (row = query), outputs, largest weights and entropies (nats), then the concatenation, W_O and the
+    output, all at the temperature T."""
+    r = state.head_attention()
+    heads = []
+    for h, head in enumerate(r.heads):
+        a = head.attention
+        sat = saturation(a.weights)
+        W = np.asarray(state.projections[h], dtype=float)
+        heads.append({**{role: W[k].tolist() for k, role in enumerate(ROLES)},
+                      "Q": head.projections.Q.tolist(), "K": head.projections.K.tolist(), "V": head.projections.V.tolist(),
+                      "scores": a.scores.tolist(), "weights": a.weights.tolist(), "output": a.output.tolist(),
+                      "max_weight": sat.max_weight.tolist(), "entropy": sat.entropy.tolist()})
+    return {"tokens": list(HEAD_TOKENS), "d_model": D_MODEL, "d_k": HEAD_D_K, "temperature": float(state.temperature),
+            "embeddings": np.asarray(state.embeddings, dtype=float).tolist(), "shown_head": state.head + 1,
+            "heads": heads, "W_O": np.asarray(state.w_o, dtype=float).tolist(), "concat": r.concat.tolist(),
+            "output": r.output.tolist()}
+
+
+def cost_numbers(state: AttentionState) -> dict:
+    """The n² cost: this server's measurements up to the chosen n (those made so far), and Module 2's sizes."""
+    measured = [{"n": m.n, "seconds": m.seconds, "peak_bytes": m.peak_bytes, "nn_bytes": m.nn_bytes,
+                 "entries": score_matrix_size(m.n).entries, "float64_bytes": score_matrix_size(m.n).bytes}
+                for m in cost_cache().measured(up_to=state.cost_n)]
+    return {"d_k": COST_D_K, "seed": 0, "n": state.cost_n, "measurements": measured}
 
 
 def to_json(state: AttentionState) -> str:
@@ -71,11 +104,40 @@ def to_csv(state: AttentionState) -> str:
         rows += [(name.rstrip("s"), sel, t, "", x) for t, x in zip(tokens, n[name])]
     rows += [("output", sel, "", "", n["output"])]
     rows += [("weight_matrix", qt, kt, "", x) for qt, row in zip(tokens, n["weight_matrix"]) for kt, x in zip(tokens, row)]
+    rows += _projection_rows(n["projections"])
+    for m in n["n2_cost"]["measurements"]:  # one row per quantity and n; the dimension column holds n
+        rows += [(f"cost_{name}", "", "", m["n"], m[name]) for name in ("seconds", "peak_bytes", "nn_bytes", "entries")]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     writer.writerows((q, a, b, d, repr(float(x))) for q, a, b, d, x in rows)
     return out.getvalue()
+
+
+def _matrix(name: str, M) -> list[tuple]:
+    """Entries of a matrix as rows, the dimension written ``[row][column]`` (0-based, as NumPy indexes): text no
+    spreadsheet reads as a number or a date."""
+    return [(name, "", "", f"[{i}][{j}]", x) for i, row in enumerate(M) for j, x in enumerate(row)]
+
+
+def _projection_rows(p: dict) -> list[tuple]:
+    tokens = [text_cell(t) for t in p["tokens"]]
+    rows = [("temperature", "", "", "", p["temperature"])]
+    rows += [("embedding", "", t, d, x) for t, e in zip(tokens, p["embeddings"]) for d, x in enumerate(e)]
+    for h, head in enumerate(p["heads"], start=1):
+        rows += [r for role in ROLES for r in _matrix(f"head{h}_{role}", head[role])]
+        for name in ("Q", "K", "V"):
+            rows += [(f"head{h}_{name}", "", t, d, x) for t, v in zip(tokens, head[name]) for d, x in enumerate(v)]
+        for name in ("scores", "weights"):
+            rows += [(f"head{h}_{name.rstrip('s')}", qt, kt, "", x)
+                     for qt, row in zip(tokens, head[name]) for kt, x in zip(tokens, row)]
+        rows += [(f"head{h}_output", t, "", d, x) for t, o in zip(tokens, head["output"]) for d, x in enumerate(o)]
+        rows += [(f"head{h}_{name}", t, "", "", x) for name in ("max_weight", "entropy")
+                 for t, x in zip(tokens, head[name])]
+    rows += _matrix("W_O", p["W_O"])
+    rows += [("concat", t, "", d, x) for t, c in zip(tokens, p["concat"]) for d, x in enumerate(c)]
+    rows += [("multihead_output", t, "", d, x) for t, o in zip(tokens, p["output"]) for d, x in enumerate(o)]
+    return rows
 
 
 class Export(pn.viewable.Viewer):
@@ -92,8 +154,10 @@ class Export(pn.viewable.Viewer):
                                             color="primary", embed=False, width=260)
         note = pn.pane.HTML(
             "<p>The downloads hold q, the keys and values, the selected query's dot products, scores, weights and "
-            "output, and the full weight matrix.</p><p>For pictures, use the save button (↓) under the query plot "
-            "and under the matrix: each saves that figure as PNG.</p>",
+            "output, and the full weight matrix; from the Projections and Heads tabs, X, each head's W_Q, W_K, W_V, "
+            "Q, K, V, scores, weights, outputs, largest weights and entropies, W_O and the output at the temperature "
+            "T; and the server's n² measurements up to your n.</p><p>For pictures, use the save button (↓) under "
+            "the query plot and under the matrix: each saves that figure as PNG.</p>",
             css_classes=["note"], sizing_mode="stretch_width")
         self._layout = pn.Column(pn.Row(self.csv, self.json), note, sizing_mode="stretch_width")
 

@@ -48,13 +48,14 @@ import segno
 from bokeh.models import ColumnDataSource
 from panel.io.state import set_curdoc
 
-from widgets.address import address_of
 from server.logs import install_log_redaction
-from widgets.browser import BrowserBridge
 from server.room_live import ROUTE as LIVE_ROUTE
 from server.rooms import RoomError, RoomRegistry, get_registry, normalize_code
+from widgets.address import address_of
+from widgets.browser import BrowserBridge
 from widgets.poll import FollowerPoll, PresenterPoll
 from widgets.state import AttentionState
+from widgets.updates import one_message
 
 ROOM_CSS = (Path(__file__).parent.parent / "static" / "room.css").read_text()
 
@@ -423,7 +424,7 @@ class RoomControls(pn.viewable.Viewer):
     def _apply(self, snapshot, version: int | None = None) -> None:
         self._applying = True
         try:
-            with pn.io.hold(self._doc):
+            with one_message(self._doc):
                 self.state.apply_snapshot(snapshot)
                 if version is not None:
                     self._shown_version = version

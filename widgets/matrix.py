@@ -9,14 +9,15 @@ import numpy as np
 import panel as pn
 import param
 from bokeh import events
-from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMapper, Range1d, Rect, Text
 from bokeh.core.properties import value
+from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMapper, Range1d, Rect, Text
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from widgets.format import fmt, fmt_vec
 from widgets.glyphs import draw
 from widgets.state import AttentionState, show_step
+from widgets.updates import one_message
 
 
 class AttentionMatrix(pn.viewable.Viewer):
@@ -96,7 +97,7 @@ class AttentionMatrix(pn.viewable.Viewer):
             return
         row = round(event.y)
         if 0 <= row < len(self.state.tokens):
-            with pn.io.hold():
+            with one_message():
                 self.state.select_row(row)
 
     def _render_axes(self, *_):

@@ -11,9 +11,12 @@ import numpy as np
 import param
 
 from core import (
-    PRESETS, AttentionResult, ScalingExperiment, scaled_dot_product_attention, scaling_experiment,
-    scores_against_values,
+    I_LOVE_NLP, PRESETS, PREVIOUS_AND_SELF_2D, SECTION_6_2D, AttentionResult, MultiHeadResult, ScalingExperiment,
+    SelfAttention, multi_head_attention, random_projections, scaled_dot_product_attention, scaling_experiment,
+    scores_against_values, self_attention,
 )
+from core.cost import MAX_N, MIN_N
+from core.projections import IDENTITY as IDENTITY_PROJECTION
 from core.scaling import MAX_D_K
 
 #: Largest coordinate a learner may set; beyond it the numbers stop being instructive.
@@ -76,10 +79,69 @@ def parse_coordinate(text) -> float:
     return x
 
 
+def set_together(obj: param.Parameterized, **values) -> None:
+    """Set several params of ``obj`` as one change (watchers called once, after all are set).
+
+    Like ``obj.param.update(**values)``, without the snapshot of every param's value that ``update`` takes so
+    it can be undone: on the path of every drag position that snapshot was a tenth of the update's cost.
+    """
+    with param.parameterized.batch_call_watchers(obj):
+        for name, value in values.items():
+            setattr(obj, name, value)
+
+
 def _same(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
     return a == b
+
+
+# --- the Projections and Heads tabs: one sentence, its embeddings X and up to four heads ------------------
+#: Their sentence, "I love NLP", with 2-D embeddings (d_model = 2) and d_k = d_v = 2 per head, so every
+#: embedding, query, key and value is a point of a plane.
+HEAD_TOKENS = I_LOVE_NLP.tokens
+D_MODEL = HEAD_D_K = 2
+MAX_HEADS = 4
+#: A head's three projections, in the order of ``AttentionState.projections``' second axis.
+ROLES = ("W_Q", "W_K", "W_V")
+#: The temperatures a learner may set. At 0.01 the weights are one-hot to 4 decimals on these numbers, at 100
+#: uniform; the default divides by sqrt(d_k), the paper's scaling.
+MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 100.0
+DEFAULT_TEMPERATURE = math.sqrt(HEAD_D_K)
+#: Sentence lengths of the n² cost, 3 to 4096 (core.cost's range), doubling from 8.
+COST_SIZES = (MIN_N, *(2 ** k for k in range(3, 13)))
+assert COST_SIZES[-1] == MAX_N
+#: The presets of the Projections tab, by the name the page shows; each sets X and the shown head.
+PROJECTION_CHOICES = ("Q = K = V = X", "Section 6", "Random")
+
+
+def _frozen(a) -> np.ndarray:
+    a = np.array(a, dtype=np.float64)
+    a.setflags(write=False)
+    return a
+
+
+def _head_of(preset) -> np.ndarray:
+    """(3, d_model, 2): a preset's W_Q, W_K, W_V stacked (W_V as (d_model, d_v = 2))."""
+    return np.stack([preset.W_Q, preset.W_K, np.asarray(preset.W_V).reshape(D_MODEL, -1)])
+
+
+def random_head(seed: int) -> np.ndarray:
+    """(3, d_model, 2): W_Q, W_K, W_V drawn by :func:`core.random_projections` with ``seed`` (d_k = d_v = 2)."""
+    return _head_of(random_projections(seed, d_k=HEAD_D_K, d_v=HEAD_D_K))
+
+
+#: Every page's heads before any edit: head 1 projects nothing (Q = K = V = X); heads 2 to 4, used once the
+#: learner asks for them, are random draws with seeds 1 to 3. Read-only (the state replaces, never writes).
+DEFAULT_PROJECTIONS = _frozen([_head_of(IDENTITY_PROJECTION), *(random_head(i) for i in range(1, MAX_HEADS))])
+
+
+def default_w_o(heads: int) -> np.ndarray:
+    """W_O : (heads * d_v, d_model) that averages the heads' outputs: ``[I; I; ...] / heads``, read-only."""
+    return _frozen(np.vstack([np.eye(D_MODEL) / heads] * heads))
+
+
+DEFAULT_W_O = default_w_o(1)
 
 
 class AttentionState(param.Parameterized):
@@ -137,12 +199,35 @@ class AttentionState(param.Parameterized):
     trap_error = param.String(default="", doc="Derived: why scoring against the values is undefined, if it is.")
     dk_experiment = param.Integer(default=64, bounds=(1, MAX_D_K), doc="d_k of the random-vector experiment.")
     dk_seed = param.Integer(default=0, bounds=(0, None), doc="Seed of this session's random-vector draws.")
-    scaling = param.ClassSelector(class_=ScalingExperiment, doc="Derived: the d_k experiment's result.")
+    scaling = param.ClassSelector(class_=ScalingExperiment, allow_None=True, doc=(
+        "Derived: the d_k experiment's result, once a view has asked for it (require_scaling); None before: "
+        "most pages never open the √d_k tab, and drawing 4096 random pairs costs every page build."))
+
+    # --- the Projections and Heads tabs (widgets/projections.py, widgets/heads.py) ------------------------
+    # Their own sentence, HEAD_TOKENS; the explorer's tokens, keys and values change only when the learner
+    # shows a head there (show_head_in_explorer). Nothing here is computed until a view asks (head_attention).
+    # instantiate=False: every page starts from the same read-only arrays (the state replaces them, never writes
+    # into them), so a page costs no copies and an unedited page is told apart by identity (widgets/address.py)
+    embeddings = param.Array(default=I_LOVE_NLP.keys, instantiate=False,
+                             doc="X : (3, d_model = 2), one embedding per token.")
+    projections = param.Array(default=DEFAULT_PROJECTIONS, instantiate=False, doc=(
+        "(MAX_HEADS, 3, d_model, 2): head h's W_Q, W_K, W_V (ROLES) at [h, 0], [h, 1], [h, 2]; each maps an "
+        "embedding (a row) to its query, key or value (d_k = d_v = 2). Heads past `heads` are kept for later."))
+    heads = param.Integer(default=1, bounds=(1, MAX_HEADS), doc="How many heads the Heads tab runs.")
+    head = param.Integer(default=0, bounds=(0, MAX_HEADS - 1), doc="The head the Projections tab shows (0-based).")
+    w_o = param.Array(default=DEFAULT_W_O, instantiate=False,
+                      doc="W_O : (heads * d_v, d_model), applied to the concatenated heads.")
+    temperature = param.Number(default=DEFAULT_TEMPERATURE, bounds=(MIN_TEMPERATURE, MAX_TEMPERATURE), doc=(
+        "T of the Projections and Heads tabs: their scores are q·k / T (sqrt(d_k) by default; the explorer "
+        "keeps its own scaling switch)."))
+    projection_seed = param.Integer(default=0, bounds=(0, None), doc="Seed of the last random projections drawn.")
+    cost_n = param.Selector(default=256, objects=list(COST_SIZES), doc="n of the n² cost measurement.")
 
     #: The params that make up the view a presenter shares with a room (see widgets/follow.py). Every
     #: other param is the page's own (``LOCAL_PARAMS``); a new param must be added to exactly one list.
     SHARED_PARAMS = ("preset", "tokens", "keys", "values", "selected", "query", "scale", "causal", "trap",
-                     "guided", "step", "dk_experiment", "dk_seed")
+                     "guided", "step", "dk_experiment", "dk_seed", "embeddings", "projections", "heads", "head", "w_o",
+                     "temperature", "projection_seed", "cost_n")
     #: Params never followed: derived ones, feedback about the page's own input or address, and the page's
     #: own look (a follower chooses projector mode and theme for their own screen).
     LOCAL_PARAMS = ("name", "message", "message_field", "notice", "result", "trap_result", "trap_error",
@@ -155,7 +240,6 @@ class AttentionState(param.Parameterized):
         if "preset" in params and self.preset != CUSTOM:
             self._load_preset()
         self._recompute()
-        self._run_experiment()
 
     def snapshot(self) -> dict:
         """A deep copy of the shared view: ``{name: value}`` for each of ``SHARED_PARAMS``."""
@@ -216,11 +300,12 @@ class AttentionState(param.Parameterized):
             except ValueError as exc:
                 trap_error = str(exc)
         # the trap first: views watching `result` then read a consistent trap_result
-        self.param.update(trap_result=trap_result, trap_error=trap_error)
+        if trap_result is not self.trap_result or trap_error != self.trap_error:
+            set_together(self, trap_result=trap_result, trap_error=trap_error)
         # The page previews a drag with the inputs it had at the press: anything but a position of that
         # drag (another q, a row, an edit) makes the plots the server's to draw again, with this result.
         with param.edit_constant(self):
-            self.param.update(result=r, previewing=self.previewing and self._drag_move)
+            set_together(self, result=r, previewing=self.previewing and self._drag_move)
 
     _drag_move = False
 
@@ -231,7 +316,14 @@ class AttentionState(param.Parameterized):
 
     @param.depends("dk_experiment", "dk_seed", watch=True)
     def _run_experiment(self):
-        self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
+        if self.scaling is not None:  # someone shows it: keep it current
+            self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
+
+    def require_scaling(self) -> ScalingExperiment:
+        """The d_k experiment's result (``scaling``), computed now if no view had asked for it yet."""
+        if self.scaling is None:
+            self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
+        return self.scaling
 
     def move_query(self, x, y, *, drag: bool = False) -> bool:
         """Set q = (x, y) if both are finite numbers with |x|, |y| <= 1e6.
@@ -253,7 +345,7 @@ class AttentionState(param.Parameterized):
             return False
         self._drag_move = drag
         try:  # previewing as well: a nudge against the plane's edge may not move q at all
-            self.param.update(query=q, message="", message_field="", **({} if drag else {"previewing": False}))
+            set_together(self, query=q, message="", message_field="", **({} if drag else {"previewing": False}))
         finally:
             self._drag_move = False
         return True
@@ -422,6 +514,177 @@ class AttentionState(param.Parameterized):
         elif row < self.selected:
             changes.update(selected=self.selected - 1)
         return self._edited(**changes)
+
+
+    # --- the Projections and Heads tabs ----------------------------------------------------------------
+    def head_attention(self) -> MultiHeadResult:
+        """The heads in use on X at ``temperature``: ``multi_head_attention`` with every head's steps.
+
+        Heads: Q, K, V : (3, 2) and weights (3, 3) each; concat (3, 2 * heads); output (3, d_model).
+        """
+        P, h = self.projections, self.heads
+        return multi_head_attention(self.embeddings, P[:h, 0], P[:h, 1], P[:h, 2], self.w_o,
+                                    temperature=self.temperature)
+
+    def head_self_attention(self, head: int | None = None) -> SelfAttention:
+        """Head ``head`` (default: the shown one) on X at ``temperature``: its Q, K, V : (3, 2) and every step."""
+        W = self.projections[self.head if head is None else head]
+        return self_attention(self.embeddings, W[0], W[1], W[2], temperature=self.temperature)
+
+    def embedding_field(self, row: int, axis: int | None = None) -> str:
+        """``x_love`` or ``x_love[2]`` (1-based axis, as in the course)."""
+        return f"x_{HEAD_TOKENS[row]}" + ("" if axis is None else f"[{axis + 1}]")
+
+    def projection_field(self, role: int, row: int | None = None, col: int | None = None) -> str:
+        """``W_Q``, ``W_Q[1,2]``; prefixed with the head (``head 2 W_Q[1,2]``) once there are several."""
+        name = ROLES[role] + ("" if row is None else f"[{row + 1},{col + 1}]" if col is not None else f"[{row + 1}]")
+        return name if self.heads == 1 else f"head {self.head + 1} {name}"
+
+    def _projections_with(self, head: int, matrices) -> np.ndarray:
+        P = np.array(self.projections, dtype=np.float64)
+        P[head] = matrices
+        return _frozen(P)
+
+    def set_embedding(self, row: int, axis: int, text) -> bool:
+        """Set coordinate ``axis`` of embedding ``row`` from typed text; refuses bad input with a message."""
+        field = self.embedding_field(row, axis)
+        try:
+            x = parse_coordinate(text)
+        except ValueError as exc:
+            return self._refuse(field, str(exc))
+        X = np.array(self.embeddings, dtype=np.float64)
+        X[row, axis] = x
+        return self._heads_edited(embeddings=_frozen(X))
+
+    def move_embedding(self, row: int, x, y) -> bool:
+        """Move embedding ``row`` to (x, y), as a drag does. Refuses bad input with a message."""
+        try:
+            point = (parse_coordinate(x), parse_coordinate(y))
+        except ValueError as exc:
+            return self._refuse(self.embedding_field(row), str(exc))
+        X = np.array(self.embeddings, dtype=np.float64)
+        X[row] = point
+        return self._heads_edited(embeddings=_frozen(X))
+
+    def set_projection(self, role: int, row: int, col: int, text) -> bool:
+        """Set entry (row, col) of the shown head's W_Q, W_K or W_V (``role`` 0, 1, 2) from typed text."""
+        field = self.projection_field(role, row, col)
+        try:
+            x = parse_coordinate(text)
+        except ValueError as exc:
+            return self._refuse(field, str(exc))
+        W = np.array(self.projections[self.head], dtype=np.float64)
+        W[role, row, col] = x
+        return self._heads_edited(projections=self._projections_with(self.head, W))
+
+    def move_basis_image(self, role: int, row: int, x, y) -> bool:
+        """Move e_row W (row ``row`` of the shown head's W_Q, W_K or W_V) to (x, y), as a drag does.
+
+        With embeddings as rows, x W = x_1 (e_1 W) + x_2 (e_2 W): the rows of W are where it sends the two
+        basis vectors, so dragging them is editing W.
+        """
+        try:
+            point = (parse_coordinate(x), parse_coordinate(y))
+        except ValueError as exc:
+            return self._refuse(self.projection_field(role, row), str(exc))
+        W = np.array(self.projections[self.head], dtype=np.float64)
+        W[role, row] = point
+        return self._heads_edited(projections=self._projections_with(self.head, W))
+
+    def load_projection_preset(self, name: str) -> bool:
+        """Load one of PROJECTION_CHOICES into X and the shown head ("Random" draws with ``projection_seed``)."""
+        if name not in PROJECTION_CHOICES:
+            return self._refuse("preset", f"{shown(name)} is not one of {', '.join(PROJECTION_CHOICES)}")
+        if name == "Random":
+            W = random_head(self.projection_seed)
+        else:
+            W = _head_of(IDENTITY_PROJECTION if name == "Q = K = V = X" else SECTION_6_2D)
+        return self._heads_edited(embeddings=I_LOVE_NLP.keys, projections=self._projections_with(self.head, W))
+
+    def new_projection_draw(self) -> bool:
+        """Draw the shown head's W_Q, W_K, W_V again, with the next seed."""
+        with param.parameterized.batch_call_watchers(self):
+            self.projection_seed += 1
+            return self.load_projection_preset("Random")
+
+    def set_heads(self, heads: int) -> bool:
+        """Run ``heads`` heads (1 to 4). W_O goes back to the average of the heads, whose number it depends on."""
+        if isinstance(heads, bool) or not isinstance(heads, (int, np.integer)) or not 1 <= heads <= MAX_HEADS:
+            return self._refuse("heads", f"{shown(heads)} is not a number of heads from 1 to {MAX_HEADS}")
+        if heads == self.heads:
+            return True
+        return self._heads_edited(heads=int(heads), head=min(self.head, heads - 1), w_o=default_w_o(heads))
+
+    def select_head(self, head: int) -> bool:
+        """Show head ``head`` (0-based) in the Projections tab."""
+        if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < self.heads:
+            return self._refuse("head", f"head {shown(head)} does not run: choose 1 to {self.heads}")
+        return self._heads_edited(head=int(head))
+
+    def set_w_o(self, row: int, col: int, text) -> bool:
+        """Set entry (row, col) of W_O from typed text; refuses bad input with a message."""
+        field = f"W_O[{row + 1},{col + 1}]"
+        try:
+            x = parse_coordinate(text)
+        except ValueError as exc:
+            return self._refuse(field, str(exc))
+        W = np.array(self.w_o, dtype=np.float64)
+        W[row, col] = x
+        return self._heads_edited(w_o=_frozen(W))
+
+    def set_temperature(self, text) -> bool:
+        """Set T from a number or typed text, from MIN_TEMPERATURE to MAX_TEMPERATURE; refuses anything else."""
+        try:
+            t = parse_coordinate(text)
+        except ValueError as exc:
+            return self._refuse("T", str(exc))
+        if not MIN_TEMPERATURE <= t <= MAX_TEMPERATURE:
+            return self._refuse("T", f"{shown(text)} is outside {MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}")
+        return self._heads_edited(temperature=t)
+
+    def load_heads_preset(self) -> bool:
+        """Two heads that attend to different tokens: the previous one, and the token itself (PREVIOUS_AND_SELF_2D)."""
+        p = PREVIOUS_AND_SELF_2D
+        P = np.array(self.projections, dtype=np.float64)
+        for h in range(len(p.head_names)):
+            P[h] = np.stack([p.W_Q[h], p.W_K[h], p.W_V[h]])
+        return self._heads_edited(embeddings=p.X, projections=_frozen(P), heads=len(p.head_names), head=0,
+                                  w_o=p.W_O, temperature=DEFAULT_TEMPERATURE)
+
+    def new_heads_draw(self) -> bool:
+        """Draw every running head's projections again, with the next seeds (one per head)."""
+        seed = self.projection_seed + 1
+        P = np.array(self.projections, dtype=np.float64)
+        for h in range(self.heads):
+            P[h] = random_head(seed + h)
+        return self._heads_edited(projections=_frozen(P), projection_seed=seed + self.heads - 1)
+
+    def show_head_in_explorer(self, head: int) -> bool:
+        """Load head ``head``'s plane into the explorer, and show that head in the Projections tab.
+
+        The explorer takes the head's keys K = X W_K as its keys, its values V = X W_V (2-D), the sentence's
+        tokens, and as q the selected token's query x W_Q (love, if the selected row is not one of the
+        three). Its other rows keep its own convention (each token's query is its key), and it divides by
+        sqrt(d_k): its numbers for the selected token are the head's when T = sqrt(d_k).
+        """
+        if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < self.heads:
+            return self._refuse("head", f"head {shown(head)} does not run: choose 1 to {self.heads}")
+        Q, K, V = self.head_attention().heads[head].projections
+        row = self.selected if self.selected < len(HEAD_TOKENS) else 1
+        if max(np.abs(Q).max(), np.abs(K).max(), np.abs(V).max()) > MAX_ABS_COORD:
+            return self._refuse(f"head {head + 1}", f"its queries, keys or values leave ±{MAX_ABS_COORD:g}, the "
+                                                    "explorer's plane")
+        with param.parameterized.batch_call_watchers(self):
+            self.param.update(tokens=list(HEAD_TOKENS), keys=K.copy(), values=V.copy(), selected=row,
+                              query=(float(Q[row, 0]), float(Q[row, 1])), preset=CUSTOM, scale=True, causal=False,
+                              trap=False, head=int(head), message="", message_field="")
+        return True
+
+    def _heads_edited(self, **changes) -> bool:
+        # only what differs: an edit to the same number, or a drag let go where it started, redraws nothing
+        changes = {name: value for name, value in changes.items() if not _same(getattr(self, name), value)}
+        self.param.update(**changes, message="", message_field="")
+        return True
 
 
 def show_step(shown, placeholders, revealed: bool) -> None:

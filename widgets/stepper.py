@@ -81,7 +81,9 @@ class StepThrough(pn.viewable.Viewer):
         self.formula = pn.pane.LaTeX(RECIPE_LATEX, renderer="katex", css_classes=["formula"], margin=(0, 10),
                                      sizing_mode="stretch_width", stylesheets=[APP_CSS],
                                      styles={"height": "calc(var(--ae-formula) * 4.3)"})  # 3 lines: steps never shift
-        s.param.watch(self._render, ["guided", "step", "result"])
+        s.param.watch(self._render, ["guided", "step"])
+        # the formula carries numbers only in the step-through: otherwise a new result changes nothing here
+        s.param.watch(lambda _: s.guided and self._render(), "result")
         self._render()
         self._layout = pn.Column(pn.Row(self.toggle, self.back, self.next), self.title, self.formula,
                                  sizing_mode="stretch_width", css_classes=["stepper"])

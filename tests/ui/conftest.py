@@ -9,15 +9,15 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import sync_playwright
+
+from bench.server import free_port, stop, wait_for_http  # noqa: F401  (the tests' server helpers too)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [
@@ -28,45 +28,6 @@ SCREENSHOTS = ROOT / "tests" / "ui" / "screenshots"
 #: Tornado's log of a websocket write to a page that had already closed.
 _CLOSED_SOCKET = re.compile(r"Task exception was never retrieved\nfuture: <Task finished[^\n]*WebSocketClosedError\(\)>\n"
                             r"(?:.*\n)*?tornado\.websocket\.WebSocketClosedError\n")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_http(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}: {proc.stdout.read()}")
-        try:
-            # a page build can take seconds on a loaded machine: a short timeout would retry forever
-            with urllib.request.urlopen(url, timeout=30) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError(f"{url} did not answer within {timeout} s")
-
-
-def stop(*procs: subprocess.Popen, timeout: float = 60) -> None:
-    """Stop servers with SIGTERM, as ``docker stop`` does, and kill any that outlives ``timeout`` s.
-
-    All are signalled first, so they shut down side by side. Bokeh's orderly shutdown destroys every
-    session still alive (about 0.2 s each here), and sessions live for a minute after their page
-    closes: after a test module that opened many pages, a loaded machine needs well over 10 s.
-    """
-    for proc in procs:
-        proc.terminate()
-    deadline = time.monotonic() + timeout
-    for proc in procs:
-        try:
-            proc.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="session")

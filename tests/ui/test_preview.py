@@ -15,10 +15,11 @@ from tests.ui.helpers import open_app, readout, to_page, wait_for_readout
 from widgets.inspector import Readout
 from widgets.state import AttentionState
 
-# The preview's functions exactly as the page received them: the code of the query plot's
-# pan callback, up to where it binds its Bokeh models.
+# The preview's functions exactly as the page received them: the code of the drag script's callback on the
+# readout, up to where it binds its Bokeh models.
 PAGE_FUNCTIONS = """(cases) => {
-  const cb = Bokeh.documents[0].get_model_by_name('query-plot').js_event_callbacks.pan[0];
+  const cb = Bokeh.documents[0].get_model_by_name('readout').js_property_callbacks['change:text']
+    .find((c) => c.code.includes('onServerUpdate'));
   const lib = cb.code.slice(0, cb.code.indexOf('const a = {'));
   const {attentionStep, fmt, readoutText} = new Function(lib + '; return {attentionStep, fmt, readoutText};')();
   return cases.map((c) => {

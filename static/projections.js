@@ -1,0 +1,237 @@
+// The Projections tab's drag: an embedding x_i, or the image e_r W of a basis vector under the shown head's
+// W_Q, W_K or W_V. Needs fmt from attention.js. The server's end is widgets/projections.py
+// (ProjectionChannel).
+//
+// Drawn: on each pointer move of a drag, the page computes the head's Q, K, V, scores, weights, outputs,
+// largest weights and entropies itself (selfAttention, a mirror of core.projections.self_attention at a
+// temperature and of core.scaling.saturation) and writes them into the tab's numbers and, on the next
+// animation frame, its two planes. Nothing it draws goes back to the server.
+//
+// Sent: the positions through `a.channel`, at most one at a time, the next once `a.confirmed` has answered
+// the one in flight (as static/drag.js sends the query's); a move waiting to go is replaced by a newer one;
+// the press and the release always go. The server computes each position it takes with the NumPy core and
+// answers with its own text of the outputs (shown when it is for the position on screen); it takes the
+// dragged value into the session's state at the release, and its numbers then replace the page's.
+//
+// `a`: inputs (X, the head's W_Q, W_K, W_V, T, tokens, which W the right plane edits, grab radius), channel,
+// confirmed, x_fig and w_fig (the planes), x_points, basis, qkv (their data), numbers and status (Divs).
+
+// --- the mirror of the core ---------------------------------------------------------------------------------
+
+// X W for embeddings as rows: (n, d_model) x (d_model, d) -> (n, d), as core.projections.project.
+function projectRows(X, W) {
+  return X.map((x) => W[0].map((_, c) => x.reduce((acc, xi, i) => acc + xi * W[i][c], 0)));
+}
+
+// core.projections.self_attention(X, W_Q, W_K, W_V, temperature=T) and core.scaling.saturation of its weights:
+//   X : number[n][d_model]; WQ, WK : number[d_model][d_k]; WV : number[d_model][d_v]; T : number > 0
+// returns {Q, K, V, dots, scores, weights, output, maxWeight, entropy}: (n, d_k), (n, d_k), (n, d_v),
+// (n, n) three times, (n, d_v), (n,) and (n,) (entropy in nats).
+function selfAttention(X, WQ, WK, WV, T) {
+  const Q = projectRows(X, WQ), K = projectRows(X, WK), V = projectRows(X, WV);
+  const factor = 1 / T; // one multiplication by 1/T, as the core scales
+  const dots = Q.map((q) => K.map((k) => k.reduce((acc, kc, c) => acc + q[c] * kc, 0)));
+  const scores = dots.map((row) => row.map((d) => d * factor));
+  const weights = scores.map((row) => {
+    const top = Math.max(...row);
+    const exp = row.map((s) => Math.exp(s - top)); // <= 1: no overflow; the max contributes exp(0) = 1
+    const sum = exp.reduce((x, y) => x + y, 0);
+    return exp.map((e) => e / sum);
+  });
+  const d_v = V[0].length;
+  const output = weights.map((w) => {
+    const out = [];
+    for (let c = 0; c < d_v; c++) {
+      let lo = Infinity, hi = -Infinity, acc = 0;
+      V.forEach((v, j) => { acc += w[j] * v[c]; lo = Math.min(lo, v[c]); hi = Math.max(hi, v[c]); });
+      out.push(Math.min(Math.max(acc, lo), hi)); // a convex combination stays in [min v, max v]
+    }
+    return out;
+  });
+  const maxWeight = weights.map((w) => Math.max(...w));
+  const entropy = weights.map((w) => -w.reduce((acc, x) => acc + (x > 0 ? x * Math.log(x) : 0), 0) + 0);
+  return { Q, K, V, dots, scores, weights, output, maxWeight, entropy };
+}
+
+// The text widgets/projections.py writes for the same numbers (projection_status): during a drag, the
+// dragged handle and where it is, then each token's output.
+const fmtPoint = (p, d) => "(" + p.map((c) => fmt(c, d)).join(", ") + ")";
+function statusText(tokens, r, handle = "", at = null) {
+  const where = handle ? `${handle} ${fmtPoint(at, 2)} → ` : "";
+  return where + "Outputs Σ aⱼvⱼ: " + tokens.map((t, i) => `${t} ${fmtPoint(r.output[i], 4)}`).join(" · ");
+}
+
+// --- the drag ---------------------------------------------------------------------------------------------------
+
+function projectionState(a) {
+  const all = (window.attentionExplorerProjections ??= new Map());
+  let st = all.get(a.channel.id);
+  if (st == null) all.set(a.channel.id, st = { target: null, outbox: [], inFlight: 0, seq: 0, sentAt: 0,
+                                                   releaseSeq: null, moves: 0, sent: 0 });
+  return st;
+}
+
+const ANSWER_WAIT = 3000; // an answer that never comes holds the next position this long at most
+
+function sendPosition(a, st, m) {
+  const last = st.outbox[st.outbox.length - 1];
+  if (last != null && !last.start && !last.end && !m.start) st.outbox[st.outbox.length - 1] = m;
+  else st.outbox.push(m);
+  if (m.end) while (st.outbox.length) writePosition(a, st, st.outbox.shift());
+  else pumpPositions(a, st);
+}
+
+function pumpPositions(a, st) {
+  if (st.inFlight && performance.now() - st.sentAt < ANSWER_WAIT) return;
+  const m = st.outbox.shift();
+  if (m != null) writePosition(a, st, m);
+}
+
+function writePosition(a, st, m) {
+  st.inFlight = ++st.seq;
+  if (m.end) st.releaseSeq = st.seq;
+  st.sentAt = performance.now();
+  st.sent += 1;
+  a.channel.data = {x: [m.x], y: [m.y], seq: [st.seq], start: [!!m.start], end: [!!m.end], plane: [m.plane]};
+  clearTimeout(st.answerTimer);
+  st.answerTimer = setTimeout(() => pumpPositions(a, st), ANSWER_WAIT);
+}
+
+function projectionInputs(a) {
+  const d = a.inputs.data;
+  return { X: d.X[0], W: d.W[0], T: d.T[0], tokens: d.tokens[0], role: d.role[0], grab: d.grab[0],
+           names: { x: d.names_x[0], w: d.names_w[0] } };
+}
+
+// (x, y) clamped to the plane's visible range, as the server clamps it; null if not finite.
+function clampToPlane(fig, x, y) {
+  if (x == null || y == null || !Number.isFinite(x) || !Number.isFinite(y)) return null;
+  const xr = fig.x_range, yr = fig.y_range;
+  return [Math.min(Math.max(x, xr.start), xr.end), Math.min(Math.max(y, yr.start), yr.end)];
+}
+
+// The handle a press at p picks up, as widgets/projections.py's ProjectionChannel decides: the nearest
+// embedding (left plane) or basis image (right plane) within the grab radius, else nothing.
+function grabHandle(a, plane, p) {
+  const inp = projectionInputs(a), fig = plane === "x" ? a.x_fig : a.w_fig;
+  const handles = plane === "x" ? inp.X : inp.W[inp.role];
+  const d = handles.map((h) => Math.hypot(h[0] - p[0], h[1] - p[1]));
+  const j = d.indexOf(Math.min(...d));
+  return d[j] <= inp.grab * (fig.x_range.end - fig.x_range.start) ? j : null;
+}
+
+function onProjectionPointer(a, ev) {
+  const st = projectionState(a), plane = ev.origin === a.x_fig ? "x" : "w";
+  const at = clampToPlane(plane === "x" ? a.x_fig : a.w_fig, ev.x, ev.y);
+  if (ev.event_name === "panstart") {
+    st.target = at == null ? null : grabHandle(a, plane, at);
+    if (st.target == null) return;
+    st.plane = plane;
+    st.last = at;
+    st.moves += 1;
+    saveDrawn(a, st);
+    sendPosition(a, st, {x: at[0], y: at[1], plane, start: true});
+    previewProjection(a, st, at);
+  } else if (ev.event_name === "pan") {
+    if (st.target == null || st.plane !== plane || at == null) return;
+    st.last = at;
+    st.moves += 1;
+    sendPosition(a, st, {x: at[0], y: at[1], plane});
+    previewProjection(a, st, at);
+  } else if (ev.event_name === "panend") {
+    if (st.target == null) return;
+    sendPosition(a, st, {x: st.last[0], y: st.last[1], plane: st.plane, end: true});
+    st.target = null;
+  }
+}
+
+// The element a Div's view draws into (looked up again only once its view is gone).
+function markupOf(st, model) {
+  const views = (st.views ??= new Map());
+  let view = views.get(model.id);
+  if (view == null || view.is_destroyed) views.set(model.id, view = Bokeh.index.find_one(model));
+  return view != null ? view.markup_el : null;
+}
+
+function showStatus(a, st, text) {
+  const el = markupOf(st, a.status);
+  if (el != null && el.textContent !== text) el.textContent = text;
+}
+
+// The cell of each number carries data-m (which quantity), data-i and data-j (its row and column).
+function writeNumbers(a, st, r) {
+  const el = markupOf(st, a.numbers);
+  if (el == null) return;
+  for (const td of el.querySelectorAll("[data-m]")) {
+    const q = r[td.dataset.m];
+    if (q === undefined) continue;
+    const x = td.dataset.j === undefined ? q[+td.dataset.i] : q[+td.dataset.i][+td.dataset.j];
+    td.textContent = fmt(x, 4);
+  }
+}
+
+function previewProjection(a, st, p) {
+  const inp = projectionInputs(a);
+  const X = inp.X.map((x) => x.slice()), W = inp.W.map((m) => m.map((row) => row.slice()));
+  if (st.plane === "x") X[st.target] = p; else W[inp.role][st.target] = p;
+  const r = selfAttention(X, W[0], W[1], W[2], inp.T);
+  st.previewed = st.seq; // the position this preview is for
+  st.text = statusText(inp.tokens, r, inp.names[st.plane][st.target], p);
+  showStatus(a, st, st.text);
+  writeNumbers(a, st, r);
+  st.frame = { X, W, r, role: inp.role };
+  if (!st.frameRequested) {
+    st.frameRequested = true;
+    requestAnimationFrame(() => { st.frameRequested = false; if (st.frame != null) drawPlanes(a, st, st.frame); });
+  }
+}
+
+function drawPlanes(a, st, { X, W, r, role }) {
+  const set = (src, name, i, v) => { if (src.data[name] !== undefined && i < src.data[name].length) src.data[name][i] = v; };
+  X.forEach((x, i) => { set(a.x_points, "x", i, x[0]); set(a.x_points, "y", i, x[1]); });
+  a.x_points.change.emit();
+  W[role].forEach((w, i) => { set(a.basis, "x", i, w[0]); set(a.basis, "y", i, w[1]); });
+  a.basis.change.emit();
+  // qkv: the queries, then the keys, then the values, one row per token
+  const n = X.length;
+  [r.Q, r.K, r.V].forEach((P, k) => P.forEach((p, i) => { set(a.qkv, "x", k * n + i, p[0]); set(a.qkv, "y", k * n + i, p[1]); }));
+  a.qkv.change.emit();
+}
+
+// What the preview writes into, as the server last drew it: put back where the server sends nothing newer.
+const copyData = (d) => Object.fromEntries(Object.entries(d).map(([k, v]) => [k, Array.from(v)]));
+function saveDrawn(a, st) {
+  st.saved = [a.x_points, a.basis, a.qkv].map((src) => ({ src, data: src.data, copy: copyData(src.data) }));
+}
+
+function restoreDrawn(a, st) {
+  for (const { src, data, copy } of st.saved ?? []) {
+    if (src.data !== data) continue; // the server has sent newer data
+    for (const [k, v] of Object.entries(copy)) v.forEach((x, i) => { if (data[k] !== undefined) data[k][i] = x; });
+    src.change.emit();
+  }
+  st.saved = null;
+  st.frame = null;
+  const numbers = markupOf(st, a.numbers);
+  if (numbers != null) numbers.innerHTML = a.numbers.text;
+  showStatus(a, st, a.status.text);
+}
+
+// The server answered up to seq: send the next position; during the drag its text replaces the preview's
+// when it is for the position on screen; once it has answered the release, its numbers are the page's.
+function onProjectionAnswer(a) {
+  const st = projectionState(a), seq = a.confirmed.data.seq[0];
+  if (st.inFlight && seq >= st.inFlight) {
+    st.inFlight = 0;
+    clearTimeout(st.answerTimer);
+    pumpPositions(a, st);
+  }
+  if (st.target != null) {
+    if (seq === st.previewed) showStatus(a, st, a.confirmed.data.text[0]);
+  } else if (st.releaseSeq != null && seq >= st.releaseSeq) {
+    st.releaseSeq = null;
+    restoreDrawn(a, st);
+  }
+}
+
+if (typeof module !== "undefined") module.exports = { projectRows, selfAttention, statusText };

@@ -1,0 +1,238 @@
+"""The Projections and Heads tabs' views, their drag channel and the n² cost, without a browser.
+
+Expected numbers come from the course text or the plain-loop reference in tests/loop_reference.py.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+
+import numpy as np
+import panel as pn
+import pytest
+
+from tests.loop_reference import attention as loop_attention
+from widgets.cost import CACHE_KEY, CostCache, CostView, bytes_text, count_text, cost_cache
+from widgets.format import fmt
+from widgets.heads import HeadsView
+from widgets.projections import ProjectionsView
+from widgets.state import COST_SIZES, AttentionState
+
+X_COURSE = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+PRESS, MOVE, RELEASE = dict(start=True), {}, dict(end=True)
+
+
+@pytest.fixture
+def state():
+    return AttentionState()
+
+
+@pytest.fixture
+def view(state):
+    return ProjectionsView(state=state)
+
+
+def cells(view: ProjectionsView, m: str) -> dict[tuple[int, int], str]:
+    """The numbers the tab's table shows for quantity ``m``, by (row, column)."""
+    found = re.findall(rf"data-m='{m}' data-i='(\d)'(?: data-j='(\d)')?>([^<]*)<", view.numbers.text)
+    return {(int(i), int(j) if j else 0): text for i, j, text in found}
+
+
+def outputs_text(output) -> str:
+    return "Outputs Σ aⱼvⱼ: " + " · ".join(f"{t} ({fmt(o[0])}, {fmt(o[1])})" for t, o in zip(("I", "love", "NLP"),
+                                                                                               output))
+
+
+# --- the Projections tab ---------------------------------------------------------------------------------------
+
+def test_the_tables_show_the_heads_numbers(view, state):
+    scores, weights, output = loop_attention(X_COURSE, X_COURSE, X_COURSE)
+    assert cells(view, "weights")[(1, 0)] == "0.1978" and cells(view, "weights")[(1, 1)] == "0.4011"
+    assert cells(view, "scores") == {(i, j): fmt(s) for i, row in enumerate(scores) for j, s in enumerate(row)}
+    assert cells(view, "output") == {(i, j): fmt(o) for i, row in enumerate(output) for j, o in enumerate(row)}
+    # largest weight and entropy in nats, by hand: NLP's row is e^√2 / (2 + e^√2) and the rest
+    w = weights[2]
+    assert cells(view, "maxWeight")[(2, 0)] == fmt(max(w))
+    assert cells(view, "entropy")[(2, 0)] == fmt(-sum(a * math.log(a) for a in w))
+    assert view.status.text == outputs_text(output)
+    state.load_projection_preset("Section 6")
+    V = [[2, 0], [6, 0], [8, 0]]
+    assert view.status.text == outputs_text(loop_attention(X_COURSE, X_COURSE, V)[2])
+    assert "2 + 6 = 8 there, not 4" in view.reachable.object
+
+
+def test_typed_numbers_go_to_the_state_and_bad_ones_are_marked(view, state):
+    box = view._inputs[("x", 1, 0)]
+    box.value = "0.5"
+    assert state.embeddings[1, 0] == 0.5 and box.value == "0.5"
+    box.value = "zero"
+    assert state.embeddings[1, 0] == 0.5  # nothing else changed
+    assert "invalid" in box.css_classes and view.field_message.visible
+    assert "x_love[1] refused: &#x27;zero&#x27; is not a number" in view.field_message.object  # escaped
+    view._inputs[("w1", 0, 1)].value = "2"  # W_K[1,2]
+    assert state.projections[0, 1, 0, 1] == 2.0 and "invalid" not in box.css_classes
+    view._inputs[("t",)].value = "0.5"
+    assert state.temperature == 0.5 and view.t_slider.value == 0.5
+    view.t_slider.value = 10.0
+    assert state.temperature == 10.0 and view._inputs[("t",)].value == "10"
+
+
+def test_the_table_of_temperatures_runs_from_argmax_to_uniform(view, state):
+    state.load_projection_preset("Section 6")  # q_love scores 0, 1, 1
+    weights, outputs = ({t: re.findall(r"<td>([^<]*)</td>", tds) for t, tds in re.findall(
+        r"<tr[^>]*><th scope='row'>([^<]*)</th>((?:<td>[^<]*</td>)+)</tr>", table)}
+        for table in view.limits.object.split("</table>")[:2])
+    assert list(weights) == list(outputs) == ["0.01", "0.1", "1", "√d_k", "10", "100"]
+    assert weights["0.01"] == ["0.0000", "0.5000", "0.5000"]  # argmax, the tie shared
+    assert weights["√d_k"] == ["0.1978", "0.4011", "0.4011"]  # Section 6
+    e = [math.exp(c / 100) for c in (0, 1, 1)]
+    assert weights["100"] == [fmt(x / sum(e)) for x in e]  # nearly 1/3 each
+    assert outputs["100"][-1] == fmt(-sum(x / sum(e) * math.log(x / sum(e)) for x in e))  # nearly ln 3 = 1.0986
+    assert outputs["0.01"][:3] == ["7.0000", "0.0000", "0.5000"]  # the mean of v_love and v_NLP; max a = 1/2
+    assert "class='current'" in view.limits.object
+
+
+# --- the drag channel ------------------------------------------------------------------------------------------
+
+def test_a_drag_is_answered_by_the_core_and_taken_at_the_release(view, state):
+    channel = view.channel
+    drawn = (dict(view._x_points.data), dict(view._qkv.data), view.numbers.text)
+    channel.receive(0.0, 1.0, plane="x", seq=1, **PRESS)  # on x_love
+    channel.receive(0.5, 0.25, plane="x", seq=2, **MOVE)
+    X = [[1.0, 0.0], [0.5, 0.25], [1.0, 1.0]]
+    _, _, out = loop_attention(X, X, X)
+    assert channel.confirmed.data == dict(seq=[2], text=["x love (0.50, 0.25) → " + outputs_text(out)])
+    # the state, and with it every view, the address and a room, waits for the release
+    np.testing.assert_array_equal(state.embeddings, X_COURSE)
+    assert (dict(view._x_points.data), dict(view._qkv.data), view.numbers.text) == drawn
+    channel.receive(0.5, 0.25, plane="x", seq=3, **RELEASE)
+    np.testing.assert_array_equal(state.embeddings, X)
+    assert channel.confirmed.data["seq"] == [3] and view.status.text == outputs_text(out)
+
+
+def test_a_drag_of_a_basis_image_edits_the_chosen_w(view, state):
+    view.role.value = "W_K"
+    assert view.channel.inputs.data["role"] == [1] and view.channel.inputs.data["names_w"] == [["e₁W_K", "e₂W_K"]]
+    view.channel.receive(0.02, 0.99, plane="w", seq=1, **PRESS)  # e₂W_K = (0, 1)
+    view.channel.receive(-1.0, 1.0, plane="w", seq=2, **RELEASE)
+    np.testing.assert_array_equal(state.projections[0, 1], [[1.0, 0.0], [-1.0, 1.0]])
+    np.testing.assert_array_equal(state.projections[0, 0], np.eye(2))  # W_Q untouched
+
+
+def test_a_press_away_from_every_handle_moves_nothing(view, state):
+    before = state.snapshot()
+    view.channel.receive(-0.9, -0.9, plane="x", seq=1, **PRESS)
+    view.channel.receive(0.0, 0.0, plane="x", seq=2, **RELEASE)
+    assert view.channel.confirmed.data == dict(seq=[2], text=[""])  # answered, so the page's next position may go
+    np.testing.assert_array_equal(state.embeddings, before["embeddings"])
+
+
+def test_positions_are_clamped_to_the_plane_and_junk_is_ignored(view, state):
+    edge = (view.x_fig.x_range.end, view.x_fig.y_range.start)
+    view.channel.receive(1.0, 0.0, plane="x", seq=1, **PRESS)
+    view.channel.receive(1e9, -1e9, plane="x", seq=2, **RELEASE)
+    assert tuple(state.embeddings[0]) == edge  # the plane's corner, not 1e9
+    before = state.snapshot()
+    for junk in ({"x": ["a"], "y": [0], "seq": [3], "start": [True], "end": [True], "plane": ["x"]},
+                 {"x": [0.0], "y": [0.0], "seq": [3], "start": [True], "end": [True], "plane": ["<b>"]},
+                 {"x": [0.0]}, {"x": [True], "y": [0.0], "seq": [3], "start": [1], "end": [True], "plane": ["x"]}):
+        view.channel._on_channel("data", None, junk)
+    np.testing.assert_array_equal(state.embeddings, before["embeddings"])
+    assert view.channel.confirmed.data["seq"] == [2]
+
+
+def test_a_release_that_changes_nothing_draws_the_state_again(view, state):
+    redrawn = []
+    view.channel._refresh = lambda: redrawn.append(True)
+    view.channel.receive(1.0, 1.0, plane="x", seq=1, **PRESS)
+    view.channel.receive(1.0, 1.0, plane="x", seq=2, **RELEASE)  # let go where it started
+    assert redrawn == [True]
+
+
+# --- the Heads tab ---------------------------------------------------------------------------------------------
+
+def test_the_heads_matrices_show_each_heads_weights_and_pattern(state):
+    heads = HeadsView(state=state)
+    state.load_heads_preset()
+    html = heads.matrices.object
+    assert "<figcaption>Head 1: previous token</figcaption>" in html and "<figcaption>Head 2: itself</figcaption>" in html
+    e = [math.exp(5 / math.sqrt(2) * c) for c in (1.0, 0.5, -0.5)]  # head 1, love: previous token I
+    assert f"love: I {fmt(e[0] / sum(e), 2)}, love {fmt(e[1] / sum(e), 2)}, NLP {fmt(e[2] / sum(e), 2)}" in html
+    assert [b.visible for b in heads.explore] == [True, True, False, False]
+    assert len(heads._inputs) == 4 * 2  # W_O : (2 heads · d_v, d_model)
+    heads.count.value = "3"
+    assert state.heads == 3 and len(heads._inputs) == 6 * 2 and [b.visible for b in heads.explore][:3] == [True] * 3
+    heads.explore[1].clicks += 1
+    assert state.tokens == ["I", "love", "NLP"] and state.head == 1
+    np.testing.assert_allclose(state.keys, 2 * np.asarray(state.embeddings), rtol=1e-15)  # head 2: W_K = 2 I
+
+
+def test_w_o_refuses_bad_input(state):
+    heads = HeadsView(state=state)
+    box = heads._inputs[(1, 0)]
+    box.value = "1e7"
+    assert "invalid" in box.css_classes and "W_O[2,1] refused" in heads.field_message.object
+    np.testing.assert_array_equal(state.w_o, np.eye(2))
+
+
+def test_an_unclear_head_gets_no_pattern_name(state):
+    heads = HeadsView(state=state)  # Q = K = V = X: rows of 0.40, 0.20, 0.40, whose argmax is a tie
+    assert "<figcaption>Head 1</figcaption>" in heads.matrices.object
+
+
+# --- the n² cost -------------------------------------------------------------------------------------------------
+
+class Counting:
+    """A stand-in for core.cost.measure_attention that counts its calls (and can be held)."""
+
+    def __init__(self):
+        self.calls, self.release = [], threading.Event()
+        self.release.set()
+
+    def __call__(self, n, image_size=64):
+        from core import measure_attention
+        self.release.wait(10)
+        self.calls.append(n)
+        return measure_attention(min(n, 64), image_size=image_size)
+
+
+def test_the_cache_measures_each_size_once_and_no_other_sizes():
+    measure = Counting()
+    cache = CostCache(measure=measure)
+    first = cache.measure(8).result(10)
+    assert cache.measure(8).result(10) is first and cache.get(8) is first
+    assert measure.calls == [8, 8, 8]  # three runs, the fastest kept, once
+    for bad in (5, 100, 8192, "8", None):
+        with pytest.raises(ValueError, match="n must be one of 3, 8, 16"):
+            cache.measure(bad)
+    assert [m.n for m in cache.measured()] == [8] and len(cache.sizes) == len(COST_SIZES) == 11
+
+
+def test_two_pages_asking_at_once_share_one_run():
+    measure = Counting()
+    measure.release.clear()
+    cache = CostCache(measure=measure)
+    a, b = cache.measure(4096), cache.measure(4096)
+    assert a is b
+    measure.release.set()
+    assert a.result(10) is cache.get(4096) and measure.calls == [4096]  # one run above 1024
+
+
+def test_the_cache_lives_in_panels_cache_once_per_process(monkeypatch):
+    monkeypatch.setitem(pn.state.cache, CACHE_KEY, None)
+    made = cost_cache()
+    assert isinstance(made, CostCache) and cost_cache() is made and pn.state.cache[CACHE_KEY] is made
+
+
+def test_module_2s_figures(monkeypatch, state):
+    monkeypatch.setitem(pn.state.cache, CACHE_KEY, CostCache(measure=Counting()))
+    state.cost_n = 8
+    view = CostView(state=state)
+    html = view.figures.object
+    assert "<th scope='row'>100</th><td>10,000 (10⁴)</td><td>80 kB</td>" in html
+    assert "<th scope='row'>10,000</th><td>100,000,000 (10⁸)</td><td>800 MB</td>" in html
+    assert "<th scope='row'>8</th><td>64</td><td>512 B</td>" in html
+    assert view._times.data["x"] == [3, 8] and len(view._image.data["image"]) == 1
+    assert count_text(10 ** 8) == "100,000,000 (10⁸)" and bytes_text(8 * 4096 ** 2) == "134 MB"

@@ -1,0 +1,329 @@
+"""The n² cost: the NumPy core measured on the server for n = 3 to 4096 tokens, on log-log axes.
+
+Module 2: "Computing Q Kᵀ produces a matrix of size n × n for a sequence of length n. That is quadratic in
+the sequence length, in both compute and memory. For n = 100 it is fine, for n = 10 000 it is a hundred
+million entries per head per layer." :class:`CostView` runs ``core.cost.measure_attention`` (seeded random
+Q, K, V with d_k = 64) for every size up to the chosen n, plots time and memory against n beside a slope-2
+line, draws the weights as a 64 x 64 image of block means, and computes the course's figures.
+
+The measurements are the server's own, so they are kept once per process (:class:`CostCache`, in
+``pn.state.cache``): at most one per size of :data:`~widgets.state.COST_SIZES`, eleven in all. They run on
+one worker thread of the process, never on the event loop: a page waiting for n = 4096 (about 690 MB of
+(n, n) arrays, a second or more) shows a progress bar, and every other page of the server goes on being
+served meanwhile. One thread: two pages asking for n = 4096 at once share one run, and the process never
+holds two of those at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
+from html import escape
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.document import without_document_lock
+from bokeh.models import ColorBar, ColumnDataSource, Image, LinearColorMapper, Line, PrintfTickFormatter, Range1d, Scatter
+from bokeh.palettes import Cividis256
+from bokeh.plotting import figure
+
+from core import CostMeasurement, measure_attention, score_matrix_size
+from core.cost import D_K, NN_ARRAYS
+from widgets.format import fmt
+from widgets.glyphs import draw
+from widgets.projections import styled
+from widgets.state import COST_SIZES, AttentionState
+
+#: Where the process keeps its measurements (``pn.state.cache`` is shared by every session of the process).
+CACHE_KEY = "attention-explorer:n2-cost"
+#: Side of the weights' image: block means past what the screen can show.
+IMAGE_SIZE = 64
+#: Wait before the first measurement after the view asks (ms).
+START_AFTER_MS = 300
+#: Sizes up to this are timed three times and the fastest run kept (the usual way to time a short call: the
+#: slower runs measure whatever else the machine did meanwhile); larger ones once, each run being seconds.
+REPEAT_UP_TO = 1024
+
+
+class CostCache:
+    """One process's measurements of the core by n, and the one worker thread that makes them.
+
+    Bounded: only the sizes it is made with (:data:`COST_SIZES`) are measured, each once, and a measurement
+    keeps only its numbers and a (64, 64) image, not its (n, n) arrays.
+    """
+
+    def __init__(self, sizes=COST_SIZES, measure=measure_attention):
+        self.sizes = tuple(sizes)
+        self._measure = measure
+        self._done: dict[int, CostMeasurement] = {}
+        self._running: dict[int, Future] = {}
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None  # started by the first measurement
+
+    def get(self, n: int) -> CostMeasurement | None:
+        """The measurement of n, if made."""
+        return self._done.get(n)
+
+    def measured(self, up_to: int | None = None) -> list[CostMeasurement]:
+        """Every measurement made, by n (only n <= ``up_to`` if given)."""
+        return [self._done[n] for n in sorted(self._done) if up_to is None or n <= up_to]
+
+    def measure(self, n: int) -> Future:
+        """A future of the measurement of n: done already, running (shared), or started on the worker thread.
+
+        Raises ValueError for an n that is not one of ``sizes``: the cache never grows past them.
+        """
+        if n not in self.sizes:
+            raise ValueError(f"n must be one of {', '.join(map(str, self.sizes))}, got {n!r}")
+        with self._lock:
+            if n in self._done:
+                done: Future = Future()
+                done.set_result(self._done[n])
+                return done
+            if n not in self._running:
+                if self._executor is None:
+                    self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="n2-cost")
+                self._running[n] = self._executor.submit(self._run, n)
+            return self._running[n]
+
+    def _run(self, n: int) -> CostMeasurement:
+        try:
+            runs = [self._measure(n, image_size=IMAGE_SIZE) for _ in range(3 if n <= REPEAT_UP_TO else 1)]
+            m = min(runs, key=lambda run: run.seconds)
+            with self._lock:
+                self._done[n] = m
+            return m
+        finally:
+            with self._lock:
+                self._running.pop(n, None)
+
+
+def cost_cache() -> CostCache:
+    """This process's :class:`CostCache` (made by the first page that needs it)."""
+    cache = pn.state.cache.get(CACHE_KEY)
+    if not isinstance(cache, CostCache):
+        cache = pn.state.cache[CACHE_KEY] = CostCache()
+    return cache
+
+
+def count_text(k: int) -> str:
+    """``10,000 (10⁴)``: a count with its power of ten when it is one."""
+    text = f"{k:,}"
+    e = len(str(k)) - 1
+    if k == 10 ** e and e >= 2:
+        text += " (10" + str(e).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")) + ")"
+    return text
+
+
+def bytes_text(b: float) -> str:
+    """Decimal units, as the course counts (10⁸ float64 entries = 800 MB)."""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= size:
+            return f"{b / size:.3g} {unit}"
+    return f"{b:.0f} B"
+
+
+def _loglog(name: str, title: str, y_label: str) -> figure:
+    fig = figure(name=name, title=title, width=262, height=250, x_axis_type="log", y_axis_type="log", tools="save",
+                 toolbar_location=None, x_range=Range1d(2, 6000), y_range=Range1d(1e-6, 1),
+                 x_axis_label="n (tokens)", y_axis_label=y_label)
+    fig.title.text_font_size = "15px"
+    fig.axis.axis_label_text_font_size = "14px"
+    fig.axis.major_label_text_font_size = "14px"
+    return fig
+
+
+class CostView(pn.viewable.Viewer):
+    """Pick n (3 to 4096): time and memory of the core against n, the weights as an image, Module 2's figures.
+
+    Test hooks: the figures ``cost-time``, ``cost-memory``, ``cost-image``; the progress bar and its text carry
+    ``cost-progress``; the figures' table is ``cost-figures``.
+    """
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        self._cache = cost_cache()
+        self._doc = pn.state.curdoc
+        self._generation = 0
+        self._syncing = False
+        self.n = styled(pn.widgets.DiscreteSlider(label="n (tokens)", options=list(COST_SIZES), value=s.cost_n,
+                                                  width=320))
+        self.n.param.watch(self._on_slider, "value")
+        self.progress = styled(pn.indicators.Progress(value=0, max=1, width=220, visible=False,
+                                                      css_classes=["cost-progress"], margin=(14, 8)))
+        self.progress_text = styled(pn.pane.HTML("", visible=False, css_classes=["cost-progress"], margin=(6, 5)))
+        self._times = ColumnDataSource(data=dict(x=[], y=[]))
+        self._time_ref = ColumnDataSource(data=dict(x=[], y=[]))
+        self._peaks = ColumnDataSource(data=dict(x=[], y=[]))
+        self._kept = ColumnDataSource(data=dict(x=[], y=[]))
+        self._mem_ref = ColumnDataSource(data=dict(x=[], y=[]))
+        self._image = ColumnDataSource(data=dict(image=[], dw=[], dh=[]))
+        self.time_fig = _loglog("cost-time", "Time of one call", "seconds")
+        draw(self.time_fig, Line, self._time_ref, "x", "y", line_color="#444444", line_dash="dashed", line_width=2)
+        draw(self.time_fig, Scatter, self._times, "x", "y", size=10, color="#0072B2")
+        self.memory_fig = _loglog("cost-memory", "Memory of one call", "bytes")
+        draw(self.memory_fig, Line, self._mem_ref, "x", "y", line_color="#444444", line_dash="dashed", line_width=2)
+        draw(self.memory_fig, Line, self._kept, "x", "y", line_color="#009E73", line_width=3)
+        draw(self.memory_fig, Scatter, self._peaks, "x", "y", size=10, color="#D55E00", marker="square")
+        self._mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
+        self.image_fig = figure(name="cost-image", title="Weights", width=262, height=262, tools="save",
+                                toolbar_location=None, x_range=Range1d(0, 1), y_range=Range1d(1, 0),
+                                x_axis_label="key", y_axis_label="query", x_axis_location="above")
+        self.image_fig.title.text_font_size = "15px"
+        self.image_fig.axis.axis_label_text_font_size = "14px"
+        self.image_fig.axis.major_label_text_font_size = "14px"
+        self.image_fig.axis.ticker.desired_num_ticks = 3  # n up to 4096 in a narrow plot
+        draw(self.image_fig, Image, self._image, image="image", x=0, y=0, dw="dw", dh="dh", color_mapper=self._mapper)
+        self.image_fig.add_layout(ColorBar(color_mapper=self._mapper, width=12, major_label_text_font_size="14px",
+                                           formatter=PrintfTickFormatter(format="%.2g")), "right")
+        self.figures = styled(pn.pane.HTML("", name="cost-figures", sizing_mode="stretch_width"))
+        self.legend = styled(pn.pane.HTML(
+            "<p>Dashed: slope 2, through the largest n measured (on log-log axes, n² is a line of slope 2). "
+            "Blue: seconds of one <code>scaled_dot_product_attention</code> call; orange: the most memory it held at "
+            f"once (traced); green: its {len(NN_ARRAYS)} kept (n, n) arrays, 41 n² bytes. Random Q, K, V with "
+            f"d<sub>k</sub> = {D_K}, seed 0, measured on this server, each size once.</p>",
+            sizing_mode="stretch_width"))
+        self._layout = pn.Column(
+            styled(pn.pane.HTML(
+                "<h3>The n² cost</h3><p>Q Kᵀ holds one score for every pair of tokens: an n × n matrix, quadratic "
+                "in n in both time and memory. Module 2: <q>for n = 10 000 it is a hundred million entries per head "
+                "per layer</q>.</p>", sizing_mode="stretch_width")),
+            pn.FlexBox(self.n, self.progress, self.progress_text, align_items="center"),
+            pn.FlexBox(pn.pane.Bokeh(self.time_fig), pn.pane.Bokeh(self.memory_fig), pn.pane.Bokeh(self.image_fig)),
+            self.legend, self.figures, margin=0, sizing_mode="stretch_width",
+        )
+        s.param.watch(self._on_n, "cost_n")
+        self._on_n()
+
+    # --- measuring, off the event loop --------------------------------------------------------------------------
+
+    def _on_slider(self, event) -> None:
+        if not self._syncing:
+            self.state.cost_n = event.new
+
+    def _on_n(self, *_) -> None:
+        n = self.state.cost_n
+        self._syncing = True
+        try:
+            self.n.value = n
+        finally:
+            self._syncing = False
+        todo = [m for m in COST_SIZES if m <= n and self._cache.get(m) is None]
+        self._generation += 1
+        generation = self._generation
+        doc = self._doc
+        if not todo:
+            self._show()
+            return
+        if doc is None or doc.session_context is None:  # no server (tests, a notebook): measure here
+            for m in todo:
+                self._cache.measure(m).result()
+            self._show()
+            return
+        self._progress(0, todo)
+
+        # after a pause: the tab's own models, just built, go to the page first; a measurement sharing the
+        # interpreter with that work would time it too
+        @without_document_lock
+        async def run():
+            for k, m in enumerate(todo):
+                try:
+                    await asyncio.wrap_future(self._cache.measure(m))
+                except Exception as exc:  # noqa: BLE001 (MemoryError, ...): the page says so, the server goes on
+                    self._later(partial(self._failed, generation, m, exc))
+                    return
+                if generation != self._generation:
+                    return  # another n was chosen meanwhile; its own run shows it
+                self._later(partial(self._progress, k + 1, todo, generation))
+
+        doc.add_timeout_callback(run, START_AFTER_MS)
+
+    def _later(self, callback) -> None:
+        """Run ``callback`` under the document's lock, as Bokeh requires for changes made after an ``await``."""
+        doc = self._doc
+        if doc is not None and doc.session_context is not None:
+            doc.add_next_tick_callback(callback)
+
+    def _progress(self, done: int, todo: list[int], generation: int | None = None) -> None:
+        if generation is not None and generation != self._generation:
+            return
+        if done == len(todo):
+            self.progress.visible = self.progress_text.visible = False
+            self._show()
+            return
+        self.progress.param.update(value=done, max=len(todo), visible=True)
+        self.progress_text.object = (f"<p role='status'>Measuring n = {todo[done]:,} on the server ({done + 1} of "
+                                     f"{len(todo)})…</p>")
+        self.progress_text.visible = True
+        if done:
+            self._show()
+
+    def _failed(self, generation: int, n: int, exc: Exception) -> None:
+        if generation != self._generation:
+            return
+        self.progress.visible = False
+        self.progress_text.object = f"<p role='alert'>Could not measure n = {n:,}: {escape(str(exc) or type(exc).__name__)}</p>"
+
+    # --- drawing ------------------------------------------------------------------------------------------------
+
+    def _show(self) -> None:
+        n = self.state.cost_n
+        done = self._cache.measured(up_to=n)
+        self._plot(done)
+        m = self._cache.get(n)
+        if m is not None:
+            image = np.asarray(m.image)
+            self._mapper.update(low=float(image.min()), high=float(image.max()))
+            self._image.data = dict(image=[image], dw=[n], dh=[n])
+            self.image_fig.x_range.update(start=0, end=n)
+            self.image_fig.y_range.update(start=n, end=0)
+            side = image.shape[0]
+            self.image_fig.title.text = (f"Weights, n = {n:,}" if side == n else
+                                         f"Weights, n = {n:,}: {side} × {side} means")
+        self.figures.object = self._figures_html(m, n)
+
+    def _plot(self, done: list[CostMeasurement]) -> None:
+        ns = [m.n for m in done]
+        self._times.data = dict(x=ns, y=[m.seconds for m in done])
+        self._peaks.data = dict(x=ns, y=[m.peak_bytes for m in done])
+        self._kept.data = dict(x=ns, y=[m.nn_bytes for m in done])
+        if done:
+            top = done[-1]
+            line = np.array([COST_SIZES[0], top.n], dtype=float)
+            # slope 2 through the largest n: y = y_top (n / n_top)²
+            self._time_ref.data = dict(x=line.tolist(), y=(top.seconds * (line / top.n) ** 2).tolist())
+            self._mem_ref.data = dict(x=line.tolist(), y=(top.peak_bytes * (line / top.n) ** 2).tolist())
+            for fig, ys in ((self.time_fig, [top.seconds * (COST_SIZES[0] / top.n) ** 2, *self._times.data["y"]]),
+                            (self.memory_fig, [top.peak_bytes * (COST_SIZES[0] / top.n) ** 2,
+                                               *self._peaks.data["y"], *self._kept.data["y"]])):
+                lo, hi = min(ys), max(ys)
+                fig.y_range.update(start=lo / 2, end=hi * 2)  # log axes: a factor of 2 of room each way
+        else:
+            self._time_ref.data = dict(x=[], y=[])
+            self._mem_ref.data = dict(x=[], y=[])
+
+    def _figures_html(self, m: CostMeasurement | None, n: int) -> str:
+        rows = []
+        for k, what in ((100, "Module 2: fine"), (10_000, "Module 2: a hundred million")):
+            size = score_matrix_size(k)
+            rows.append(f"<tr><th scope='row'>{k:,}</th><td>{count_text(size.entries)}</td>"
+                        f"<td>{bytes_text(size.bytes)}</td><td>{what}</td></tr>")
+        size = score_matrix_size(n)
+        rows.append(f"<tr class='current'><th scope='row'>{n:,}</th><td>{count_text(size.entries)}</td>"
+                    f"<td>{bytes_text(size.bytes)}</td><td>your n</td></tr>")
+        here = "<p>Measuring…</p>" if m is None else (
+            f"<p>On this server, n = {n:,}: one call took {fmt(m.seconds * 1000, 2)} ms and held at most "
+            f"{bytes_text(m.peak_bytes)}; the (n, n) arrays it keeps ({', '.join(NN_ARRAYS)}) are "
+            f"{bytes_text(m.nn_bytes)}, 41 bytes per entry.</p>")
+        return ("<table class='nums'><caption>One (n, n) score matrix, per head per layer</caption><thead><tr>"
+                "<th scope='col'>n</th><th scope='col'>entries n²</th><th scope='col'>float64</th>"
+                "<th scope='col'></th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>" + here)
+
+    def __panel__(self):
+        return self._layout

@@ -1,0 +1,213 @@
+"""The Heads tab: 1 to 4 heads side by side, concatenated and mixed by W_O, and the n² cost.
+
+Vaswani et al. (2017), Sec. 3.2.2: MultiHead(X) = Concat(head_1, ..., head_h) W_O, head_i =
+Attention(X W_Q[i], X W_K[i], X W_V[i]). Every head here has d_k = d_v = 2 on the Projections tab's X, so its
+queries and keys are points of a plane: "Explore head i" loads that plane into the explorer on the left
+(AttentionState.show_head_in_explorer), and the Projections tab then shows and edits that head.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import Plot
+from bokeh.palettes import Cividis256
+
+from core import PREVIOUS_AND_SELF_2D
+from widgets.cost import CostView
+from widgets.format import fmt, fmt_short
+from widgets.projections import HEADS_CSS, styled
+from widgets.state import HEAD_TOKENS, MAX_HEADS, AttentionState
+
+#: Text size (CSS px) the heads' SVG matrices are laid out for, by mode (static/theme.css's --ae-num).
+NUM_PX = {"normal": 16, "projector": 22}
+
+
+def _cell_color(w: float) -> str:
+    return Cividis256[min(255, max(0, int(w * 256)))]
+
+
+def head_svg(weights: np.ndarray, mode: str, label: str) -> str:
+    """One head's (n, n) weights as an SVG grid: a row per query, a column per key, each weight printed.
+
+    Colours are Cividis on 0..1 (as the Matrix tab), and the ink of each number is chosen for its cell, so the
+    colour is never the only cue.
+    """
+    num = NUM_PX[mode]
+    cell, name = round(num * 2.7), round(num * 3.0)  # two heads side by side on a 1024 px projector
+    n = len(HEAD_TOKENS)
+    width, height = name + n * cell, round(num * 1.6) + n * cell
+    top = round(num * 1.6)
+    parts = [f'<text x="{name + (j + 0.5) * cell}" y="{num}" text-anchor="middle">{escape(t)}</text>'
+             for j, t in enumerate(HEAD_TOKENS)]
+    for i, t in enumerate(HEAD_TOKENS):
+        y = top + i * cell
+        parts.append(f'<text x="{name - 6}" y="{y + cell / 2}" text-anchor="end" dominant-baseline="middle">'
+                     f'{escape(t)}</text>')
+        for j, w in enumerate(weights[i]):
+            x = name + j * cell
+            ink = "ink-light" if w < 0.55 else "ink-dark"  # Cividis is dark below ~0.55
+            parts += [f'<rect class="cell" x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{_cell_color(w)}"/>',
+                      f'<text class="{ink}" x="{x + cell / 2}" y="{y + cell / 2}" text-anchor="middle" '
+                      f'dominant-baseline="middle">{fmt(w, 2)}</text>']
+    text = "; ".join(f"{t}: " + ", ".join(f"{k} {fmt(w, 2)}" for k, w in zip(HEAD_TOKENS, row))
+                     for t, row in zip(HEAD_TOKENS, weights))
+    return (f'<svg width="{width}" height="{height}" role="img" aria-label="{escape(label)} weights, query by key: '
+            f'{escape(text)}">{"".join(parts)}</svg>')
+
+
+class HeadsView(pn.viewable.Viewer):
+    """The heads' weights side by side, their concatenation, W_O (editable) and the output; the n² cost below.
+
+    Test hooks: the heads' matrices are in the pane ``heads-matrices`` (one ``figure`` each, ``data-head``), the
+    concatenation and output in ``heads-output``; W_O's text boxes carry ``field-wo-<row>-<col>``; the buttons
+    read "Explore head 1" and so on.
+    """
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        self._syncing = False
+        self.count = styled(pn.widgets.RadioButtonGroup(label="Heads", options=[str(h) for h in range(1, MAX_HEADS + 1)],
+                                                        value=str(s.heads)))
+        self.count.param.watch(lambda e: self._syncing or self.state.set_heads(int(e.new)), "value")
+        self.preset = styled(pn.widgets.Button(label="Two heads: previous token, itself", color="primary",
+                                               description=PREVIOUS_AND_SELF_2D.note))
+        self.preset.on_click(lambda _: self.state.load_heads_preset())
+        self.new_draw = styled(pn.widgets.Button(label="New draw", description="Random projections for every head"))
+        self.new_draw.on_click(lambda _: self.state.new_heads_draw())
+        self.explore = []
+        for h in range(MAX_HEADS):
+            button = styled(pn.widgets.Button(label=f"Explore head {h + 1}", visible=h < s.heads,
+                                              description=f"Show head {h + 1}'s queries and keys in the explorer"))
+            button.on_click(lambda _, h=h: self.state.show_head_in_explorer(h))
+            self.explore.append(button)
+        self.matrices = styled(pn.pane.HTML("", name="heads-matrices", sizing_mode="stretch_width"))
+        self.output = styled(pn.pane.HTML("", name="heads-output", sizing_mode="stretch_width"))
+        self._w_o = pn.Column(margin=0)
+        self._inputs: dict[tuple[int, int], pn.widgets.TextInput] = {}
+        self.field_message = styled(pn.pane.HTML("", visible=False, sizing_mode="stretch_width"))
+
+        def text(html: str) -> pn.pane.HTML:
+            return styled(pn.pane.HTML(html, sizing_mode="stretch_width", margin=(0, 5)))
+
+        self._layout = pn.Column(
+            text("<h3>Multi-head attention</h3><p>Concat(head₁, …, head<sub>h</sub>) W<sub>O</sub> (Vaswani et al., "
+                 "2017, Sec. 3.2.2): each head has its own W<sub>Q</sub>, W<sub>K</sub>, W<sub>V</sub> "
+                 "(d<sub>k</sub> = d<sub>v</sub> = 2), so two heads can attend to different tokens.</p>"),
+            pn.FlexBox(styled(pn.pane.HTML("<span class='label'>Heads</span>", margin=(8, 5))), self.count,
+                       self.preset, self.new_draw, align_items="center"),
+            self.matrices,
+            pn.FlexBox(*self.explore, align_items="center"),
+            text("<p class='note'><strong>Explore head i</strong> loads that head into the explorer on the left: its "
+                 "keys K = X W<sub>K</sub>, its values V = X W<sub>V</sub>, and the selected token's query "
+                 "q = x W<sub>Q</sub> (love's, unless I or NLP is selected), and the Projections tab then shows that "
+                 "head. The explorer shows one query at a time (its other rows use their keys as queries) and divides "
+                 "by √d<sub>k</sub>: its numbers for the selected token are the head's when T = √d<sub>k</sub>.</p>"),
+            self.output,
+            text("<h4>W<sub>O</sub></h4><p>Rows 2i − 1 and 2i take head i's output; the default averages the heads "
+                 "(changing the number of heads sets it again).</p>"),
+            self._w_o, self.field_message,
+            CostView(state=s),
+            name="heads", css_classes=["heads-tab"], sizing_mode="stretch_both", scroll=True, stylesheets=[HEADS_CSS],
+        )
+        s.param.watch(self._render, ["embeddings", "projections", "heads", "w_o", "temperature", "mode"])
+        s.param.watch(self._on_message, "message")
+        self._render()
+
+    def _field(self, row: int, col: int) -> pn.widgets.TextInput:
+        w = styled(pn.widgets.TextInput(width=84, margin=(2, 3), css_classes=[f"field-wo-{row}-{col}"]))
+        w.param.watch(lambda e, key=(row, col): self._on_input(key, e.new), "value")
+        self._inputs[(row, col)] = w
+        return w
+
+    def _build_w_o(self, rows: int) -> None:
+        self._inputs.clear()
+
+        def label(html):
+            return styled(pn.pane.HTML(f"<span class='label'>{html}</span>", width=110, margin=(6, 3)))
+        grid = [pn.Row(label(f"head {r // 2 + 1} [{r % 2 + 1}]"), self._field(r, 0), self._field(r, 1), margin=0)
+                for r in range(rows)]
+        self._w_o[:] = [pn.FlexBox(*grid)]
+
+    def _on_input(self, key, text) -> None:
+        if self._syncing:
+            return
+        with pn.io.hold():
+            if not self.state.set_w_o(*key, text):
+                w = self._inputs[key]
+                w.css_classes = [*w.css_classes, "invalid"]
+                self.field_message.object = (f'<div class="field-message" role="alert">'
+                                             f'{escape(self.state.message)}</div>')
+                self.field_message.visible = True
+
+    def _on_message(self, *_) -> None:
+        if not self.state.message:
+            self.field_message.visible = False
+
+    def _render(self, *_) -> None:
+        s = self.state
+        r = s.head_attention()
+        names = self._names(r)
+        figures = []
+        for h, head in enumerate(r.heads):
+            label = f"Head {h + 1}" + (f": {names[h]}" if names[h] else "")
+            figures.append(f"<figure data-head='{h}'><figcaption>{escape(label)}</figcaption>"
+                           f"{head_svg(head.attention.weights, s.mode, label)}</figure>")
+        self.matrices.object = f"<div class='heads'>{''.join(figures)}</div>"
+        for h, button in enumerate(self.explore):
+            button.visible = h < s.heads
+        self._syncing = True
+        try:
+            self.count.value = str(s.heads)
+            if len(self._inputs) != s.w_o.size:
+                self._build_w_o(len(s.w_o))
+            for (i, j), w in self._inputs.items():
+                w.value = fmt_short(float(s.w_o[i, j]))
+                w.css_classes = [c for c in w.css_classes if c != "invalid"]
+        finally:
+            self._syncing = False
+        self.output.object = self._output_html(r)
+
+    def _names(self, r) -> list[str]:
+        """What each head attends to, read from its weights: "previous token", "itself", or nothing."""
+        n = len(HEAD_TOKENS)
+        out = []
+        for head in r.heads:
+            w = head.attention.weights
+            # a pattern only where each row leans clearly on one token, not where a tie picks the first
+            chosen = w.argmax(axis=1).tolist() if w.max(axis=1).min() > 0.5 else None
+            out.append("itself" if chosen == list(range(n)) else
+                       "previous token" if chosen == [0, *range(n - 1)] else "")
+        return out
+
+    def _output_html(self, r) -> str:
+        h = len(r.heads)
+        head_cols = "".join(f"<th scope='col' colspan='2'>head {i + 1}</th>" for i in range(h))
+        sub = "".join("<th scope='col'>[1]</th><th scope='col'>[2]</th>" for _ in range(h + 1))
+        rows = []
+        for i, t in enumerate(HEAD_TOKENS):
+            concat = "".join(f"<td>{fmt(x)}</td>" for x in r.concat[i])
+            out = "".join(f"<td>{fmt(x)}</td>" for x in r.output[i])
+            rows.append(f"<tr><th scope='row'>{escape(t)}</th>{concat}{out}</tr>")
+        return ("<div style='overflow-x: auto'><table class='nums'><caption>Concat(head₁, …, head<sub>h</sub>), then "
+                f"× W<sub>O</sub> (T = {fmt(self.state.temperature)})</caption><thead><tr><th></th>{head_cols}"
+                f"<th scope='col' colspan='2'>output</th></tr><tr><th></th>{sub}</tr></thead><tbody>{''.join(rows)}"
+                "</tbody></table></div>")
+
+    def __panel__(self):
+        return self._layout
+
+
+def heads_tab(state: AttentionState, styler=None) -> pn.viewable.Viewable:
+    """The tab's contents, its figures (the n² cost's) restyled by ``styler``."""
+    view = HeadsView(state=state)
+    layout = view.__panel__()
+    if styler is not None:
+        styler.add([p.object for p in layout.select(pn.pane.Bokeh) if isinstance(p.object, Plot)])
+    return layout

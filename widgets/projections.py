@@ -1,0 +1,551 @@
+"""The Projections tab: embeddings X, learned projections W_Q, W_K, W_V, and a softmax temperature T.
+
+Module 2: "The three vectors come from three different learned linear projections of the same input:
+Q = X W_Q, K = X W_K, V = X W_V." The tab shows "I love NLP" with 2-D embeddings (d_model = 2) and one
+head (d_k = d_v = 2), every row of X, Q, K and V as a point:
+
+- the left plane holds the embeddings x_i, which a learner drags;
+- the right plane holds the queries, keys and values, and the images e_1 W and e_2 W of the two basis
+  vectors under the W chosen beside it: since x W = x_1 (e_1 W) + x_2 (e_2 W), those two arrows are the
+  rows of W, and dragging their tips edits W;
+- the numbers: X and each W as text boxes (refused input gets a message and changes nothing), the scores
+  s = q·k / T, the weights, the outputs, and each row's largest weight and entropy;
+- a temperature T for the scores, with sqrt(d_k) the paper's case, and what T -> 0 and T -> inf do.
+
+A drag costs the server one position per round trip, like the query's (widgets/drag.py): the page
+computes every position itself (``static/projections.js``, a mirror of the core checked against it in
+tests/ui/test_heads.py) and sends the positions through :class:`ProjectionChannel`, one at a time. The
+server computes each with the NumPy core and answers with its text of the outputs; the session's state
+takes the dragged value at the release, when the page's address, a room's followers and the export follow.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from html import escape
+from pathlib import Path
+
+import numpy as np
+import panel as pn
+import param
+from bokeh.models import ColumnDataSource, CustomJS, Div, Range1d, Scatter, Segment, Text
+from bokeh.plotting import figure
+
+from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention
+from widgets.format import fmt, fmt_short, token_color
+from widgets.glyphs import draw
+from widgets.state import (
+    DEFAULT_TEMPERATURE, HEAD_TOKENS, PROJECTION_CHOICES, ROLES,
+    AttentionState,
+)
+
+STATIC = Path(__file__).resolve().parent.parent / "static"
+#: The tabs' look (also widgets/heads.py): sizes and ink from the page's custom properties.
+HEADS_CSS = (STATIC / "heads.css").read_text()
+#: The page's script for a drag in the planes: fmt from attention.js, then the mirror and the drag.
+PROJECTIONS_JS = (STATIC / "attention.js").read_text() + "\n" + (STATIC / "projections.js").read_text()
+#: A press this close to a handle picks it up, as a share of the plane's width (~16 px of a 270 px plane).
+GRAB = 0.06
+#: Temperatures on the slider: from nearly argmax to nearly uniform, with sqrt(d_k) among them.
+T_STOPS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, DEFAULT_TEMPERATURE, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+#: The temperatures the table of limits shows, T -> 0 to T -> inf.
+T_TABLE = (0.01, 0.1, 1.0, DEFAULT_TEMPERATURE, 10.0, 100.0)
+#: The scalar values of the course's Section 6, which a linear W_V of 2-D embeddings cannot give.
+COURSE_VALUES = I_LOVE_NLP.values
+#: Markers of the queries, keys and values in the right plane.
+ROLE_MARKERS = ("circle", "square", "triangle")
+
+
+def t_label(t: float) -> str:
+    """How the page writes a temperature: ``0.01``, ``1.4142 = √d_k``."""
+    return f"{fmt(t)} = √d_k" if t == DEFAULT_TEMPERATURE else fmt_short(t)
+
+
+def styled(widget):
+    """A widget or pane with the tabs' stylesheet in its shadow root."""
+    widget.stylesheets = [*widget.stylesheets, HEADS_CSS]
+    return widget
+
+
+def projection_status(result, handle: str = "", at=None) -> str:
+    """The outputs of each token in one line, after the dragged ``handle`` and where it is (``at``) during a
+    drag: the server's answer to a position, and the page's text for it (projections.js, statusText)."""
+    points = [f"({fmt(o[0])}, {fmt(o[1])})" for o in result.attention.output]
+    where = f"{handle} ({fmt(at[0], 2)}, {fmt(at[1], 2)}) → " if handle else ""
+    return where + "Outputs Σ aⱼvⱼ: " + " · ".join(f"{t} {p}" for t, p in zip(HEAD_TOKENS, points))
+
+
+def handle_names(role: int) -> dict[str, list[str]]:
+    """What the drag's handles are called on the page: ``x love``; ``e₁W_Q`` for the rows of W_Q."""
+    sub = ROLES[role][1:]
+    return {"x": [f"x {t}" for t in HEAD_TOKENS], "w": [f"e₁W{sub}", f"e₂W{sub}"]}
+
+
+def _fit(points: np.ndarray, least: float = 1.5) -> tuple[tuple[float, float], tuple[float, float]]:
+    """x and y ranges of equal length holding ``points`` (and the origin) with a margin, at least ±least wide."""
+    P = np.vstack([points, [[0.0, 0.0]]])
+    lo, hi = P.min(axis=0), P.max(axis=0)
+    centre = (lo + hi) / 2
+    half = max(least, float((hi - lo).max()) / 2 * 1.25 + 0.4)
+    return ((float(centre[0] - half), float(centre[0] + half)), (float(centre[1] - half), float(centre[1] + half)))
+
+
+def _plane(name: str, title: str) -> figure:
+    fig = figure(name=name, title=title, width=258, height=258, tools="save", toolbar_location=None,
+                 sizing_mode="scale_width", max_width=400, min_width=180,
+                 x_range=Range1d(-1.5, 1.5), y_range=Range1d(-1.5, 1.5))
+    fig.title.text_font_size = "15px"
+    fig.axis.major_label_text_font_size = "14px"
+    fig.axis.ticker.desired_num_ticks = 4  # projector-sized labels do not crowd a small plane
+    return fig
+
+
+class ProjectionChannel(param.Parameterized):
+    """The server's end of a drag in the Projections tab's planes; what the page's script reads.
+
+    ``channel`` is the one-row ``ColumnDataSource`` the page writes one position at a time: ``x``, ``y`` (data
+    units of the plane, clamped to it), ``seq``, ``start`` (the press), ``end`` (the release) and ``plane``
+    (``"x"``: the embeddings, ``"w"``: the basis images of the chosen W). ``confirmed`` answers each position
+    taken with its ``seq`` and ``text``, the outputs the core computes for it (:func:`projection_status`).
+    ``inputs`` holds what the page's preview needs besides the position: X, the shown head's W_Q, W_K, W_V,
+    T, the tokens, which W the right plane edits (``role``) and the grab radius.
+
+    The press picks the handle up as the page does: the nearest embedding (left plane) or basis image (right
+    plane) within :data:`GRAB` of the plane's width, or nothing (then the drag moves nothing). Positions are
+    taken paced, as widgets/drag.py takes the query's: after each, the session waits as long as it took; the
+    release at once. A position costs one core call and one answer: the state, and with it every view, the
+    address and a room, takes the dragged value at the release.
+    """
+
+    state = param.ClassSelector(class_=AttentionState)
+    role = param.Integer(default=0, bounds=(0, 2), doc="Which W the right plane edits: 0 W_Q, 1 W_K, 2 W_V.")
+
+    #: Shortest time between two answers to one page.
+    MIN_GAP = 1 / 60
+
+    def __init__(self, x_fig, w_fig, refresh, **params):
+        super().__init__(**params)
+        self._figs = {"x": x_fig, "w": w_fig}
+        self._refresh = refresh  # draws the state again: a release that changed nothing takes back the preview
+        self.inputs = ColumnDataSource(data=self._inputs(), name="projection-inputs")
+        self.channel = ColumnDataSource(data=dict(x=[0.0], y=[0.0], seq=[0], start=[False], end=[False],
+                                                  plane=["x"]), name="projection-channel")
+        self.confirmed = ColumnDataSource(data=dict(seq=[0], text=[""]), name="projection-confirmed")
+        self.channel.on_change("data", self._on_channel)
+        self._target = None  # (plane, index) of the handle being dragged
+        self._pending = None
+        self._release = False
+        self._scheduled = False
+        self._next = self._requested = 0.0
+        self.state.param.watch(self._sync, ["embeddings", "projections", "head", "temperature"])
+        self.param.watch(self._sync, "role")
+
+    def _inputs(self) -> dict:
+        s = self.state
+        names = handle_names(self.role)
+        return dict(X=[np.asarray(s.embeddings, dtype=float).tolist()],
+                    W=[np.asarray(s.projections[s.head], dtype=float).tolist()], T=[float(s.temperature)],
+                    tokens=[list(HEAD_TOKENS)], role=[self.role], grab=[GRAB], names_x=[names["x"]],
+                    names_w=[names["w"]])
+
+    def _sync(self, *_):
+        self.inputs.data = self._inputs()
+
+    def _handles(self, plane: str) -> np.ndarray:
+        s = self.state
+        return np.asarray(s.embeddings if plane == "x" else s.projections[s.head][self.role], dtype=float)
+
+    def _grab(self, plane: str, x: float, y: float) -> int | None:
+        fig = self._figs[plane]
+        d = np.hypot(*(self._handles(plane) - [x, y]).T)
+        j = int(np.argmin(d))
+        return j if d[j] <= GRAB * (fig.x_range.end - fig.x_range.start) else None
+
+    def _on_channel(self, attr, old, new) -> None:
+        # a page writes one row of numbers, booleans and a plane's name; anything else is ignored
+        try:
+            x, y, seq, start, end, plane = (new[k][0] for k in ("x", "y", "seq", "start", "end", "plane"))
+        except (KeyError, IndexError, TypeError):
+            return
+        if not (all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in (x, y))
+                and isinstance(seq, int) and not isinstance(seq, bool) and isinstance(start, bool)
+                and isinstance(end, bool) and plane in self._figs):
+            return
+        self.receive(float(x), float(y), plane=plane, seq=seq, start=start, end=end)
+
+    def receive(self, x: float, y: float, *, plane: str, seq: int = 0, start: bool = False, end: bool = False) -> None:
+        """Take one position of the page's drag: ``(x, y)`` in ``plane`` (``"x"`` or ``"w"``), its ``seq``."""
+        if start:
+            finite = math.isfinite(x) and math.isfinite(y)
+            self._target = (plane, self._grab(plane, x, y)) if finite else None
+            if self._target is not None and self._target[1] is None:
+                self._target = None
+            self._release = False
+        if self._target is None or self._target[0] != plane:
+            self._answer(seq, "")  # nothing picked up: the page's next position may come
+            return
+        fig = self._figs[plane]
+        x = min(max(x, fig.x_range.start), fig.x_range.end)
+        y = min(max(y, fig.y_range.start), fig.y_range.end)
+        self._pending = (self._target, x, y, seq)
+        if end:
+            self._release = True
+            self._target = None
+        doc = pn.state.curdoc
+        if end or doc is None or doc.session_context is None:
+            self._flush()
+        elif not self._scheduled:
+            self._scheduled = True
+            self._requested = time.perf_counter()
+            wait = self._next - self._requested
+            if wait > 0:
+                doc.add_timeout_callback(self._flush, max(1, round(wait * 1000)))
+            else:
+                doc.add_next_tick_callback(self._flush)
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        if self._pending is None:
+            return
+        (plane, index), x, y, seq = self._pending
+        self._pending = None
+        started = time.perf_counter()
+        s = self.state
+        with pn.io.hold():
+            if self._release:
+                self._release = False
+                X, P = s.embeddings, s.projections
+                ok = s.move_embedding(index, x, y) if plane == "x" else s.move_basis_image(self.role, index, x, y)
+                if s.embeddings is X and s.projections is P:
+                    self._refresh()  # nothing changed: the page's preview gives way to what the state holds
+                self._answer(seq, projection_status(s.head_self_attention()) if ok else "")
+            else:
+                X, W = np.array(s.embeddings, dtype=float), np.array(s.projections[s.head], dtype=float)
+                if plane == "x":
+                    X[index] = (x, y)
+                else:
+                    W[self.role, index] = (x, y)
+                try:
+                    text = projection_status(self_attention(X, W[0], W[1], W[2], temperature=s.temperature),
+                                             handle_names(self.role)[plane][index], (x, y))
+                except ValueError as exc:  # products too large for float64: the release will say so
+                    text = str(exc)
+                self._answer(seq, text)
+        done = time.perf_counter()
+        self._next = done + max(self.MIN_GAP, done - min(started, self._requested or started))
+
+    def _answer(self, seq: int, text: str) -> None:
+        self.confirmed.data = dict(seq=[seq], text=[text])
+
+
+class ProjectionsView(pn.viewable.Viewer):
+    """The Projections tab over ``state``: planes, numbers, presets, the temperature.
+
+    Test hooks: the planes are the figures ``projection-x`` and ``projection-w``; the numbers the ``Div``
+    ``projection-numbers`` (cells ``[data-m][data-i][data-j]``, m one of scores, weights, output, maxWeight,
+    entropy), the outputs' line ``projection-status``; the text boxes carry ``field-x-<row>-<axis>``,
+    ``field-w<role>-<row>-<col>`` and ``field-t``; the table of temperatures is ``projection-limits``.
+    """
+
+    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        s = self.state
+        self._syncing = False
+        # --- the planes; named, the page's drag script writes into them -------------------------------------
+        self._x_points = ColumnDataSource(data=dict(x=[], y=[], label=[], color=[]), name="projection-x-points")
+        self._basis = ColumnDataSource(data=dict(x0=[], y0=[], x=[], y=[], label=[]), name="projection-basis")
+        self._qkv = ColumnDataSource(data=dict(x=[], y=[], marker=[], color=[], alpha=[], label=[]),
+                                     name="projection-qkv")
+        self.x_fig = _plane("projection-x", "Embeddings X")
+        draw(self.x_fig, Scatter, self._x_points, "x", "y", size=15, color="color", marker="circle")
+        draw(self.x_fig, Text, self._x_points, "x", "y", text="label", x_offset=9, y_offset=-4, text_font_size="14px",
+             text_color="color", text_font_style="bold")
+        self.w_fig = _plane("projection-w", "Q ●  K ■  V ▲")
+        draw(self.w_fig, Segment, self._basis, "x0", "y0", "x", "y", line_color="#444444", line_width=3)
+        draw(self.w_fig, Scatter, self._qkv, "x", "y", size=13, color="color", marker="marker", fill_alpha="alpha",
+             line_alpha="alpha")
+        draw(self.w_fig, Scatter, self._basis, "x", "y", size=15, fill_color="white", line_color="#444444",
+             line_width=3, marker="circle")
+        draw(self.w_fig, Text, self._qkv, "x", "y", text="label", x_offset=9, y_offset=-4, text_font_size="14px",
+             text_color="color", text_font_style="bold")
+        draw(self.w_fig, Text, self._basis, "x", "y", text="label", x_offset=-8, y_offset=-10, text_align="right",
+             text_font_size="14px", text_color="#444444", text_font_style="bold")
+        self.numbers = Div(name="projection-numbers", sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
+        self.status = Div(name="projection-status", sizing_mode="stretch_width", stylesheets=[HEADS_CSS],
+                          render_as_text=True, css_classes=["status"],
+                          html_attributes={"role": "status", "aria-live": "off"})
+        self.channel = ProjectionChannel(self.x_fig, self.w_fig, self._render, state=s)
+        self._wire_drag()
+
+        # --- controls ------------------------------------------------------------------------------------------
+        self.presets = [styled(pn.widgets.Button(label=name, description=f"Load {name} into X and this head"))
+                        for name in PROJECTION_CHOICES[:2]]
+        for button, name in zip(self.presets, PROJECTION_CHOICES):
+            button.on_click(lambda _, name=name: self.state.load_projection_preset(name))
+        self.new_draw = styled(pn.widgets.Button(label="New draw", color="primary",
+                                                 description="Random W_Q, W_K, W_V (the next seed)"))
+        self.new_draw.on_click(lambda _: self.state.new_projection_draw())
+        self.role = styled(pn.widgets.RadioButtonGroup(options=list(ROLES), value=ROLES[0], label="Drag the rows of",
+                                                       description="Which W the right plane shows and edits"))
+        self.role.param.watch(self._on_role, "value")
+        self.head_choice = styled(pn.widgets.RadioButtonGroup(options=["Head 1"], value="Head 1",
+                                                              visible=s.heads > 1))
+        self.head_choice.param.watch(self._on_head, "value")
+        self._inputs: dict[tuple, pn.widgets.TextInput] = {}
+        self.field_message = styled(pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 5)))
+        grids = [self._grid("X", "x", [f"x_{t}" for t in HEAD_TOKENS], 3)]
+        grids += [self._grid(name, f"w{k}", ["e₁", "e₂"], 2) for k, name in enumerate(ROLES)]
+
+        self.t_slider = styled(pn.widgets.DiscreteSlider(
+            label="Temperature T", options={t_label(t): t for t in T_STOPS}, value=DEFAULT_TEMPERATURE, width=300))
+        self.t_slider.param.watch(self._on_t_slider, "value")
+        self.t_input = self._field(("t",), "field-t", width=110)
+        self.t_reset = styled(pn.widgets.Button(label="T = √d_k", description="The paper's scaling: T = √2"))
+        self.t_reset.on_click(lambda _: self.state.set_temperature(DEFAULT_TEMPERATURE))
+        self.t_row = styled(pn.widgets.RadioButtonGroup(options=list(HEAD_TOKENS), value=HEAD_TOKENS[1],
+                                                        label="Row"))
+        self.t_row.param.watch(self._render_limits, "value")
+        self.limits = styled(pn.pane.HTML("", name="projection-limits", sizing_mode="stretch_width"))
+        self.reachable = styled(pn.pane.HTML("", sizing_mode="stretch_width"))
+        self.title = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
+
+        def text(html: str) -> pn.pane.HTML:
+            return styled(pn.pane.HTML(html, sizing_mode="stretch_width", margin=(0, 5)))
+
+        self._layout = pn.Column(
+            self.title,
+            pn.FlexBox(*self.presets, self.new_draw, self.head_choice, self.role, align_items="center"),
+            # side by side at any width, each square and growing with the tab up to 400 px
+            pn.Row(*(pn.pane.Bokeh(fig, sizing_mode="scale_width", max_width=400, min_width=180, margin=(5, 4))
+                     for fig in (self.x_fig, self.w_fig)), sizing_mode="stretch_width", max_width=820, margin=(0, 8, 0, 0)),
+            pn.pane.Bokeh(self.status, sizing_mode="stretch_width"),
+            pn.pane.Bokeh(self.numbers, sizing_mode="stretch_width"),
+            text("<p>q = x W<sub>Q</sub> asks, k = x W<sub>K</sub> offers, v = x W<sub>V</sub> is read: <q>three "
+                 "different learned linear projections of the same input</q> (Module 2). Drag an embedding x (left), "
+                 "or the tip of e₁W or e₂W (right) for the W chosen above: those two arrows are the rows of W, "
+                 "since x W = x₁ (e₁W) + x₂ (e₂W). The chosen W's points are solid and named.</p>"),
+            text("<p class='note'><strong>Q = K = V = X</strong> (the first preset) computes, but the roles are "
+                 "indistinguishable: the scores X Xᵀ are symmetric, s(I, love) = s(love, I) for every pair, and "
+                 "x·x = |x|² makes each token score itself highly. Module 2: skip the projections and <q>you have "
+                 "removed the learning surface</q>. Learned W<sub>Q</sub> ≠ W<sub>K</sub> break the symmetry: "
+                 "drag e₁W<sub>Q</sub> and watch the scores table lose it.</p>"),
+            self.reachable,
+            text("<h4>The numbers</h4><p>Type a number and press Enter: X (one row per token), and the shown head's "
+                 "W<sub>Q</sub>, W<sub>K</sub>, W<sub>V</sub> (row r is e<sub>r</sub>W).</p>"),
+            pn.FlexBox(*grids), self.field_message,
+            text("<h4>Temperature: s = q·k / T</h4><p>T = √d<sub>k</sub> = 1.4142 is the paper's scaling. As T → 0 "
+                 "the softmax becomes argmax: all the weight on the largest score (equal scores share it), and the "
+                 "output is that token's value. As T → ∞ every weight tends to 1/3 (entropy ln 3 = 1.0986 nats) and "
+                 "the output to the mean of the values.</p>"),
+            pn.FlexBox(self.t_slider, self.t_input, self.t_reset, align_items="center"),
+            pn.FlexBox(styled(pn.pane.HTML("<span class='label'>Row</span>", margin=(8, 5))), self.t_row,
+                       align_items="center"), self.limits,
+            name="projections", css_classes=["heads-tab"], sizing_mode="stretch_both", scroll=True,
+            stylesheets=[HEADS_CSS],
+        )
+        s.param.watch(self._render, ["embeddings", "projections", "head", "temperature"])
+        s.param.watch(self._on_heads, "heads")
+        s.param.watch(self._on_message, ["message", "message_field"])
+        self._on_heads()
+        self._render()
+
+    # --- building ---------------------------------------------------------------------------------------------------
+
+    def _wire_drag(self) -> None:
+        c = self.channel
+        models = dict(inputs=c.inputs, channel=c.channel, confirmed=c.confirmed, x_fig=self.x_fig, w_fig=self.w_fig,
+                      x_points=self._x_points, basis=self._basis, qkv=self._qkv, numbers=self.numbers,
+                      status=self.status)
+        bundle = "const a = {" + ", ".join(models) + "};\n"
+        # one callback for both planes (the event's origin tells them apart), one for the server's answers
+        on_pointer = CustomJS(args=models, code=PROJECTIONS_JS + bundle + "onProjectionPointer(a, cb_obj);")
+        for fig in (self.x_fig, self.w_fig):
+            for event in ("panstart", "pan", "panend"):
+                fig.js_on_event(event, on_pointer)
+        c.confirmed.js_on_change("data", CustomJS(args=models, code=PROJECTIONS_JS + bundle + "onProjectionAnswer(a);"))
+
+    def _field(self, key: tuple, css: str, width: int = 84) -> pn.widgets.TextInput:
+        w = styled(pn.widgets.TextInput(width=width, margin=(2, 3), css_classes=[css]))
+        w.param.watch(lambda e, key=key: self._on_input(key, e.new), "value")
+        self._inputs[key] = w
+        return w
+
+    def _grid(self, title: str, kind: str, rows: list[str], n: int) -> pn.Column:
+        def label(html, width):
+            return styled(pn.pane.HTML(f"<span class='label'>{html}</span>", width=width, margin=(6, 3)))
+        head = pn.Row(label(title, 70), label("[1]", 84), label("[2]", 84), margin=0)
+        body = [pn.Row(label(escape(rows[i]), 70), *(self._field((kind, i, c), f"field-{kind}-{i}-{c}")
+                                                        for c in range(2)), margin=0) for i in range(n)]
+        return pn.Column(head, *body, margin=(0, 12, 6, 0))
+
+    # --- input ------------------------------------------------------------------------------------------------------
+
+    def _on_input(self, key: tuple, text: str) -> None:
+        if self._syncing:
+            return
+        s = self.state
+        with pn.io.hold():
+            if key[0] == "x":
+                ok = s.set_embedding(key[1], key[2], text)
+            elif key[0] == "t":
+                ok = s.set_temperature(text)
+            else:
+                ok = s.set_projection(int(key[0][1]), key[1], key[2], text)
+            w = self._inputs[key]
+            if not ok:
+                w.css_classes = [*w.css_classes, "invalid"]
+                self._show_message()
+
+    def _on_role(self, event) -> None:
+        self.channel.role = ROLES.index(event.new)
+        self._render()
+
+    def _on_head(self, event) -> None:
+        if not self._syncing and event.new:
+            self.state.select_head(int(event.new.split()[-1]) - 1)
+
+    def _on_t_slider(self, event) -> None:
+        if not self._syncing:
+            self.state.set_temperature(event.new)
+
+    def _on_heads(self, *_) -> None:
+        s = self.state
+        self._syncing = True
+        try:
+            self.head_choice.param.update(options=[f"Head {h + 1}" for h in range(s.heads)],
+                                          value=f"Head {s.head + 1}", visible=s.heads > 1)
+        finally:
+            self._syncing = False
+
+    def _on_message(self, *_) -> None:
+        if not self.state.message:
+            self.field_message.visible = False
+
+    def _show_message(self) -> None:
+        self.field_message.object = f'<div class="field-message" role="alert">{escape(self.state.message)}</div>'
+        self.field_message.visible = True
+
+    # --- rendering --------------------------------------------------------------------------------------------------
+
+    def _render(self, *_) -> None:
+        s = self.state
+        r = s.head_self_attention()
+        X, (Q, K, V) = np.asarray(s.embeddings, dtype=float), r.projections
+        W = np.asarray(s.projections[s.head], dtype=float)
+        role = self.channel.role
+        colors = [token_color(i) for i in range(len(HEAD_TOKENS))]
+        for fig, points in ((self.x_fig, X), (self.w_fig, np.vstack([Q, K, V, W[role]]))):
+            (x0, x1), (y0, y1) = _fit(points)
+            fig.x_range.update(start=x0, end=x1)
+            fig.y_range.update(start=y0, end=y1)
+        names = handle_names(role)
+        self._x_points.data = dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=list(HEAD_TOKENS), color=colors)
+        self._basis.data = dict(x0=[0.0, 0.0], y0=[0.0, 0.0], x=W[role][:, 0].tolist(), y=W[role][:, 1].tolist(),
+                                label=names["w"])
+        P = np.vstack([Q, K, V])
+        # the chosen W's points are labelled and solid, the other two faint
+        self._qkv.data = dict(x=P[:, 0].tolist(), y=P[:, 1].tolist(), marker=[m for m in ROLE_MARKERS for _ in X],
+                              color=colors * 3, alpha=[1.0 if k == role else 0.35 for k in range(3) for _ in X],
+                              label=[t if k == role else "" for k in range(3) for t in HEAD_TOKENS])
+        self.numbers.text = self._numbers_html(r)
+        self.status.text = projection_status(r)
+        head = f" · head {s.head + 1} of {s.heads}" if s.heads > 1 else ""
+        self.title.object = f"<h3>Q = X W<sub>Q</sub>, K = X W<sub>K</sub>, V = X W<sub>V</sub>{head}</h3>"
+        reach = linear_values_reachable(X, COURSE_VALUES, HEAD_TOKENS)
+        self.reachable.object = (
+            "<p class='note'><strong>Why not the course's values 2, 6, 4?</strong> With two embedding dimensions, "
+            "three embeddings are always linearly dependent, and a linear W<sub>V</sub> keeps that dependency in the "
+            f"values. For this X (each value's first coordinate): {escape(reach.reason)} What it would take: a third "
+            "embedding dimension, x<sub>NLP</sub> = (1, 1, 1) with W<sub>V</sub> = (2, 6, −4) (the core's "
+            "SECTION_6), or a non-linear map.</p>")
+        self._sync_inputs(X, W)
+        self._render_limits()
+
+    def _numbers_html(self, r) -> str:
+        """Scores, weights, outputs, largest weights and entropies; each cell names what it holds, for the drag."""
+        a = r.attention
+        sat = saturation(a.weights)
+        tokens = [escape(t) for t in HEAD_TOKENS]
+        T = self.state.temperature
+
+        def table(caption, columns, rows):
+            head = "".join(f"<th scope='col'>{c}</th>" for c in columns)
+            return (f"<table class='nums'><caption>{caption}</caption><thead><tr><th></th>{head}</tr></thead><tbody>"
+                    + "".join(rows) + "</tbody></table>")
+
+        def cells(m, i, values):
+            return "".join(f"<td data-m='{m}' data-i='{i}' data-j='{j}'>{fmt(x)}</td>" for j, x in enumerate(values))
+
+        scores = [f"<tr><th scope='row'>q {t}</th>{cells('scores', i, a.scores[i])}</tr>" for i, t in enumerate(tokens)]
+        weights = [f"<tr><th scope='row'>q {t}</th>{cells('weights', i, a.weights[i])}</tr>" for i, t in enumerate(tokens)]
+        outputs = [f"<tr><th scope='row'>{t}</th>{cells('output', i, a.output[i])}"
+                   f"<td data-m='maxWeight' data-i='{i}'>{fmt(sat.max_weight[i])}</td>"
+                   f"<td data-m='entropy' data-i='{i}'>{fmt(sat.entropy[i])}</td></tr>" for i, t in enumerate(tokens)]
+        keys = [f"k {t}" for t in tokens]
+        return ("<div class='tables'>"
+                + table(f"Scores s = q·k / T (T = {fmt(T)})", keys, scores)
+                + table("Weights a = softmax(s)", keys, weights)
+                + table("Output Σ aⱼvⱼ, largest weight, entropy (nats)", ["[1]", "[2]", "max a", "H"], outputs)
+                + "</div>")
+
+    def _render_limits(self, *_) -> None:
+        """The chosen row's weights and output as T goes from nearly 0 to nearly ∞, and at the current T."""
+        s = self.state
+        i = HEAD_TOKENS.index(self.t_row.value)
+        W = s.projections[s.head]
+        weights, outputs = [], []
+        for t in sorted({*T_TABLE, float(s.temperature)}):
+            r = self_attention(s.embeddings, W[0], W[1], W[2], temperature=t).attention
+            sat = saturation(r.weights[i])
+            current = " class='current'" if t == s.temperature else ""
+            # √d_k's row by name only: its number is in the scores' caption, and the table fits a projector
+            head = f"<tr{current}><th scope='row'>{'√d_k' if t == DEFAULT_TEMPERATURE else fmt_short(t)}</th>"
+            weights.append(head + "".join(f"<td>{fmt(w)}</td>" for w in r.weights[i]) + "</tr>")
+            outputs.append(head + "".join(f"<td>{fmt(o)}</td>" for o in r.output[i])
+                           + f"<td>{fmt(float(sat.max_weight))}</td><td>{fmt(float(sat.entropy))}</td></tr>")
+        token = escape(self.t_row.value)
+        keys = "".join(f"<th scope='col'>a {escape(t)}</th>" for t in HEAD_TOKENS)
+        # two tables, side by side when the tab is wide enough: each fits a 1024 px projector on its own
+        self.limits.object = (
+            "<div class='tables'>"
+            f"<table class='nums'><caption>Query of {token}: weights as T changes</caption>"
+            f"<thead><tr><th scope='col'>T</th>{keys}</tr></thead><tbody>{''.join(weights)}</tbody></table>"
+            f"<table class='nums'><caption>Its output, largest weight, entropy H (nats)</caption>"
+            "<thead><tr><th scope='col'>T</th><th scope='col'>out [1]</th><th scope='col'>out [2]</th>"
+            "<th scope='col'>max a</th><th scope='col'>H</th></tr></thead>"
+            f"<tbody>{''.join(outputs)}</tbody></table></div>"
+            "<p>The current T is outlined.</p>")
+
+    def _sync_inputs(self, X, W) -> None:
+        s = self.state
+        texts = {("x", i, c): fmt_short(X[i, c]) for i in range(3) for c in range(2)}
+        texts.update({(f"w{k}", i, c): fmt_short(W[k, i, c]) for k in range(3) for i in range(2) for c in range(2)})
+        texts[("t",)] = fmt_short(s.temperature)
+        self._syncing = True
+        try:
+            for key, text in texts.items():
+                w = self._inputs[key]
+                w.value = text
+                w.css_classes = [c for c in w.css_classes if c != "invalid"]
+            nearest = min(T_STOPS, key=lambda t: abs(math.log(t / s.temperature)))
+            self.t_slider.value = nearest
+            self.head_choice.value = f"Head {s.head + 1}"
+        finally:
+            self._syncing = False
+        self.field_message.visible = False
+
+    def __panel__(self):
+        return self._layout
+
+
+def projections_tab(state: AttentionState, styler=None) -> pn.viewable.Viewable:
+    """The tab's contents, its figures restyled by ``styler`` (a :class:`~widgets.presentation.FigureStyler`)."""
+    view = ProjectionsView(state=state)
+    if styler is not None:
+        styler.add([view.x_fig, view.w_fig])
+    return view.__panel__()
+
