@@ -186,6 +186,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     # while the page follows a presenter (the explorer then shows the presenter's work)
     learner = LearnerProgress(state=state, following=room.following)
     room.param.watch(lambda e: setattr(learner, "following", e.new), "following")
+    bridge.on_stored = learner.store.receive  # the progress the browser kept, through the page's own script
     header = pn.Row(title, reset, looks, room, sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
@@ -210,11 +211,12 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     page = pn.Column(
         header, notices, pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
                                         stylesheets=[APP_CSS]),
-        bridge, Announcer(state=state), learner.store,
+        bridge, Announcer(state=state),
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
     )
     if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
         pn.state.curdoc.add_root(bridge.address_div)  # the address bar's text: no view, so no pane around it
+        pn.state.curdoc.add_root(learner.store.div)  # the progress for the browser's storage, likewise
     page.state = state  # lets tests reach the session's state from the served page
     return page
 

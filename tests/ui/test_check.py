@@ -8,13 +8,18 @@ read off the page's own readout at the moment the task was done.
 from __future__ import annotations
 
 import math
+import os
 import re
+import subprocess
+import sys
 from decimal import Decimal
 
 import pytest
 
-from tests.ui.conftest import ROOT, SCREENSHOTS, VIEWPORTS
-from tests.ui.helpers import _DEEP as DEEP, READOUT, controls, settle, show_tab, text_sizes, to_page, wait_for_readout, weights
+from tests.ui.conftest import ROOT, SCREENSHOTS, VIEWPORTS, free_port, stop, wait_for_http
+from tests.ui.helpers import (
+    _DEEP as DEEP, READOUT, controls, open_app, settle, show_tab, text_sizes, to_page, wait_for_readout, weights,
+)
 from widgets.questions import PRACTICE, PRECISION_RULE, QUESTIONS
 
 #: A loaded machine (load 4 on 2 cores) can take seconds for one round trip: wait long, assert exactly.
@@ -130,6 +135,38 @@ def test_the_number_rule_the_credit_rules_the_score_and_progress_kept_in_the_bro
     assert page.evaluate("localStorage.getItem('attention-explorer.progress.v1')") is None
     check(page, "two-key-softmax", "0.731", "Right on try 1 — credit.")
     assert score(page) == "Score: 1 of 14 with credit"
+
+
+def test_progress_survives_a_server_restart(browser):
+    """A restart forgets every session: the progress comes back from the browser, on a new session's page."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    env = {**os.environ, "PORT": str(port)}  # the same address after the restart: the browser's storage is per origin
+
+    def start():
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.STDOUT)
+        wait_for_http(url, proc)
+        return proc
+
+    proc = start()
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        open_app(page, url)
+        open_check(page)
+        check(page, "dot-product", "6", "Right on try 1 — credit.")
+        check(page, "key-role", 0, "1 of 3 tries used")
+        pane(page, "check-score").filter(has_text="Score: 1 of 14 with credit").wait_for(timeout=WAIT)
+        stop(proc)
+        proc = start()
+        reload(page)
+        feedback(page, "dot-product").filter(has_text="Right on try 1 — credit.").wait_for(timeout=WAIT)
+        assert "1 of 3 tries used" in feedback(page, "key-role").text_content()
+        assert score(page) == "Score: 1 of 14 with credit"
+    finally:
+        context.close()
+        stop(proc)
 
 
 def recipe(q, keys=((1, 0), (0, 1), (1, 1)), values=(2, 6, 4)):
