@@ -210,7 +210,7 @@ class Presenter:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     ap.add_argument("--followers", type=int, default=60)
     ap.add_argument("--processes", type=int, default=2, help="follower client processes")
     ap.add_argument("--spread", type=float, default=4.0,
