@@ -313,6 +313,19 @@ def test_a_follower_joining_an_open_poll_gets_its_card_and_a_reloaded_presenter_
     assert "1 answer · 4 pages following" in card_text(again) and "open" in card_text(again)
 
 
+def test_a_follower_exploring_on_its_own_still_gets_the_poll_and_answers(classroom):
+    teacher, students = classroom
+    explorer = students[0]
+    explorer._on_toggle(None)  # "Explore on my own"
+    assert not explorer.following and explorer.role == "follower"
+    teacher._poll_toggle.value = True
+    teacher._poll._ask.clicks += 1
+    poll = explorer._poll
+    assert poll.card in explorer._layout and poll.card.visible and poll.card.poll["can_answer"]
+    send(poll, 1)
+    assert "1 answer · 3 pages following" in card_text(teacher._poll)
+
+
 def test_the_next_question_replaces_the_followers_card(classroom):
     teacher, students = classroom
     teacher._poll_toggle.value = True
