@@ -38,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.follow import percentile  # noqa: E402
-from bench.protocol_client import Learner, _entry, _map, find_objects  # noqa: E402
+from bench.protocol_client import Learner, _entry, _map, find_objects, presenter_link  # noqa: E402
+from bench.stats import publish  # noqa: E402
 
 COUNT_LINE = re.compile(r"<strong>(\d+)</strong> answers? · (\d+) pages? following")
 BAR = re.compile(r'<span class="poll-label">(.*?)</span><span class="poll-n">(\d+)</span>')
@@ -153,20 +154,7 @@ class Presenter:
     async def present(self) -> str:
         from urllib.parse import parse_qs
 
-        page = Learner(self.ws, compress=True, clock=time.monotonic, keep_patches=True)
-        await page.connect(keep_doc=True)
-        button = next(b for b in find_objects(page.doc, "Button") if b["attributes"].get("label") == "Present")
-        listening = asyncio.create_task(page.listen())
-        await page.click(button["id"])
-        search, deadline = None, time.monotonic() + 60
-        while search is None and time.monotonic() < deadline:  # the browser bridge's `navigate`
-            await asyncio.sleep(0.05)
-            search = next((ev["new"] for events in page.patches for ev in events if ev.get("attr") == "navigate"
-                           and "token=" in str(ev.get("new"))), None)
-        page.close()
-        await asyncio.gather(listening, return_exceptions=True)
-        if search is None:
-            raise RuntimeError("pressing Present did not give a presenter link")
+        search = await presenter_link(self.ws)
         self.me = Learner(self.ws + search, compress=True, clock=time.monotonic, keep_patches=False)
         await self.me.connect(keep_doc=True)
         self.listening = asyncio.create_task(listen(self.me, self.on_patch))
@@ -323,11 +311,8 @@ def main() -> None:
         "final_counts_match_answers": [n for _, n in final] == expected,
         "server_cpu_s_ask_to_complete": round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2),
         "ask_to_complete_s": round(done - asked, 2),
-        "load_average_at_start": [round(x, 2) for x in load_start],
-        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
-    print(json.dumps(result, indent=2))
-    (out_dir / "poll.json").write_text(json.dumps(result, indent=2))
+    publish(result, load_start, out_dir / "poll.json")
 
 
 if __name__ == "__main__":
