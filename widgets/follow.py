@@ -13,6 +13,9 @@ role comes from the page's link:
   one, until the learner presses "Explore on my own" (or moves anything
   themselves); "Follow again" snaps back to the presenter's current view.
 
+The room's class poll (:mod:`widgets.poll`) is the presenter's "Class poll" card and each follower's card
+of the question asked, whether the follower follows the view or explores on their own.
+
 A follower's document is only ever changed in a callback on its own session
 (``add_next_tick_callback``, ``add_timeout_callback``), so it runs under that document's
 lock; pending snapshots are coalesced, so a slow follower gets the latest view, never a
@@ -50,6 +53,7 @@ from server.room_live import ROUTE as LIVE_ROUTE
 from server.rooms import RoomError, RoomRegistry, get_registry, normalize_code
 from widgets.address import address_of
 from widgets.browser import BrowserBridge
+from widgets.poll import FollowerPoll, PresenterPoll
 from widgets.state import AttentionState
 from widgets.updates import one_message
 
@@ -98,6 +102,7 @@ class RoomControls(pn.viewable.Viewer):
         self._applying = False
         self._lock = threading.Lock()
         self._room = None  # the followed room
+        self._poll: FollowerPoll | PresenterPoll | None = None  # the room's class poll on this page, once needed
         # the live channel's path under the server's prefix (server/room_live.py)
         self._live_path = (pn.state.base_url or "/").rstrip("/") + LIVE_ROUTE
         # The page acts on changes of the live source only, not on its value at load: so the first value
@@ -143,6 +148,12 @@ class RoomControls(pn.viewable.Viewer):
     def _qr(self) -> pn.pane.HTML:
         return pn.pane.HTML("", css_classes=["room-qr"], stylesheets=[ROOM_CSS], width=190, margin=(0, 5),
                             visible=self._qr_toggle.param.value)
+
+    @cached_property
+    def _poll_toggle(self) -> pn.widgets.Toggle:
+        toggle = pn.widgets.Toggle(label="Class poll", value=False, margin=(6, 8))
+        toggle.param.watch(self._on_poll_toggle, "value")
+        return toggle
 
     @cached_property
     def _toggle(self) -> pn.widgets.Button:
@@ -193,6 +204,8 @@ class RoomControls(pn.viewable.Viewer):
             self.notice = refused + "Following the room instead."
         self._room = room
         self._set_role("follower", code)
+        # the poll's widgets are built when the room asks a question (at once if one is open now)
+        self._poll = FollowerPoll(self._registry, code, self._session, on_build=self._show_follower)
         self.following = True
         self._take_room_view()
         self._show_follower()
@@ -235,6 +248,7 @@ class RoomControls(pn.viewable.Viewer):
         try:
             self._registry.publish(self.code, self._token, self.state.snapshot(), query_only)
         except RoomError:
+            self._drop_poll()
             self._set_role("alone", "")
             self._token = None
             self.notice = "Your room has ended. Press Present to start a new one."
@@ -266,11 +280,33 @@ class RoomControls(pn.viewable.Viewer):
         # card is shown again when the page's address arrives, and new columns each time would be new models)
         if self._layout.objects[-1:] != [self._presenter_controls]:
             self._layout[:] = [self._presenter_controls]
+        if self._poll is None and self._registry.poll(self.code) is not None:
+            self._poll_toggle.value = True  # a presenter who reloads finds the room's poll on the projector again
+
+    def _on_poll_toggle(self, event) -> None:
+        """The presenter's "Class poll": the card is made the first time, then shown or hidden."""
+        if self.role != "presenter" or not self._token:
+            return
+        if self._poll is None and event.new:
+            self._poll = PresenterPoll(self._registry, self.code, self._token, self._session)
+            self._presenter_controls.append(self._poll.__panel__())
+        if self._poll is not None:
+            self._poll.__panel__().visible = event.new
+
+    def _drop_poll(self) -> None:
+        """The room has ended for this page: its poll card goes, and stops watching."""
+        poll, self._poll = self._poll, None
+        if poll is None:
+            return
+        poll.close()
+        if isinstance(poll, PresenterPoll):
+            self._presenter_controls.remove(poll.__panel__())
+            self._poll_toggle.value = False
 
     @cached_property
     def _presenter_controls(self) -> pn.Row:
-        return pn.Row(pn.Column(self._card, self._qr, margin=0), pn.Column(self._qr_toggle, self._stop, margin=0),
-                      self._notice, margin=0)
+        return pn.Row(pn.Column(self._card, self._qr, margin=0),
+                      pn.Column(self._qr_toggle, self._poll_toggle, self._stop, margin=0), self._notice, margin=0)
 
     def _pretty_code(self) -> str:
         """The code as the class reads it: two groups of three."""
@@ -278,6 +314,7 @@ class RoomControls(pn.viewable.Viewer):
 
     def _on_stop(self, _event) -> None:
         self._registry.end(self.code, self._token)
+        self._drop_poll()
         self._token = None
         self._set_role("alone", "")
         self.notice = "The room has ended; followers keep their last view."
@@ -410,6 +447,7 @@ class RoomControls(pn.viewable.Viewer):
         self._catch_up()  # the learner keeps the view they see
         self.following = False
         self.notice = f"Room {self.code} has ended. You keep the last view."
+        self._drop_poll()
         self._card.object = f'<div class="room-label">Followed room</div><div class="room-code">{self._pretty_code()}</div>'
         self._layout[:] = [self._card, self._notice]
 
@@ -445,7 +483,8 @@ class RoomControls(pn.viewable.Viewer):
             self._card.object = (f'<div class="room-label">Exploring on your own · room</div>'
                                  f'<div class="room-code">{code}</div>')
             self._toggle.label = "Follow again"
-        self._layout[:] = [self._card, self._toggle, self._notice]
+        poll = [self._poll.__panel__()] if isinstance(self._poll, FollowerPoll) and self._poll.built else []
+        self._layout[:] = [self._card, self._toggle, self._notice, *poll]
 
     # -- leaving ----------------------------------------------------------------------------------------------------
 
@@ -454,6 +493,8 @@ class RoomControls(pn.viewable.Viewer):
             self._registry.presenter_left(self.code, self._session)
         elif self.role == "follower":
             self._registry.unfollow(self.code, self._session)
+        if self._poll is not None:
+            self._poll.close()
         # Let the closed page's document go: whatever still holds this page's state would otherwise keep
         # the whole document (every Bokeh model of the page) alive through this view.
         self.state.param.unwatch(self._watcher)
