@@ -39,6 +39,7 @@ HERE = Path(__file__).parent
 INSPECTOR_CSS = (HERE / "static" / "inspector.css").read_text()
 TEACHING_CSS = (HERE / "static" / "teaching.css").read_text()
 TITLE = "Attention Explorer"
+VIEWPORT = "width=device-width, initial-scale=1"
 
 pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign)
 
@@ -196,7 +197,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         ("Heads · n²", lambda: heads_tab(state, styler)),
         ("Export", lambda: Export(state=state)),
         ("Keys", _keys_help),
-        sizing_mode="stretch_both",
+        sizing_mode="stretch_both", css_classes=["explorer-tabs"], stylesheets=[APP_CSS],
     )
     left = pn.Column(query_plot, readout, sizing_mode="stretch_both", css_classes=["left"], stylesheets=[APP_CSS])
     right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],
@@ -209,6 +210,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     )
     if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
         pn.state.curdoc.add_root(bridge.address_div)  # the address bar's text: no view, so no pane around it
+        # without it a phone lays the page out 980 px wide and shows it at 0.4x (Panel's page template writes it)
+        pn.state.curdoc.template_variables.setdefault("meta", {})["viewport"] = VIEWPORT
     page.state = state  # lets tests reach the session's state from the served page
     return page
 

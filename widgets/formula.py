@@ -12,8 +12,11 @@ import panel as pn
 import param
 
 from widgets.format import fmt, fmt_short
+from widgets.presentation import KATEX_CSS
 from widgets.state import AttentionState
 
+#: KaTeX draws at 1.21em of its host: the formulas' main line is the page's formula size (22 px on a projector).
+FORMULA_CSS = ":host { font-size: calc(var(--ae-formula, 19px) / 1.21); overflow-x: auto; }"
 STEP_TITLES = {1: "1. Score", 2: "2. Normalise", 3: "3. Combine"}
 #: Terms per line in long sums, so 8 tokens still fit beside the inspector.
 TERMS_PER_LINE = 3
@@ -109,7 +112,7 @@ class Formula(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._panes = {k: pn.pane.LaTeX("", renderer="katex", styles={"font-size": "17px"},
+        self._panes = {k: pn.pane.LaTeX("", renderer="katex", stylesheets=[KATEX_CSS, FORMULA_CSS],
                                         name=f"formula-step-{k}") for k in STEP_TITLES}
         self._layout = pn.Column(
             pn.pane.HTML("<h3>The recipe with your numbers</h3>", margin=(0, 10)),

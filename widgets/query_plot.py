@@ -7,7 +7,7 @@ import math
 import panel as pn
 import param
 from bokeh.core.properties import value
-from bokeh.models import ColumnDataSource, MultiLine, Range1d, Scatter, Text
+from bokeh.models import ColumnDataSource, MultiLine, Range1d, Scatter, SingleIntervalTicker, Text
 from bokeh.plotting import figure
 
 from widgets.format import fmt_short, fmt_vec, token_color
@@ -54,12 +54,17 @@ class QueryPlot(pn.viewable.Viewer):
         self._query = ColumnDataSource(data=dict(x=[], y=[], label=[], marker=[], angle=[]))
         self._lines = ColumnDataSource(data=dict(xs=[], ys=[], width=[], color=[]))
         fig = figure(
-            name="query-plot", title="Drag q (or click to place it); drag a key to move it",
+            name="query-plot", title="Drag q (or click); drag a key",
             x_range=Range1d(*PLANE, bounds=PLANE), y_range=Range1d(*PLANE, bounds=PLANE),
             width=460, height=460, tools="save", toolbar_location="below",
             x_axis_label="dimension 1", y_axis_label="dimension 2", match_aspect=True,
         )
         fig.toolbar.logo = None
+        # a tick a unit, a grid line every half: nine labels of 20 px collide on a 300 px phone or projector plot
+        for axis in (fig.xaxis, fig.yaxis):
+            axis.ticker = SingleIntervalTicker(interval=1, num_minor_ticks=2)
+        fig.grid.minor_grid_line_color = "#d9d9d9"
+        fig.grid.minor_grid_line_alpha = 0.6
         fig.title.text_font_size = "16px"
         fig.axis.axis_label_text_font_size = "14px"
         fig.axis.major_label_text_font_size = "14px"
@@ -76,8 +81,12 @@ class QueryPlot(pn.viewable.Viewer):
              marker="marker", angle="angle")
         q_label = draw(fig, Text, self._query, "x", "y", text="label", x_offset=-14, y_offset=16, text_align="right",
                        text_font_size="15px", text_font_style="bold")
-        # projector mode: large labels name the points only (the coordinates are in the readout and the grid)
-        self._labels = ((key_labels.glyph, "label", "token"), (q_label.glyph, "label", value("q")))
+        # labels name the points only: a key's coordinates beside its name ran into the next key's label and
+        # off the plot on a narrow screen (they are in the readout, the grid and the Edit tab); each mode keeps
+        # its label clear of its own, larger or smaller, markers (screen px: offsets, then q's)
+        self._labels = (key_labels.glyph, q_label.glyph)
+        key_labels.glyph.text, q_label.glyph.text = "token", value("q")
+        self._offsets = {"normal": ((12, -6), (-14, 16)), "projector": ((18, -10), (-22, 26))}
         self._titles = (fig.title.text, "Drag q, or a key")
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
@@ -92,8 +101,8 @@ class QueryPlot(pn.viewable.Viewer):
 
     def _label_for_mode(self, *_):
         projector = self.state.mode == "projector"
-        for glyph, normal, large in self._labels:
-            glyph.text = large if projector else normal
+        for glyph, (dx, dy) in zip(self._labels, self._offsets[self.state.mode]):
+            glyph.update(x_offset=dx, y_offset=dy)
         self.figure.title.text = self._titles[projector]
 
     def _show_step(self, *_):
