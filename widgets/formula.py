@@ -83,7 +83,8 @@ def recipe_latex(state: AttentionState, step: int) -> str:
     if step == 2:
         lines = [r"a_i &= \mathrm{softmax}(s)_i = \frac{e^{s_i - m}}{\sum_j e^{s_j - m}}, \quad m = \max_j s_j = "
                  + fmt(r.row_max[i])]
-        terms = [f"e^{{{fmt(r.shifted[i, j])}}}" for j in range(len(names)) if not masked[j]]
+        # exp(…), not e^{…}: an exponent is set at 70 %, under 20 px on a projector
+        terms = [f"\\exp({fmt(r.shifted[i, j])})" for j in range(len(names)) if not masked[j]]
         lines.append(_sum_lines(r"\textstyle\sum_j e^{s_j - m}", terms, fmt(r.exp_sum[i])))
         for j, name in enumerate(names):
             if masked[j]:

@@ -37,6 +37,40 @@ def edge_point(x: float, y: float) -> tuple[tuple[float, float], float | None]:
     return (c + t * dx, c + t * dy), math.atan2(dy, dx) - math.pi / 2
 
 
+#: Screen px from a point to its label, by mode: (across, up) for a key's; a projector's markers are larger.
+LABEL_OFFSETS = {"normal": (12, 6), "projector": (18, 10)}
+#: Where a key's label may go: right and up first, as (x, y) signs in the plane.
+SIDES = ((1, 1), (-1, 1), (1, -1), (-1, -1))
+
+
+def label_side(keys, j: int) -> tuple[int, int]:
+    """The side of key ``j`` (signs of x and y) its label goes to: the one facing away from the other keys.
+
+    Each other key counts by how squarely it lies in that direction, and more the nearer it is; the lower left
+    counts a little too, since q's own label sits there when q is on the key.
+
+    >>> import numpy as np
+    >>> keys = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])   # I, love, NLP
+    >>> [label_side(keys, j) for j in range(3)]
+    [(1, -1), (-1, 1), (1, 1)]
+    """
+    def crowding(side):
+        sx, sy = side
+        total = 0.05 if side == (-1, -1) else 0.0
+        for k, other in enumerate(keys):
+            d = other - keys[j]
+            dist = math.hypot(*d)
+            if k == j or dist == 0:
+                continue
+            total += max(0.0, (sx * d[0] + sy * d[1]) / (math.sqrt(2) * dist)) / max(dist, 0.1)
+        lo, hi = PLANE  # a label running off the plane's edge is as bad as one over a key
+        x, y = keys[j]
+        total += 2.0 * ((sx > 0 and x > hi - 0.7) or (sx < 0 and x < lo + 0.7) or (sy > 0 and y > hi - 0.3)
+                        or (sy < 0 and y < lo + 0.3))
+        return total
+    return min(SIDES, key=crowding)
+
+
 class QueryPlot(pn.viewable.Viewer):
     """Keys k_i and the query q in the plane; drag or click anywhere to move q,
     or drag a key (starting on it) to move that key.
@@ -49,7 +83,8 @@ class QueryPlot(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._keys = ColumnDataSource(data=dict(x=[], y=[], token=[], label=[], color=[]))
+        self._keys = ColumnDataSource(data=dict(x=[], y=[], token=[], label=[], color=[], dx=[], dy=[], align=[],
+                                                baseline=[]))
         # where q is drawn: at q, or, for a q outside the plane, an arrow at the plane's edge pointing to it
         self._query = ColumnDataSource(data=dict(x=[], y=[], label=[], marker=[], angle=[]))
         self._lines = ColumnDataSource(data=dict(xs=[], ys=[], width=[], color=[]))
@@ -75,8 +110,9 @@ class QueryPlot(pn.viewable.Viewer):
                     line_dash="dashed", level="underlay", visible=False)
         self._reveal = ([weighted], [even])
         draw(fig, Scatter, self._keys, "x", "y", size=16, color="color", marker="square")
-        key_labels = draw(fig, Text, self._keys, "x", "y", text="label", x_offset=12, y_offset=-6,
-                          text_font_size="15px", text_color="color", text_font_style="bold")
+        key_labels = draw(fig, Text, self._keys, "x", "y", text="label", x_offset="dx", y_offset="dy",
+                          text_align="align", text_baseline="baseline", text_font_size="15px", text_color="color",
+                          text_font_style="bold")
         draw(fig, Scatter, self._query, "x", "y", size=20, fill_color="white", line_color="black", line_width=4,
              marker="marker", angle="angle")
         q_label = draw(fig, Text, self._query, "x", "y", text="label", x_offset=-14, y_offset=16, text_align="right",
@@ -84,9 +120,8 @@ class QueryPlot(pn.viewable.Viewer):
         # labels name the points only: a key's coordinates beside its name ran into the next key's label and
         # off the plot on a narrow screen (they are in the readout, the grid and the Edit tab); each mode keeps
         # its label clear of its own, larger or smaller, markers (screen px: offsets, then q's)
-        self._labels = (key_labels.glyph, q_label.glyph)
+        self._q_label = q_label.glyph
         key_labels.glyph.text, q_label.glyph.text = "token", value("q")
-        self._offsets = {"normal": ((12, -6), (-14, 16)), "projector": ((18, -10), (-22, 26))}
         self._titles = (fig.title.text, "Drag q, or a key")
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
@@ -95,25 +130,30 @@ class QueryPlot(pn.viewable.Viewer):
         self.state.param.watch(self._show_step, ["guided", "step"])
         self.state.param.watch(self._label_for_mode, "mode")
         self._label_for_mode()
-        self._render_keys()
         self._render_query()
         self._show_step()
 
     def _label_for_mode(self, *_):
         projector = self.state.mode == "projector"
-        for glyph, (dx, dy) in zip(self._labels, self._offsets[self.state.mode]):
-            glyph.update(x_offset=dx, y_offset=dy)
+        dx, dy = LABEL_OFFSETS[self.state.mode]
+        self._q_label.update(x_offset=-dx - 2, y_offset=dy + 10)  # left of q and below it
         self.figure.title.text = self._titles[projector]
+        self._render_keys()
 
     def _show_step(self, *_):
         show_step(*self._reveal, self.state.revealed(2))
 
     def _render_keys(self, *_):
         s, K = self.state, self.state.keys
+        mx, my = LABEL_OFFSETS[s.mode]
+        sides = [label_side(K, j) for j in range(len(K))]
         self._keys.data = dict(
             x=K[:, 0].tolist(), y=K[:, 1].tolist(), token=list(s.tokens),
             color=[token_color(i) for i in range(len(s.tokens))],
             label=[f"{t} ({', '.join(fmt_short(c, 2) for c in k)})" for t, k in zip(s.tokens, K)],
+            dx=[mx * sx for sx, _ in sides], dy=[-my * sy for _, sy in sides],  # screen y runs down
+            align=["left" if sx > 0 else "right" for sx, _ in sides],
+            baseline=["bottom" if sy > 0 else "top" for _, sy in sides],
         )
 
     def _render_query(self, *_):
