@@ -37,6 +37,7 @@ from bench.stats import pct, summary_ms
 #: How long a release or a key may take to come back before it counts as lost.
 FINAL_WAIT_S = 5.0
 TOKENS = ("I", "love", "NLP")
+KEYS = ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0))  # the keys of the page's example, k_I, k_love, k_NLP
 
 
 def path_point(learner: int, k: int) -> tuple[float, float]:
@@ -65,9 +66,10 @@ def line_after(learner: Learner, start: int, prefix: str):
     return pred
 
 
-def shown_after(learner: Learner, start: int, key: tuple[str, str]):
+def release_answered(learner: Learner, seq: int):
+    """When the server answered position ``seq`` (or a later one)."""
     def pred():
-        return next((t for k, t in learner.shown[start:] if k == key), None)
+        return next((t for s, t in learner.answered if s >= seq), None)
     return pred
 
 
@@ -77,10 +79,12 @@ async def lesson(learner: Learner, idx: int, rate: float, duration: float, out: 
     end = time.perf_counter() + duration
     k = 0
     row = rng.randrange(3)
+    q = KEYS[1]  # the page opens on the query of "love", q = k_love
     while time.perf_counter() < end:
-        # drag q: it sits on its row's key after a key press, so the press grabs q (q wins ties)
-        x, y = path_point(idx, k)
-        await learner.pointer("panstart", x, y)
+        # press on q, which sits on its row's key, so the press grabs q (q wins ties); a press elsewhere near a
+        # key would drag that key instead, as on the page
+        seen_shown = len(learner.shown)
+        await learner.pointer("panstart", *q)
         t0 = time.perf_counter()
         moves = int(rate * rng.uniform(1.0, 3.0))
         for m in range(1, moves + 1):
@@ -92,13 +96,17 @@ async def lesson(learner: Learner, idx: int, rate: float, duration: float, out: 
             await learner.pointer("pan", x, y)
             out["moves"] += 1
         # let go, and press a row key at once
-        seen_shown, seen_lines = len(learner.shown), len(learner.lines)
+        seen_lines = len(learner.lines)
         released = time.perf_counter()
         await learner.pointer("panend", x, y)
         row = (row + 1) % 3
         await learner.key(str(row + 1))
         pressed = time.perf_counter()
-        final = await wait_for(shown_after(learner, seen_shown, (f"{x:.3f}", f"{y:.3f}")), FINAL_WAIT_S)
+        # the release is final once the server has answered it and its readout has shown that position (during
+        # the drag, if the last move had already been taken: the release then changes no text)
+        final = await wait_for(release_answered(learner, learner.release_seq), FINAL_WAIT_S)
+        if final is not None and (f"{x:.3f}", f"{y:.3f}") not in (p for p, _ in learner.shown[seen_shown:]):
+            final = None
         answered = await wait_for(line_after(learner, seen_lines, f'Query of "{TOKENS[row]}"'), FINAL_WAIT_S)
         if final is None:
             out["lost_finals"] += 1
@@ -115,6 +123,7 @@ async def lesson(learner: Learner, idx: int, rate: float, duration: float, out: 
         pressed = time.perf_counter()
         await learner.key(str(row + 1))
         answered = await wait_for(line_after(learner, seen_lines, f'Query of "{TOKENS[row]}"'), FINAL_WAIT_S)
+        q = KEYS[row]  # choosing a row puts q on that row's key
         if answered is None:
             out["lost_keys"] += 1
         else:

@@ -86,6 +86,7 @@ class Learner:
     one_at_a_time: bool = True
     positions_sent: int = 0  # positions written to the socket
     answered: list[tuple[int, float]] = field(default_factory=list)  # (seq, when) of each answer from the server
+    release_seq: int = 0  # the seq of the last release sent
     shown: list[tuple[tuple[str, str], float]] = field(default_factory=list)  # (position, time it came back)
     lines: list[tuple[str, float]] = field(default_factory=list)  # (the readout's first line, when it came)
     patches: list[list[dict]] = field(default_factory=list)  # the events of every PATCH-DOC received
@@ -156,13 +157,19 @@ class Learner:
         m = dict(x=float(x), y=float(y), start=name in ("panstart", "tap"), end=name in ("panend", "tap"))
         if not self.one_at_a_time:
             await self._write_position(m)
-            return
-        last = self._outbox[-1] if self._outbox else None
-        if last is not None and not last["start"] and not last["end"] and not m["start"]:
-            self._outbox[-1] = m  # only the newest move matters, and a release carries the last position
         else:
-            self._outbox.append(m)
-        await self._pump()
+            last = self._outbox[-1] if self._outbox else None
+            if last is not None and not last["start"] and not last["end"] and not m["start"]:
+                self._outbox[-1] = m  # only the newest move matters, and a release carries the last position
+            else:
+                self._outbox.append(m)
+            if m["end"]:  # as the page: the release goes at once, with whatever still waits before it
+                while self._outbox:
+                    await self._write_position(self._outbox.pop(0))
+            else:
+                await self._pump()
+        if m["end"]:
+            self.release_seq = self._seq
 
     #: As the page: an answer that never comes holds the drag this long at most (seconds).
     ANSWER_WAIT_S = 3.0

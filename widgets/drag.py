@@ -33,6 +33,7 @@ import panel as pn
 import param
 from bokeh.models import ColumnDataSource, CustomJS
 
+from server.pacing import get_budget
 from widgets.charts import WeightBars
 from widgets.inspector import PLACEHOLDER, Readout
 from widgets.matrix import cell_decimals
@@ -98,6 +99,7 @@ class DragChannel(param.Parameterized):
         self._release = False
         self._flush_scheduled = False
         self._next_flush = self._requested = 0.0
+        self._budget = get_budget()  # the process's share for mid-drag updates (server/pacing.py)
         # the views on the page from the start; the script finds the others by name when they are built
         # (the values' number line or plane, the matrix: widgets/charts.py, widgets/matrix.py)
         models = dict(
@@ -168,7 +170,9 @@ class DragChannel(param.Parameterized):
         as close), else q; a tap (press and release at once) always moves q. Positions are clamped to the
         plot's plane. They are taken paced: after each update the session waits as long as that update
         took, so a page that ignores the one-at-a-time rule gets one update per interval, the newest; the
-        release is taken at once, so anything the page sends after it (a key, a click) comes after it.
+        release is taken at once, so anything the page sends after it (a key, a click) comes after it. While many
+        pages drag, mid-drag updates are spaced further, so that together they leave the server's loop at least
+        half free for clicks, keys and releases (``server/pacing.py``).
         Each position taken is answered in ``confirmed`` (``seq``). NaN reaches the state, which refuses it
         with a message.
         """
@@ -176,6 +180,8 @@ class DragChannel(param.Parameterized):
         if start:
             self._target = None if end else self._grab(x, y)
             self._release = False
+            if not end:
+                self._budget.start(self)
             # the page draws a drag of q itself, not a drag of a key
             self.state.previewing = self._target is None and finite and not end
         lo, hi = PLANE
@@ -185,6 +191,7 @@ class DragChannel(param.Parameterized):
         if end:
             self._release = True
             self._target = None
+            self._budget.end(self)
         doc = pn.state.curdoc
         if end or doc is None or doc.session_context is None:
             self._flush()
@@ -214,7 +221,11 @@ class DragChannel(param.Parameterized):
                 self._release = self.state.previewing = False
             self._confirm()  # the answer, also when nothing moved
         end = time.perf_counter()
-        self._next_flush = end + max(self.MIN_GAP, end - min(start, self._requested or start))
+        gap = max(self.MIN_GAP, end - min(start, self._requested or start))
+        if self in self._budget:  # the middle of a drag: its updates only confirm what the page draws
+            self._budget.record(end - start)
+            gap = max(gap, self._budget.gap())
+        self._next_flush = end + gap
 
     def _grab(self, x: float, y: float) -> int | None:
         """The key a drag starting at (x, y) picks up, or None for the query."""

@@ -13,6 +13,9 @@ _TO_PAGE = """([name, x, y]) => {
 }"""
 
 READOUT = "[data-testid=readout] .bk-clearfix"
+#: How long a test waits for something the page must show (ms): generous, since CI machines are shared and
+#: loaded (a server update that takes 20 ms alone can take seconds at load 4); tests assert values, not speed.
+PATIENCE = 30_000
 
 
 def open_app(page, url: str) -> None:
@@ -33,7 +36,7 @@ def show_tab(page, title: str, figure: str | None = None) -> None:
     if figure:
         page.wait_for_function("""(name) => { const m = Bokeh.documents[0].get_model_by_name(name)
             const v = m && Bokeh.index.find_one(m); return v != null && v.canvas_view != null }""", arg=figure,
-                               timeout=20000)
+                               timeout=PATIENCE)
     page.wait_for_timeout(300)  # the tab's figures lay themselves out once visible
 
 
@@ -61,7 +64,7 @@ def output(page) -> float:
     return numbers(readout(page), "Output")[0]
 
 
-def wait_for_readout(page, pattern: str, timeout: float = 5000) -> str:
+def wait_for_readout(page, pattern: str, timeout: float = PATIENCE) -> str:
     page.locator(READOUT).filter(has_text=re.compile(pattern)).wait_for(timeout=timeout)
     return readout(page)
 

@@ -20,7 +20,7 @@ APP_READY = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
 SERVE_AT_INFO = ("import logging, runpy; logging.basicConfig(level=logging.INFO); "
                  "runpy.run_path('app.py', run_name='__main__')")
 #: The machine may be busy with other work: wait long for a page, but assert exactly what it shows.
-WAIT = 15_000
+WAIT = 30_000
 SECRETS: list[str] = []  # every room code, join link and presenter token the tests saw
 
 

@@ -18,7 +18,7 @@ from server import serve
 from tests.ui.helpers import open_app, readout, show_tab, to_page, wait_for_readout, weights
 
 # a busy shared machine can take seconds per round trip
-LOADED = 20_000
+LOADED = 60_000
 LOCAL_SCHEMES = {"data", "blob", "about"}
 
 

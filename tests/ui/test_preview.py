@@ -11,7 +11,7 @@ import pytest
 
 from core import scaled_dot_product_attention
 from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
-from tests.ui.helpers import open_app, readout, to_page, wait_for_readout
+from tests.ui.helpers import PATIENCE, open_app, readout, to_page, wait_for_readout
 from widgets.inspector import Readout
 from widgets.state import AttentionState
 
@@ -134,7 +134,7 @@ def test_server_numbers_replace_the_preview(browser, forced_server):
     press_and_move(page, (0.0, 1.0), (1.0, 1.0), 10)
     page.mouse.up()
     # within a round trip the server's number (4.0 + 0.5) replaces the preview's 4.0
-    page.wait_for_function("() => (window.readoutTexts.at(-1) || '').includes('= 4.5000')", timeout=10_000)
+    page.wait_for_function("() => (window.readoutTexts.at(-1) || '').includes('= 4.5000')", timeout=PATIENCE)
     texts = page.evaluate("() => window.readoutTexts")
     assert "Output Σ aᵢvᵢ = 4.0000 ≈ 4.00" in texts, texts  # the preview showed the core's number first
     assert texts.index("Output Σ aᵢvᵢ = 4.0000 ≈ 4.00") < len(texts) - 1
@@ -184,7 +184,7 @@ def test_preview_follows_the_pointer_before_its_frame_aligned_move(page):
         assert any(f"q = ({x:.3f}, {y:.3f})" in m["move"] for m in moved), (x, y, moved[-3:])
     changed_first = [m for m in moved if m["move"] != m["raw"]]
     assert len(changed_first) >= 0.9 * len(moved), log
-    wait_for_readout(page, r"q = \(2\.000, 0\.000\)", timeout=10_000)  # and the server agrees
+    wait_for_readout(page, r"q = \(2\.000, 0\.000\)", timeout=PATIENCE)  # and the server agrees
 
 
 SERVER_TEXT = "() => Bokeh.documents[0].get_model_by_name('readout').text.split('\\n')[0]"
@@ -196,10 +196,10 @@ def test_a_row_chosen_just_after_a_drag_is_shown(page):
     release, and drew the drag's last position over the row's numbers until the next update.)"""
     press_and_move(page, (0.0, 1.0), (1.0, 1.0), 8)
     # the button is still held when the server draws the last position
-    page.wait_for_function(SERVER_TEXT + " === 'Query of \"love\": q = (1.000, 1.000)'", timeout=10_000)
+    page.wait_for_function(SERVER_TEXT + " === 'Query of \"love\": q = (1.000, 1.000)'", timeout=PATIENCE)
     page.mouse.up()
     page.keyboard.press("1")
-    wait_for_readout(page, r'Query of "I": q = \(1\.000, 0\.000\)', timeout=5000)
+    wait_for_readout(page, r'Query of "I": q = \(1\.000, 0\.000\)', timeout=PATIENCE)
     page.wait_for_timeout(1200)  # and it stays: no preview comes back
     assert readout(page).splitlines()[0] == 'Query of "I": q = (1.000, 0.000)'
     assert page.evaluate("() => { const d = Bokeh.documents[0].get_model_by_name('query-plot').renderers"
@@ -261,12 +261,12 @@ def test_during_a_drag_the_server_sends_the_text_and_the_plots_data_at_the_relea
     page.evaluate(WATCH_PLOT_DATA)
     press_and_move(page, (0.0, 1.0), (1.0, 1.0), 8)
     # the button is still held when the server's text for the last position arrives
-    page.wait_for_function(SERVER_TEXT + " === 'Query of \"love\": q = (1.000, 1.000)'", timeout=10_000)
+    page.wait_for_function(SERVER_TEXT + " === 'Query of \"love\": q = (1.000, 1.000)'", timeout=PATIENCE)
     page.wait_for_timeout(300)
     assert page.evaluate("() => window.plotDataChanges") == []
     assert page.evaluate(BARS) == pytest.approx([0.2483, 0.2483, 0.5035], abs=5e-5)  # the preview's drawing
     page.mouse.up()
-    page.wait_for_function("() => window.plotDataChanges.length > 0", timeout=10_000)
+    page.wait_for_function("() => window.plotDataChanges.length > 0", timeout=PATIENCE)
     # the course's numbers for q = (1, 1), now the server's
     assert page.evaluate(BARS) == pytest.approx([0.2483, 0.2483, 0.5035], abs=5e-5)
     assert readout(page).endswith("Output Σ aᵢvᵢ = 4.0000 ≈ 4.00")
@@ -279,7 +279,7 @@ def test_the_step_through_hides_and_shows_the_same_numbers_during_a_drag(open_pa
         page.get_by_role("button", name="◀ Back").click()
     page.get_by_text("Step 1 of 3 · score").wait_for()
     press_and_move(page, (0.0, 1.0), (1.0, 1.0), 8)  # the button stays held
-    text = wait_for_readout(page, r"q = \(1\.000, 1\.000\)", timeout=10_000)
+    text = wait_for_readout(page, r"q = \(1\.000, 1\.000\)", timeout=PATIENCE)
     assert "Scores s = q·k / √2: I 0.7071, love 0.7071, NLP 1.4142" in text  # step 1 is revealed ...
     assert "Weights a = softmax(s): I ?, love ?, NLP ?" in text and text.endswith("Output Σ aᵢvᵢ = ?")  # ... no more
     page.mouse.up()
@@ -287,7 +287,7 @@ def test_the_step_through_hides_and_shows_the_same_numbers_during_a_drag(open_pa
         page.get_by_role("button", name="Next ▶").click()
     page.get_by_text("Step 3 of 3 · combine").wait_for()
     press_and_move(page, (1.0, 1.0), (0.0, 1.0), 8)
-    text = wait_for_readout(page, r"q = \(0\.000, 1\.000\)", timeout=10_000)
+    text = wait_for_readout(page, r"q = \(0\.000, 1\.000\)", timeout=PATIENCE)
     assert "Weights a = softmax(s): I 0.1978, love 0.4011, NLP 0.4011" in text
     assert text.endswith("Output Σ aᵢvᵢ = 4.4067 ≈ 4.41")
     page.mouse.up()

@@ -19,7 +19,7 @@ KEYS = [(1.0, 0.0), (0.0, 1.0), (1.0, 1.0)]
 VALUES = [2.0, 6.0, 4.0]
 #: The query plane's extent (widgets/query_plot.py): a drag past the edge stops there.
 PLANE = (-1.5, 2.5)
-LOADED = 20000
+LOADED = 60_000
 
 
 def reference(q, keys=KEYS, values=VALUES) -> tuple[list[float], float]:

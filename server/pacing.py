@@ -1,0 +1,79 @@
+"""How much of this server process's event loop the class's drags may take.
+
+A page in the middle of a drag draws its own numbers (``static/drag.js``); what the server sends during
+the drag only confirms them. So when many learners drag at once, their mid-drag updates can wait, and a
+click, a key or a release must not: they are queued behind whatever the loop already has to do. Each
+session paces its own updates (``widgets/drag.py``), and this budget spaces them further so that all the
+process's mid-drag updates together take at most :attr:`DragBudget.SHARE` of the loop: with ``n`` pages
+dragging and an update costing ``c`` seconds, a dragging page takes a position at most every
+``n * c / SHARE`` seconds. Sixty learners dragging at 5 ms an update: one confirmation each every 0.6 s,
+and the loop half free for everything else. Releases are never spaced: they end a drag at once.
+
+One budget per process, in ``pn.state.cache`` (like the room registry): it is the process's concern, not a
+page's, and holds no learner's data, only which pages are dragging (weakly) and the recent cost.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+#: Where the process keeps its budget.
+CACHE_KEY = "explorer-drag-budget"
+
+
+class DragBudget:
+    """The share of the event loop mid-drag updates may use, and the spacing that keeps them to it.
+
+    Pages register while they drag (:meth:`start`, :meth:`end`; a page that closes mid-drag drops out
+    when it is collected) and report what each update cost (:meth:`record`, seconds of wall time on the
+    loop). :meth:`gap` is the least time (s) a dragging page waits between two of its updates.
+    """
+
+    #: At most this fraction of the loop goes to updates in the middle of drags.
+    SHARE = 0.5
+    #: Weight of the newest update in the running mean of an update's cost.
+    ALPHA = 0.1
+
+    def __init__(self, cost: float = 0.005):
+        self._dragging: weakref.WeakSet = weakref.WeakSet()
+        self.cost = cost  # running mean, seconds
+
+    def start(self, page) -> None:
+        self._dragging.add(page)
+
+    def end(self, page) -> None:
+        self._dragging.discard(page)
+
+    def __contains__(self, page) -> bool:
+        return page in self._dragging
+
+    @property
+    def dragging(self) -> int:
+        """How many pages are in the middle of a drag."""
+        return len(self._dragging)
+
+    def record(self, seconds: float) -> None:
+        """One mid-drag update took ``seconds`` (negative or absurd values are ignored)."""
+        if 0 <= seconds < 10:
+            self.cost += self.ALPHA * (seconds - self.cost)
+
+    def gap(self) -> float:
+        """Seconds between two updates of one dragging page that keep all drags within :attr:`SHARE`.
+
+        >>> b = DragBudget(cost=0.005)
+        >>> pages = [type("Page", (), {})() for _ in range(60)]
+        >>> for p in pages: b.start(p)
+        >>> round(b.gap(), 3)
+        0.6
+        """
+        return self.dragging * self.cost / self.SHARE
+
+
+def get_budget() -> DragBudget:
+    """This server process's budget, created on first use."""
+    import panel as pn
+
+    budget = pn.state.cache.get(CACHE_KEY)
+    if budget is None:
+        budget = pn.state.cache.setdefault(CACHE_KEY, DragBudget())
+    return budget

@@ -1,0 +1,73 @@
+"""The process's budget for mid-drag updates (server/pacing.py) and the drag channel's use of it."""
+
+from __future__ import annotations
+
+import gc
+import time
+
+import pytest
+
+from server.pacing import DragBudget, get_budget
+from tests.test_widgets import MOVE, PRESS, RELEASE, drag_channel
+from widgets.state import AttentionState
+
+
+class Page:
+    """Anything a budget can hold weakly."""
+
+
+def test_the_gap_keeps_every_drag_together_within_the_share():
+    budget = DragBudget(cost=0.004)
+    pages = [Page() for _ in range(30)]
+    for page in pages:
+        budget.start(page)
+    # 30 pages, 4 ms an update, half the loop: each may update every 30 * 4 ms / 0.5 = 240 ms
+    assert budget.gap() == pytest.approx(0.240)
+    for page in pages[:20]:
+        budget.end(page)
+    assert budget.dragging == 10 and budget.gap() == pytest.approx(0.080)
+
+
+def test_the_cost_follows_what_updates_take():
+    budget = DragBudget(cost=0.005)
+    for _ in range(200):
+        budget.record(0.002)
+    assert budget.cost == pytest.approx(0.002, rel=1e-3)
+    budget.record(-1.0)  # a clock that stepped back, or an absurd value, is ignored
+    budget.record(1e9)
+    assert budget.cost == pytest.approx(0.002, rel=1e-3)
+
+
+def test_a_page_that_closes_mid_drag_drops_out():
+    budget = DragBudget()
+    page = Page()
+    budget.start(page)
+    assert budget.dragging == 1
+    del page
+    gc.collect()
+    assert budget.dragging == 0
+
+
+def test_a_drag_is_counted_from_the_press_to_the_release_and_spaced_by_the_budget():
+    state = AttentionState()
+    channel = drag_channel(state)
+    budget = get_budget()
+    assert channel._budget is budget and channel not in budget
+    others = [Page() for _ in range(59)]  # the rest of a class of sixty, dragging too
+    for page in others:
+        budget.start(page)
+    budget.cost = 0.005
+    try:
+        channel.receive(0.0, 1.0, seq=1, **PRESS)
+        assert channel in budget and budget.dragging == 60
+        channel.receive(0.5, 1.5, seq=2, **MOVE)
+        now = time.perf_counter()
+        assert state.query == (0.5, 1.5)
+        # sixty pages at about 5 ms an update within half the loop: this page's next update waits ~0.6 s
+        assert budget.gap() == pytest.approx(0.6, rel=0.3)
+        assert channel._next_flush - now == pytest.approx(budget.gap(), abs=0.05)
+        channel.receive(1.0, 1.0, seq=3, **RELEASE)
+        assert channel not in budget and state.query == (1.0, 1.0)  # the release is taken at once
+    finally:
+        for page in others:
+            budget.end(page)
