@@ -292,6 +292,15 @@ function attach(a) {
   };
   el.addEventListener("pointerup", up);
   el.addEventListener("pointercancel", up);
+  // The plot's side is set by CSS from its column's box. When that box changes (the presenter's room code
+  // fills the header, a notice appears) Bokeh resizes the canvas but can keep the frame it laid out for the
+  // old size until some later layout pass, which then moves every point under a dragging hand: lay the
+  // page out again whenever the canvas and the frame's layout disagree.
+  new ResizeObserver(() => requestAnimationFrame(() => {
+    const outer = view.layout && view.layout.bbox, box = view.el.getBoundingClientRect();
+    if (outer != null && (outer.width !== Math.floor(box.width) || outer.height !== Math.floor(box.height)))
+      view.invalidate_layout();
+  })).observe(view.el);
 }
 
 // Preview the query at (x, y), clamped to the plane as widgets/drag.py clamps it.

@@ -118,8 +118,11 @@ class Readout(pn.viewable.Viewer):
         self.div = Div(
             name="readout", render_as_text=True, sizing_mode="stretch_width", css_classes=["readout"],
             stylesheets=[APP_CSS],
-            # Not live: it changes on every pixel of a drag; the Announcer speaks for it, throttled.
-            html_attributes={"role": "region", "aria-label": "Current numbers", "data-testid": "readout"},
+            # Not live: it changes on every pixel of a drag; the Announcer speaks for it, throttled. Focusable:
+            # where the plot leaves it fewer lines than it has (a projector's large text, a short screen) it
+            # scrolls inside itself, and a keyboard must reach those lines too.
+            html_attributes={"role": "region", "aria-label": "Current numbers", "data-testid": "readout",
+                             "tabindex": "0"},
             styles={"white-space": "pre-line", "font-size": "var(--ae-num, 16px)", "line-height": "1.35",
                     "font-variant-numeric": "tabular-nums", "color": "var(--ae-fg, #111)"},
         )
