@@ -7,6 +7,7 @@ its own :class:`~widgets.state.AttentionState`.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from html import escape
 from pathlib import Path
@@ -41,7 +42,21 @@ TEACHING_CSS = (HERE / "static" / "teaching.css").read_text()
 TITLE = "Attention Explorer"
 VIEWPORT = "width=device-width, initial-scale=1"
 
-pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign)
+#: The whole explorer's height in a notebook cell (CSS px), where it cannot take the screen's rest as a page does:
+#: a cell gives a stretching layout no height at all.
+NOTEBOOK_HEIGHT = 800
+
+
+def in_notebook() -> bool:
+    """True in a Jupyter kernel (JupyterLab, the classic notebook, VS Code), False under ``panel serve``."""
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return shell is not None and hasattr(shell, "kernel")
+
+
+# In a notebook, BokehJS, Panel and KaTeX go into the cell's output instead of coming from a CDN: a classroom's
+# notebook works with no internet, and saved with its outputs it opens anywhere. A served page has them from
+# its own server already.
+pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign, **({"inline": True} if in_notebook() else {}))
 
 # --- teaching panels: presets and editing, the formula, the trap, why √d_k -------------
 #: The views beyond the running example, by name: ``formula``, the recipe with live numbers; ``editor``,
@@ -178,11 +193,13 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     notices = pn.pane.HTML(pn.bind(_notices, state.param.notice, state.param.message), css_classes=["notice"],
                            stylesheets=[APP_CSS], sizing_mode="stretch_width",
                            visible=(state.param.notice.rx.bool() | state.param.message.rx.bool()))
-    bridge = BrowserBridge(state=state)
+    served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
+    bridge = BrowserBridge(state=state, whole_page=served)
     # Present / follow a room (widgets/follow.py), at the header's end
     room = RoomControls(state=state, live=drag.live, browser=bridge)
     drag.param.watch(room.share_hand, "hand")
-    header = pn.Row(title, reset, looks, room, sizing_mode="stretch_width",
+    # a room needs the server's address for its link; a notebook has none
+    header = pn.Row(title, reset, looks, *([room] if served else []), sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
     tabs = lazy_tabs(
@@ -208,7 +225,9 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         bridge, Announcer(state=state),
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
     )
-    if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+    if not served:  # a notebook cell, or an embedding page: a height of its own
+        page.param.update(sizing_mode="stretch_width", height=NOTEBOOK_HEIGHT)
+    else:
         pn.state.curdoc.add_root(bridge.address_div)  # the address bar's text: no view, so no pane around it
         # without it a phone lays the page out 980 px wide and shows it at 0.4x (Panel's page template writes it)
         pn.state.curdoc.template_variables.setdefault("meta", {})["viewport"] = VIEWPORT

@@ -42,7 +42,11 @@ def _katex_css() -> str:
     """
     css = (Path(panel.__file__).parent / "dist" / "bundled" / "katex" / f"katex@{KATEX_VERSION}" / "dist" /
            "katex.min.css").read_text()
-    return re.sub(r"@font-face\{[^}]*\}", "", css) + "span.katex-html { display: inline; }"
+    # a script (the i of s_i, the k of d_k) is 0.7 of its formula, 0.5 in a script's script: on a projector
+    # --ae-script-min (static/theme.css) keeps them at the 20 px the back of the room can read
+    scripts = "".join(f".katex .sizing.reset-size6.size{n}{{font-size:max({f}em,var(--ae-script-min,0px))}}"
+                      for n, f in ((3, 0.7), (1, 0.5)))
+    return re.sub(r"@font-face\{[^}]*\}", "", css) + "span.katex-html { display: inline; }" + scripts
 
 
 #: KaTeX's layout, for each LaTeX pane (see :func:`_katex_css`).
