@@ -204,7 +204,9 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
 
     tabs = lazy_tabs(
         ("Weights", lambda: pn.Column(bars, values, sizing_mode="stretch_both")),
-        ("Matrix", lambda: built(AttentionMatrix(state=state))),
+        # in a Column: the tab's contents scroll inside it (static/app.css), while the figure keeps the smallest
+        # size its cells' numbers need; the figure alone in the tab would be squeezed to the tab's box instead
+        ("Matrix", lambda: pn.Column(built(AttentionMatrix(state=state)), sizing_mode="stretch_both")),
         ("All steps", inspector),
         ("Recipe", teaching("formula")),
         ("Edit", teaching("editor")),

@@ -8,9 +8,9 @@ line, draws the weights as a 64 x 64 image of block means, and computes the cour
 
 The measurements are the server's own, so they are kept once per process (:class:`CostCache`, in
 ``pn.state.cache``): at most one per size of :data:`~widgets.state.COST_SIZES`, eleven in all. They run on
-one worker thread of the process, never on the event loop: a page waiting for n = 4096 (about 690 MB of
-(n, n) arrays, a second or more) shows a progress bar, and every other page of the server goes on being
-served meanwhile. One thread: two pages asking for n = 4096 at once share one run, and the process never
+one worker thread of the process, which hands each to a measuring process (:class:`MeasureApart`), never on
+the event loop: a page waiting for n = 4096 (about 690 MB of (n, n) arrays, a second or more) shows a
+progress bar, and every other page of the server goes on being served meanwhile. One thread: two pages asking for n = 4096 at once share one run, and the process never
 holds two of those at a time.
 """
 
@@ -331,7 +331,7 @@ class CostView(pn.viewable.Viewer):
             self.image_fig.y_range.update(start=n, end=0)
             side = image.shape[0]
             self.image_fig.title.text = (f"Weights, n = {n:,}" if side == n else
-                                         f"Weights, n = {n:,}: {side} × {side} means")
+                                         f"n = {n:,}: {side}² block means")  # fits the image's own width
         self.figures.object = self._figures_html(m, n)
 
     def _plot(self, done: list[CostMeasurement]) -> None:

@@ -43,7 +43,7 @@ LABEL_OFFSETS = {"normal": (12, 6), "projector": (18, 10)}
 SIDES = ((1, 1), (-1, 1), (1, -1), (-1, -1))
 
 
-def label_side(keys, j: int) -> tuple[int, int]:
+def label_side(keys, j: int, bounds: tuple[float, float] | None = None) -> tuple[int, int]:
     """The side of key ``j`` (signs of x and y) its label goes to: the one facing away from the other keys.
 
     Each other key counts by how squarely it lies in that direction, and more the nearer it is; the lower left
@@ -63,10 +63,11 @@ def label_side(keys, j: int) -> tuple[int, int]:
             if k == j or dist == 0:
                 continue
             total += max(0.0, (sx * d[0] + sy * d[1]) / (math.sqrt(2) * dist)) / max(dist, 0.1)
-        lo, hi = PLANE  # a label running off the plane's edge is as bad as one over a key
+        lo, hi = bounds or PLANE  # a label running off the plane's edge is as bad as one over a key
         x, y = keys[j]
-        total += 2.0 * ((sx > 0 and x > hi - 0.7) or (sx < 0 and x < lo + 0.7) or (sy > 0 and y > hi - 0.3)
-                        or (sy < 0 and y < lo + 0.3))
+        across, up = 0.7 * (hi - lo) / 4, 0.3 * (hi - lo) / 4  # a label's room, in the 4-unit plane's proportion
+        total += 2.0 * ((sx > 0 and x > hi - across) or (sx < 0 and x < lo + across) or (sy > 0 and y > hi - up)
+                        or (sy < 0 and y < lo + up))
         return total
     return min(SIDES, key=crowding)
 

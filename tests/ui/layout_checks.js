@@ -107,6 +107,9 @@
     for (const m of marks) {
       if (m.el.contains(a.el)) continue;
       if (m.svg && a.el.ownerSVGElement !== m.svg) continue;   // a chart's own marks against its own text
+      // a matrix's number inside its own cell is written on it, not over it (it hides nothing)
+      if (m.svg && m.el.classList.contains("cell") && a.seen.left >= m.r.left - 1 && a.seen.right <= m.r.right + 1 &&
+          a.seen.top >= m.r.top - 1 && a.seen.bottom <= m.r.bottom + 1) continue;
       if (overlap(a.seen, m.r)) problems.push(`text over a mark: ${a.label} on ${m.label}`);
     }
   }

@@ -66,8 +66,13 @@ def test_every_tab_fits_the_screen(open_page, screen, mode, theme):
 
 def _wait_for_tab(page) -> None:
     """Until the shown tab's contents are in the page and every figure in it has drawn, and two frames more."""
+    # a tab's contents are built on the server the first time it is shown (a Spacer stands in until then), and
+    # the tabs' headers are drawn again when they arrive
     page.wait_for_function("""() => {
-      const views = [...Bokeh.documents[0].all_models].filter(m => m.type === 'Figure').map(m => Bokeh.index.find_one(m))
+      const models = [...Bokeh.documents[0].all_models]
+      const tabs = models.find(m => (m.css_classes || []).includes('explorer-tabs'))
+      if (tabs == null || tabs.tabs[tabs.active].child.type === 'Spacer') return false
+      const views = models.filter(m => m.type === 'Figure').map(m => Bokeh.index.find_one(m))
       return views.every(v => v == null || !v.el.isConnected || v.has_finished())
     }""", timeout=30000)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
