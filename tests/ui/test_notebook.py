@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 
 import nbformat
 from nbclient import NotebookClient
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.ui.conftest import ROOT, SCREENSHOTS
 
@@ -89,10 +90,14 @@ def test_a_notebook_cell_shows_the_whole_explorer_with_nothing_from_outside(brow
         page.route("**/*", route)
         page.goto(f"http://127.0.0.1:{httpd.server_port}/explorer.html")
         # (pn.extension's own output is a document too, with no explorer in it)
-        page.wait_for_function("() => { const docs = (window.Bokeh?.documents ?? []).filter("
-                               "(d) => d.get_model_by_name('query-plot')); return docs.length === 2 && docs.every("
-                               "(d) => Bokeh.index.find_one(d.get_model_by_name('query-plot'))?.has_finished()) }",
-                               timeout=60_000)
+        try:
+            page.wait_for_function("() => { const docs = (window.Bokeh?.documents ?? []).filter("
+                                   "(d) => d.get_model_by_name('query-plot')); return docs.length === 2 && "
+                                   "docs.every((d) => Bokeh.index.find_one(d.get_model_by_name('query-plot'))"
+                                   "?.has_finished()) }", timeout=60_000)
+        except PlaywrightTimeoutError:
+            assert not outside, f"requests leaving the machine: {outside}"  # why BokehJS never came
+            raise
         page.wait_for_timeout(500)
         SCREENSHOTS.mkdir(exist_ok=True)
         page.screenshot(path=SCREENSHOTS / "notebook.png", full_page=True)
