@@ -7,6 +7,7 @@ its own :class:`~widgets.state.AttentionState`.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from html import escape
 from pathlib import Path
@@ -40,8 +41,23 @@ HERE = Path(__file__).parent
 INSPECTOR_CSS = (HERE / "static" / "inspector.css").read_text()
 TEACHING_CSS = (HERE / "static" / "teaching.css").read_text()
 TITLE = "Attention Explorer"
+VIEWPORT = "width=device-width, initial-scale=1"
 
-pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign)
+#: The whole explorer's height in a notebook cell (CSS px), where it cannot take the screen's rest as a page does:
+#: a cell gives a stretching layout no height at all.
+NOTEBOOK_HEIGHT = 800
+
+
+def in_notebook() -> bool:
+    """True in a Jupyter kernel (JupyterLab, the classic notebook, VS Code), False under ``panel serve``."""
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return shell is not None and hasattr(shell, "kernel")
+
+
+# In a notebook, BokehJS, Panel and KaTeX go into the cell's output instead of coming from a CDN: a classroom's
+# notebook works with no internet, and saved with its outputs it opens anywhere. A served page has them from
+# its own server already.
+pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign, **({"inline": True} if in_notebook() else {}))
 
 # --- teaching panels: presets and editing, the formula, the trap, why √d_k -------------
 #: The views beyond the running example, by name: ``formula``, the recipe with live numbers; ``editor``,
@@ -178,7 +194,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     notices = pn.pane.HTML(pn.bind(_notices, state.param.notice, state.param.message), css_classes=["notice"],
                            stylesheets=[APP_CSS], sizing_mode="stretch_width",
                            visible=(state.param.notice.rx.bool() | state.param.message.rx.bool()))
-    bridge = BrowserBridge(state=state)
+    served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
+    bridge = BrowserBridge(state=state, whole_page=served)
     # Present / follow a room (widgets/follow.py), at the header's end
     room = RoomControls(state=state, live=drag.live, browser=bridge)
     drag.param.watch(room.share_hand, "hand")
@@ -187,12 +204,15 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     learner = LearnerProgress(state=state, following=room.following)
     room.param.watch(lambda e: setattr(learner, "following", e.new), "following")
     bridge.on_stored = learner.store.receive  # the progress the browser kept, through the page's own script
-    header = pn.Row(title, reset, looks, room, sizing_mode="stretch_width",
+    # a room needs the server's address for its link; a notebook has none
+    header = pn.Row(title, reset, looks, *([room] if served else []), sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
     tabs = lazy_tabs(
         ("Weights", lambda: pn.Column(bars, values, sizing_mode="stretch_both")),
-        ("Matrix", lambda: built(AttentionMatrix(state=state))),
+        # in a Column: the tab's contents scroll inside it (static/app.css), while the figure keeps the smallest
+        # size its cells' numbers need; the figure alone in the tab would be squeezed to the tab's box instead
+        ("Matrix", lambda: pn.Column(built(AttentionMatrix(state=state)), sizing_mode="stretch_both")),
         ("All steps", inspector),
         ("Recipe", teaching("formula")),
         ("Edit", teaching("editor")),
@@ -203,7 +223,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         ("Check", lambda: CheckView(learner=learner)),
         ("Export", lambda: Export(state=state)),
         ("Keys", _keys_help),
-        sizing_mode="stretch_both",
+        sizing_mode="stretch_both", css_classes=["explorer-tabs"], stylesheets=[APP_CSS],
     )
     left = pn.Column(query_plot, readout, sizing_mode="stretch_both", css_classes=["left"], stylesheets=[APP_CSS])
     right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],
@@ -214,9 +234,13 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         bridge, Announcer(state=state),
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
     )
-    if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+    if not served:  # a notebook cell, or an embedding page: a height of its own
+        page.param.update(sizing_mode="stretch_width", height=NOTEBOOK_HEIGHT)
+    else:
         pn.state.curdoc.add_root(bridge.address_div)  # the address bar's text: no view, so no pane around it
         pn.state.curdoc.add_root(learner.store.div)  # the progress for the browser's storage, likewise
+        # without it a phone lays the page out 980 px wide and shows it at 0.4x (Panel's page template writes it)
+        pn.state.curdoc.template_variables.setdefault("meta", {})["viewport"] = VIEWPORT
     page.state = state  # lets tests reach the session's state from the served page
     return page
 

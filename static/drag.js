@@ -114,7 +114,7 @@ function inputsOf(a) {
     keys: d.keys[0], values: d.values[0], tokens: d.tokens[0], allowed: d.allowed[0],
     selected: d.selected[0], scale: d.scale[0], scalar: d.scalar[0],
     revealed: d.revealed[0], placeholder: d.placeholder[0],
-    plane: d.plane[0], grab: d.grab[0], maxWidth: d.max_width[0],
+    plane: d.plane[0], grab: d.grab[0], maxWidth: d.max_width[0], cellDecimals: d.cell_decimals[0],
   };
 }
 
@@ -233,11 +233,12 @@ function drawFrame(a, { q, r, inp }) {
   for (let c = 0; c < cells.y.length; c++) {
     if (cells.y[c] !== inp.selected) continue;
     const w = r.weights[cells.x[c]];
-    cells.weight[c] = w; cells.label[c] = fmt(w, 4); cells.text_color[c] = w < 0.55 ? "white" : "black";
+    cells.weight[c] = w; cells.label[c] = fmt(w, inp.cellDecimals); cells.text_color[c] = w < 0.55 ? "white" : "black";
   }
   d.cells.change.emit();
-  col(d.sums, "label", inp.selected, fmt(r.weights.reduce((s, w) => s + w, 0), 4));
-  col(d.outputs, "label", inp.selected, inp.scalar ? fmt(r.output[0], 4) : fmtVec(r.output, 4));
+  const dec = inp.cellDecimals;
+  col(d.sums, "label", inp.selected, fmt(r.weights.reduce((s, w) => s + w, 0), dec));
+  col(d.outputs, "label", inp.selected, inp.scalar ? fmt(r.output[0], dec) : fmtVec(r.output, dec));
   d.sums.change.emit(); d.outputs.change.emit();
 }
 
@@ -291,6 +292,15 @@ function attach(a) {
   };
   el.addEventListener("pointerup", up);
   el.addEventListener("pointercancel", up);
+  // The plot's side is set by CSS from its column's box. When that box changes (the presenter's room code
+  // fills the header, a notice appears) Bokeh resizes the canvas but can keep the frame it laid out for the
+  // old size until some later layout pass, which then moves every point under a dragging hand: lay the
+  // page out again whenever the canvas and the frame's layout disagree.
+  new ResizeObserver(() => requestAnimationFrame(() => {
+    const outer = view.layout && view.layout.bbox, box = view.el.getBoundingClientRect();
+    if (outer != null && (outer.width !== Math.floor(box.width) || outer.height !== Math.floor(box.height)))
+      view.invalidate_layout();
+  })).observe(view.el);
 }
 
 // Preview the query at (x, y), clamped to the plane as widgets/drag.py clamps it.

@@ -226,6 +226,20 @@ def test_the_cache_lives_in_panels_cache_once_per_process(monkeypatch):
     assert isinstance(made, CostCache) and cost_cache() is made and pn.state.cache[CACHE_KEY] is made
 
 
+def test_the_servers_cache_traces_memory_in_a_process_of_its_own(monkeypatch):
+    """tracemalloc stopped in a server's thread while its event loop allocates crashes CPython 3.12.1."""
+    import tracemalloc
+
+    def refuse(*_):
+        raise AssertionError("tracemalloc started in the server's own process")
+    monkeypatch.setattr(tracemalloc, "start", refuse)
+    monkeypatch.delitem(pn.state.cache, CACHE_KEY, raising=False)
+    m = cost_cache().measure(64).result(timeout=120)
+    # the six (64, 64) float64 arrays the core keeps: 41 n² bytes (core/cost.py), traced in the child
+    assert m.n == 64 and m.nn_bytes == 41 * 64 * 64 and m.nn_bytes <= m.peak_bytes <= 2 * m.nn_bytes + 1_000_000
+    assert not tracemalloc.is_tracing()
+
+
 def test_module_2s_figures(monkeypatch, state):
     monkeypatch.setitem(pn.state.cache, CACHE_KEY, CostCache(measure=Counting()))
     state.cost_n = 8

@@ -149,6 +149,11 @@ def _rows(value: str, width: tuple[int, ...]) -> np.ndarray:
     return np.array(rows, dtype=np.float64)
 
 
+def preset_slug(name: str) -> str:
+    """The short name of a preset for an address: ``module-2`` for "Module 2: vector values"."""
+    return "-".join(name.split(":")[0].casefold().split())
+
+
 def _parse_data(values_of: dict[str, str], tokens: list[str]) -> tuple[dict, list[str]]:
     """``preset``, ``tokens``, ``keys``, ``values``: settings and problems, checked against each other.
 
@@ -162,7 +167,7 @@ def _parse_data(values_of: dict[str, str], tokens: list[str]) -> tuple[dict, lis
     base = None
     if "preset" in values_of:
         value = values_of["preset"]
-        names = [n for n in PRESETS if n.casefold() == value.casefold()]
+        names = [n for n in PRESETS if value.casefold() in (n.casefold(), preset_slug(n))]
         if names:
             settings["preset"] = names[0]
             base = PRESETS[names[0]]

@@ -86,6 +86,10 @@ class BrowserBridge(pn.custom.JSComponent):
     navigate = param.String(default="", doc=(
         "A query to load the page at, e.g. '?room=K7M4QX': the browser goes there (a new page load, which a "
         "proxy routes by its arguments). Empty: stay."))
+    whole_page = param.Boolean(default=True, doc=(
+        "True: the app is the page, and its mode and theme go on <html>. False (a notebook cell, among other "
+        "outputs and other displays of the app): they go on the app's own root element, and keys are taken "
+        "only while focus is inside it."))
     page_address = param.String(default="", doc=(
         "The page's own address without its query, 'http://host:port/path', as the browser reports it when "
         "the page renders; join links are made from it."))
@@ -137,7 +141,7 @@ export function render({ model, el }) {
   const here = window.location.origin + window.location.pathname
   if (model.page_address !== here) model.page_address = here
   // The whole app is the page's main content: one landmark for screen-reader navigation.
-  const app = document.querySelector("[data-root-id]")
+  const app = model.whole_page ? document.querySelector("[data-root-id]") : null  // a notebook has its own
   if (app && !app.hasAttribute("role")) app.setAttribute("role", "main")
   // Text sizes come from CSS, which Bokeh's layout does not watch: measure every view again once they apply.
   const relayout = () => requestAnimationFrame(() => {
@@ -147,10 +151,20 @@ export function render({ model, el }) {
         if (v && typeof v.invalidate_layout === "function") v.invalidate_layout()
       }
   })
+  // the app's root element in a notebook cell (the one Bokeh renders the document into)
+  const scope = () => {
+    if (model.whole_page) return root
+    let n = el
+    while (n != null && !(n.dataset && n.dataset.rootId))
+      n = n.parentElement || (n.getRootNode() instanceof ShadowRoot ? n.getRootNode().host : null)
+    return n
+  }
   const paint = () => {
-    const changed = root.dataset.mode !== model.mode
-    root.dataset.mode = model.mode
-    root.dataset.theme = model.theme
+    const target = scope()
+    if (target == null) { requestAnimationFrame(paint); return }  // not in the page yet
+    const changed = target.dataset.mode !== model.mode
+    target.dataset.mode = model.mode
+    target.dataset.theme = model.theme
     if (changed) relayout()
   }
   paint()
@@ -179,6 +193,7 @@ export function render({ model, el }) {
 
   const onKey = (e) => {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || !KEYS.has(e.key) || !wantsKey(e)) return
+    if (!model.whole_page && !e.composedPath().includes(scope())) return  // the notebook's own keys
     const inPlot = e.composedPath().some((n) => n.classList && n.classList.contains("ae-query-plot"))
     e.preventDefault()  // arrows and Space would otherwise scroll the page
     if (e.key.startsWith("Arrow")) previewNudge(e.key, e.shiftKey, inPlot)

@@ -64,7 +64,8 @@ class DkPanel(pn.viewable.Viewer):
         self.dots_fig, self._dots, self._dots_note = _hist_figure("dk-dots", "q·k (unscaled)", "#D55E00")
         self.scaled_fig, self._scaled, self._scaled_note = _hist_figure("dk-scaled", "q·k / √d_k", "#0072B2")
         self._example = ColumnDataSource(data=dict(x=[], top=[], color=[]))
-        fig = figure(name="dk-softmax", title=f"One query's softmax over {N_KEYS} scores", width=330, height=220,
+        # short: a projector's 20 px title must fit the 330 px figure
+        fig = figure(name="dk-softmax", title=f"softmax of {N_KEYS} scores", width=330, height=220,
                      tools="", toolbar_location=None, y_range=Range1d(0, 1.05), x_range=Range1d(-0.5, 2 * N_KEYS + 0.5))
         fig.title.text_font_size = "14px"
         fig.xaxis.ticker = FixedTicker(ticks=[(N_KEYS - 1) / 2, N_KEYS + 1 + (N_KEYS - 1) / 2])

@@ -21,12 +21,36 @@ from widgets.updates import one_message
 
 FIELD_WIDTH = 74
 NAME_WIDTH = 96
+# The columns' widths follow the mode (static/theme.css): a projector's 20 px digits need wider boxes.
 EDITOR_CSS = """
 :host(.invalid) input { border: 2px solid #b00020; background: #fff4f4; }
+:host(.col-number) { width: var(--ae-field-w, 74px) !important; min-width: var(--ae-field-w, 74px) !important; }
+:host(.col-name) { width: var(--ae-name-w, 96px) !important; min-width: var(--ae-name-w, 96px) !important; }
+strong { font-size: var(--ae-text, 16px); }
 """
 MESSAGE_CSS = """
-.field-message { color: #8a1c00; font-weight: 600; font-size: 14px; margin: 0 0 4px 4px; }
+.field-message { color: var(--ae-notice-fg); background: var(--ae-notice-bg); font-weight: 600;
+  font-size: var(--ae-text, 16px); margin: 0 0 4px 4px; }
 """
+
+
+TRAP_SWITCH = "Score against values instead of keys (the trap)"
+
+
+def switch(state: AttentionState, name: str, label: str, **params) -> pn.widgets.CheckBoxGroup:
+    """A checkbox for the boolean param ``name`` of ``state``, named by ``label``.
+
+    A one-box ``CheckBoxGroup``, not Panel's ``Checkbox``: Bokeh draws a ``Checkbox``'s text beside its box
+    with no ``<label>``, so the box has no accessible name; a group's boxes sit inside ``<label>``s.
+    """
+    box = pn.widgets.CheckBoxGroup(options=[label], value=[label] * bool(getattr(state, name)), **params)
+    box.param.watch(lambda e: setattr(state, name, bool(e.new)), "value")
+    state.param.watch(lambda e: setattr(box, "value", [label] * bool(e.new)), name)
+    return box
+
+
+def _column(width: int) -> str:
+    return "col-name" if width == NAME_WIDTH else "col-number"
 
 
 def _number_text(x: float) -> str:
@@ -52,11 +76,9 @@ class Editor(pn.viewable.Viewer):
         self._row_messages: dict[int | str, pn.pane.HTML] = {}
         self.preset = pn.widgets.Select.from_param(s.param.preset, name="Preset", width=260)
         self.switches = pn.Column(
-            pn.widgets.Checkbox.from_param(s.param.scale, name="Divide by √d_k (scaling)", css_classes=["switch-scale"]),
-            pn.widgets.Checkbox.from_param(s.param.causal, name="Causal mask (attend to earlier tokens only)",
-                                           css_classes=["switch-causal"]),
-            pn.widgets.Checkbox.from_param(s.param.trap, name="Score against values instead of keys (the trap)",
-                                           css_classes=["switch-trap"]),
+            switch(s, "scale", "Divide by √d_k (scaling)", css_classes=["switch-scale"]),
+            switch(s, "causal", "Causal mask (attend to earlier tokens only)", css_classes=["switch-causal"]),
+            switch(s, "trap", TRAP_SWITCH, css_classes=["switch-trap"]),
             margin=(0, 0, 6, 0),
         )
         self.add_button = pn.widgets.Button(label="Add token", width=110, description="Append a token (up to 8)")
@@ -75,8 +97,8 @@ class Editor(pn.viewable.Viewer):
 
     # --- building and syncing ----------------------------------------------------------
     def _field(self, kind: str, row, axis, width=FIELD_WIDTH) -> pn.widgets.TextInput:
-        w = pn.widgets.TextInput(width=width, margin=(2, 3), css_classes=[f"field-{kind}-{row}-{axis}"],
-                                 stylesheets=[EDITOR_CSS])
+        w = pn.widgets.TextInput(width=width, margin=(2, 3), stylesheets=[EDITOR_CSS],
+                                 css_classes=[f"field-{kind}-{row}-{axis}", _column(width)])
         w.param.watch(lambda e, k=(kind, row, axis): self._on_input(k, e.new), "value")
         self._inputs[(kind, row, axis)] = w
         return w
@@ -87,7 +109,8 @@ class Editor(pn.viewable.Viewer):
         return pane
 
     def _header(self, text: str, width: int) -> pn.pane.HTML:
-        return pn.pane.HTML(f"<strong>{text}</strong>", width=width, margin=(2, 3))
+        return pn.pane.HTML(f"<strong>{text}</strong>", width=width, margin=(2, 3), css_classes=[_column(width)],
+                            stylesheets=[EDITOR_CSS])
 
     def _build(self):
         s = self.state

@@ -16,8 +16,30 @@ from bokeh.plotting import figure
 
 from widgets.format import fmt, fmt_vec
 from widgets.glyphs import draw
+from widgets.presentation import PROJECTOR_FONT_STEP, PROJECTOR_MIN_FONT
 from widgets.state import AttentionState, show_step
 from widgets.updates import one_message
+
+
+#: Decimals of the matrix's numbers by mode: at two, a projector's 20 px digits fit a cell beside the query plot
+#: on a 1024 px screen (the readout, the inspector and the export keep four).
+CELL_DECIMALS = {"normal": 4, "projector": 2}
+#: Text sizes (CSS px) of the cells' numbers and of the axes' labels in normal mode (widgets/presentation.py
+#: makes them at least 20 in projector mode).
+CELL_FONT, AXIS_FONT = 14, 15
+
+
+def cell_decimals(mode: str) -> int:
+    return CELL_DECIMALS[mode]
+
+
+def _font(size: int, mode: str) -> int:
+    return max(PROJECTOR_MIN_FONT, size + PROJECTOR_FONT_STEP) if mode == "projector" else size
+
+
+def _text_px(text: str, size: float) -> float:
+    """A generous width of ``text`` in bold sans-serif at ``size`` px (DejaVu Sans Bold: digits 0.7 em)."""
+    return size * sum(0.4 if c in ".,()  " else 0.72 for c in text)
 
 
 class AttentionMatrix(pn.viewable.Viewer):
@@ -27,7 +49,10 @@ class AttentionMatrix(pn.viewable.Viewer):
     fixed 0..1 scale, and every cell prints its weight, so colour is never the
     only cue. Cells a mask forbids are not weights: they are drawn light grey and
     hatched, labelled "masked", outside the colour scale. The last columns print
-    each row's sum and its output Σ a_j v_j (a vector for vector values). Clicking anywhere in a row
+    each row's sum and its output Σ a_j v_j (a vector for vector values). A cell is never narrower than its
+    number: the figure's smallest size follows its numbers and token names (the tab scrolls when the screen is
+    narrower), and in projector mode the numbers have two decimals and the colour bar gives way to them.
+    Clicking anywhere in a row
     selects it (a plain ``Tap`` event, not a TapTool selection, so a second click
     never deselects). The figure has ``name="attention-matrix"``.
     """
@@ -45,20 +70,21 @@ class AttentionMatrix(pn.viewable.Viewer):
         mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
         fig = figure(
             name="attention-matrix", title="Attention weights (click a row)",
-            width=640, height=400, tools="save", toolbar_location="below",
+            width=640, height=400, tools="save", toolbar_location="below", x_range=Range1d(-0.5, 4.5),
+            y_range=Range1d(2.5, -0.5),
             x_axis_label="key", y_axis_label="query", x_axis_location="above",
         )
         fig.toolbar.logo = None
         fig.title.text_font_size = "16px"
         fig.axis.axis_label_text_font_size = "14px"
-        fig.axis.major_label_text_font_size = "15px"
+        fig.axis.major_label_text_font_size = f"{AXIS_FONT}px"
         fig.grid.visible = False
         cells = draw(fig, Rect, self._cells, "x", "y", 1, 1, fill_color={"field": "weight", "transform": mapper},
                      line_color="white", line_width=2)
         labels = draw(fig, Text, self._cells, "x", "y", text="label", text_align="center", text_baseline="middle",
-                      text_font_size="17px", text_color="text_color", text_font_style="bold")
+                      text_font_size=f"{CELL_FONT}px", text_color="text_color", text_font_style="bold")
         sums = draw(fig, Text, self._sums, "x", "y", text="label", text_align="center", text_baseline="middle",
-                    text_font_size="15px", text_color="#333333")
+                    text_font_size=f"{CELL_FONT}px", text_color="#333333")
         # level="overlay": the row outline stays on top of the masked cells drawn after it
         draw(fig, Rect, self._highlight, "x", "y", "width", 0.96, fill_alpha=0, line_color="#D55E00", line_width=5,
              level="overlay")
@@ -67,7 +93,8 @@ class AttentionMatrix(pn.viewable.Viewer):
         draw(fig, Text, self._masked, "x", "y", text="label", text_align="center", text_baseline="middle",
              text_font_size="14px", text_color="#444444", text_font_style="italic")
         outputs = draw(fig, Text, self._outputs, "x", "y", text="label", text_align="center", text_baseline="middle",
-                       text_font_size="14px", text_color="#111111", text_font_style="bold", name="row-outputs")
+                       text_font_size=f"{CELL_FONT}px", text_color="#111111", text_font_style="bold",
+                       name="row-outputs")
         # step-through: until step 2 (normalise) the cells are grey and hold a "?"; outputs wait for step 3
         blank = draw(fig, Rect, self._cells, "x", "y", 1, 1, fill_color="#c8c8c8", line_color="white", line_width=2,
                      level="underlay", visible=False)
@@ -75,15 +102,15 @@ class AttentionMatrix(pn.viewable.Viewer):
                        text_font_size="22px", text_color="#111111", text_font_style="bold", visible=False)
         self._reveal = ([cells, labels, sums], [blank, unknown])
         self._reveal_output = [outputs]
-        fig.add_layout(ColorBar(color_mapper=mapper, ticker=FixedTicker(ticks=[0, 0.25, 0.5, 0.75, 1]),
-                                major_label_text_font_size="13px", title="weight", width=16), "right")
+        self._colorbar = ColorBar(color_mapper=mapper, ticker=FixedTicker(ticks=[0, 0.25, 0.5, 0.75, 1]),
+                                  major_label_text_font_size="13px", title="weight", width=16)
+        fig.add_layout(self._colorbar, "right")
         fig.on_event(events.Tap, self._on_tap)
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
-        self.state.param.watch(self._render_axes, "tokens")
-        self.state.param.watch(self._render, "plotted")
+        self.state.param.watch(self._render, ["plotted", "tokens", "mode"])
         self.state.param.watch(self._show_step, ["guided", "step"])
-        self._render_axes()
+        self._laid_out = None
         self._render()
         self._show_step()
 
@@ -100,34 +127,62 @@ class AttentionMatrix(pn.viewable.Viewer):
             with one_message():
                 self.state.select_row(row)
 
-    def _render_axes(self, *_):
-        n, fig = len(self.state.tokens), self.figure
-        fig.x_range = Range1d(-0.5, n + 2.9)  # extra columns: the row sums, then the (wider) outputs
-        fig.y_range = Range1d(n - 0.5, -0.5)  # row 0 on top, as in a matrix
+    def _geometry(self) -> tuple[float, float]:
+        """(cell width in px, output column in cells) for the numbers and names now shown."""
+        s, mode = self.state, self.state.mode
+        r, dec = s.plotted, cell_decimals(mode)
+        cell, axis = _font(CELL_FONT, mode), _font(AXIS_FONT, mode)
+        widest = max([_text_px(fmt(1.0, dec), cell), *(_text_px(t, axis) for t in s.tokens), _text_px("sum", axis)])
+        cell_px = widest + 12
+        outputs = [_text_px(self._output_text(o, dec), cell) for o in r.output]
+        return cell_px, max(1.0, (max(outputs) + 12) / cell_px)
+
+    @staticmethod
+    def _output_text(o, dec: int) -> str:
+        return fmt(o, dec) if np.ndim(o) == 0 else fmt_vec(o, dec)
+
+    def _render_axes(self, cell_px: float, out: float) -> None:
+        n, fig, mode = len(self.state.tokens), self.figure, self.state.mode
+        self._out_x = n + 0.5 + out / 2
+        for rng, (start, end) in ((fig.x_range, (-0.5, n + 0.5 + out)), (fig.y_range, (n - 0.5, -0.5))):
+            if (rng.start, rng.end) != (start, end):  # row 0 on top, as in a matrix
+                rng.update(start=start, end=end)
         names = {i: t for i, t in enumerate(self.state.tokens)}
-        fig.xaxis.ticker = FixedTicker(ticks=[*range(n + 1), n + 1.7])
-        fig.xaxis.major_label_overrides = {**names, n: "row sum", n + 1.7: "output"}
+        fig.xaxis.ticker = FixedTicker(ticks=[*range(n + 1), self._out_x])
+        fig.xaxis.major_label_overrides = {**names, n: "sum", self._out_x: "output"}
         fig.yaxis.ticker = FixedTicker(ticks=list(range(n)))
         fig.yaxis.major_label_overrides = names
+        self._colorbar.visible = mode != "projector"
+        axis = _font(AXIS_FONT, mode)
+        y_axis = max(_text_px(t, axis) for t in self.state.tokens) + axis + 30
+        # on the pane: Panel gives its own sizes to the figure it shows
+        self._layout.param.update(min_width=round(y_axis + (n + 1 + out) * cell_px + (90 if mode != "projector" else 25)),
+                                  min_height=round(n * max(2.2 * _font(CELL_FONT, mode), 40) + 4 * axis + 60))
 
     def _render(self, *_):
         r = self.state.plotted
         w, n = r.weights, r.weights.shape[0]
+        dec = cell_decimals(self.state.mode)
+        # the axes, ticks and smallest size change with the names, the mode and the outputs' width only
+        cell_px, out = self._geometry()
+        if (tuple(self.state.tokens), self.state.mode, cell_px, out) != self._laid_out:
+            self._laid_out = (tuple(self.state.tokens), self.state.mode, cell_px, out)
+            self._render_axes(cell_px, out)
         rows, cols = (a.ravel() for a in np.indices(w.shape))
         allowed = r.mask.ravel()
         ok = w.ravel()[allowed]
         self._cells.data = dict(
-            x=cols[allowed].tolist(), y=rows[allowed].tolist(), weight=ok.tolist(), label=[fmt(a) for a in ok],
+            x=cols[allowed].tolist(), y=rows[allowed].tolist(), weight=ok.tolist(), label=[fmt(a, dec) for a in ok],
             # Cividis is dark below ~0.55 and light above: pick the readable ink.
             text_color=["white" if a < 0.55 else "black" for a in ok],
         )
         self._masked.data = dict(x=cols[~allowed].tolist(), y=rows[~allowed].tolist(),
                                  label=["masked"] * int((~allowed).sum()))
-        self._sums.data = dict(x=[n] * n, y=list(range(n)), label=[fmt(s) for s in w.sum(axis=1)])
-        out = r.output
-        self._outputs.data = dict(x=[n + 1.7] * n, y=list(range(n)),
-                                  label=[fmt(o) if np.ndim(o) == 0 else fmt_vec(o, 4) for o in out])
-        self._highlight.data = dict(x=[(n + 2.35) / 2], y=[self.state.selected], width=[n + 3.35])
+        self._sums.data = dict(x=[n] * n, y=list(range(n)), label=[fmt(s, dec) for s in w.sum(axis=1)])
+        self._outputs.data = dict(x=[self._out_x] * n, y=list(range(n)),
+                                  label=[self._output_text(o, dec) for o in r.output])
+        end = self.figure.x_range.end
+        self._highlight.data = dict(x=[(end - 0.5) / 2], y=[self.state.selected], width=[end + 0.46])
 
     def __panel__(self):
         return self._layout

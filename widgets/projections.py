@@ -36,6 +36,7 @@ from bokeh.plotting import figure
 from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention
 from widgets.format import fmt, fmt_short, token_color
 from widgets.glyphs import draw
+from widgets.query_plot import label_side
 from widgets.state import (
     DEFAULT_TEMPERATURE, HEAD_TOKENS, PROJECTION_CHOICES, ROLES,
     AttentionState,
@@ -90,6 +91,23 @@ def _fit(points: np.ndarray, least: float = 1.5) -> tuple[tuple[float, float], t
     centre = (lo + hi) / 2
     half = max(least, float((hi - lo).max()) / 2 * 1.25 + 0.4)
     return ((float(centre[0] - half), float(centre[0] + half)), (float(centre[1] - half), float(centre[1] + half)))
+
+
+#: A point label's columns: screen offsets and anchoring, on the side away from the other points.
+_PLACED = dict(dx=[], dy=[], align=[], baseline=[])
+#: Screen px from a point to its label (across, up), by mode: a projector's markers are larger.
+_LABEL_OFFSETS = {"normal": (10, 5), "projector": (16, 9)}
+
+
+def _placed(points, among, fig, mode: str) -> dict:
+    """Label columns for ``points``: each on the side facing away from the others of ``among``."""
+    mx, my = _LABEL_OFFSETS[mode]
+    bounds = (min(fig.x_range.start, fig.y_range.start), max(fig.x_range.end, fig.y_range.end))
+    sides = [label_side(np.vstack([[p], [q for q in among if not np.array_equal(q, p)]]), 0, bounds)
+             for p in points]
+    return dict(dx=[mx * sx for sx, _ in sides], dy=[-my * sy for _, sy in sides],  # screen y runs down
+                align=["left" if sx > 0 else "right" for sx, _ in sides],
+                baseline=["bottom" if sy > 0 else "top" for _, sy in sides])
 
 
 def _plane(name: str, title: str) -> figure:
@@ -256,13 +274,15 @@ class ProjectionsView(pn.viewable.Viewer):
         s = self.state
         self._syncing = False
         # --- the planes; named, the page's drag script writes into them -------------------------------------
-        self._x_points = ColumnDataSource(data=dict(x=[], y=[], label=[], color=[]), name="projection-x-points")
-        self._basis = ColumnDataSource(data=dict(x0=[], y0=[], x=[], y=[], label=[]), name="projection-basis")
-        self._qkv = ColumnDataSource(data=dict(x=[], y=[], marker=[], color=[], alpha=[], label=[]),
+        self._x_points = ColumnDataSource(data=dict(x=[], y=[], label=[], color=[], **_PLACED),
+                                          name="projection-x-points")
+        self._basis = ColumnDataSource(data=dict(x0=[], y0=[], x=[], y=[], label=[], **_PLACED), name="projection-basis")
+        self._qkv = ColumnDataSource(data=dict(x=[], y=[], marker=[], color=[], alpha=[], label=[], **_PLACED),
                                      name="projection-qkv")
         self.x_fig = _plane("projection-x", "Embeddings X")
         draw(self.x_fig, Scatter, self._x_points, "x", "y", size=15, color="color", marker="circle")
-        draw(self.x_fig, Text, self._x_points, "x", "y", text="label", x_offset=9, y_offset=-4, text_font_size="14px",
+        draw(self.x_fig, Text, self._x_points, "x", "y", text="label", x_offset="dx", y_offset="dy",
+             text_align="align", text_baseline="baseline", text_font_size="14px",
              text_color="color", text_font_style="bold")
         self.w_fig = _plane("projection-w", "Q ●  K ■  V ▲")
         draw(self.w_fig, Segment, self._basis, "x0", "y0", "x", "y", line_color="#444444", line_width=3)
@@ -270,10 +290,11 @@ class ProjectionsView(pn.viewable.Viewer):
              line_alpha="alpha")
         draw(self.w_fig, Scatter, self._basis, "x", "y", size=15, fill_color="white", line_color="#444444",
              line_width=3, marker="circle")
-        draw(self.w_fig, Text, self._qkv, "x", "y", text="label", x_offset=9, y_offset=-4, text_font_size="14px",
+        draw(self.w_fig, Text, self._qkv, "x", "y", text="label", x_offset="dx", y_offset="dy",
+             text_align="align", text_baseline="baseline", text_font_size="14px",
              text_color="color", text_font_style="bold")
-        draw(self.w_fig, Text, self._basis, "x", "y", text="label", x_offset=-8, y_offset=-10, text_align="right",
-             text_font_size="14px", text_color="#444444", text_font_style="bold")
+        draw(self.w_fig, Text, self._basis, "x", "y", text="label", x_offset="dx", y_offset="dy", text_align="align",
+             text_baseline="baseline", text_font_size="14px", text_color="#444444", text_font_style="bold")
         self.numbers = Div(name="projection-numbers", sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
         self.status = Div(name="projection-status", sizing_mode="stretch_width", stylesheets=[HEADS_CSS],
                           render_as_text=True, css_classes=["status"],
@@ -347,7 +368,7 @@ class ProjectionsView(pn.viewable.Viewer):
             name="projections", css_classes=["heads-tab"], sizing_mode="stretch_both", scroll=True,
             stylesheets=[HEADS_CSS],
         )
-        s.param.watch(self._render, ["embeddings", "projections", "head", "temperature"])
+        s.param.watch(self._render, ["embeddings", "projections", "head", "temperature", "mode"])
         s.param.watch(self._on_heads, "heads")
         s.param.watch(self._on_message, ["message", "message_field"])
         self._on_heads()
@@ -443,14 +464,25 @@ class ProjectionsView(pn.viewable.Viewer):
             fig.x_range.update(start=x0, end=x1)
             fig.y_range.update(start=y0, end=y1)
         names = handle_names(role)
-        self._x_points.data = dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=list(HEAD_TOKENS), color=colors)
-        self._basis.data = dict(x0=[0.0, 0.0], y0=[0.0, 0.0], x=W[role][:, 0].tolist(), y=W[role][:, 1].tolist(),
-                                label=names["w"])
+        self._x_points.data = dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=list(HEAD_TOKENS), color=colors,
+                                   **_placed(X, X, self.x_fig, s.mode))
         P = np.vstack([Q, K, V])
+        among = np.vstack([P, W[role], [[0.0, 0.0]]])
+        qkv_place, tips = _placed(P, among, self.w_fig, s.mode), _placed(W[role], among, self.w_fig, s.mode)
+        n = len(X)
+        for b, tip in enumerate(W[role]):  # a tip on a labelled point (x_love = e₂, so q_love = e₂W_Q): other side
+            for i in range(role * n, (role + 1) * n):
+                if np.allclose(tip, P[i]):
+                    tips["dx"][b], tips["dy"][b] = -qkv_place["dx"][i], -qkv_place["dy"][i]
+                    tips["align"][b] = "right" if qkv_place["align"][i] == "left" else "left"
+                    tips["baseline"][b] = "top" if qkv_place["baseline"][i] == "bottom" else "bottom"
+        self._basis.data = dict(x0=[0.0, 0.0], y0=[0.0, 0.0], x=W[role][:, 0].tolist(), y=W[role][:, 1].tolist(),
+                                label=names["w"], **tips)
         # the chosen W's points are labelled and solid, the other two faint
         self._qkv.data = dict(x=P[:, 0].tolist(), y=P[:, 1].tolist(), marker=[m for m in ROLE_MARKERS for _ in X],
                               color=colors * 3, alpha=[1.0 if k == role else 0.35 for k in range(3) for _ in X],
-                              label=[t if k == role else "" for k in range(3) for t in HEAD_TOKENS])
+                              label=[t if k == role else "" for k in range(3) for t in HEAD_TOKENS],
+                              **qkv_place)
         self.numbers.text = self._numbers_html(r)
         self.status.text = projection_status(r)
         head = f" · head {s.head + 1} of {s.heads}" if s.heads > 1 else ""
