@@ -112,9 +112,11 @@ def _stretch(view, **kw):
 
 def _keys_help() -> pn.pane.HTML:
     rows = "".join(f"<tr><th scope='row'><kbd>{k}</kbd></th><td>{what}</td></tr>" for k, what in SHORTCUTS)
+    # the table is focusable: on a short screen the help scrolls, and a keyboard reaches a scrolling region only
+    # through something focusable inside it (axe: scrollable-region-focusable)
     return pn.pane.HTML(
         "<p>With the page focused (click any empty spot):</p>"
-        f"<table class='keys'>{rows}</table>"
+        f"<table class='keys' tabindex='0' aria-label='Keyboard shortcuts'>{rows}</table>"
         "<p>Tab reaches every control; the query plot can take focus too. Dragging works with a mouse, a pen or "
         "a finger.</p>", css_classes=["help"], sizing_mode="stretch_width", stylesheets=[APP_CSS])
 

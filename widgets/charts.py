@@ -42,8 +42,10 @@ class WeightBars(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
+        # focusable: where the Weights tab is taller than its space it scrolls, and a keyboard reaches a scrolling
+        # region only through something focusable inside it (axe: scrollable-region-focusable)
         self.div = Div(name="weight-bars", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
-                       css_classes=["chart"])
+                       css_classes=["chart"], html_attributes={"tabindex": "0"})
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
         self.state.param.watch(self._render, ["plotted", "tokens", "guided", "step", "mode"])
@@ -94,7 +96,7 @@ class OutputLine(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.div = Div(name="output-line", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
-                       css_classes=["chart"])
+                       css_classes=["chart"], html_attributes={"tabindex": "0"})  # as the bars
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
         self.state.param.watch(self._render, ["plotted", "tokens", "values", "guided", "step", "mode"])
