@@ -1,11 +1,12 @@
 // The page's drag of q (and of a key): what the pointer does, what the page draws, what it sends.
-// Needs attentionStep and fmt from attention.js. The server's end is widgets/drag.py (DragChannel).
+// Needs attentionStep and fmt from attention.js, send and answered from outbox.js. The server's end is
+// widgets/drag.py (DragChannel).
 //
 // Drawn: while the pointer moves, the numbers it implies, on the same frame, before the server's
 // answer arrives (a preview). The page writes them straight into the plots' data and the readout's
 // element; nothing it draws is sent back to the server.
 //
-// Sent: the positions of every drag and tap, through `a.channel`, at most one at a time (send, pump):
+// Sent: the positions of every drag and tap, through `a.channel`, at most one at a time (outbox.js):
 // the next once the server's `confirmed` has answered the one in flight; a move waiting to go is
 // replaced by a newer one; the press and the release are always sent. The server computes each
 // position it takes with the NumPy core; its numbers replace the preview's.
@@ -35,50 +36,6 @@ function previewState(a) {
                            server: [a.confirmed.data.x[0], a.confirmed.data.y[0]],
                            outbox: [], inFlight: 0, seq: 0, sentAt: 0, moves: 0, sent: 0 });
   return all.get(a.inputs.id);
-}
-
-// An answer that never comes (a lost message, a server that refused it) holds the drag this long at most.
-const ANSWER_WAIT_MS = 3000;
-
-// Queue a position for the server: {x, y, start, end}. A move replaces a move still waiting (only the
-// newest matters), and so does a release (it carries the last position); a press never replaces anything.
-// The release goes at once, with whatever still waits before it: whatever the page sends after the hand
-// lets go (a key, a click) must reach the server after it.
-function send(a, st, m) {
-  const last = st.outbox[st.outbox.length - 1];
-  if (last != null && !last.start && !last.end && !m.start) st.outbox[st.outbox.length - 1] = m;
-  else st.outbox.push(m);
-  if (m.end) while (st.outbox.length) write(a, st, st.outbox.shift());
-  else pump(a, st);
-}
-
-// Send the next waiting position, unless one is in flight and not yet answered (or overdue).
-function pump(a, st) {
-  if (st.inFlight && performance.now() - st.sentAt < ANSWER_WAIT_MS) return;
-  const m = st.outbox.shift();
-  if (m != null) write(a, st, m);
-}
-
-function write(a, st, m) {
-  st.inFlight = ++st.seq;
-  if (m.end) st.awaitSeq = st.seq; // the preview of this drag ends once the server has answered it
-  st.sentAt = performance.now();
-  st.sent += 1;
-  a.channel.data = {x: [m.x], y: [m.y], seq: [st.seq], start: [!!m.start], end: [!!m.end]};
-  clearTimeout(st.answerTimer);
-  st.answerTimer = setTimeout(() => pump(a, st), ANSWER_WAIT_MS);
-}
-
-const answeredSeq = (a) => (a.confirmed.data.seq ? a.confirmed.data.seq[0] : 0);
-
-// The server answered up to seq: the next waiting position may go.
-function answered(a, st) {
-  const seq = answeredSeq(a);
-  if (st.inFlight && seq >= st.inFlight) {
-    st.inFlight = 0;
-    clearTimeout(st.answerTimer);
-    pump(a, st);
-  }
 }
 
 const samePoint = (p, q) => p[0] === q[0] && p[1] === q[1];
@@ -346,14 +303,14 @@ function restoreServerData(a, st) {
   st.saved = new Map();
 }
 
-// The hand let go (or tapped). Once the server has answered the release (awaitSeq), its numbers are
+// The hand let go (or tapped). Once the server has answered the release (releaseSeq), its numbers are
 // final, and everything it sends after is newer. A nudge by an arrow key sends no position (the key goes
 // instead): its preview ends when the server's numbers are for the nudged q, or for one the preview never
 // showed (a row chosen right after). If no answer comes, the server's numbers take over all the same.
 function release(a, st, sent) {
   st.dragging = false;
   st.releasedAt = performance.now();
-  if (!sent) st.awaitSeq = null;
+  if (!sent) st.releaseSeq = null;
   if (finished(a, st)) endPreview(a, st);
   const wait = sent ? ANSWER_WAIT_MS : 1000;
   setTimeout(() => {
@@ -363,7 +320,7 @@ function release(a, st, sent) {
 
 function finished(a, st) {
   if (st.q == null) return false;
-  if (st.awaitSeq != null) return answeredSeq(a) >= st.awaitSeq;
+  if (st.releaseSeq != null) return answeredSeq(a) >= st.releaseSeq;
   return samePoint(st.server, st.q) || !st.path.has(String(st.server));
 }
 

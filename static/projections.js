@@ -1,6 +1,6 @@
 // The Projections tab's drag: an embedding x_i, or the image e_r W of a basis vector under the shown head's
-// W_Q, W_K or W_V. Needs fmt from attention.js. The server's end is widgets/projections.py
-// (ProjectionChannel).
+// W_Q, W_K or W_V. Needs fmt from attention.js, send and answered from outbox.js. The server's end is
+// widgets/projections.py (ProjectionChannel).
 //
 // Drawn: on each pointer move of a drag, the page computes the head's Q, K, V, scores, weights, outputs,
 // largest weights and entropies itself (selfAttention, a mirror of core.projections.self_attention at a
@@ -71,32 +71,6 @@ function projectionState(a) {
   return st;
 }
 
-const ANSWER_WAIT = 3000; // an answer that never comes holds the next position this long at most
-
-function sendPosition(a, st, m) {
-  const last = st.outbox[st.outbox.length - 1];
-  if (last != null && !last.start && !last.end && !m.start) st.outbox[st.outbox.length - 1] = m;
-  else st.outbox.push(m);
-  if (m.end) while (st.outbox.length) writePosition(a, st, st.outbox.shift());
-  else pumpPositions(a, st);
-}
-
-function pumpPositions(a, st) {
-  if (st.inFlight && performance.now() - st.sentAt < ANSWER_WAIT) return;
-  const m = st.outbox.shift();
-  if (m != null) writePosition(a, st, m);
-}
-
-function writePosition(a, st, m) {
-  st.inFlight = ++st.seq;
-  if (m.end) st.releaseSeq = st.seq;
-  st.sentAt = performance.now();
-  st.sent += 1;
-  a.channel.data = {x: [m.x], y: [m.y], seq: [st.seq], start: [!!m.start], end: [!!m.end], plane: [m.plane]};
-  clearTimeout(st.answerTimer);
-  st.answerTimer = setTimeout(() => pumpPositions(a, st), ANSWER_WAIT);
-}
-
 function projectionInputs(a) {
   const d = a.inputs.data;
   return { X: d.X[0], W: d.W[0], T: d.T[0], tokens: d.tokens[0], role: d.role[0], grab: d.grab[0],
@@ -130,17 +104,17 @@ function onProjectionPointer(a, ev) {
     st.last = at;
     st.moves += 1;
     saveDrawn(a, st);
-    sendPosition(a, st, {x: at[0], y: at[1], plane, start: true});
+    send(a, st, {x: at[0], y: at[1], plane, start: true});
     previewProjection(a, st, at);
   } else if (ev.event_name === "pan") {
     if (st.target == null || st.plane !== plane || at == null) return;
     st.last = at;
     st.moves += 1;
-    sendPosition(a, st, {x: at[0], y: at[1], plane});
+    send(a, st, {x: at[0], y: at[1], plane});
     previewProjection(a, st, at);
   } else if (ev.event_name === "panend") {
     if (st.target == null) return;
-    sendPosition(a, st, {x: st.last[0], y: st.last[1], plane: st.plane, end: true});
+    send(a, st, {x: st.last[0], y: st.last[1], plane: st.plane, end: true});
     st.target = null;
   }
 }
@@ -221,11 +195,7 @@ function restoreDrawn(a, st) {
 // when it is for the position on screen; once it has answered the release, its numbers are the page's.
 function onProjectionAnswer(a) {
   const st = projectionState(a), seq = a.confirmed.data.seq[0];
-  if (st.inFlight && seq >= st.inFlight) {
-    st.inFlight = 0;
-    clearTimeout(st.answerTimer);
-    pumpPositions(a, st);
-  }
+  answered(a, st);
   if (st.target != null) {
     if (seq === st.previewed) showStatus(a, st, a.confirmed.data.text[0]);
   } else if (st.releaseSeq != null && seq >= st.releaseSeq) {

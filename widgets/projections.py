@@ -22,18 +22,18 @@ takes the dragged value at the release, when the page's address, a room's follow
 from __future__ import annotations
 
 import math
-import numbers
-import time
 from html import escape
 from pathlib import Path
 
 import numpy as np
 import panel as pn
 import param
+from bokeh.core.property.validation import without_property_validation
 from bokeh.models import ColumnDataSource, CustomJS, Div, Range1d, Scatter, Segment, Text
 from bokeh.plotting import figure
 
 from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention
+from widgets.channel import PositionChannel
 from widgets.format import fmt, fmt_short, token_color
 from widgets.glyphs import draw
 from widgets.query_plot import label_side
@@ -45,8 +45,8 @@ from widgets.state import (
 STATIC = Path(__file__).resolve().parent.parent / "static"
 #: The tabs' look (also widgets/heads.py): sizes and ink from the page's custom properties.
 HEADS_CSS = (STATIC / "heads.css").read_text()
-#: The page's script for a drag in the planes: fmt from attention.js, then the mirror and the drag.
-PROJECTIONS_JS = (STATIC / "attention.js").read_text() + "\n" + (STATIC / "projections.js").read_text()
+#: The page's script for a drag in the planes: fmt from attention.js, the outbox, then the mirror and the drag.
+PROJECTIONS_JS = "\n".join((STATIC / name).read_text() for name in ("attention.js", "outbox.js", "projections.js"))
 #: A press this close to a handle picks it up, as a share of the plane's width (~16 px of a 270 px plane).
 GRAB = 0.06
 #: Temperatures on the slider: from nearly argmax to nearly uniform, with sqrt(d_k) among them.
@@ -120,7 +120,7 @@ def _plane(name: str, title: str) -> figure:
     return fig
 
 
-class ProjectionChannel(param.Parameterized):
+class ProjectionChannel(PositionChannel):
     """The server's end of a drag in the Projections tab's planes; what the page's script reads.
 
     ``channel`` is the one-row ``ColumnDataSource`` the page writes one position at a time: ``x``, ``y`` (data
@@ -132,31 +132,27 @@ class ProjectionChannel(param.Parameterized):
 
     The press picks the handle up as the page does: the nearest embedding (left plane) or basis image (right
     plane) within :data:`GRAB` of the plane's width, or nothing (then the drag moves nothing). Positions are
-    taken paced, as widgets/drag.py takes the query's: after each, the session waits as long as it took; the
-    release at once. A position costs one core call and one answer: the state, and with it every view, the
+    taken paced exactly as the query's (:class:`widgets.channel.PositionChannel`): after each, the session waits
+    as long as it took, a drag counts against the process's share for mid-drag updates, the release is taken at
+    once. A position costs one core call and one answer: the state, and with it every view, the
     address and a room, takes the dragged value at the release.
     """
 
     state = param.ClassSelector(class_=AttentionState)
     role = param.Integer(default=0, bounds=(0, 2), doc="Which W the right plane edits: 0 W_Q, 1 W_K, 2 W_V.")
 
-    #: Shortest time between two answers to one page.
-    MIN_GAP = 1 / 60
+    #: The plane a position is in: ``"x"`` (the embeddings) or ``"w"`` (the chosen W's basis images).
+    EXTRA = {"plane": ("x", lambda plane: plane in ("x", "w"))}
 
     def __init__(self, x_fig, w_fig, refresh, **params):
         super().__init__(**params)
         self._figs = {"x": x_fig, "w": w_fig}
         self._refresh = refresh  # draws the state again: a release that changed nothing takes back the preview
         self.inputs = ColumnDataSource(data=self._inputs(), name="projection-inputs")
-        self.channel = ColumnDataSource(data=dict(x=[0.0], y=[0.0], seq=[0], start=[False], end=[False],
-                                                  plane=["x"]), name="projection-channel")
         self.confirmed = ColumnDataSource(data=dict(seq=[0], text=[""]), name="projection-confirmed")
-        self.channel.on_change("data", self._on_channel)
+        self._open_channel("projection-channel")  # _pending: ((plane, index), x, y, seq) not yet taken
         self._target = None  # (plane, index) of the handle being dragged
-        self._pending = None
         self._release = False
-        self._scheduled = False
-        self._next = self._requested = 0.0
         self.state.param.watch(self._sync, ["embeddings", "projections", "head", "temperature"])
         self.param.watch(self._sync, "role")
 
@@ -181,18 +177,6 @@ class ProjectionChannel(param.Parameterized):
         j = int(np.argmin(d))
         return j if d[j] <= GRAB * (fig.x_range.end - fig.x_range.start) else None
 
-    def _on_channel(self, attr, old, new) -> None:
-        # a page writes one row of numbers, booleans and a plane's name; anything else is ignored
-        try:
-            x, y, seq, start, end, plane = (new[k][0] for k in ("x", "y", "seq", "start", "end", "plane"))
-        except (KeyError, IndexError, TypeError):
-            return
-        if not (all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in (x, y))
-                and isinstance(seq, int) and not isinstance(seq, bool) and isinstance(start, bool)
-                and isinstance(end, bool) and plane in self._figs):
-            return
-        self.receive(float(x), float(y), plane=plane, seq=seq, start=start, end=end)
-
     def receive(self, x: float, y: float, *, plane: str, seq: int = 0, start: bool = False, end: bool = False) -> None:
         """Take one position of the page's drag: ``(x, y)`` in ``plane`` (``"x"`` or ``"w"``), its ``seq``."""
         if start:
@@ -201,7 +185,12 @@ class ProjectionChannel(param.Parameterized):
             if self._target is not None and self._target[1] is None:
                 self._target = None
             self._release = False
+            if self._target is not None and not end:
+                self._drag_started()
         if self._target is None or self._target[0] != plane:
+            if end:  # a release in the other plane still ends the drag
+                self._target = None
+                self._drag_ended()
             self._answer(seq, "")  # nothing picked up: the page's next position may come
             return
         fig = self._figs[plane]
@@ -211,25 +200,11 @@ class ProjectionChannel(param.Parameterized):
         if end:
             self._release = True
             self._target = None
-        doc = pn.state.curdoc
-        if end or doc is None or doc.session_context is None:
-            self._flush()
-        elif not self._scheduled:
-            self._scheduled = True
-            self._requested = time.perf_counter()
-            wait = self._next - self._requested
-            if wait > 0:
-                doc.add_timeout_callback(self._flush, max(1, round(wait * 1000)))
-            else:
-                doc.add_next_tick_callback(self._flush)
+            self._drag_ended()
+        self._schedule(end)
 
-    def _flush(self) -> None:
-        self._scheduled = False
-        if self._pending is None:
-            return
-        (plane, index), x, y, seq = self._pending
-        self._pending = None
-        started = time.perf_counter()
+    def _take(self, pending) -> None:
+        (plane, index), x, y, seq = pending
         s = self.state
         with pn.io.hold():
             if self._release:
@@ -251,8 +226,6 @@ class ProjectionChannel(param.Parameterized):
                 except ValueError as exc:  # products too large for float64: the release will say so
                     text = str(exc)
                 self._answer(seq, text)
-        done = time.perf_counter()
-        self._next = done + max(self.MIN_GAP, done - min(started, self._requested or started))
 
     def _answer(self, seq: int, text: str) -> None:
         self.confirmed.data = dict(seq=[seq], text=[text])
@@ -330,8 +303,9 @@ class ProjectionsView(pn.viewable.Viewer):
         self.t_row = styled(pn.widgets.RadioButtonGroup(options=list(HEAD_TOKENS), value=HEAD_TOKENS[1],
                                                         label="Row"))
         self.t_row.param.watch(self._render_limits, "value")
-        self.limits = styled(pn.pane.HTML("", name="projection-limits", sizing_mode="stretch_width"))
-        self.reachable = styled(pn.pane.HTML("", sizing_mode="stretch_width"))
+        # Bokeh Divs rather than Panel HTML panes: both change at every release, and a pane's update cost ~3 ms
+        self.limits = Div(name="projection-limits", sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
+        self.reachable = Div(sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
         self.title = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
 
         def text(html: str) -> pn.pane.HTML:
@@ -354,7 +328,7 @@ class ProjectionsView(pn.viewable.Viewer):
                  "x·x = |x|² makes each token score itself highly. Module 2: skip the projections and <q>you have "
                  "removed the learning surface</q>. Learned W<sub>Q</sub> ≠ W<sub>K</sub> break the symmetry: "
                  "drag e₁W<sub>Q</sub> and watch the scores table lose it.</p>"),
-            self.reachable,
+            pn.pane.Bokeh(self.reachable, sizing_mode="stretch_width"),
             text("<h4>The numbers</h4><p>Type a number and press Enter: X (one row per token), and the shown head's "
                  "W<sub>Q</sub>, W<sub>K</sub>, W<sub>V</sub> (row r is e<sub>r</sub>W).</p>"),
             pn.FlexBox(*grids), self.field_message,
@@ -364,7 +338,7 @@ class ProjectionsView(pn.viewable.Viewer):
                  "the output to the mean of the values.</p>"),
             pn.FlexBox(self.t_slider, self.t_input, self.t_reset, align_items="center"),
             pn.FlexBox(styled(pn.pane.HTML("<span class='label'>Row</span>", margin=(8, 5))), self.t_row,
-                       align_items="center"), self.limits,
+                       align_items="center"), pn.pane.Bokeh(self.limits, sizing_mode="stretch_width"),
             name="projections", css_classes=["heads-tab"], sizing_mode="stretch_both", scroll=True,
             stylesheets=[HEADS_CSS],
         )
@@ -452,6 +426,9 @@ class ProjectionsView(pn.viewable.Viewer):
 
     # --- rendering --------------------------------------------------------------------------------------------------
 
+    # the data is the core's numbers in lists this method builds: Bokeh's checks of every element would be
+    # the largest part of a release's cost (bench/channel_cost.py)
+    @without_property_validation
     def _render(self, *_) -> None:
         s = self.state
         r = s.head_self_attention()
@@ -486,9 +463,11 @@ class ProjectionsView(pn.viewable.Viewer):
         self.numbers.text = self._numbers_html(r)
         self.status.text = projection_status(r)
         head = f" · head {s.head + 1} of {s.heads}" if s.heads > 1 else ""
-        self.title.object = f"<h3>Q = X W<sub>Q</sub>, K = X W<sub>K</sub>, V = X W<sub>V</sub>{head}</h3>"
+        title = f"<h3>Q = X W<sub>Q</sub>, K = X W<sub>K</sub>, V = X W<sub>V</sub>{head}</h3>"
+        if self.title.object != title:  # a pane's update costs about a millisecond even for the same text
+            self.title.object = title
         reach = linear_values_reachable(X, COURSE_VALUES, HEAD_TOKENS)
-        self.reachable.object = (
+        self.reachable.text = (
             "<p class='note'><strong>Why not the course's values 2, 6, 4?</strong> With two embedding dimensions, "
             "three embeddings are always linearly dependent, and a linear W<sub>V</sub> keeps that dependency in the "
             f"values. For this X (each value's first coordinate): {escape(reach.reason)} What it would take: a third "
@@ -542,7 +521,7 @@ class ProjectionsView(pn.viewable.Viewer):
         token = escape(self.t_row.value)
         keys = "".join(f"<th scope='col'>a {escape(t)}</th>" for t in HEAD_TOKENS)
         # two tables, side by side when the tab is wide enough: each fits a 1024 px projector on its own
-        self.limits.object = (
+        self.limits.text = (
             "<div class='tables'>"
             f"<table class='nums'><caption>Query of {token}: weights as T changes</caption>"
             f"<thead><tr><th scope='col'>T</th>{keys}</tr></thead><tbody>{''.join(weights)}</tbody></table>"
@@ -559,13 +538,17 @@ class ProjectionsView(pn.viewable.Viewer):
         texts[("t",)] = fmt_short(s.temperature)
         self._syncing = True
         try:
-            for key, text in texts.items():
+            for key, text in texts.items():  # only the boxes that differ: each set costs a Bokeh change (~1 ms)
                 w = self._inputs[key]
-                w.value = text
-                w.css_classes = [c for c in w.css_classes if c != "invalid"]
+                if w.value != text:
+                    w.value = text
+                if "invalid" in w.css_classes:
+                    w.css_classes = [c for c in w.css_classes if c != "invalid"]
             nearest = min(T_STOPS, key=lambda t: abs(math.log(t / s.temperature)))
-            self.t_slider.value = nearest
-            self.head_choice.value = f"Head {s.head + 1}"
+            if self.t_slider.value != nearest:
+                self.t_slider.value = nearest
+            if self.head_choice.value != f"Head {s.head + 1}":
+                self.head_choice.value = f"Head {s.head + 1}"
         finally:
             self._syncing = False
         self.field_message.visible = False
