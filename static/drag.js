@@ -357,7 +357,9 @@ function release(a, st, sent) {
   st.dragging = false;
   st.releasedAt = performance.now();
   if (!sent) st.awaitSeq = null;
-  if (finished(a, st)) endPreview(a, st);
+  // a nudge's key is still on its way: the server's numbers are those from before it, which the preview never
+  // showed, and ending it here would take the nudge's numbers off the page in the task that drew them
+  if (sent && finished(a, st)) endPreview(a, st);
   const wait = sent ? ANSWER_WAIT_MS : 1000;
   setTimeout(() => {
     if (st.q != null && !st.dragging && performance.now() - st.releasedAt >= wait) endPreview(a, st);
