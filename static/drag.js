@@ -29,13 +29,15 @@
 // (versions of the room's views; see onLive).
 // Sending: outbox (positions waiting to go), inFlight (seq of the one sent and not yet answered, 0 for
 // none), seq, sentAt, and two counters a test reads: moves (pointer events of drags and taps) and sent.
+// Keyed by the model itself: two displays on one page (a notebook's, or sessions of two server processes) can
+// hold models with the same id.
 function previewState(a) {
   const all = (window.attentionExplorerDrag ??= new Map());
-  if (!all.has(a.inputs.id))
-    all.set(a.inputs.id, { dragging: false, q: null, path: new Set(), releasedAt: 0, redraw: false,
+  if (!all.has(a.inputs))
+    all.set(a.inputs, { dragging: false, q: null, path: new Set(), releasedAt: 0, redraw: false,
                            server: [a.confirmed.data.x[0], a.confirmed.data.y[0]],
                            outbox: [], inFlight: 0, seq: 0, sentAt: 0, moves: 0, sent: 0 });
-  return all.get(a.inputs.id);
+  return all.get(a.inputs);
 }
 
 const samePoint = (p, q) => p[0] === q[0] && p[1] === q[1];
@@ -213,7 +215,8 @@ function attach(a) {
   const el = view.canvas_view.events_el;
   if (st.pointerTarget === el) return;
   st.pointerTarget = el;
-  window.attentionExplorerPointer = (ev) => onPointer(a, ev); // the keys' nudges come in this way
+  // the keys' nudges come in this way (widgets/browser.py), each display's to its own plot
+  (window.attentionExplorerPointers ??= new WeakMap()).set(a.figure.document, (ev) => onPointer(a, ev));
   const at = (e) => {
     const box = el.getBoundingClientRect();
     const sx = e.pageX - (box.left + scrollX - document.documentElement.clientLeft);
@@ -311,7 +314,9 @@ function release(a, st, sent) {
   st.dragging = false;
   st.releasedAt = performance.now();
   if (!sent) st.releaseSeq = null;
-  if (finished(a, st)) endPreview(a, st);
+  // a nudge's key is still on its way: the server's numbers are those from before it, which the preview never
+  // showed, and ending it here would take the nudge's numbers off the page in the task that drew them
+  if (sent && finished(a, st)) endPreview(a, st);
   const wait = sent ? ANSWER_WAIT_MS : 1000;
   setTimeout(() => {
     if (st.q != null && !st.dragging && performance.now() - st.releasedAt >= wait) endPreview(a, st);

@@ -65,8 +65,8 @@ function statusText(tokens, r, handle = "", at = null) {
 
 function projectionState(a) {
   const all = (window.attentionExplorerProjections ??= new Map());
-  let st = all.get(a.channel.id);
-  if (st == null) all.set(a.channel.id, st = { target: null, outbox: [], inFlight: 0, seq: 0, sentAt: 0,
+  let st = all.get(a.channel);  // the model, not its id: see static/drag.js's previewState
+  if (st == null) all.set(a.channel, st = { target: null, outbox: [], inFlight: 0, seq: 0, sentAt: 0,
                                                    releaseSeq: null, moves: 0, sent: 0 });
   return st;
 }
