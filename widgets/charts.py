@@ -19,13 +19,18 @@ from widgets.state import AttentionState
 CHARTS_CSS = (Path(__file__).resolve().parent.parent / "static" / "charts.css").read_text()
 
 
-#: Text sizes (CSS px) the SVG charts are laid out for, by mode: numbers, then headings (static/charts.css).
-CHART_FONT = {"normal": (16, 16), "projector": (22, 22)}
+#: Text size (CSS px) of the numbers the SVG charts are laid out for, by mode (static/charts.css).
+CHART_FONT = {"normal": 16, "projector": 22}
 
 
 def _x(j: int, n: int) -> float:
     """Centre of bar ``j`` of ``n``, in % of the chart's width."""
     return 100 * (j + 0.5) / n
+
+
+def _heading(text: str) -> str:
+    """A chart's title as page text above its SVG: it wraps on a narrow screen (an SVG text would run off)."""
+    return f'<p class="heading">{escape(text)}</p>'
 
 
 class WeightBars(pn.viewable.Viewer):
@@ -54,13 +59,13 @@ class WeightBars(pn.viewable.Viewer):
     def _render(self, *_):
         s = self.state
         w = s.plotted.weights[s.selected]
-        n, (num, head) = len(w), CHART_FONT[s.mode]
-        top, bottom = round(head * 1.6 + num * 1.4), round(head * 1.6 + num * 1.4 + 120)
+        n, num = len(w), CHART_FONT[s.mode]
+        top = round(num * 1.4 + 4)  # room for a bar's number above it
+        bottom = top + 120
         height = bottom + round(num * 1.6)
         revealed = s.revealed(2)
         self.shown = dict(top=w.tolist() if revealed else [], label=[fmt(a) for a in w] if revealed else [])
-        parts = [f'<text class="heading" x="4" y="{round(head * 1.1)}">Softmax weights a = softmax(s)</text>',
-                 f'<line class="axis" x1="0" x2="100%" y1="{bottom}" y2="{bottom}"/>']
+        parts = [f'<line class="axis" x1="0" x2="100%" y1="{bottom}" y2="{bottom}"/>']
         width = 70 / n  # % of the chart: bars take 70 % of their slot
         for j, (token, a) in enumerate(zip(s.tokens, w)):
             x = _x(j, n)
@@ -75,7 +80,8 @@ class WeightBars(pn.viewable.Viewer):
                              f'dominant-baseline="middle">?</text>')
             parts.append(f'<text class="token" x="{x:.3f}%" y="{height - 4}" text-anchor="middle">{escape(token)}</text>')
         label = ", ".join(f"{t} {fmt(a) if revealed else '?'}" for t, a in zip(s.tokens, w))
-        self.div.text = (f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" '
+        self.div.text = (_heading("Softmax weights a = softmax(s)") +
+                         f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" '
                          f'role="img" aria-label="Softmax weights: {escape(label)}">{"".join(parts)}</svg>')
 
     def __panel__(self):
@@ -107,7 +113,7 @@ class OutputLine(pn.viewable.Viewer):
         v = np.asarray(s.values, dtype=float)
         if v.ndim != 1:  # vector values: ValuePlane shows them instead
             return
-        num, head = CHART_FONT[s.mode]
+        num = CHART_FONT[s.mode]
         lo, hi = float(v.min()), float(v.max())
         pad = max(0.1 * (hi - lo), 0.5)
         lo, hi = lo - pad, hi + pad
@@ -127,10 +133,9 @@ class OutputLine(pn.viewable.Viewer):
             row = next(r for r in range(len(v) + 1) if last_end.get(r, -1e9) < start)
             rows[j], last_end[row] = (row, text), start + width
         n_rows = 1 + max(r for r, _ in rows.values())
-        line_y = round(head * 1.6 + n_rows * num * 1.3 + 8)
+        line_y = round(n_rows * num * 1.3 + 8)
         height = line_y + round(num * 3.2)
-        parts = [f'<text class="heading" x="4" y="{round(head * 1.1)}">Output = Σ aᵢ vᵢ on the values\' number line'
-                 '</text>', f'<line class="axis" x1="2%" x2="98%" y1="{line_y}" y2="{line_y}"/>']
+        parts = [f'<line class="axis" x1="2%" x2="98%" y1="{line_y}" y2="{line_y}"/>']
         for j, (row, text) in rows.items():
             x = at(v[j])
             parts += [f'<line class="tick" x1="{x:.3f}%" x2="{x:.3f}%" y1="{line_y - 10}" y2="{line_y + 10}" '
@@ -150,7 +155,8 @@ class OutputLine(pn.viewable.Viewer):
                          'output = ?</text>')
         label = f"Output {fmt(out) if revealed else '?'} between the values " + ", ".join(
             f"{t} {fmt_short(x, 2)}" for t, x in zip(s.tokens, v))
-        self.div.text = (f'<svg class="number-line" width="100%" height="{height}" data-lo="{lo!r}" '
+        self.div.text = (_heading("Output = Σ aᵢ vᵢ on the values' number line") +
+                         f'<svg class="number-line" width="100%" height="{height}" data-lo="{lo!r}" '
                          f'data-hi="{hi!r}" role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
     def __panel__(self):

@@ -29,7 +29,9 @@ import numpy as np
 import panel as pn
 import param
 from bokeh.core.property.validation import without_property_validation
-from bokeh.models import ColumnDataSource, CustomJS, Div, Range1d, Scatter, Segment, Text
+from bokeh.models import (
+    BasicTickFormatter, ColumnDataSource, CustomJS, CustomJSTickFormatter, Div, Range1d, Scatter, Segment, Text,
+)
 from bokeh.plotting import figure
 
 from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention
@@ -47,6 +49,8 @@ STATIC = Path(__file__).resolve().parent.parent / "static"
 HEADS_CSS = (STATIC / "heads.css").read_text()
 #: The page's script for a drag in the planes: fmt from attention.js, the outbox, then the mirror and the drag.
 PROJECTIONS_JS = "\n".join((STATIC / name).read_text() for name in ("attention.js", "outbox.js", "projections.js"))
+#: The page's placement of the planes' labels in screen pixels, after each drawing of a plane.
+LABELS_JS = (STATIC / "labels.js").read_text()
 #: A press this close to a handle picks it up, as a share of the plane's width (~16 px of a 270 px plane).
 GRAB = 0.06
 #: Temperatures on the slider: from nearly argmax to nearly uniform, with sqrt(d_k) among them.
@@ -93,14 +97,16 @@ def _fit(points: np.ndarray, least: float = 1.5) -> tuple[tuple[float, float], t
     return ((float(centre[0] - half), float(centre[0] + half)), (float(centre[1] - half), float(centre[1] + half)))
 
 
-#: A point label's columns: screen offsets and anchoring, on the side away from the other points.
+#: A point label's columns: screen offsets and anchoring, on the side away from the other points. The page
+#: keeps them where they are clear in its pixels, and moves a label elsewhere only where it is not (labels.js).
 _PLACED = dict(dx=[], dy=[], align=[], baseline=[])
 #: Screen px from a point to its label (across, up), by mode: a projector's markers are larger.
 _LABEL_OFFSETS = {"normal": (10, 5), "projector": (16, 9)}
 
 
 def _placed(points, among, fig, mode: str) -> dict:
-    """Label columns for ``points``: each on the side facing away from the others of ``among``."""
+    """Label columns for ``points``: each on the side facing away from the others of ``among``, the side the page
+    tries first when it places the labels in its pixels (static/labels.js)."""
     mx, my = _LABEL_OFFSETS[mode]
     bounds = (min(fig.x_range.start, fig.y_range.start), max(fig.x_range.end, fig.y_range.end))
     sides = [label_side(np.vstack([[p], [q for q in among if not np.array_equal(q, p)]]), 0, bounds)
@@ -117,6 +123,13 @@ def _plane(name: str, title: str) -> figure:
     fig.title.text_font_size = "15px"
     fig.axis.major_label_text_font_size = "14px"
     fig.axis.ticker.desired_num_ticks = 4  # projector-sized labels do not crowd a small plane
+    # Only the page knows the plane's size in pixels and its text's: it moves a label that would cover a marker
+    # or another label (static/labels.js). The tick formatter is the script Bokeh runs each time it draws the
+    # figure (a resize, new ranges, projector mode, a drag's preview); it formats the ticks as Bokeh's own does.
+    place = CustomJS(args=dict(fig=fig), code=LABELS_JS + "\nscheduleLabels(fig);")
+    fig.xaxis.formatter = CustomJSTickFormatter(
+        args=dict(basic=BasicTickFormatter(), place=place, fig=fig),
+        code="if (index === 0) place.execute(fig); return basic.doFormat(ticks, {loc: 0})[index];")
     return fig
 
 

@@ -86,7 +86,7 @@ class StepThrough(pn.viewable.Viewer):
         s.param.watch(lambda _: s.guided and self._render(), "result")
         self._render()
         self._layout = pn.Column(pn.Row(self.toggle, self.back, self.next), self.title, self.formula,
-                                 sizing_mode="stretch_width", css_classes=["stepper"])
+                                 sizing_mode="stretch_width", css_classes=["stepper"], stylesheets=[APP_CSS])
 
     def _render(self, *_):
         s = self.state
