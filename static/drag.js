@@ -378,7 +378,8 @@ function onPointer(a, ev) {
 // is newer than the preview, and the server alone draws from then on.
 function onServerUpdate(a, from) {
   const st = previewState(a);
-  attach(a); // the plot's view exists by now (the first server update comes once the page has loaded)
+  attach(a); // the plot's view exists by now (its first layout, or the first server update)
+  if (from === a.figure) return; // laid out (again): nothing the server sent
   if (from === a.live) return onLive(a, st);
   if (from === a.confirmed) {
     st.server = [a.confirmed.data.x[0], a.confirmed.data.y[0]];

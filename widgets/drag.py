@@ -100,6 +100,9 @@ class DragChannel(PositionChannel):
         query_plot._query.js_on_change("data", script)
         self.confirmed.js_on_change("data", script)
         self.live.js_on_change("data", script)
+        # BokehJS sets the plot's inner size once it has laid the plot out, in any page: the drag takes the pointer
+        # then, also where no update from Python comes first (a notebook's saved output, a kernel not yet busy)
+        query_plot.figure.js_on_change("inner_width", script)
         # guided and step: the step-through hides numbers of steps not reached yet, so the preview must too
         self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal", "guided",
                                             "step", "mode"])

@@ -145,11 +145,10 @@ def test_a_notebook_cell_shows_the_whole_explorer_with_nothing_from_outside(brow
     assert "Output Σ aᵢvᵢ = 4.0000" in shown[1]["text"], shown
     assert not errors, errors
 
-#: A saved page has no kernel: static/drag.js takes the pointer on a display's first update from Python, which is
-#: given here as a live kernel's would reach it: each display's confirmed query, announced again unchanged. Then every text each
-#: readout shows is kept (window.seen[i] for display i, in the page's order).
+#: A saved page has no kernel, so nothing from Python reaches it: each display's drag must take the pointer once its
+#: plot is laid out (static/drag.js). Every text each readout shows is kept (window.seen[i] for display i, in the
+#: page's order).
 WATCH = """() => { window.seen = """ + EXPLORERS + """.map((doc, i) => {
-  doc.get_model_by_name('drag-confirmed').properties.data.change.emit()
   const el = Bokeh.index.find_one(doc.get_model_by_name('readout')).markup_el, seen = []
   new MutationObserver(() => seen.push(el.textContent)).observe(el, {childList: true, characterData: true, subtree: true})
   return seen }) }"""
