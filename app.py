@@ -15,6 +15,7 @@ from pathlib import Path
 import panel as pn
 from bokeh.models import Plot
 
+from server.bokeh_defaults import install as keep_stable_defaults
 from server.housekeeping import return_freed_memory
 from server.transport import nodelay_on_load
 from widgets.address import apply_address
@@ -53,6 +54,10 @@ def in_notebook() -> bool:
     shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
     return shell is not None and hasattr(shell, "kernel")
 
+
+# Bokeh works out every unset property's default again on each read; most are the same on every page
+# (server/bokeh_defaults.py)
+keep_stable_defaults()
 
 # In a notebook, BokehJS, Panel and KaTeX go into the cell's output instead of coming from a CDN: a classroom's
 # notebook works with no internet, and saved with its outputs it opens anywhere. A served page has them from
