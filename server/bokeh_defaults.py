@@ -9,13 +9,15 @@ serialising a model reads all of its properties before it skips the unset ones
 CPU for a page (``bench/RESULTS.md``, "Where a page's build time goes"), for answers that are the same on every
 page of every session.
 
-:func:`install` changes three things, and nothing a model reads or sends:
+:func:`install` changes four things, and nothing a model reads or sends:
 
 - a property's default on one model class, when no theme overrides it on that object, is kept once it is an
   immutable value (None, a bool, a number, a string): it is the same every time. Defaults Bokeh makes fresh per
   object (lists, dicts, models such as a source's ``Selection``; Bokeh keeps those per object itself), themed
   values (Panel's design themes some) and values of any other type go to Bokeh's own code as before;
 - whether a (model class, property)'s default is made per object is kept;
+- a model given to a new model's constructor for a property whose default is a model is set without making
+  that default model first, only to compare the given one with it;
 - serialising without defaults reads only the properties it can send (set ones, those made per object, themed
   ones) instead of all of them.
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 from bokeh.core.has_props import HasProps
 from bokeh.core.property.descriptors import PropertyDescriptor, UnsetValueError
+from bokeh.core.property.instance import InstanceDefault
 from bokeh.core.property.singletons import Undefined
 from bokeh.core.property.wrappers import PropertyValueContainer
 
@@ -104,7 +107,29 @@ def install() -> bool:
             result[key] = value
         return result
 
+    original_set = PropertyDescriptor.__set__
+    model_default: dict[tuple[type, str], bool] = {}
+
+    def __set__(self, obj, value, *, setter=None):
+        # Bokeh's own (PropertyDescriptor.__set__) reads the old value first, to tell whether the new one changes
+        # anything; for a property passed to a model's constructor whose default is a model of its own
+        # (InstanceDefault: a GlyphRenderer's CDSView, a figure's ranges), that makes the default model only to
+        # compare a given model with it, which it never is. Set such a one without it.
+        if (obj._initialized or not isinstance(value, HasProps) or self.property.readonly
+                or self.name in obj._property_values or not hasattr(obj, "_property_values")):
+            return original_set(self, obj, value, setter=setter)
+        key = (type(obj), self.name)
+        made = model_default.get(key)
+        if made is None:
+            default = obj._overridden_defaults().get(self.name, self.property._default)
+            made = model_default[key] = isinstance(default, InstanceDefault)
+        if not made or self.name in obj._unstable_default_values:
+            return original_set(self, obj, value, setter=setter)
+        self._set(obj, None, self.property.prepare_value(obj, self.name, value), setter=setter)
+
     query_properties_with_values.original = original_query
+    __set__.original = original_set
+    PropertyDescriptor.__set__ = __set__
     HasProps.query_properties_with_values = query_properties_with_values
 
     _get_default.keeps_stable_defaults = True

@@ -11,7 +11,7 @@ from bokeh.core.property.descriptors import PropertyDescriptor
 from bokeh.core.property.singletons import Undefined
 from bokeh.core.json_encoder import serialize_json
 from bokeh.document import Document
-from bokeh.models import ColumnDataSource, Div
+from bokeh.models import CDSView, ColumnDataSource, Div, GlyphRenderer, Plot, Scatter
 from bokeh.themes import Theme
 
 import app
@@ -76,7 +76,8 @@ def test_a_page_serialises_as_with_bokehs_own_code():
     with mock.patch.object(HasProps, "query_properties_with_values", HasProps.query_properties_with_values.original), \
             mock.patch.object(PropertyDescriptor, "_get_default", PropertyDescriptor._get_default.original), \
             mock.patch.object(PropertyDescriptor, "has_unstable_default",
-                              PropertyDescriptor.has_unstable_default.original):
+                              PropertyDescriptor.has_unstable_default.original), \
+            mock.patch.object(PropertyDescriptor, "__set__", PropertyDescriptor.__set__.original):
         bokehs = _page_json()
     assert len(ours) > 100_000
     assert ours == bokehs
@@ -112,3 +113,12 @@ def test_serialising_reads_only_what_it_sends():
     assert sent == {"text": "a"}
     # the set property and those Bokeh made for this Div (its lists and dicts), not every one of its properties
     assert read.call_count == len(div._property_values) + len(div._unstable_default_values) < len(Div.properties())
+
+
+def test_a_model_given_to_a_constructor_makes_no_default_model_to_compare_with():
+    view = CDSView()
+    with mock.patch.object(CDSView, "__init__", autospec=True, side_effect=CDSView.__init__) as made:
+        renderer = GlyphRenderer(data_source=ColumnDataSource(), glyph=Scatter(), view=view)
+    assert renderer.view is view and made.call_count == 0
+    assert "view" in renderer.properties_with_values(include_defaults=False)  # set, so sent
+    assert Plot(title=None).title is None  # None for a model default is still a value of its own
