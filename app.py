@@ -13,8 +13,9 @@ from html import escape
 from pathlib import Path
 
 import panel as pn
-from bokeh.models import Plot
+from bokeh.models import Plot, Spacer, TabPanel
 
+from server.bokeh_defaults import install as keep_stable_defaults
 from server.housekeeping import return_freed_memory
 from server.transport import nodelay_on_load
 from widgets.address import apply_address
@@ -54,6 +55,12 @@ def in_notebook() -> bool:
     return shell is not None and hasattr(shell, "kernel")
 
 
+# Bokeh works out every unset property's default again on each read; most are the same on every page
+# (server/bokeh_defaults.py). Only in a process that serves pages: a notebook's kernel is the learner's own,
+# and a page or two there gain nothing worth changing how their Bokeh works
+if not in_notebook():
+    keep_stable_defaults()
+
 # In a notebook, BokehJS, Panel and KaTeX go into the cell's output instead of coming from a CDN: a classroom's
 # notebook works with no internet, and saved with its outputs it opens anywhere. A served page has them from
 # its own server already.
@@ -76,8 +83,38 @@ def teaching_panel(name: str, state: AttentionState) -> pn.viewable.Viewable:
     return layout
 
 
+class LazyTabs(pn.Tabs):
+    """Panel's dynamic ``Tabs``, with one placeholder model for every hidden tab instead of one each.
+
+    Panel gives each hidden tab of dynamic tabs a Bokeh ``Spacer`` of its own in a ``TabPanel`` (about 1.5 ms
+    of the server's CPU per tab to build and send, eleven of the explorer's twelve tabs at first). Here the
+    hidden tabs' panels all hold one ``Spacer`` per page, tagged ``hidden`` as Panel tags its own, so Panel
+    takes them for its own hidden panels and reuses them; BokehJS builds one view for a model however many
+    tabs hold it. A tab that is shown gets its own contents as before, and a tab hidden again its
+    placeholder back (Panel keeps its contents' models for when it is shown again).
+    """
+
+    def _get_objects(self, model, old_objects, doc, root, comm=None):
+        panels = self._panels[root.ref["id"]]
+        shared = next((p.child for p in panels.values() if isinstance(p.child, Spacer) and p.child.tags == ["hidden"]),
+                      None)
+        if shared is None:
+            shared = Spacer(sizing_mode="stretch_both", margin=0, tags=["hidden"])
+        placed = []
+        for i, (name, pane) in enumerate(zip(self._names, self)):
+            if i == self.active or not isinstance(pane, pn.viewable.Viewable):
+                continue  # the shown tab, and one that Panel has still to wrap: Panel's own way
+            panel = panels.get(id(pane))
+            if panel is None or panel.child is not shared:
+                # Panel reuses a panel of a hidden object it had before (layout/tabs.py, Tabs._get_objects)
+                panels[id(pane)] = TabPanel(title=name, name=pane.name, child=shared, closable=self.closable)
+                placed.append(pane)
+        return super()._get_objects(model, [*old_objects, *(p for p in placed if p not in old_objects)], doc, root,
+                                    comm)
+
+
 def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -> pn.Tabs:
-    """``pn.Tabs`` whose contents are built by each ``(title, build)``'s ``build`` the first time the tab is shown.
+    """:class:`LazyTabs` whose contents are built by each ``(title, build)``'s ``build`` the first time the tab is shown.
 
     Most learners never open most tabs, and every view built costs the server memory for as long as the
     page is open, time when the page opens, and time on every update it follows (Panel's lazy
@@ -85,11 +122,10 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
     The tabs are ``dynamic``: a hidden tab is not in the page at all (Panel hides them with visibility only,
     which leaves their focusable parts reachable but aria-hidden).
     """
-    # A spacer stands in each tab not built yet (dynamic tabs draw a hidden tab as an empty spacer anyway): the
-    # cheapest Panel object, each a few ms of the server's time to build the page. (One spacer shared by every
+    # A Panel spacer stands in each tab not built yet: the cheapest Panel object. (One spacer shared by every
     # tab would be cheaper, but Panel's tabs then take the first one's title for all of them.)
     waiting = {i: build for i, (_, build) in enumerate(tabs)}
-    layout = pn.Tabs(*((title, pn.Spacer(sizing_mode="stretch_both")) for title, _ in tabs), dynamic=True, **params)
+    layout = LazyTabs(*((title, pn.Spacer(sizing_mode="stretch_both")) for title, _ in tabs), dynamic=True, **params)
 
     def show(*_):
         build = waiting.pop(layout.active, None)

@@ -23,9 +23,8 @@ import time
 
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource
-
 from server.pacing import get_budget
+from widgets.row import OneRow
 
 
 def is_number(x) -> bool:
@@ -34,7 +33,7 @@ def is_number(x) -> bool:
 
 
 class PositionChannel(param.Parameterized):
-    """A one-row ``ColumnDataSource`` the page writes positions into, and the pacing of what the server takes.
+    """A :class:`~widgets.row.OneRow` the page writes positions into, and the pacing of what the server takes.
 
     ``channel`` holds ``x``, ``y`` (data units of the plot dragged in), ``seq`` (1, 2, … per page),
     ``start`` (the press), ``end`` (the release; a tap is both) and the columns of :attr:`EXTRA`.
@@ -51,8 +50,7 @@ class PositionChannel(param.Parameterized):
     def _open_channel(self, name: str) -> None:
         """Create ``channel`` (its Bokeh name ``name``) and the pacing's bookkeeping."""
         extra = {k: [default] for k, (default, _) in self.EXTRA.items()}
-        self.channel = ColumnDataSource(data=dict(x=[0.0], y=[0.0], seq=[0], start=[False], end=[False], **extra),
-                                        name=name)
+        self.channel = OneRow(data=dict(x=[0.0], y=[0.0], seq=[0], start=[False], end=[False], **extra), name=name)
         self.channel.on_change("data", self._on_channel)
         self._pending = None  # what the newest position asks for, not yet taken
         self._flush_scheduled = False

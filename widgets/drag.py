@@ -28,13 +28,14 @@ from pathlib import Path
 
 import numpy as np
 import param
-from bokeh.models import ColumnDataSource, CustomJS
+from bokeh.models import CustomJS
 
 from widgets.channel import PositionChannel
 from widgets.charts import WeightBars
 from widgets.inspector import PLACEHOLDER, Readout
 from widgets.matrix import cell_decimals
 from widgets.query_plot import MAX_LINE_WIDTH, PLANE, QueryPlot
+from widgets.row import OneRow
 from widgets.state import AttentionState
 from widgets.updates import one_message
 
@@ -49,21 +50,21 @@ GRAB_RADIUS = 0.12
 class DragChannel(PositionChannel):
     """The server's end of the page's drag, and the data the page's drag script reads.
 
-    ``channel`` is a one-row ``ColumnDataSource`` the page writes one position at a time: ``x``, ``y``
+    ``channel`` is a :class:`OneRow` the page writes one position at a time: ``x``, ``y``
     (data units of the query plot, already clamped to its plane), ``seq`` (1, 2, … per page), ``start``
     (the press) and ``end`` (the release; a tap is both). :meth:`receive` takes each.
 
-    ``confirmed`` is a one-row ``ColumnDataSource`` with the query (``x``, ``y``) of the server's latest
+    ``confirmed`` is a :class:`OneRow` with the query (``x``, ``y``) of the server's latest
     numbers and ``seq``, the last position it has answered. It is written with every result and every
     answer: the page sends its next position once ``seq`` reaches the one in flight; it tells which
     position the readout's text from the server is for, and which q a press grabs (as the server
     decides it).
 
-    ``inputs`` is a one-row ``ColumnDataSource`` holding what the computation depends on besides q:
+    ``inputs`` is a :class:`OneRow` holding what the computation depends on besides q:
     K : (n, d_k), V as (n, d_v) rows, tokens, the selected row's mask row, scaling, and which recipe
     steps the step-through has revealed. It changes only when one of those does, never during a drag.
 
-    ``live`` is a one-row ``ColumnDataSource`` that only the room controls write (``widgets/follow.py``):
+    ``live`` is a :class:`OneRow` that only the room controls write (``widgets/follow.py``):
     ``room``, the code of the room whose live channel the page follows ("" for none), ``path``, the
     channel's URL path, and ``version``, the room's view that the server's numbers on the page show.
     The page previews each query the channel brings for a later view.
@@ -77,10 +78,10 @@ class DragChannel(PositionChannel):
 
     def __init__(self, query_plot: QueryPlot, readout: Readout, bars: WeightBars, **params):
         super().__init__(**params)
-        self.inputs = ColumnDataSource(data=self._inputs(), name="drag-inputs")
-        self.live = ColumnDataSource(data=dict(room=[""], version=[0], path=[""]), name="live-room")
+        self.inputs = OneRow(data=self._inputs(), name="drag-inputs")
+        self.live = OneRow(data=dict(room=[""], version=[0], path=[""]), name="live-room")
         self._answered = 0  # seq of the last position taken
-        self.confirmed = ColumnDataSource(data=self._confirmed(), name="drag-confirmed")
+        self.confirmed = OneRow(data=self._confirmed(), name="drag-confirmed")
         self._open_channel("drag-channel")  # _pending: (target, x, y, seq) not yet taken
         self._target = None  # None: the query; an int: the key being dragged
         self._release = False

@@ -39,6 +39,7 @@ from widgets.channel import PositionChannel
 from widgets.format import fmt, fmt_short, token_color
 from widgets.glyphs import draw
 from widgets.query_plot import label_side
+from widgets.row import OneRow
 from widgets.state import (
     DEFAULT_TEMPERATURE, HEAD_TOKENS, PROJECTION_CHOICES, ROLES,
     AttentionState,
@@ -136,7 +137,7 @@ def _plane(name: str, title: str) -> figure:
 class ProjectionChannel(PositionChannel):
     """The server's end of a drag in the Projections tab's planes; what the page's script reads.
 
-    ``channel`` is the one-row ``ColumnDataSource`` the page writes one position at a time: ``x``, ``y`` (data
+    ``channel`` is the :class:`~widgets.row.OneRow` the page writes one position at a time: ``x``, ``y`` (data
     units of the plane, clamped to it), ``seq``, ``start`` (the press), ``end`` (the release) and ``plane``
     (``"x"``: the embeddings, ``"w"``: the basis images of the chosen W). ``confirmed`` answers each position
     taken with its ``seq`` and ``text``, the outputs the core computes for it (:func:`projection_status`).
@@ -161,8 +162,8 @@ class ProjectionChannel(PositionChannel):
         super().__init__(**params)
         self._figs = {"x": x_fig, "w": w_fig}
         self._refresh = refresh  # draws the state again: a release that changed nothing takes back the preview
-        self.inputs = ColumnDataSource(data=self._inputs(), name="projection-inputs")
-        self.confirmed = ColumnDataSource(data=dict(seq=[0], text=[""]), name="projection-confirmed")
+        self.inputs = OneRow(data=self._inputs(), name="projection-inputs")
+        self.confirmed = OneRow(data=dict(seq=[0], text=[""]), name="projection-confirmed")
         self._open_channel("projection-channel")  # _pending: ((plane, index), x, y, seq) not yet taken
         self._target = None  # (plane, index) of the handle being dragged
         self._release = False
