@@ -150,3 +150,44 @@ def run_sessions_on_the_loop() -> None:
 
     session._run_in_executor = inline
     session.ServerSession._run_in_executor = inline_method
+
+
+def hold_unlocked_callbacks() -> None:
+    """Run the callbacks Bokeh runs without the document lock inside a Panel hold of the session's document.
+
+    Panel marks the callbacks it schedules for a page's events (a widget's change that came while another was
+    pending, a button's click) to run without the session's lock, and wraps its own widgets' updates in
+    ``unlocked()``, which holds the document and writes the changes itself. This app's views also write into
+    Bokeh models directly (a ``Div``'s text, a data source); a change made so, outside any hold and without the
+    lock, reached Bokeh's session, which refused it ("_pending_writes should be non-None …"): the rest of the
+    callback was lost and the page stopped showing the server's numbers. A learner who ticked "Step through"
+    and pressed Next at once did it. Holding the document for the whole callback collects every change, and
+    Panel writes them when it ends, as it does for its own widgets. Idempotent; ``tests/test_transport.py``
+    fails if Bokeh's names move.
+    """
+    import functools
+
+    from bokeh.server.session import ServerSession
+    from panel.io.document import unlocked
+    from panel.io.state import set_curdoc
+
+    wrap = ServerSession._wrap_document_callback
+    if getattr(wrap, "holds_unlocked", False):
+        return
+
+    @functools.wraps(wrap)
+    def _wrap_document_callback(self, callback):
+        wrapped = wrap(self, callback)
+        if not getattr(callback, "nolock", False):
+            return wrapped
+
+        @functools.wraps(callback)
+        async def held(*args, **kwargs):
+            with set_curdoc(self.document), unlocked():
+                return await wrapped(*args, **kwargs)
+
+        held.nolock = True
+        return held
+
+    _wrap_document_callback.holds_unlocked = True
+    ServerSession._wrap_document_callback = _wrap_document_callback

@@ -78,3 +78,26 @@ def test_sessions_run_on_the_event_loop_once_the_server_says_so():
         assert threads == [threading.main_thread()]
     finally:
         session._run_in_executor, session.ServerSession._run_in_executor = before, before_method
+
+
+def test_callbacks_without_the_lock_are_wrapped_in_a_hold_once_the_server_says_so():
+    """server/serve.py wraps the callbacks Bokeh runs unlocked; the names it relies on are Bokeh's and Panel's."""
+    from bokeh.server.session import ServerSession
+    from panel.io.document import unlocked  # noqa: F401  (what the wrapper holds with)
+
+    from server.transport import hold_unlocked_callbacks
+
+    before = ServerSession._wrap_document_callback
+    try:
+        hold_unlocked_callbacks()
+        hold_unlocked_callbacks()  # idempotent
+        wrap = ServerSession._wrap_document_callback
+        assert wrap.holds_unlocked and wrap.__wrapped__ is before
+
+        async def free():
+            pass
+        free.nolock = True
+        wrapped = wrap(type("Session", (), {"document": None})(), free)
+        assert wrapped.nolock and wrapped.__wrapped__ is free
+    finally:
+        ServerSession._wrap_document_callback = before
