@@ -34,7 +34,7 @@ from bokeh.models import (
 )
 from bokeh.plotting import figure
 
-from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention
+from core import I_LOVE_NLP, linear_values_reachable, project, saturation, scaled_dot_product_attention, self_attention
 from widgets.channel import PositionChannel
 from widgets.format import fmt, fmt_short, token_color
 from widgets.glyphs import draw
@@ -522,9 +522,10 @@ class ProjectionsView(pn.viewable.Viewer):
         s = self.state
         i = HEAD_TOKENS.index(self.t_row.value)
         W = s.projections[s.head]
+        p = project(s.embeddings, W[0], W[1], W[2])  # once: only the temperature changes along the table
         weights, outputs = [], []
         for t in sorted({*T_TABLE, float(s.temperature)}):
-            r = self_attention(s.embeddings, W[0], W[1], W[2], temperature=t).attention
+            r = scaled_dot_product_attention(p.Q, p.K, p.V, temperature=t)
             sat = saturation(r.weights[i])
             current = " class='current'" if t == s.temperature else ""
             # √d_k's row by name only: its number is in the scores' caption, and the table fits a projector
@@ -554,8 +555,8 @@ class ProjectionsView(pn.viewable.Viewer):
         try:
             for key, text in texts.items():  # only the boxes that differ: each set costs a Bokeh change (~1 ms)
                 w = self._inputs[key]
-                if w.value != text:
-                    w.value = text
+                if w.value != text:  # value_input too, in one batch: else Panel syncs it in a second model update
+                    w.param.update(value=text, value_input=text)
                 if "invalid" in w.css_classes:
                     w.css_classes = [c for c in w.css_classes if c != "invalid"]
             nearest = min(T_STOPS, key=lambda t: abs(math.log(t / s.temperature)))
