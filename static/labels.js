@@ -3,9 +3,9 @@
 // The server picks each label's side from the data (away from the other points), but it never knows the
 // figure's size in pixels, which follows the tab's width, nor the size of a projector's text and markers.
 // The page does: after a figure has been drawn, each label of a Text glyph whose source has the columns
-// dx, dy, align and baseline (its offsets in px and its anchoring) takes the first of up to 104 candidate places
-// around its point (the farther ones with a leader line) that is clear of every marker, every label already placed and the frame's edge, and
-// preferably of every line segment. The server's side is tried first, so a label moves only when it has to.
+// dx, dy, align and baseline (its offsets in px and its anchoring) takes the first of up to 112 candidate places
+// around its point (the farther ones with a leader line) that is clear of every marker, every label already
+// placed and the frame's edge, and preferably of every line segment. The server's side is tried first, so a label moves only when it has to.
 // The columns are changed in place (the server's copy is its preference, and is never sent back).
 //
 // Run by scheduleLabels(fig) from the figure's tick formatter: the one script Bokeh runs each time it draws a
