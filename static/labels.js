@@ -3,9 +3,9 @@
 // The server picks each label's side from the data (away from the other points), but it never knows the
 // figure's size in pixels, which follows the tab's width, nor the size of a projector's text and markers.
 // The page does: after a figure has been drawn, each label of a Text glyph whose source has the columns
-// dx, dy, align and baseline (its offsets in px and its anchoring) takes the first of a few candidate places
-// beside its point that is clear of every marker, every label already placed and the frame's edge, and
-// preferably of every line segment. The server's side is tried first, so a label moves only when it has to.
+// dx, dy, align and baseline (its offsets in px and its anchoring) takes the first of up to 112 candidate places
+// around its point (the farther ones with a leader line) that is clear of every marker, every label already
+// placed and the frame's edge, and preferably of every line segment. The server's side is tried first, so a label moves only when it has to.
 // The columns are changed in place (the server's copy is its preference, and is never sent back).
 //
 // Run by scheduleLabels(fig) from the figure's tick formatter: the one script Bokeh runs each time it draws a
@@ -13,8 +13,11 @@
 
 // A box clear of another needs this gap (CSS px); the layout test counts more than 1 px of overlap.
 const LABEL_GAP = 2;
-// How much further out each ring of candidates lies (px).
-const LABEL_RINGS = [0, 6, 14, 26];
+// How much further out each ring of candidates lies (px): the near rings beside the point, the far ones (a
+// crowded plane: a projector's labels on an 800×600 screen, a phone) reached by a leader line.
+const LABEL_RINGS = [0, 6, 14, 26, 40, 56, 76, 100];
+// A label this far out (px, beyond its marker) gets a leader line from its point.
+const LEADER_FROM = 20;
 
 const boxOverlap = (a, b) => Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left) + LABEL_GAP) *
   Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) + LABEL_GAP);
@@ -32,24 +35,32 @@ function segmentCrosses(s, b) {
   return true;
 }
 
-// The candidate places of a w x h label for a point at (x, y) under a marker of radius r, best first:
-// [{dx, dy, align, baseline}], the side (sx, sy) (signs, screen y down) first in each ring.
+// The candidate places of a label for a point under a marker of radius r, best first: [{dx, dy, align,
+// baseline, ring}], in each ring the side (sx, sy) (signs, screen y down) first, then the sides nearest it. The
+// near rings try the eight sides; from the third ring on, sixteen directions, since a crowded plane's gaps are
+// narrow.
 function labelCandidates(r, sx, sy) {
   const a = r + LABEL_GAP + 1, lift = Math.max(2, 0.6 * r);
-  const sides = [[1, -1], [1, 1], [-1, -1], [-1, 1], [1, 0], [-1, 0], [0, -1], [0, 1]];
-  const rank = ([ux, uy]) => -(ux * (sx || 0) + uy * (sy || 0)) + (ux && uy ? 0 : 0.5);
-  sides.sort((p, q) => rank(p) - rank(q));
+  const eight = [[1, -1], [1, 1], [-1, -1], [-1, 1], [1, 0], [-1, 0], [0, -1], [0, 1]];
+  const sixteen = [...Array(16).keys()].map((k) => [Math.cos(k * Math.PI / 8), Math.sin(k * Math.PI / 8)]);
+  const norm = Math.hypot(sx || 0, sy || 0) || 1;
+  const rank = ([ux, uy]) => -(ux * (sx || 0) + uy * (sy || 0)) / norm / Math.hypot(ux, uy) +
+    (Math.abs(ux) > 0.1 && Math.abs(uy) > 0.1 ? 0 : 0.5);
   const out = [];
-  for (const ring of LABEL_RINGS) {
+  LABEL_RINGS.forEach((ring, n) => {
+    const sides = (n < 2 ? eight : sixteen).slice().sort((p, q) => rank(p) - rank(q));
     for (const [ux, uy] of sides) {
+      const diagonal = Math.abs(ux) > 0.1 && Math.abs(uy) > 0.1;
+      const cx = Math.abs(ux) < 0.1 ? 0 : Math.sign(ux), cy = Math.abs(uy) < 0.1 ? 0 : Math.sign(uy);
       out.push({
-        dx: ux * (ux && uy ? a + ring * 0.7 : a + ring),
-        dy: uy * (ux && uy ? lift + ring * 0.7 : a + ring),
-        align: ux > 0 ? "left" : ux < 0 ? "right" : "center",
-        baseline: uy > 0 ? "top" : uy < 0 ? "bottom" : "middle",
+        dx: n < 2 ? cx * (diagonal ? a + ring * 0.7 : a + ring) : ux * (a + ring),
+        dy: n < 2 ? cy * (diagonal ? lift + ring * 0.7 : a + ring) : uy * (a + ring),
+        align: ux > 0.1 ? "left" : ux < -0.1 ? "right" : "center",
+        baseline: uy > 0.1 ? "top" : uy < -0.1 ? "bottom" : "middle",
+        ring,
       });
     }
-  }
+  });
   return out;
 }
 
@@ -60,14 +71,19 @@ function labelBox(x, y, w, h, c) {
   return { left, top, right: left + w, bottom: top + h };
 }
 
-// Place every label of the figure's view once; true if any moved.
+// Place every label of the figure's view once; true if any moved. A Segment renderer named "label-leaders" is
+// not an obstacle: its source (columns x0, y0, x1, y1, one row per label at most, NaN where unused) gets the
+// leader lines of the labels placed far from their points.
 function placeLabels(view) {
   const frame = view.frame.bbox;
   const markers = [], segments = [], groups = [];
+  let leaders = null;
   for (const rv of view.renderer_views.values()) {
     if (!rv.model.visible || !rv.glyph) continue;
     const g = rv.glyph, type = g.model.type, n = g.data_size ?? g.sx?.length ?? 0;
-    if (type === "Scatter") {
+    if (type === "Segment" && rv.model.name === "label-leaders") {
+      leaders = rv.model.data_source;
+    } else if (type === "Scatter") {
       for (let i = 0; i < n; i++) {
         const r = g.size.get(i) / 2;
         if (Number.isFinite(g.sx[i] + g.sy[i]))
@@ -80,7 +96,7 @@ function placeLabels(view) {
       if (["dx", "dy", "align", "baseline"].every((k) => d[k] != null && d[k].length >= n)) groups.push({ rv, g, d, n });
     }
   }
-  const placed = [], changed = new Set();
+  const placed = [], lines = [], changed = new Set();
   for (const { rv, g, d, n } of groups) {
     for (let i = 0; i < n; i++) {
       const text = g.labels[i] == null ? "" : String(g.labels[i].text ?? "");
@@ -90,7 +106,7 @@ function placeLabels(view) {
       const r = Math.max(0, ...markers.filter((m) => Math.hypot(m.x - x, m.y - y) < 1).map((m) => m.r));
       let best = null, bestCost = Infinity;
       labelCandidates(r, Math.sign(d.dx[i]), Math.sign(d.dy[i])).forEach((c, k) => {
-        if (bestCost === 0) return;
+        if (bestCost < 1) return;
         const b = labelBox(x, y, w, h, c);
         let hard = 0;
         for (const o of markers) hard += boxOverlap(b, o);
@@ -99,15 +115,35 @@ function placeLabels(view) {
           Math.max(0, frame.top + 1 - b.top) + Math.max(0, b.bottom - frame.bottom + 1);
         hard += outside * (w + h);
         const soft = segments.filter((s) => segmentCrosses(s, b)).length;
-        // clear of everything wins at once; then clear of markers, labels and the edge, nearest first
-        const cost = hard > 0 ? 1e6 + hard : soft > 0 ? 1 + soft + k * 1e-3 : 0;
+        // clear of everything and near wins at once; then clear of markers, labels and the edge: a line crossed
+        // costs 1, a leader line 1.5 (a near place over one line reads better than a far one), nearest first
+        const cost = hard > 0 ? 1e6 + hard : soft + (c.ring >= LEADER_FROM ? 1.5 : 0) + k * 1e-4;
         if (cost < bestCost) { best = c; bestCost = cost; }
       });
-      placed.push(labelBox(x, y, w, h, best));
+      const box = labelBox(x, y, w, h, best);
+      placed.push(box);
+      if (best.ring >= LEADER_FROM) {
+        // from the marker's edge to the nearest point of the label's box
+        const px = Math.min(Math.max(x, box.left), box.right), py = Math.min(Math.max(y, box.top), box.bottom);
+        const len = Math.hypot(px - x, py - y) || 1;
+        lines.push([x + (px - x) * r / len, y + (py - y) * r / len, px, py]);
+      }
       if (d.dx[i] !== best.dx || d.dy[i] !== best.dy || d.align[i] !== best.align || d.baseline[i] !== best.baseline) {
         d.dx[i] = best.dx; d.dy[i] = best.dy; d.align[i] = best.align; d.baseline[i] = best.baseline;
         changed.add(rv.model.data_source);
       }
+    }
+  }
+  if (leaders != null) {
+    // in data units, for the glyph; the columns keep their length (changed in place, never sent to the server)
+    const L = leaders.data, xs = view.frame.x_scale, ys = view.frame.y_scale;
+    for (let i = 0; i < L.x0.length; i++) {
+      const [sx0, sy0, sx1, sy1] = lines[i] ?? [NaN, NaN, NaN, NaN];
+      const v = [xs.invert(sx0), ys.invert(sy0), xs.invert(sx1), ys.invert(sy1)];
+      ["x0", "y0", "x1", "y1"].forEach((k, j) => {
+        const same = (Number.isNaN(v[j]) && Number.isNaN(L[k][i])) || Math.abs(v[j] - L[k][i]) < 1e-9;
+        if (!same) { L[k][i] = v[j]; changed.add(leaders); }
+      });
     }
   }
   for (const source of changed) source.change.emit();

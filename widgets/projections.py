@@ -101,6 +101,11 @@ def _fit(points: np.ndarray, least: float = 1.5) -> tuple[tuple[float, float], t
 #: A point label's columns: screen offsets and anchoring, on the side away from the other points. The page
 #: keeps them where they are clear in its pixels, and moves a label elsewhere only where it is not (labels.js).
 _PLACED = dict(dx=[], dy=[], align=[], baseline=[])
+#: A plane narrower than this (CSS px) goes below the other: side by side on an 800 px screen they were 204 px
+#: wide, a projector's frame 162 × 127 px, where five 20 px labels among eleven markers found no room.
+PLANE_MIN_WIDTH = 250
+#: The most labels a plane has (the right plane: three tokens, two basis tips): its leader lines' rows.
+LEADER_ROWS = 8
 #: Screen px from a point to its label (across, up), by mode: a projector's markers are larger.
 _LABEL_OFFSETS = {"normal": (10, 5), "projector": (16, 9)}
 
@@ -127,6 +132,9 @@ def _plane(name: str, title: str) -> figure:
     # Only the page knows the plane's size in pixels and its text's: it moves a label that would cover a marker
     # or another label (static/labels.js). The tick formatter is the script Bokeh runs each time it draws the
     # figure (a resize, new ranges, projector mode, a drag's preview); it formats the ticks as Bokeh's own does.
+    # a label placed far from its point gets a leader line: the page writes them in place (LEADER_ROWS at most)
+    leaders = ColumnDataSource(data={k: np.full(LEADER_ROWS, np.nan) for k in ("x0", "y0", "x1", "y1")})
+    draw(fig, Segment, leaders, "x0", "y0", "x1", "y1", line_color="#666666", line_width=1.5, name="label-leaders")
     place = CustomJS(args=dict(fig=fig), code=LABELS_JS + "\nscheduleLabels(fig);")
     fig.xaxis.formatter = CustomJSTickFormatter(
         args=dict(basic=BasicTickFormatter(), place=place, fig=fig),
@@ -328,9 +336,12 @@ class ProjectionsView(pn.viewable.Viewer):
         self._layout = pn.Column(
             self.title,
             pn.FlexBox(*self.presets, self.new_draw, self.head_choice, self.role, align_items="center"),
-            # side by side at any width, each square and growing with the tab up to 400 px
-            pn.Row(*(pn.pane.Bokeh(fig, sizing_mode="scale_width", max_width=400, min_width=180, margin=(5, 4))
-                     for fig in (self.x_fig, self.w_fig)), sizing_mode="stretch_width", max_width=820, margin=(0, 8, 0, 0)),
+            # side by side where both get PLANE_MIN_WIDTH, else one above the other: a plane of a short screen's
+            # projector or a phone had a 130 px frame, too small for its labels. Square, up to 400 px
+            pn.FlexBox(*(pn.pane.Bokeh(fig, sizing_mode="stretch_width", max_width=400, min_width=PLANE_MIN_WIDTH,
+                                       margin=(5, 4), styles={"flex": f"1 1 {PLANE_MIN_WIDTH}px"})
+                         for fig in (self.x_fig, self.w_fig)), flex_wrap="wrap", sizing_mode="stretch_width",
+                       max_width=820, margin=(0, 8, 0, 0)),
             pn.pane.Bokeh(self.status, sizing_mode="stretch_width"),
             pn.pane.Bokeh(self.numbers, sizing_mode="stretch_width"),
             text("<p>q = x W<sub>Q</sub> asks, k = x W<sub>K</sub> offers, v = x W<sub>V</sub> is read: <q>three "

@@ -1,7 +1,7 @@
-// What a person would see wrong on the page as it is shown now, as a list of problems (empty: none).
 // Run by tests/ui/test_layout_screens.py in every tab, mode and screen size. `minFont` is the smallest text
-// (CSS px) allowed, 0 for no limit.
-(minFont) => {
+// (CSS px) allowed, 0 for no limit; with `figures` (a list of figure names) only those figures' labels and
+// titles are checked, not the rest of the page.
+({minFont = 0, figures = null}) => {
   const problems = [];
   const vw = window.innerWidth, vh = window.innerHeight;
   const name = (el) => (el.getAttribute && (el.getAttribute("aria-label") || el.getAttribute("name"))) ||
@@ -44,73 +44,75 @@
     return {seen, cut, scroller: null};
   }
 
-  // --- the page never scrolls sideways (nor at all: its panels scroll inside themselves) ---
-  const doc = document.documentElement;
-  if (doc.scrollWidth > vw + 1) problems.push(`the page scrolls sideways: ${doc.scrollWidth} px wide in ${vw}`);
-  if (doc.scrollHeight > vh + 1) problems.push(`the page itself scrolls: ${doc.scrollHeight} px tall in ${vh}`);
+  if (figures == null) {
+    // --- the page never scrolls sideways (nor at all: its panels scroll inside themselves) ---
+    const doc = document.documentElement;
+    if (doc.scrollWidth > vw + 1) problems.push(`the page scrolls sideways: ${doc.scrollWidth} px wide in ${vw}`);
+    if (doc.scrollHeight > vh + 1) problems.push(`the page itself scrolls: ${doc.scrollHeight} px tall in ${vh}`);
 
-  // --- every text box, with the element that holds it ---
-  const texts = [];   // {el, r, seen, label, group}
-  const marks = [];   // boxes that text must not hide: figure canvases, SVG chart marks
-  const small = [];
-  for (const el of deep(document)) {
-    if (["STYLE", "SCRIPT", "TITLE", "NOSCRIPT", "TEMPLATE", "OPTION"].includes(el.tagName)) continue;
-    if (el.closest(".katex-mathml")) continue;
-    const isInput = (el.tagName === "INPUT" && !["checkbox", "radio", "hidden", "file"].includes(el.type)) || el.tagName === "SELECT";
-    const own = [...el.childNodes].filter((n) => n.nodeType === 3 && n.textContent.trim() && n.textContent.trim() !== "\u200b");
-    if (el.classList.contains("bk-Canvas")) {
-      const r = el.getBoundingClientRect();
-      if (r.width > 2 && r.height > 2 && !hidden(el)) marks.push({el, r: visibility(el, r).seen, label: "figure " + name(parentOf(el) || el)});
-    }
-    if (el instanceof SVGElement && ["rect", "line"].includes(el.tagName) && !el.classList.contains("axis")) {
-      const r = el.getBoundingClientRect();
-      if ((r.width > 1 || r.height > 1) && !hidden(el)) marks.push({el, r: visibility(el, r).seen, label: `chart ${el.tagName}.${el.getAttribute("class") || ""}`, svg: el.ownerSVGElement});
-    }
-    if (!own.length && !isInput) continue;
-    if (hidden(el)) continue;
-    const katex = el.closest(".katex");  // KaTeX stacks its own parts (fractions, scripts): one box for a formula
-    const rects = [];
-    if (isInput) rects.push(el.getBoundingClientRect());
-    else for (const n of own) { const range = document.createRange(); range.selectNodeContents(n); rects.push(...range.getClientRects()); }
-    for (const r of rects) {
-      if (r.width < 1 || r.height < 1) continue;
-      const v = visibility(el, r);
-      const w = v.seen.right - v.seen.left, h = v.seen.bottom - v.seen.top;
-      if (w < 1 || h < 1) {
-        if (v.cut) problems.push(`cut off, no way to scroll to it: "${name(el)}"`);
-        continue;  // scrolled out of its panel's view
+    // --- every text box, with the element that holds it ---
+    const texts = [];   // {el, r, seen, label, group}
+    const marks = [];   // boxes that text must not hide: figure canvases, SVG chart marks
+    const small = [];
+    for (const el of deep(document)) {
+      if (["STYLE", "SCRIPT", "TITLE", "NOSCRIPT", "TEMPLATE", "OPTION"].includes(el.tagName)) continue;
+      if (el.closest(".katex-mathml")) continue;
+      const isInput = (el.tagName === "INPUT" && !["checkbox", "radio", "hidden", "file"].includes(el.type)) || el.tagName === "SELECT";
+      const own = [...el.childNodes].filter((n) => n.nodeType === 3 && n.textContent.trim() && n.textContent.trim() !== "\u200b");
+      if (el.classList.contains("bk-Canvas")) {
+        const r = el.getBoundingClientRect();
+        if (r.width > 2 && r.height > 2 && !hidden(el)) marks.push({el, r: visibility(el, r).seen, label: "figure " + name(parentOf(el) || el)});
       }
-      const label = (isInput ? "input " : "") + `"${name(el)}"`;
-      texts.push({el, r: box(r), seen: v.seen, label, group: katex || (el instanceof SVGElement ? el : null)});
-      if (v.cut) problems.push(`cut off, no way to scroll to it: ${label}`);
+      if (el instanceof SVGElement && ["rect", "line"].includes(el.tagName) && !el.classList.contains("axis")) {
+        const r = el.getBoundingClientRect();
+        if ((r.width > 1 || r.height > 1) && !hidden(el)) marks.push({el, r: visibility(el, r).seen, label: `chart ${el.tagName}.${el.getAttribute("class") || ""}`, svg: el.ownerSVGElement});
+      }
+      if (!own.length && !isInput) continue;
+      if (hidden(el)) continue;
+      const katex = el.closest(".katex");  // KaTeX stacks its own parts (fractions, scripts): one box for a formula
+      const rects = [];
+      if (isInput) rects.push(el.getBoundingClientRect());
+      else for (const n of own) { const range = document.createRange(); range.selectNodeContents(n); rects.push(...range.getClientRects()); }
+      for (const r of rects) {
+        if (r.width < 1 || r.height < 1) continue;
+        const v = visibility(el, r);
+        const w = v.seen.right - v.seen.left, h = v.seen.bottom - v.seen.top;
+        if (w < 1 || h < 1) {
+          if (v.cut) problems.push(`cut off, no way to scroll to it: "${name(el)}"`);
+          continue;  // scrolled out of its panel's view
+        }
+        const label = (isInput ? "input " : "") + `"${name(el)}"`;
+        texts.push({el, r: box(r), seen: v.seen, label, group: katex || (el instanceof SVGElement ? el : null)});
+        if (v.cut) problems.push(`cut off, no way to scroll to it: ${label}`);
+      }
+      if (isInput && el.scrollWidth > el.clientWidth + 1) problems.push(`an input too narrow for its text: "${el.value}"`);
+      if (minFont) {
+        const size = parseFloat(getComputedStyle(el).fontSize);
+        // KaTeX's index letters (the i of s_i, the j under a sum): letters only, never a number
+        const script = !!el.closest(".katex") && !/\d/.test(el.textContent);
+        if (size < minFont - 0.01 && !script) small.push(`${label(el)} ${size.toFixed(1)} px`);
+      }
     }
-    if (isInput && el.scrollWidth > el.clientWidth + 1) problems.push(`an input too narrow for its text: "${el.value}"`);
-    if (minFont) {
-      const size = parseFloat(getComputedStyle(el).fontSize);
-      // KaTeX's index letters (the i of s_i, the j under a sum): letters only, never a number
-      const script = !!el.closest(".katex") && !/\d/.test(el.textContent);
-      if (size < minFont - 0.01 && !script) small.push(`${label(el)} ${size.toFixed(1)} px`);
-    }
-  }
-  function label(el) { return `"${name(el)}"`; }
-  if (small.length) problems.push(`text under ${minFont} px: ${[...new Set(small)].slice(0, 12).join("; ")}`);
+    function label(el) { return `"${name(el)}"`; }
+    if (small.length) problems.push(`text under ${minFont} px: ${[...new Set(small)].slice(0, 12).join("; ")}`);
 
-  // --- no two text boxes overlap; no text box lies over a figure or a chart's marks ---
-  for (let i = 0; i < texts.length; i++) {
-    const a = texts[i];
-    for (let j = i + 1; j < texts.length; j++) {
-      const b = texts[j];
-      if (a.el === b.el || (a.group && a.group === b.group)) continue;
-      if (a.el.contains(b.el) || b.el.contains(a.el)) continue;
-      if (overlap(a.seen, b.seen)) problems.push(`text over text: ${a.label} and ${b.label}`);
-    }
-    for (const m of marks) {
-      if (m.el.contains(a.el)) continue;
-      if (m.svg && a.el.ownerSVGElement !== m.svg) continue;   // a chart's own marks against its own text
-      // a matrix's number inside its own cell is written on it, not over it (it hides nothing)
-      if (m.svg && m.el.classList.contains("cell") && a.seen.left >= m.r.left - 1 && a.seen.right <= m.r.right + 1 &&
-          a.seen.top >= m.r.top - 1 && a.seen.bottom <= m.r.bottom + 1) continue;
-      if (overlap(a.seen, m.r)) problems.push(`text over a mark: ${a.label} on ${m.label}`);
+    // --- no two text boxes overlap; no text box lies over a figure or a chart's marks ---
+    for (let i = 0; i < texts.length; i++) {
+      const a = texts[i];
+      for (let j = i + 1; j < texts.length; j++) {
+        const b = texts[j];
+        if (a.el === b.el || (a.group && a.group === b.group)) continue;
+        if (a.el.contains(b.el) || b.el.contains(a.el)) continue;
+        if (overlap(a.seen, b.seen)) problems.push(`text over text: ${a.label} and ${b.label}`);
+      }
+      for (const m of marks) {
+        if (m.el.contains(a.el)) continue;
+        if (m.svg && a.el.ownerSVGElement !== m.svg) continue;   // a chart's own marks against its own text
+        // a matrix's number inside its own cell is written on it, not over it (it hides nothing)
+        if (m.svg && m.el.classList.contains("cell") && a.seen.left >= m.r.left - 1 && a.seen.right <= m.r.right + 1 &&
+            a.seen.top >= m.r.top - 1 && a.seen.bottom <= m.r.bottom + 1) continue;
+        if (overlap(a.seen, m.r)) problems.push(`text over a mark: ${a.label} on ${m.label}`);
+      }
     }
   }
 
@@ -119,6 +121,7 @@
   const fontOf = (model) => `${model.text_font_style} ${typeof model.text_font_size === "string" ? model.text_font_size : model.text_font_size?.value ?? "16px"} ${model.text_font}`;
   for (const model of Bokeh.documents[0].all_models) {
     if (model.type !== "Figure" && model.type !== "Plot") continue;
+    if (figures != null && !figures.includes(model.name)) continue;
     const view = Bokeh.index.find_one(model);
     if (view == null || !view.el.isConnected || hidden(view.el) || view.el.getBoundingClientRect().width < 2) continue;
     const fig = view.model.name || view.model.title?.text || "figure";
