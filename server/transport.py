@@ -152,42 +152,34 @@ def run_sessions_on_the_loop() -> None:
     session.ServerSession._run_in_executor = inline_method
 
 
-def hold_unlocked_callbacks() -> None:
-    """Run the callbacks Bokeh runs without the document lock inside a Panel hold of the session's document.
 
-    Panel marks the callbacks it schedules for a page's events (a widget's change that came while another was
-    pending, a button's click) to run without the session's lock, and wraps its own widgets' updates in
-    ``unlocked()``, which holds the document and writes the changes itself. This app's views also write into
-    Bokeh models directly (a ``Div``'s text, a data source); a change made so, outside any hold and without the
-    lock, reached Bokeh's session, which refused it ("_pending_writes should be non-None …"): the rest of the
-    callback was lost and the page stopped showing the server's numbers. A learner who ticked "Step through"
-    and pressed Next at once did it. Holding the document for the whole callback collects every change, and
-    Panel writes them when it ends, as it does for its own widgets. Idempotent; ``tests/test_transport.py``
-    fails if Bokeh's names move.
+def hold_page_events() -> None:
+    """Process each of a page's events (a widget's change, a button's click) inside a Panel hold of its document.
+
+    Panel runs a page's event that arrives while another is pending as a callback without the session's lock,
+    and wraps its own widgets' updates in a hold that writes the changes itself. This app's views also write
+    into Bokeh models directly (a ``Div``'s text, a data source); such a change, outside any hold and without
+    the lock, reached Bokeh's session, which refused it ("_pending_writes should be non-None …"): the rest of
+    the event was lost, a traceback logged, and the page stopped showing the server's numbers. A learner who
+    ticked "Step through" and pressed Next at once did it. Holding the document while Panel processes the event
+    (synchronous code: no other callback runs meanwhile) collects every change, and Panel writes them when it
+    ends, as it does for its own widgets; inside the lock the hold changes nothing. Idempotent;
+    ``tests/test_transport.py`` fails if Panel's names move.
     """
     import functools
 
-    from bokeh.server.session import ServerSession
-    from panel.io.document import unlocked
-    from panel.io.state import set_curdoc
+    from panel.io.document import hold
+    from panel.reactive import Syncable
 
-    wrap = ServerSession._wrap_document_callback
-    if getattr(wrap, "holds_unlocked", False):
-        return
+    for name in ("_change_event", "_process_bokeh_event"):
+        original = getattr(Syncable, name)
+        if getattr(original, "holds_document", False):
+            continue
 
-    @functools.wraps(wrap)
-    def _wrap_document_callback(self, callback):
-        wrapped = wrap(self, callback)
-        if not getattr(callback, "nolock", False):
-            return wrapped
+        def held(self, doc, *args, _original=original):
+            with hold(doc):
+                return _original(self, doc, *args)
 
-        @functools.wraps(callback)
-        async def held(*args, **kwargs):
-            with set_curdoc(self.document), unlocked():
-                return await wrapped(*args, **kwargs)
-
-        held.nolock = True
-        return held
-
-    _wrap_document_callback.holds_unlocked = True
-    ServerSession._wrap_document_callback = _wrap_document_callback
+        functools.update_wrapper(held, original)
+        held.holds_document = True
+        setattr(Syncable, name, held)

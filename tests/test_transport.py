@@ -80,24 +80,21 @@ def test_sessions_run_on_the_event_loop_once_the_server_says_so():
         session._run_in_executor, session.ServerSession._run_in_executor = before, before_method
 
 
-def test_callbacks_without_the_lock_are_wrapped_in_a_hold_once_the_server_says_so():
-    """server/serve.py wraps the callbacks Bokeh runs unlocked; the names it relies on are Bokeh's and Panel's."""
-    from bokeh.server.session import ServerSession
-    from panel.io.document import unlocked  # noqa: F401  (what the wrapper holds with)
 
-    from server.transport import hold_unlocked_callbacks
+def test_a_pages_events_are_processed_in_a_hold_once_the_server_says_so():
+    """server/serve.py wraps Panel's processing of a page's events in a hold; the names it relies on are Panel's."""
+    from panel.io.document import hold  # noqa: F401  (what the wrapper holds with)
+    from panel.reactive import Syncable
 
-    before = ServerSession._wrap_document_callback
+    from server.transport import hold_page_events
+
+    before = {name: getattr(Syncable, name) for name in ("_change_event", "_process_bokeh_event")}
     try:
-        hold_unlocked_callbacks()
-        hold_unlocked_callbacks()  # idempotent
-        wrap = ServerSession._wrap_document_callback
-        assert wrap.holds_unlocked and wrap.__wrapped__ is before
-
-        async def free():
-            pass
-        free.nolock = True
-        wrapped = wrap(type("Session", (), {"document": None})(), free)
-        assert wrapped.nolock and wrapped.__wrapped__ is free
+        hold_page_events()
+        hold_page_events()  # idempotent
+        for name, original in before.items():
+            now = getattr(Syncable, name)
+            assert now.holds_document and now.__wrapped__ is original
     finally:
-        ServerSession._wrap_document_callback = before
+        for name, original in before.items():
+            setattr(Syncable, name, original)
