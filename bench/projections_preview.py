@@ -54,6 +54,7 @@ _AT_REST = """([name, start]) => {
 
 _TO_PAGE = """([name, x, y]) => {
   const view = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name(name));
+  view.el.scrollIntoView({block: 'nearest'});  // the planes stack on a narrow tab: the second may be below
   const r = view.canvas_view.el.getBoundingClientRect();
   return [r.left + view.frame.x_scale.compute(x), r.top + view.frame.y_scale.compute(y)];
 }"""

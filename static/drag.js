@@ -201,13 +201,10 @@ function drawFrame(a, { q, r, inp }) {
   d.sums.change.emit(); d.outputs.change.emit();
 }
 
-// The page's own pointer events on the query plot, not Bokeh's gestures: Bokeh recognises a pan only once
-// the pointer has moved a few pixels within a short time of the press, so a slow finger (about a pixel per
-// move) could hold q still for the whole drag, and a press held a moment before moving became a "press".
-// Here any movement with the button or finger down is a drag, and a press let go where it was is a tap.
-// Coordinates as Bokeh computes them for its events (UIEventBus._get_sxy), in the plot's data units.
-// During a drag the preview also follows pointerrawupdate, which Chromium delivers as soon as the page is
-// free, up to a frame before the frame-aligned pointermove (secure pages only: HTTPS or localhost).
+// The query plot's pointer (outbox.js, listenToPointer: any movement with the button or finger down is a
+// drag, however slow). During a drag the preview also follows pointerrawupdate, which Chromium delivers as
+// soon as the page is free, up to a frame before the frame-aligned pointermove (secure pages only: HTTPS or
+// localhost).
 function attach(a) {
   const st = previewState(a);
   const view = Bokeh.index.find_one(a.figure);
@@ -217,41 +214,7 @@ function attach(a) {
   st.pointerTarget = el;
   // the keys' nudges come in this way (widgets/browser.py), each display's to its own plot
   (window.attentionExplorerPointers ??= new WeakMap()).set(a.figure.document, (ev) => onPointer(a, ev));
-  const at = (e) => {
-    const box = el.getBoundingClientRect();
-    const sx = e.pageX - (box.left + scrollX - document.documentElement.clientLeft);
-    const sy = e.pageY - (box.top + scrollY - document.documentElement.clientTop);
-    return {x: view.frame.x_scale.invert(sx), y: view.frame.y_scale.invert(sy)};
-  };
-  el.addEventListener("pointerdown", (e) => {
-    if (st.pointerId != null || (e.pointerType === "mouse" && e.button !== 0)) return;
-    st.pointerId = e.pointerId;
-    st.pressedAt = at(e);
-    st.moved = false;
-    el.setPointerCapture(e.pointerId);
-  });
-  const move = (e) => {
-    if (e.pointerId !== st.pointerId) return;
-    if (!st.moved) {
-      st.moved = true;
-      onPointer(a, {event_name: "panstart", ...st.pressedAt});
-    }
-    if (e.type === "pointerrawupdate") {
-      if (st.dragging) previewAt(a, st, at(e).x, at(e).y);
-    } else {
-      onPointer(a, {event_name: "pan", ...at(e)});
-    }
-  };
-  el.addEventListener("pointermove", move);
-  if ("onpointerrawupdate" in window) el.addEventListener("pointerrawupdate", move);
-  const up = (e) => {
-    if (e.pointerId !== st.pointerId) return;
-    st.pointerId = null;
-    if (st.moved) onPointer(a, {event_name: "panend", ...at(e)});
-    else if (e.type === "pointerup") onPointer(a, {event_name: "tap", ...st.pressedAt});
-  };
-  el.addEventListener("pointerup", up);
-  el.addEventListener("pointercancel", up);
+  listenToPointer(view, (ev) => onPointer(a, ev), (p) => { if (st.dragging) previewAt(a, st, p.x, p.y); });
   // The plot's side is set by CSS from its column's box. When that box changes (the presenter's room code
   // fills the header, a notice appears) Bokeh resizes the canvas but can keep the frame it laid out for the
   // old size until some later layout pass, which then moves every point under a dragging hand: lay the

@@ -1,5 +1,6 @@
-// Positions of a drag on their way to the server, at most one at a time: the query's drag (static/drag.js)
-// and the Projections tab's (static/projections.js) send through it. Their server ends pace what they take
+// A drag on a plot, from the pointer to the server, shared by the query's drag (static/drag.js) and the
+// Projections tab's (static/projections.js): the page's own pointer listening (listenToPointer), and the
+// positions on their way to the server, at most one at a time (send). Their server ends pace what they take
 // the same way (widgets/channel.py).
 //
 // `a.channel` is the one-row data source the page writes, `a.confirmed` the server's answer, whose `seq` is
@@ -50,4 +51,46 @@ function answered(a, st) {
     clearTimeout(st.answerTimer);
     pump(a, st);
   }
+}
+
+// The page's own pointer events on a Bokeh figure's view, not Bokeh's gestures: Bokeh recognises a pan only once
+// the pointer has moved a few pixels within a short time of the press, so a slow finger (about a pixel per
+// move) could hold a drag still the whole time, and a press held a moment before moving became a "press".
+// Here any movement with the button or finger down is a drag, and a press let go where it was is a tap.
+// handle gets {event_name: "panstart" | "pan" | "panend" | "tap", x, y} in the plot's data units, as Bokeh
+// computes them for its events (UIEventBus._get_sxy); raw, if given, each pointerrawupdate's {x, y} of a drag.
+function listenToPointer(view, handle, raw = null) {
+  const el = view.canvas_view.events_el, st = {pointerId: null, pressedAt: null, moved: false};
+  const at = (e) => {
+    const box = el.getBoundingClientRect();
+    const sx = e.pageX - (box.left + scrollX - document.documentElement.clientLeft);
+    const sy = e.pageY - (box.top + scrollY - document.documentElement.clientTop);
+    return {x: view.frame.x_scale.invert(sx), y: view.frame.y_scale.invert(sy)};
+  };
+  el.addEventListener("pointerdown", (e) => {
+    if (st.pointerId != null || (e.pointerType === "mouse" && e.button !== 0)) return;
+    st.pointerId = e.pointerId;
+    st.pressedAt = at(e);
+    st.moved = false;
+    el.setPointerCapture(e.pointerId);
+  });
+  const move = (e) => {
+    if (e.pointerId !== st.pointerId) return;
+    if (!st.moved) {
+      st.moved = true;
+      handle({event_name: "panstart", ...st.pressedAt});
+    }
+    if (e.type === "pointerrawupdate") raw(at(e));
+    else handle({event_name: "pan", ...at(e)});
+  };
+  el.addEventListener("pointermove", move);
+  if (raw != null && "onpointerrawupdate" in window) el.addEventListener("pointerrawupdate", move);
+  const up = (e) => {
+    if (e.pointerId !== st.pointerId) return;
+    st.pointerId = null;
+    if (st.moved) handle({event_name: "panend", ...at(e)});
+    else if (e.type === "pointerup") handle({event_name: "tap", ...st.pressedAt});
+  };
+  el.addEventListener("pointerup", up);
+  el.addEventListener("pointercancel", up);
 }

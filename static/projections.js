@@ -119,6 +119,17 @@ function onProjectionPointer(a, ev) {
   }
 }
 
+// Listen to each plane's pointer once its view is drawn (again): the events come as Bokeh's pan events would.
+function attachPlanes(a) {
+  const attached = (window.attentionExplorerPlanes ??= new WeakSet());
+  for (const fig of [a.x_fig, a.w_fig]) {
+    const view = Bokeh.index.find_one(fig);
+    if (view == null || view.canvas_view == null || attached.has(view.canvas_view.events_el)) continue;
+    attached.add(view.canvas_view.events_el);
+    listenToPointer(view, (ev) => onProjectionPointer(a, {...ev, origin: fig}));
+  }
+}
+
 // The element a Div's view draws into (looked up again only once its view is gone).
 function markupOf(st, model) {
   const views = (st.views ??= new Map());

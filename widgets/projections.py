@@ -381,11 +381,14 @@ class ProjectionsView(pn.viewable.Viewer):
                       x_points=self._x_points, basis=self._basis, qkv=self._qkv, numbers=self.numbers,
                       status=self.status)
         bundle = "const a = {" + ", ".join(models) + "};\n"
-        # one callback for both planes (the event's origin tells them apart), one for the server's answers
-        on_pointer = CustomJS(args=models, code=PROJECTIONS_JS + bundle + "onProjectionPointer(a, cb_obj);")
+        # One callback takes the planes' pointers (static/outbox.js: listenToPointer, not Bokeh's pan, which a slow
+        # finger never starts), run where each plane is drawn (its ticks' formatter, see _plane), so a plane drawn
+        # anew (the tab shown again, projector mode) is listened to again; one takes the server's answers.
+        attach = CustomJS(args=models, code=PROJECTIONS_JS + bundle + "attachPlanes(a);")
         for fig in (self.x_fig, self.w_fig):
-            for event in ("panstart", "pan", "panend"):
-                fig.js_on_event(event, on_pointer)
+            formatter = fig.xaxis[0].formatter
+            formatter.args = {**formatter.args, "attach": attach}
+            formatter.code = formatter.code.replace("place.execute(fig);", "{ place.execute(fig); attach.execute(fig); }")
         c.confirmed.js_on_change("data", CustomJS(args=models, code=PROJECTIONS_JS + bundle + "onProjectionAnswer(a);"))
 
     def _field(self, key: tuple, css: str, width: int = 84) -> pn.widgets.TextInput:
