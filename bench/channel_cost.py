@@ -30,6 +30,7 @@ from bokeh.protocol.messages.patch_doc import patch_doc
 
 from bench.protocol_client import Learner, _entry, _map, find_ids, find_objects
 from bench.server import serve, ws_url
+from bench.stats import append_jsonl
 
 #: The handles dragged: (channel's name, confirmed's name, the plane column or None, start, circle radius).
 DRAGS = {
@@ -130,8 +131,7 @@ def main(argv=None) -> dict:
     result.update(load_average=round(os.getloadavg()[0], 1), moves=args.moves, short=args.short, rounds=args.rounds)
     print(json.dumps(result, indent=1))
     if args.json:
-        with open(args.json, "a") as f:
-            f.write(json.dumps(result) + "\n")
+        append_jsonl(args.json, result)
     return result
 
 

@@ -27,7 +27,7 @@ from playwright.sync_api import sync_playwright
 
 from bench.drag import CHROMIUM_ARGS, chromium
 from bench.server import serve
-from bench.stats import median
+from bench.stats import append_jsonl, median, pct
 
 _INSTALL = """() => {
   const doc = Bokeh.documents[0];
@@ -83,10 +83,9 @@ def _drag(page, plane: str, start: tuple[float, float], moves: int) -> dict:
         page.wait_for_timeout(20)
     page.mouse.up()
     out = page.evaluate("() => ({samples: window.__lat.samples, stamps: window.__lat.stamps})")
-    s, t = sorted(out["samples"]), sorted(out["stamps"])
-    pick = lambda v, p: v[min(len(v) - 1, max(0, math.ceil(p / 100 * len(v)) - 1))] if v else None
-    return {"n": len(s), "misses": misses, "p50": pick(s, 50), "p95": pick(s, 95), "max": s[-1] if s else None,
-            "event_p50": pick(t, 50), "event_p95": pick(t, 95)}
+    s, t = out["samples"], out["stamps"]
+    return {"n": len(s), "misses": misses, "p50": pct(s, 50), "p95": pct(s, 95), "max": max(s, default=None),
+            "event_p50": pct(t, 50), "event_p95": pct(t, 95)}
 
 
 def main(argv=None) -> dict:
@@ -118,8 +117,7 @@ def main(argv=None) -> dict:
                                                                   "misses")}
     print(json.dumps({k: result[k] for k in ("embedding", "basis image", "load_average")}, indent=1))
     if args.json:
-        with open(args.json, "a") as f:
-            f.write(json.dumps(result) + "\n")
+        append_jsonl(args.json, result)
     return result
 
 

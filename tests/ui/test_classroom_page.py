@@ -9,7 +9,9 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.ui.conftest import SCREENSHOTS, VIEWPORTS
-from tests.ui.helpers import READOUT, controls, readout, settle, show_tab, text_sizes, to_page, wait_for_readout, weights
+from tests.ui.helpers import (
+    READOUT, controls, readout, settle, show_tab, slow_touch_drag, text_sizes, to_page, wait_for_readout, weights,
+)
 
 MODES = {"normal": "", "projector": "?mode=projector"}
 
@@ -218,12 +220,7 @@ def test_a_slow_finger_moves_q_every_time(open_page):
     moved = []
     for attempt in range(6):
         before = readout(page).splitlines()[0]
-        cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
-        for _ in range(12):
-            x += 1
-            cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y}]})
-            page.wait_for_timeout(30)
-        cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+        x = slow_touch_drag(page, cdp, x, y)
         try:
             page.locator(READOUT).filter(has_not_text=before).wait_for(timeout=10000)
             moved.append(True)

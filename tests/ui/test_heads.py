@@ -16,7 +16,7 @@ import pytest
 from core import saturation, self_attention
 from tests.loop_reference import attention as loop_attention
 from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import readout, settle, show_tab, text_sizes, to_page, wait_for_readout, weights
+from tests.ui.helpers import readout, settle, show_tab, slow_touch_drag, text_sizes, to_page, wait_for_readout, weights
 from widgets.format import fmt
 from widgets.projections import projection_status
 
@@ -148,12 +148,7 @@ def test_a_slow_finger_drags_an_embedding(open_page):
     cdp = page.context.new_cdp_session(page)
     x, y = to_page(page, "projection-x", 0.0, 1.0)  # x_love of Section 6
     for attempt in range(1, 4):
-        cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
-        for _ in range(12):
-            x += 1
-            cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y}]})
-            page.wait_for_timeout(30)
-        cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+        x = slow_touch_drag(page, cdp, x, y)
         # the session's state takes each release: x_love moved right, 12 px a drag, and stayed at height 1
         page.wait_for_function(f"""() => {{ const X = ({SERVER_X})();
             return X[1][0] > {0.02 * attempt} && Math.abs(X[1][1] - 1) < 0.02 }}""", timeout=20_000)
