@@ -71,6 +71,13 @@ function labelBox(x, y, w, h, c) {
   return { left, top, right: left + w, bottom: top + h };
 }
 
+// A leader line from the edge of a marker of radius r at (x, y) to the nearest point of the label's box b.
+function leaderOf(x, y, r, b) {
+  const px = Math.min(Math.max(x, b.left), b.right), py = Math.min(Math.max(y, b.top), b.bottom);
+  const len = Math.hypot(px - x, py - y) || 1;
+  return { x0: x + (px - x) * r / len, y0: y + (py - y) * r / len, x1: px, y1: py };
+}
+
 // Place every label of the figure's view once; true if any moved. A Segment renderer named "label-leaders" is
 // not an obstacle: its source (columns x0, y0, x1, y1, one row per label at most, NaN where unused) gets the
 // leader lines of the labels placed far from their points.
@@ -96,7 +103,7 @@ function placeLabels(view) {
       if (["dx", "dy", "align", "baseline"].every((k) => d[k] != null && d[k].length >= n)) groups.push({ rv, g, d, n });
     }
   }
-  const placed = [], lines = [], changed = new Set();
+  const placed = [], lines = [], leaderLines = [], changed = new Set();
   for (const { rv, g, d, n } of groups) {
     for (let i = 0; i < n; i++) {
       const text = g.labels[i] == null ? "" : String(g.labels[i].text ?? "");
@@ -114,19 +121,21 @@ function placeLabels(view) {
         const outside = Math.max(0, frame.left + 1 - b.left) + Math.max(0, b.right - frame.right + 1) +
           Math.max(0, frame.top + 1 - b.top) + Math.max(0, b.bottom - frame.bottom + 1);
         hard += outside * (w + h);
-        const soft = segments.filter((s) => segmentCrosses(s, b)).length;
+        // the leader lines drawn so far are lines too; this place's own leader must not run through a label
+        let soft = [...segments, ...leaderLines].filter((s) => segmentCrosses(s, b)).length;
+        if (c.ring >= LEADER_FROM) soft += 10 * placed.filter((o) => segmentCrosses(leaderOf(x, y, r, b), o)).length;
         // clear of everything and near wins at once; then clear of markers, labels and the edge: a line crossed
-        // costs 1, a leader line 1.5 (a near place over one line reads better than a far one), nearest first
+        // costs 1, a leader line 1.5 (a near place over one line reads better than a far one), a leader through a
+        // label 10, nearest first
         const cost = hard > 0 ? 1e6 + hard : soft + (c.ring >= LEADER_FROM ? 1.5 : 0) + k * 1e-4;
         if (cost < bestCost) { best = c; bestCost = cost; }
       });
       const box = labelBox(x, y, w, h, best);
       placed.push(box);
       if (best.ring >= LEADER_FROM) {
-        // from the marker's edge to the nearest point of the label's box
-        const px = Math.min(Math.max(x, box.left), box.right), py = Math.min(Math.max(y, box.top), box.bottom);
-        const len = Math.hypot(px - x, py - y) || 1;
-        lines.push([x + (px - x) * r / len, y + (py - y) * r / len, px, py]);
+        const s = leaderOf(x, y, r, box);
+        leaderLines.push(s);
+        lines.push([s.x0, s.y0, s.x1, s.y1]);
       }
       if (d.dx[i] !== best.dx || d.dy[i] !== best.dy || d.align[i] !== best.align || d.baseline[i] !== best.baseline) {
         d.dx[i] = best.dx; d.dy[i] = best.dy; d.align[i] = best.align; d.baseline[i] = best.baseline;

@@ -132,12 +132,16 @@
       if (width > view.bbox.width - 10) problems.push(`${fig}: title "${title.text}" is ${width | 0} px in a ${view.bbox.width | 0} px figure`);
     }
     const frame = view.frame.bbox;
-    const labels = [], markers = [];
+    const labels = [], markers = [], leaders = [];
     for (const rv of view.renderer_views.values()) {
       if (!rv.model.visible || !rv.glyph) continue;
       const g = rv.glyph, type = g.model.type;
       const n = g.data_size ?? g.sx?.length ?? 0;
-      if (type === "Text" && g.labels) {
+      if (type === "Segment" && rv.model.name === "label-leaders") {
+        for (let i = 0; i < n; i++)
+          if (isFinite(g.sx0[i] + g.sy0[i] + g.sx1[i] + g.sy1[i]) && (g.sx0[i] !== g.sx1[i] || g.sy0[i] !== g.sy1[i]))
+            leaders.push({x0: g.sx0[i], y0: g.sy0[i], x1: g.sx1[i], y1: g.sy1[i]});
+      } else if (type === "Text" && g.labels) {
         for (let i = 0; i < n; i++) {
           const sx = g.sx[i] + g.x_offset.get(i), sy = g.sy[i] + g.y_offset.get(i);
           if (!isFinite(sx + sy) || g.labels[i] == null) continue;
@@ -157,6 +161,23 @@
         }
       }
     }
+    // a leader line runs from its point to its own label's edge, and through no other label (Liang-Barsky,
+    // the box shrunk by a pixel so that touching is not crossing)
+    const crosses = (s, b) => {
+      let t0 = 0, t1 = 1;
+      const dx = s.x1 - s.x0, dy = s.y1 - s.y0;
+      for (const [p, q] of [[-dx, s.x0 - b.left - 1], [dx, b.right - 1 - s.x0], [-dy, s.y0 - b.top - 1], [dy, b.bottom - 1 - s.y0]]) {
+        if (p === 0) { if (q < 0) return false; continue; }
+        const t = q / p;
+        if (p < 0) t0 = Math.max(t0, t); else t1 = Math.min(t1, t);
+        if (t0 > t1) return false;
+      }
+      return true;
+    };
+    const touches = (x, y, b) => x >= b.left - 1.5 && x <= b.right + 1.5 && y >= b.top - 1.5 && y <= b.bottom + 1.5;
+    for (const s of leaders)
+      for (const l of labels)
+        if (!touches(s.x1, s.y1, l.r) && crosses(s, l.r)) problems.push(`${fig}: a leader line runs through label "${l.text}"`);
     for (let i = 0; i < labels.length; i++) {
       for (let j = i + 1; j < labels.length; j++)
         if (overlap(labels[i].r, labels[j].r, 1)) problems.push(`${fig}: label "${labels[i].text}" over label "${labels[j].text}"`);
