@@ -280,7 +280,6 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         # without it a phone lays the page out 980 px wide and shows it at 0.4x (Panel's page template writes it)
         pn.state.curdoc.template_variables.setdefault("meta", {})["viewport"] = VIEWPORT
     page.state = state  # lets tests reach the session's state from the served page
-    page.drag_channel = drag  # and benchmarks the server's end of its drag (bench/channel_cost.py)
     return page
 
 
