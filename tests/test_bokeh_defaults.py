@@ -10,6 +10,7 @@ from bokeh.core.property.bases import Property
 from bokeh.core.property.descriptors import PropertyDescriptor
 from bokeh.core.property.singletons import Undefined
 from bokeh.core.json_encoder import serialize_json
+from bokeh.core.serialization import Serializer
 from bokeh.document import Document
 from bokeh.models import CDSView, ColumnDataSource, Div, GlyphRenderer, Plot, Scatter
 from bokeh.themes import Theme
@@ -122,3 +123,35 @@ def test_a_model_given_to_a_constructor_makes_no_default_model_to_compare_with()
     assert renderer.view is view and made.call_count == 0
     assert "view" in renderer.properties_with_values(include_defaults=False)  # set, so sent
     assert Plot(title=None).title is None  # None for a model default is still a value of its own
+
+
+def _patch_json() -> str:
+    """An update of a built page that names a model the page has and one it has not, serialised as the server
+    sends it; ids taken out as in _page_json."""
+    from bokeh.models import Column
+    from bokeh.protocol import Protocol
+
+    doc = Document()
+    doc.add_root(app.create_app().get_root(doc))
+    div = Div(text="before")
+    column = Column(children=[div])
+    doc.add_root(column)
+    doc.to_json()
+    doc.models.flush_synced()  # the page has every model now
+    events = []
+    doc.on_change(events.append)
+    div.text = "changed"
+    column.children = [*column.children, Div(text="new")]
+    text = Protocol().create("PATCH-DOC", events).content_json
+    return re.sub(r"p\d{3,}", "ID", text)
+
+
+def test_a_patch_serialises_as_with_bokehs_own_code():
+    """Bokeh's own serialiser makes a reference for every model of the document first: the same message."""
+    from server.bokeh_defaults import _LazyRefs
+
+    ours = _patch_json()
+    with mock.patch.object(Serializer, "__init__", Serializer.__init__.original):
+        bokehs = _patch_json()
+    assert '"changed"' in ours and '"attributes":{"text":"new"}' in ours and ours == bokehs
+    assert isinstance(Serializer(references={Div()})._references, _LazyRefs)
