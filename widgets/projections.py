@@ -407,10 +407,12 @@ class ProjectionsView(pn.viewable.Viewer):
         return w
 
     def _grid(self, title: str, kind: str, rows: list[str], n: int) -> pn.Column:
-        def label(html, width):
-            return styled(pn.pane.HTML(f"<span class='label'>{html}</span>", width=width, margin=(6, 3)))
-        head = pn.Row(label(title, 70), label("[1]", 84), label("[2]", 84), margin=0)
-        body = [pn.Row(label(escape(rows[i]), 70), *(self._field((kind, i, c), f"field-{kind}-{i}-{c}")
+        def label(html, width, css=()):
+            return styled(pn.pane.HTML(f"<span class='label'>{html}</span>", width=width, margin=(6, 3),
+                                       css_classes=list(css)))
+        # the rows' names widen with projector text (heads.css: .row-name): at 70 px "x_love" ran into its box
+        head = pn.Row(label(title, 70, ["row-name"]), label("[1]", 84), label("[2]", 84), margin=0)
+        body = [pn.Row(label(escape(rows[i]), 70, ["row-name"]), *(self._field((kind, i, c), f"field-{kind}-{i}-{c}")
                                                         for c in range(2)), margin=0) for i in range(n)]
         return pn.Column(head, *body, margin=(0, 12, 6, 0))
 

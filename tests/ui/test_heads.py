@@ -268,3 +268,34 @@ def test_the_tabs_fit_the_screen_and_scroll_within_themselves(open_page, viewpor
             small = [t for t in text_sizes(page) if t["size"] < 20]
             assert not small, f"text under 20 px on the {tab} tab: {small}"
             assert not page.evaluate(CANVAS_FONTS, None), f"canvas text under 20 px on the {tab} tab"
+
+
+ROW_NAMES_OVER_BOXES = """() => {
+  const all = [];
+  const walk = (root) => { for (const el of root.querySelectorAll('*')) { all.push(el); if (el.shadowRoot) walk(el.shadowRoot); } };
+  walk(document);
+  const rect = (el) => el.getBoundingClientRect();
+  const names = all.filter((el) => el.matches('span.label') && el.getRootNode().host?.classList.contains('row-name'));
+  const boxes = all.filter((el) => el.matches('input[type=text]') && rect(el).width > 0);
+  const over = [];
+  for (const n of names) for (const b of boxes) {
+    const r = rect(n), s = rect(b);
+    const w = Math.min(r.right, s.right) - Math.max(r.left, s.left), h = Math.min(r.bottom, s.bottom) - Math.max(r.top, s.top);
+    if (w > 1 && h > 1) over.push(`${n.textContent} over a box by ${w.toFixed(0)} px`);
+  }
+  return {names: names.length, over};
+}"""
+
+
+@pytest.mark.parametrize("size", [(800, 600), (390, 844)], ids=["800x600", "phone"])
+def test_the_projections_row_names_clear_their_boxes_on_a_projector(open_page, size):
+    # at a fixed 70 px, "x_love" and "x_NLP" in projector text ran into their first box
+    width, height = size
+    page = open_page("?mode=projector", viewport={"width": width, "height": height}, is_mobile=width < 500,
+                     has_touch=width < 500)
+    settle(page, "projector")
+    show_tab(page, "Projections", "projection-x")
+    page.locator(".field-x-1-0 input").scroll_into_view_if_needed()
+    found = page.evaluate(ROW_NAMES_OVER_BOXES)
+    assert found["names"] == 13, found  # X: its title and 3 rows; W_Q, W_K, W_V: a title and 2 rows each
+    assert not found["over"], found["over"]
