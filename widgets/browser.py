@@ -15,6 +15,7 @@ import param
 from bokeh.models import Div
 
 from widgets.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
+from widgets.i18n import N_
 from widgets.state import AttentionState
 from widgets.updates import one_message
 
@@ -23,11 +24,12 @@ NUDGE, FINE_NUDGE = 0.1, 0.01
 
 #: Shortcut -> what it does, as the help text and the README list them.
 SHORTCUTS = (
-    ("← ↑ → ↓", "move q by 0.1 (with Shift: 0.01)"),
-    ("← →", "in step-through: previous / next step (↑ ↓ still move q; arrows always move q while the plot has focus)"),
-    ("Space", "next step (starts the step-through)"),
-    ("1  2  3", "inspect the query of I / love / NLP"),
-    ("R", "reset the example"),
+    ("← ↑ → ↓", N_("move q by 0.1 (with Shift: 0.01)")),
+    ("← →", N_("in step-through: previous / next step (↑ ↓ still move q; arrows always move q while the plot has "
+               "focus)")),
+    (N_("Space"), N_("next step (starts the step-through)")),
+    ("1  2  3", N_("inspect the query of I / love / NLP")),
+    ("R", N_("reset the example")),
 )
 
 _ARROWS = {"ArrowLeft": (-1, 0), "ArrowRight": (1, 0), "ArrowUp": (0, 1), "ArrowDown": (0, -1)}
@@ -76,6 +78,9 @@ class BrowserBridge(pn.custom.JSComponent):
 
     mode = param.String(default="normal")
     theme = param.String(default="light")
+    lang = param.String(default="en", doc="<html lang>: the page's language (widgets/i18n.py).")
+    dir = param.String(default="ltr", doc="<html dir>: 'rtl' for a language written right to left.")
+    lost = param.List(default=["", ""], doc="The connection-lost banner's text and its button's, in the page's language.")
     navigate = param.String(default="", doc=(
         "A query to load the page at, e.g. '?room=K7M4QX': the browser goes there (a new page load, which a "
         "proxy routes by its arguments). Empty: stay."))
@@ -141,13 +146,15 @@ export function render({ model, el }) {
       }
   })
   const paint = () => {
-    const changed = root.dataset.mode !== model.mode
+    const changed = root.dataset.mode !== model.mode || root.dir !== model.dir || root.lang !== model.lang
     root.dataset.mode = model.mode
     root.dataset.theme = model.theme
+    root.lang = model.lang
+    root.dir = model.dir
     if (changed) relayout()
   }
   paint()
-  model.on(["mode", "theme"], paint)
+  model.on(["mode", "theme", "lang", "dir"], paint)
   // The address bar follows the state a moment after it settles, so a drag does not fill the history; a
   // room's arguments stay, so reloading keeps presenting or following (widgets/follow.py).
   let timer = null
@@ -191,10 +198,9 @@ export function render({ model, el }) {
     banner.setAttribute("data-testid", "connection-lost")
     banner.style.cssText = "position: fixed; top: 0; left: 0; right: 0; z-index: 10000; padding: 12px 16px; " +
       "background: #8a1c00; color: #fff; font: 600 20px/1.4 system-ui, sans-serif; text-align: center"
-    banner.textContent = "Lost the connection to the server. The page address keeps this view: " +
-      "reload once the server is back. "
+    banner.textContent = model.lost[0] + " "
     const reload = document.createElement("button")
-    reload.textContent = "Reload"
+    reload.textContent = model.lost[1]
     reload.style.cssText = "font: inherit; margin-left: 12px; padding: 2px 14px; color: #8a1c00; background: #fff; " +
       "border: 2px solid #fff; border-radius: 4px; cursor: pointer"
     reload.addEventListener("click", () => window.location.reload())
@@ -212,10 +218,10 @@ export function render({ model, el }) {
         # component's params cost the server about 1.5 ms on every update, and the address changes on most. The
         # page adds this Div to its document as a root of its own (app.py): it needs no view, only its text.
         self.address_div = Div(name="page-address", text="", visible=False)
-        self.state.param.watch(self._sync_look, ["mode", "theme"])
+        self.state.param.watch(self._sync_look, ["mode", "theme", "lang"])
         self.state.param.watch(self._sync_address, ["mode", "theme", "query", "selected", "guided", "step", "preset",
                                                     "tokens", "keys", "values", "scale", "causal", "trap",
-                                                    "previewing", *HEAD_ARGUMENT_PARAMS])
+                                                    "previewing", "lang", *HEAD_ARGUMENT_PARAMS])
         self._sync_look()
         self._sync_address()
 
@@ -225,7 +231,10 @@ export function render({ model, el }) {
         return self.address_div.text
 
     def _sync_look(self, *_):
-        self.param.update(mode=self.state.mode, theme=self.state.theme)
+        s, tr = self.state, self.state.tr
+        self.param.update(mode=s.mode, theme=s.theme, lang=s.lang, dir="rtl" if tr.rtl else "ltr", lost=[
+            tr._("Lost the connection to the server. The page address keeps this view: reload once the server is "
+                 "back."), tr._("Reload")])
 
     def _sync_address(self, *_):
         s = self.state

@@ -35,7 +35,7 @@ from bokeh.models import ColumnDataSource, CustomJS
 
 from server.pacing import get_budget
 from widgets.charts import WeightBars
-from widgets.inspector import PLACEHOLDER, Readout
+from widgets.inspector import PLACEHOLDER, Readout, readout_script_words
 from widgets.query_plot import MAX_LINE_WIDTH, PLANE, QueryPlot
 from widgets.state import AttentionState
 from widgets.updates import one_message
@@ -117,7 +117,7 @@ class DragChannel(param.Parameterized):
         self.live.js_on_change("data", script)
         # guided and step: the step-through hides numbers of steps not reached yet, so the preview must too
         self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal", "guided",
-                                            "step"])
+                                            "step", "lang"])
         self.state.param.watch(self._confirm, "result")
 
     # --- what the page's script reads ---------------------------------------------------------------------------
@@ -133,6 +133,7 @@ class DragChannel(param.Parameterized):
             allowed=[s.result.mask[i].tolist()],
             selected=[i], scale=[bool(s.scale)], scalar=[V.ndim == 1],
             revealed=[[s.revealed(step) for step in (1, 2, 3)]], placeholder=[PLACEHOLDER], guided=[bool(s.guided)],
+            words=[readout_script_words(s.lang)],
             plane=[list(PLANE)], grab=[GRAB_RADIUS], max_width=[MAX_LINE_WIDTH],
         )
 

@@ -14,7 +14,6 @@ from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMap
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
-from widgets.format import fmt, fmt_vec
 from widgets.glyphs import draw
 from widgets.state import AttentionState, show_step
 from widgets.updates import one_message
@@ -44,9 +43,9 @@ class AttentionMatrix(pn.viewable.Viewer):
         self._highlight = ColumnDataSource(data=dict(x=[], y=[], width=[]))
         mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
         fig = figure(
-            name="attention-matrix", title="Attention weights (click a row)",
+            name="attention-matrix", title="",
             width=640, height=400, tools="save", toolbar_location="below",
-            x_axis_label="key", y_axis_label="query", x_axis_location="above",
+            x_axis_location="above",
         )
         fig.toolbar.logo = None
         fig.title.text_font_size = "16px"
@@ -75,13 +74,14 @@ class AttentionMatrix(pn.viewable.Viewer):
                        text_font_size="22px", text_color="#111111", text_font_style="bold", visible=False)
         self._reveal = ([cells, labels, sums], [blank, unknown])
         self._reveal_output = [outputs]
-        fig.add_layout(ColorBar(color_mapper=mapper, ticker=FixedTicker(ticks=[0, 0.25, 0.5, 0.75, 1]),
-                                major_label_text_font_size="13px", title="weight", width=16), "right")
+        self._colorbar = ColorBar(color_mapper=mapper, ticker=FixedTicker(ticks=[0, 0.25, 0.5, 0.75, 1]),
+                                  major_label_text_font_size="13px", width=16)
+        fig.add_layout(self._colorbar, "right")
         fig.on_event(events.Tap, self._on_tap)
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
-        self.state.param.watch(self._render_axes, "tokens")
-        self.state.param.watch(self._render, "plotted")
+        self.state.param.watch(self._render_axes, ["tokens", "lang"])
+        self.state.param.watch(self._render, ["plotted", "lang"])
         self.state.param.watch(self._show_step, ["guided", "step"])
         self._render_axes()
         self._render()
@@ -101,32 +101,37 @@ class AttentionMatrix(pn.viewable.Viewer):
                 self.state.select_row(row)
 
     def _render_axes(self, *_):
-        n, fig = len(self.state.tokens), self.figure
+        n, fig, tr = len(self.state.tokens), self.figure, self.state.tr
+        fig.title.text = tr._("Attention weights (click a row)")
+        fig.xaxis.axis_label, fig.yaxis.axis_label = tr._("key"), tr._("query")
+        self._colorbar.title = tr._("weight")
+        # a tick's number, as the language writes it (0,25)
+        self._colorbar.major_label_overrides = {t: tr.short(t) for t in (0, 0.25, 0.5, 0.75, 1)}
         fig.x_range = Range1d(-0.5, n + 2.9)  # extra columns: the row sums, then the (wider) outputs
         fig.y_range = Range1d(n - 0.5, -0.5)  # row 0 on top, as in a matrix
         names = {i: t for i, t in enumerate(self.state.tokens)}
         fig.xaxis.ticker = FixedTicker(ticks=[*range(n + 1), n + 1.7])
-        fig.xaxis.major_label_overrides = {**names, n: "row sum", n + 1.7: "output"}
+        fig.xaxis.major_label_overrides = {**names, n: tr._("row sum"), n + 1.7: tr._("output")}
         fig.yaxis.ticker = FixedTicker(ticks=list(range(n)))
         fig.yaxis.major_label_overrides = names
 
     def _render(self, *_):
-        r = self.state.plotted
+        r, tr = self.state.plotted, self.state.tr
         w, n = r.weights, r.weights.shape[0]
         rows, cols = (a.ravel() for a in np.indices(w.shape))
         allowed = r.mask.ravel()
         ok = w.ravel()[allowed]
         self._cells.data = dict(
-            x=cols[allowed].tolist(), y=rows[allowed].tolist(), weight=ok.tolist(), label=[fmt(a) for a in ok],
+            x=cols[allowed].tolist(), y=rows[allowed].tolist(), weight=ok.tolist(), label=[tr.num(a) for a in ok],
             # Cividis is dark below ~0.55 and light above: pick the readable ink.
             text_color=["white" if a < 0.55 else "black" for a in ok],
         )
         self._masked.data = dict(x=cols[~allowed].tolist(), y=rows[~allowed].tolist(),
-                                 label=["masked"] * int((~allowed).sum()))
-        self._sums.data = dict(x=[n] * n, y=list(range(n)), label=[fmt(s) for s in w.sum(axis=1)])
+                                 label=[tr._("masked")] * int((~allowed).sum()))
+        self._sums.data = dict(x=[n] * n, y=list(range(n)), label=[tr.num(s) for s in w.sum(axis=1)])
         out = r.output
         self._outputs.data = dict(x=[n + 1.7] * n, y=list(range(n)),
-                                  label=[fmt(o) if np.ndim(o) == 0 else fmt_vec(o, 4) for o in out])
+                                  label=[tr.num(o) if np.ndim(o) == 0 else tr.vec(o, 4, isolate=False) for o in out])
         self._highlight.data = dict(x=[(n + 2.35) / 2], y=[self.state.selected], width=[n + 3.35])
 
     def __panel__(self):

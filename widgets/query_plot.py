@@ -10,7 +10,8 @@ from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, MultiLine, Range1d, Scatter, Text
 from bokeh.plotting import figure
 
-from widgets.format import fmt_short, fmt_vec, token_color
+from widgets.format import token_color
+from widgets.i18n import N_
 from widgets.glyphs import draw
 from widgets.state import AttentionState, show_step
 
@@ -54,10 +55,10 @@ class QueryPlot(pn.viewable.Viewer):
         self._query = ColumnDataSource(data=dict(x=[], y=[], label=[], marker=[], angle=[]))
         self._lines = ColumnDataSource(data=dict(xs=[], ys=[], width=[], color=[]))
         fig = figure(
-            name="query-plot", title="Drag q (or click to place it); drag a key to move it",
+            name="query-plot", title="",
             x_range=Range1d(*PLANE, bounds=PLANE), y_range=Range1d(*PLANE, bounds=PLANE),
             width=460, height=460, tools="save", toolbar_location="below",
-            x_axis_label="dimension 1", y_axis_label="dimension 2", match_aspect=True,
+            match_aspect=True,
         )
         fig.toolbar.logo = None
         fig.title.text_font_size = "16px"
@@ -78,23 +79,27 @@ class QueryPlot(pn.viewable.Viewer):
                        text_font_size="15px", text_font_style="bold")
         # projector mode: large labels name the points only (the coordinates are in the readout and the grid)
         self._labels = ((key_labels.glyph, "label", "token"), (q_label.glyph, "label", value("q")))
-        self._titles = (fig.title.text, "Drag q, or a key")
+        self._titles = (N_("Drag q (or click to place it); drag a key to move it"), N_("Drag q, or a key"))
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_keys, ["tokens", "keys"])
         self.state.param.watch(self._render_query, "plotted")
         self.state.param.watch(self._show_step, ["guided", "step"])
-        self.state.param.watch(self._label_for_mode, "mode")
+        self.state.param.watch(self._label_for_mode, ["mode", "lang"])
+        self.state.param.watch(self._render_keys, "lang")
+        self.state.param.watch(self._render_query, "lang")
         self._label_for_mode()
         self._render_keys()
         self._render_query()
         self._show_step()
 
     def _label_for_mode(self, *_):
-        projector = self.state.mode == "projector"
+        projector, tr = self.state.mode == "projector", self.state.tr
         for glyph, normal, large in self._labels:
             glyph.text = large if projector else normal
-        self.figure.title.text = self._titles[projector]
+        self.figure.title.text = tr(self._titles[projector])
+        self.figure.xaxis.axis_label = tr._("dimension {n}", n=1)
+        self.figure.yaxis.axis_label = tr._("dimension {n}", n=2)
 
     def _show_step(self, *_):
         show_step(*self._reveal, self.state.revealed(2))
@@ -104,14 +109,14 @@ class QueryPlot(pn.viewable.Viewer):
         self._keys.data = dict(
             x=K[:, 0].tolist(), y=K[:, 1].tolist(), token=list(s.tokens),
             color=[token_color(i) for i in range(len(s.tokens))],
-            label=[f"{t} ({', '.join(fmt_short(c, 2) for c in k)})" for t, k in zip(s.tokens, K)],
+            label=[f"{t} {s.tr.vec(k, 2, isolate=False, short=True)}" for t, k in zip(s.tokens, K)],
         )
 
     def _render_query(self, *_):
         s = self.state
         K, (qx, qy), w = s.keys, s.query, s.plotted.weights[s.selected]
         (x, y), angle = edge_point(qx, qy)
-        self._query.data = dict(x=[x], y=[y], label=[f"q {fmt_vec((qx, qy), 2)}"],
+        self._query.data = dict(x=[x], y=[y], label=[f"q {s.tr.vec((qx, qy), 2, isolate=False)}"],
                                 marker=["circle" if angle is None else "triangle"], angle=[angle or 0.0])
         self._lines.data = dict(
             xs=[[qx, k[0]] for k in K], ys=[[qy, k[1]] for k in K],
