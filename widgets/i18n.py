@@ -40,8 +40,9 @@ DEFAULT_LANGUAGE = "en"
 PSEUDO = "xx"
 #: Babel's locale for each code: number symbols, plural rules and text direction come from its CLDR data.
 _BABEL_LOCALE = {"zh": "zh_Hans", PSEUDO: "fr"}
-#: A vector's separator and a list's, where the decimal mark is a comma (French sets a space before ";").
-_SEPARATORS = {"fr": (" ; ", " ; ")}
+#: A vector's separator and a list's where the defaults do not fit: French sets a space before ";", and Arabic
+#: separates the entries of a sentence's list with its own comma (a vector keeps mathematics' comma).
+_SEPARATORS = {"fr": (" ; ", " ; "), "ar": (", ", "، ")}
 #: Unicode's left-to-right isolate: a vector or a formula's text inside right-to-left text keeps its order.
 LRI, PDI = "\u2066", "\u2069"
 
