@@ -86,11 +86,18 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
 
 
 def retitle(tabs: pn.Tabs, titles: list[str]) -> None:
-    """New tab titles, in place: Panel reuses a built tab's Bokeh panel (and its title) when its contents stay."""
+    """New tab titles, in place: Panel reuses a built tab's Bokeh panel (and its title) when its contents stay, and
+    BokehJS redraws the headers only for a new list of panels, so each gets a new panel around the same contents."""
+    from bokeh.models import TabPanel
+
     tabs._names[:] = titles
-    for model, _ in tabs._models.values():
-        for panel, title in zip(model.tabs, titles):
-            panel.title = title
+    for ref, (model, _) in tabs._models.items():
+        cache = tabs._panels.get(ref, {})
+        new = [TabPanel(child=old.child, title=title, closable=old.closable) for old, title in zip(model.tabs, titles)]
+        for key, old in list(cache.items()):  # Panel finds a tab's panel by its contents' id
+            if old in model.tabs:
+                cache[key] = new[model.tabs.index(old)]
+        model.tabs = new
 
 
 def _stretch(view, **kw):
