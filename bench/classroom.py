@@ -85,6 +85,7 @@ async def lesson(learner: Learner, idx: int, rate: float, duration: float, out: 
         # key would drag that key instead, as on the page
         seen_shown = len(learner.shown)
         await learner.pointer("panstart", *q)
+        x, y = q  # a press let go without moving is a drag to where it began
         t0 = time.perf_counter()
         moves = int(rate * rng.uniform(1.0, 3.0))
         for m in range(1, moves + 1):
@@ -155,9 +156,11 @@ async def classroom(url: str, n: int, rate: float, duration: float, server: Proc
     await asyncio.sleep(1.0)
     out = dict(moves=0, lost_finals=0, lost_keys=0, release_final=[], key_after_drag=[], key_resting=[])
     received0 = sum(len(learner.lines) for learner in learners)
-    cpu0, t0 = server.cpu(), time.perf_counter()
+    me = psutil.Process()
+    cpu0, t0, client0 = server.cpu(), time.perf_counter(), sum(me.cpu_times()[:2])
     await asyncio.gather(*(lesson(learner, i, rate, duration, out) for i, learner in enumerate(learners)))
     elapsed, cpu = time.perf_counter() - t0, server.cpu() - cpu0
+    client_cpu = sum(me.cpu_times()[:2]) - client0
     updates = sum(len(learner.lines) for learner in learners) - received0
     sent = sum(learner.positions_sent for learner in learners)
     rss = server.rss()
@@ -177,6 +180,8 @@ async def classroom(url: str, n: int, rate: float, duration: float, server: Proc
         "server_cpu_ms_per_update": round(1e3 * cpu / max(updates, 1), 2),
         "server_cpu_ms_per_learner_second": round(1e3 * cpu / max(n * elapsed, 1e-9), 2),
         "server_cpu_cores_mean": round(cpu / elapsed, 2),
+        # the simulated class's own process: near 1.0, the class, not the server, sets the pace
+        "client_cpu_cores_mean": round(client_cpu / elapsed, 2),
         "server_rss_mb": round(rss, 0),
         "load_avg": psutil.getloadavg(),
     }

@@ -1,7 +1,7 @@
 """One client floods the server with pointer events: how much slower do the other learners get?
 
 Two phases on one server, each ``--duration`` seconds: ``--sessions`` learners drag at ``--rate`` moves
-per second (as in :mod:`bench.classroom`), first alone, then while one more session sends ``pan`` events
+per second (as in :mod:`bench.classroom`), first alone, then while one more session writes drag positions
 as fast as its websocket takes them, never waiting for an answer (from its own process). Reported per phase: the learners'
 update latency p50/p95/max, final positions lost, server CPU; and how many events the flooder sent.
 
@@ -27,8 +27,9 @@ from bench.stats import summary_ms
 
 
 async def flood(url: str) -> None:
-    """Pan events back to back until SIGTERM, reading nothing back (a hostile client need not)."""
-    learner = Learner(url)
+    """Drag positions back to back until SIGTERM, reading nothing back (a hostile client need not), without the
+    page's one-at-a-time rule."""
+    learner = Learner(url, one_at_a_time=False)
     await learner.connect()
     print("connected", flush=True)
     stop = asyncio.Event()
