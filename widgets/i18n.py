@@ -184,6 +184,11 @@ class Translator:
         text = "(" + self.vector_sep.join(write(float(c), decimals) for c in v) + ")"
         return LRI + text + PDI if self.rtl and isolate else text
 
+    def in_plot(self, text: str) -> str:
+        """A plot's own words (a title, an axis label): a plot is drawn left to right, so right-to-left words are
+        isolated as such (otherwise their parts come out in the wrong order)."""
+        return "\u2067" + text + PDI if self.rtl else text
+
     def entry(self, x, decimals: int = 4) -> str:
         """A score, a weight or a value: "masked" for a masked score's -inf, a vector as (a ; b)."""
         if hasattr(x, "__len__") and len(x) != 1:

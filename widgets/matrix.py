@@ -102,9 +102,9 @@ class AttentionMatrix(pn.viewable.Viewer):
 
     def _render_axes(self, *_):
         n, fig, tr = len(self.state.tokens), self.figure, self.state.tr
-        fig.title.text = tr._("Attention weights (click a row)")
-        fig.xaxis.axis_label, fig.yaxis.axis_label = tr._("key"), tr._("query")
-        self._colorbar.title = tr._("weight")
+        fig.title.text = tr.in_plot(tr._("Attention weights (click a row)"))
+        fig.xaxis.axis_label, fig.yaxis.axis_label = tr.in_plot(tr._("key")), tr.in_plot(tr._("query"))
+        self._colorbar.title = tr.in_plot(tr._("weight"))
         # a tick's number, as the language writes it (0,25)
         self._colorbar.major_label_overrides = {t: tr.short(t) for t in (0, 0.25, 0.5, 0.75, 1)}
         fig.x_range = Range1d(-0.5, n + 2.9)  # extra columns: the row sums, then the (wider) outputs

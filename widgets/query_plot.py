@@ -97,9 +97,9 @@ class QueryPlot(pn.viewable.Viewer):
         projector, tr = self.state.mode == "projector", self.state.tr
         for glyph, normal, large in self._labels:
             glyph.text = large if projector else normal
-        self.figure.title.text = tr(self._titles[projector])
-        self.figure.xaxis.axis_label = tr._("dimension {n}", n=1)
-        self.figure.yaxis.axis_label = tr._("dimension {n}", n=2)
+        self.figure.title.text = tr.in_plot(tr(self._titles[projector]))
+        self.figure.xaxis.axis_label = tr.in_plot(tr._("dimension {n}", n=1))
+        self.figure.yaxis.axis_label = tr.in_plot(tr._("dimension {n}", n=2))
 
     def _show_step(self, *_):
         show_step(*self._reveal, self.state.revealed(2))
