@@ -19,6 +19,7 @@ from server.transport import nodelay_on_load
 from widgets.address import apply_address
 from widgets.browser import SHORTCUTS, BrowserBridge
 from widgets.charts import ValuesView, WeightBars
+from widgets.check import CheckView, LearnerProgress
 from widgets.dk_panel import DkPanel
 from widgets.editor import Editor
 from widgets.export import Export
@@ -147,7 +148,7 @@ def _title(lang: str) -> str:
 
 #: The tabs beside the explorer, in order.
 TAB_TITLES = (N_("Weights"), N_("Matrix"), N_("All steps"), N_("Recipe"), N_("Edit"), N_("Trap"), "√d_k",
-              N_("Projections"), N_("Heads · n²"), N_("Export"), N_("Keys"))
+              N_("Projections"), N_("Heads · n²"), N_("Check"), N_("Export"), N_("Keys"))
 
 
 def page_language(state: AttentionState) -> None:
@@ -234,13 +235,18 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     # Present / follow a room (widgets/follow.py), at the header's end
     room = RoomControls(state=state, live=drag.live, browser=bridge)
     drag.param.watch(room.share_hand, "hand")
+    # the Check tab's progress, made with the page so its tasks tick before the tab is first opened; they wait
+    # while the page follows a presenter (the explorer then shows the presenter's work)
+    learner = LearnerProgress(state=state, following=room.following)
+    room.param.watch(lambda e: setattr(learner, "following", e.new), "following")
+    bridge.on_stored = learner.store.receive  # the progress the browser kept, through the page's own script
     header = pn.Row(title, reset, looks, language, room, sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
     builds = (lambda: pn.Column(bars, values, sizing_mode="stretch_both"), lambda: built(AttentionMatrix(state=state)),
               inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
-              lambda: projections_tab(state, styler), lambda: heads_tab(state, styler), lambda: Export(state=state),
-              lambda: _keys_help(state))
+              lambda: projections_tab(state, styler), lambda: heads_tab(state, styler),
+              lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: _keys_help(state))
     tabs = lazy_tabs(*zip(map(tr, TAB_TITLES), builds), sizing_mode="stretch_both")
 
     def relabel(*_):  # the header's and the tabs' words; every view re-renders its own
@@ -263,6 +269,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     )
     if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
         pn.state.curdoc.add_root(bridge.address_div)  # the address bar's text: no view, so no pane around it
+        pn.state.curdoc.add_root(learner.store.div)  # the progress for the browser's storage, likewise
     page.state = state  # lets tests reach the session's state from the served page
     return page
 

@@ -43,6 +43,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.stats import publish  # noqa: E402
+
 QUERY_RE = re.compile(r"q = \((-?\d+\.\d{3}), (-?\d+\.\d{3})\)")
 
 # --------------------------------------------------------------------------------------------------------------
@@ -173,26 +176,9 @@ class ProtocolPresenter(Presenter):
         import asyncio
         from urllib.parse import parse_qs
 
-        from bench.protocol_client import Learner, find_objects
+        from bench.protocol_client import Learner, presenter_link
 
-        page = Learner(self.ws, compress=True, clock=time.monotonic, keep_patches=True)
-        await page.connect(keep_doc=True)
-        button = next(b for b in find_objects(page.doc, "Button") if b["attributes"].get("label") == "Present")
-        listening = asyncio.create_task(page.listen())
-        await page.click(button["id"])
-        # pressing Present tells the page to load the presenter link (the browser bridge's `navigate`)
-        search = None
-        deadline = time.monotonic() + 60
-        while search is None and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-            for events in page.patches:
-                for ev in events:
-                    if ev.get("kind") == "ModelChanged" and ev.get("attr") == "navigate" and "token=" in str(ev["new"]):
-                        search = ev["new"]
-        page.close()
-        await asyncio.gather(listening, return_exceptions=True)
-        if search is None:
-            raise RuntimeError("pressing Present did not give a presenter link")
+        search = await presenter_link(self.ws)
         self.me = Learner(self.ws + search, compress=True, clock=time.monotonic, keep_patches=False)
         await self.me.connect()
         self.listening = asyncio.create_task(self.me.listen())
@@ -410,11 +396,8 @@ def main() -> None:
         "follower_clients_cpu_pct_of_one_core": round(100 * sum(o["client_cpu_s"] / o["listen_s"] for o in outs), 1),
         "follower_connect_s": round(max(o["connect_s"] for o in outs), 1),
         "kB_per_follower_per_update": round(sum(o["bytes_in"] for o in outs) / 1024 / max(len(latencies), 1), 1),
-        "load_average_at_start": [round(x, 2) for x in load_start],
-        "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
     }
-    print(json.dumps(result, indent=2))
-    (out_dir / "follow.json").write_text(json.dumps(result, indent=2))
+    publish(result, load_start, out_dir / "follow.json")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import subprocess
 import sys
@@ -66,11 +67,14 @@ class Stack:
         self.listen = free_port()
         self.backends = [free_port() for _ in range(processes)]
         self.url = f"http://127.0.0.1:{self.listen}/"
+        # every process signs and checks presenter links with the same key, as the README tells a school to set it:
+        # nginx sends a presenter link to the room code's process, which need not be the one that made the room
+        secret = secrets.token_urlsafe(32)
         try:
             for port in self.backends:
                 settings = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1",
                             "BOKEH_ALLOW_WS_ORIGIN": f"127.0.0.1:{self.listen}", "EXPLORER_USE_XHEADERS": "1",
-                            **(env or {})}
+                            "EXPLORER_ROOM_SECRET": secret, **(env or {})}
                 log = open(tmp / f"app-{port}.log", "w+")
                 self.logs.append(log)
                 self.procs.append(subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=settings,

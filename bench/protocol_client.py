@@ -232,3 +232,27 @@ class Learner:
 
     def close(self) -> None:
         self.sock.close()
+
+
+async def presenter_link(ws_url: str) -> str:
+    """Open the page at ``ws_url`` and press Present; returns the presenter link's query (``?room=…&token=…``).
+
+    Pressing Present tells the page to load the presenter link (the browser bridge's ``navigate``).
+    """
+    import asyncio
+
+    page = Learner(ws_url, compress=True, clock=time.monotonic, keep_patches=True)
+    await page.connect(keep_doc=True)
+    button = next(b for b in find_objects(page.doc, "Button") if b["attributes"].get("label") == "Present")
+    listening = asyncio.create_task(page.listen())
+    await page.click(button["id"])
+    search, deadline = None, time.monotonic() + 60
+    while search is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        search = next((ev["new"] for events in page.patches for ev in events if ev.get("kind") == "ModelChanged"
+                       and ev.get("attr") == "navigate" and "token=" in str(ev.get("new"))), None)
+    page.close()
+    await asyncio.gather(listening, return_exceptions=True)
+    if search is None:
+        raise RuntimeError("pressing Present did not give a presenter link")
+    return search

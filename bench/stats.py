@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import statistics
+from pathlib import Path
 
 
 def pct(values, p: float) -> float | None:
@@ -23,3 +26,12 @@ def summary_ms(seconds) -> dict:
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
+
+
+def publish(result: dict, load_start: tuple[float, ...], path: Path) -> None:
+    """Print ``result`` as JSON with the load averages at the start (``load_start``) and now; write it to ``path``."""
+    result = {**result, "load_average_at_start": [round(x, 2) for x in load_start],
+              "load_average_at_end": [round(x, 2) for x in os.getloadavg()]}
+    text = json.dumps(result, indent=2)
+    print(text)
+    path.write_text(text)

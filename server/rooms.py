@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from server.polls import Poll, PollCounts, PollRefused, PollView
+
 #: Letters and digits a class can read off a projector: no 0/O or 1/I/L to confuse.
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 CODE_LENGTH = 6
@@ -66,6 +68,9 @@ Snapshot = dict[str, Any]
 #: A follower's callback: ``(version, snapshot, query_only)`` on each change, ``(None, None, False)`` when
 #: the room ends. ``query_only``: the view differs from the previous one only in its query (a drag).
 Listener = Callable[[int | None, Snapshot | None, bool], None]
+#: A page's view of the room's poll (:meth:`RoomRegistry.watch_poll`): ``(view, counts)`` whenever the poll
+#: changes, ``(None, None)`` when the room ends. ``counts`` is None except for the presenter's page.
+PollListener = Callable[[PollView | None, PollCounts | None], None]
 #: A live channel's end (``server/room_live.py``): ``send(text, replaceable)``, called on the server's event
 #: loop (``replaceable``: a position, which a newer one may replace if the channel is behind), and ``close()``.
 LiveSink = Any
@@ -173,6 +178,10 @@ class Room:
     _hand: tuple | None = field(default=None, repr=False)  # the hand's position not yet written
     _hand_sent: float = field(default=-1e9, repr=False)  # when it was last written (the event loop's clock)
     _hand_timer: Any = field(default=None, repr=False)
+    poll: Poll | None = field(default=None, repr=False)  # the question asked of the room, if any
+    _polls_asked: int = field(default=0, repr=False)
+    #: pages watching the poll: key -> (listener, whether it is the presenter's and sees the counts)
+    _poll_watchers: dict[object, tuple[PollListener, bool]] = field(default_factory=dict, repr=False)
 
     @property
     def follower_count(self) -> int:
@@ -438,6 +447,115 @@ class RoomRegistry:
             if room is not None:
                 room._listeners.pop(key, None)
 
+    # -- the class poll ---------------------------------------------------------------------------------------------
+
+    def _presenters_room(self, code: str, token: str | None) -> Room:
+        room = self._rooms.get(code)
+        if room is None or room.ended:
+            raise RoomError(f"Room {code} is not running.")
+        if not self.secret.matches(code, token):
+            raise RoomError(f"Only the presenter can poll room {code}.")
+        return room
+
+    def ask(self, code: str, token: str | None, question_id: str) -> PollView:
+        """Ask the room question ``question_id`` (:data:`widgets.questions.BY_ID`): a new poll, open at once.
+
+        It replaces the room's poll before it, whose answers are forgotten. Raises :class:`RoomError` without
+        the room's token, PollRefused for a question that does not exist.
+        """
+        with self._lock:
+            room = self._presenters_room(code, token)
+            room.poll = Poll(room._polls_asked + 1, question_id)
+            room._polls_asked += 1
+            view = room.poll.view
+        self._poll_changed(room)
+        return view
+
+    def close_poll(self, code: str, token: str | None) -> PollView | None:
+        """Take no more answers to the room's poll; returns its view (None: no poll). RoomError without the token."""
+        return self._poll_step(code, token, Poll.close)
+
+    def reveal_poll(self, code: str, token: str | None) -> PollView | None:
+        """Reveal the poll's answer and its "Why" to every page (an open poll is closed first)."""
+        return self._poll_step(code, token, Poll.reveal)
+
+    def _poll_step(self, code, token, step) -> PollView | None:
+        with self._lock:
+            room = self._presenters_room(code, token)
+            if room.poll is None:
+                return None
+            step(room.poll)
+            view = room.poll.view
+        self._poll_changed(room)
+        return view
+
+    def answer_poll(self, code: str | None, key: object, poll_id: int, given) -> None:
+        """Count page ``key``'s answer ``given`` (a choice's index, or the typed number) to poll ``poll_id``.
+
+        ``key`` is the page's session, as its own server knows it, never something the page sends. Only a page
+        following the room answers, once per poll, while it is open, with one of the question's answers;
+        anything else raises PollRefused (its message is for the learner) and counts nothing. Only the
+        presenter's page hears of an answer (its counts).
+        """
+        with self._lock:
+            room = self.get(code)
+            if room is None or room.ended:
+                raise PollRefused("This room has ended.")
+            if key not in room._listeners:
+                raise PollRefused("Only a page following the room answers its poll.")
+            if room.poll is None:
+                raise PollRefused("There is no poll to answer.")
+            room.poll.answer(key, poll_id, given)
+        self._poll_changed(room, counts_only=True)
+
+    def poll(self, code: str | None) -> PollView | None:
+        """Room ``code``'s poll as every page may see it (what a late joiner is shown); None if there is none."""
+        with self._lock:
+            room = self.get(code)
+            return None if room is None or room.poll is None else room.poll.view
+
+    def poll_counts(self, code: str, token: str | None) -> PollCounts | None:
+        """How the room's poll has been answered, for its presenter; None if there is none. RoomError without the token."""
+        with self._lock:
+            room = self._presenters_room(code, token)
+            return None if room.poll is None else room.poll.counts(room.follower_count)
+
+    def watch_poll(self, code: str, key: object, listener: PollListener, token: str | None = None) -> None:
+        """Call ``listener(view, counts)`` (keyed by ``key``) on every change of room ``code``'s poll.
+
+        With the room's presenter ``token`` the listener is the presenter's: it gets the counts, on every answer
+        too. Without it, only the view, when the poll is asked, closed or revealed: no follower hears of another's
+        answer. Raises RoomError if the room is not running or the token given is not the room's.
+        """
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is None or room.ended:
+                raise RoomError(f"There is no room {code} running on this server.")
+            if token is not None and not self.secret.matches(code, token):
+                raise RoomError(f"Only the presenter can see the counts of room {code}.")
+            room._poll_watchers[key] = (listener, token is not None)
+
+    def unwatch_poll(self, code: str, key: object) -> None:
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is not None:
+                room._poll_watchers.pop(key, None)
+
+    def _poll_changed(self, room: Room, counts_only: bool = False) -> None:
+        """Tell the room's pages: the presenter's its counts, the others the view unless only the counts changed."""
+        with self._lock:
+            poll = room.poll
+            if poll is None:  # the room ended meanwhile: its pages have heard already
+                return
+            view, counts = poll.view, poll.counts(room.follower_count)
+            calls = [(listener, counts if presenter else None) for listener, presenter in room._poll_watchers.values()
+                     if presenter or not counts_only]
+        for listener, shown in calls:  # each only records and schedules its own page, like a room's listeners
+            try:
+                listener(view, shown)
+            except Exception:
+                log.exception("a page of a room failed to take its poll")
+
     # -- ending ---------------------------------------------------------------------------------------------------
 
     def sweep(self) -> list[str]:
@@ -459,8 +577,11 @@ class RoomRegistry:
             room.ended = True
             listeners, room._listeners = list(room._listeners.values()), {}
             sinks, room._live = list(room._live), set()
+            polls, room._poll_watchers, room.poll = [w for w, _ in room._poll_watchers.values()], {}, None
         for listener in listeners:
             listener(None, None, False)
+        for listener in polls:
+            listener(None, None)
         if sinks:
             self._loop.add_callback(lambda: [sink.close() for sink in sinks])
 

@@ -15,9 +15,13 @@ from pathlib import Path
 
 import panel as pn
 import pytest
+from bokeh.document import Document
+from bokeh.models import Div
+from panel.models.esm import ReactiveESM
 
+from widgets.browser import BrowserBridge
 from widgets.check import (
-    CHECK_CSS, START_OUTPUTS, STORAGE_KEY, CheckView, LearnerProgress, ProgressStore, on_section_6,
+    CHECK_CSS, START_OUTPUTS, STORAGE_KEY, STORE_NAME, CheckView, LearnerProgress, ProgressStore, on_section_6,
 )
 from widgets.questions import BY_ID, PRACTICE, QUESTIONS, Progress
 from widgets.state import AttentionState
@@ -347,7 +351,7 @@ def test_a_reload_gets_the_progress_back(state, learner, view):
     # a reload, or a server restart: a new session with a new state; the browser sends what it kept
     again = LearnerProgress(state=AttentionState())
     fresh = CheckView(learner=again)
-    again.store._handle_msg({"stored": stored})
+    again.store.receive({"stored": stored})
     assert again.progress == learner.progress and again.store.value == stored
     cards = fresh.cards
     assert cards["key-role"].input.value == 0
@@ -362,7 +366,7 @@ def test_stored_progress_merges_with_a_task_done_before_it_arrived(state, learne
     earlier = LearnerProgress(state=AttentionState())
     earlier.answer("key-role", 1)
     state.move_query(1, 1)  # done on this page before its browser sent the store
-    learner.store._handle_msg({"stored": earlier.store.value})
+    learner.store.receive({"stored": earlier.store.value})
     assert learner.progress.task("nlp").done and learner.progress.of("key-role").credit
 
 
@@ -372,23 +376,37 @@ def test_stored_progress_merges_with_a_task_done_before_it_arrived(state, learne
                                                                          "credit": True, "last": XSS}},
                                                 "tasks": {}}), 42, {"x": 1}])
 def test_a_corrupted_store_loads_as_nothing(learner, view, stored):
-    learner.store._handle_msg({"stored": stored})
+    learner.store.receive({"stored": stored})
     assert learner.progress == Progress() and view.cards["key-role"].feedback.object == ""
 
 
 def test_another_tab_starting_again_clears_this_page(learner, view):
     answer(view, "key-role", 1)
-    learner.store._handle_msg({"stored": None})  # the key was removed in another tab
+    learner.store.receive({"stored": None})  # the key was removed in another tab
     assert learner.progress.empty and view.cards["key-role"].feedback.object == ""
     for junk in ("not a message", {"other": 1}, None):
-        learner.store._handle_msg(junk)  # ignored
+        learner.store.receive(junk)  # ignored
     assert learner.progress.empty
 
 
-def test_the_store_sends_nothing_but_the_progress():
+def test_the_store_is_one_div_kept_in_local_storage_by_the_pages_own_script():
     store = ProgressStore()
-    assert set(store.param) - set(pn.custom.JSComponent.param) == {"key", "value"}
-    assert "localStorage" in store._esm and "fetch" not in store._esm and "XMLHttpRequest" not in store._esm
+    assert isinstance(store.div, Div) and store.div.name == STORE_NAME == "learner-progress"
+    assert not store.div.visible
+    store.value = '{"a": 1}'
+    assert store.div.text == '{"a": 1}'  # what the browser is to store
+    esm = BrowserBridge._esm
+    assert json.dumps(STORE_NAME) in esm and json.dumps(STORAGE_KEY) in esm and "localStorage.setItem" in esm
+    for away in ("fetch", "XMLHttpRequest", "sendBeacon", "WebSocket"):  # nowhere but this page's own session
+        assert away not in esm
+    # the bridge hands the browser's messages about the progress to the store, and nothing else
+    bridge = BrowserBridge(state=AttentionState())
+    heard = []
+    store.on_stored, bridge.on_stored = heard.append, store.receive
+    bridge._handle_msg({"stored": "kept"})
+    bridge._handle_msg({"stored": None})
+    bridge._handle_msg({"key": "1"})
+    assert heard == ["kept", None] and bridge.state.selected == 0
 
 
 def test_learners_are_independent():
@@ -403,3 +421,33 @@ def test_the_tab_scrolls_within_itself(view):
     layout = view.__panel__()
     assert layout.scroll and layout.sizing_mode == "stretch_both"
     assert re.search(r"label \{[^}]*white-space: normal", CHECK_CSS)
+
+
+# --- on the page (app.py) and the lab ---------------------------------------------------------------------------------
+def test_the_page_makes_the_progress_and_its_store_and_builds_the_check_tab_when_first_shown():
+    from app import create_app
+    from widgets.check import LAB_NOTEBOOK, PRIVACY
+
+    page = create_app()
+    (bridge,) = page.select(BrowserBridge)
+    store = bridge.on_stored.__self__  # the browser's progress arrives through the page's script when it renders
+    learner = store.on_stored.__self__
+    assert isinstance(learner, LearnerProgress) and learner.store is store
+    assert learner.state is page.state and not learner.following
+    doc = Document()
+    doc.add_root(page.get_root(doc))
+    # no component of the Check tab's on the first page: the page's one script stores the progress
+    assert [m.name for m in doc.models if isinstance(m, ReactiveESM)] == ["BrowserBridge"]
+    tabs = page.select(pn.Tabs)[0]
+    check = [title for title, _ in zip(tabs._names, tabs.objects)].index("Check")
+    assert isinstance(tabs.objects[check], pn.Spacer)  # nothing built before the tab is shown
+    page.state.move_query(1.0, 1.0)  # the task ticks before the tab was ever opened
+    assert learner.progress.task("nlp").done
+    tabs.active = check
+    view = tabs.objects[check]
+    assert view.name == "check"  # the Check tab's own layout
+    html = " ".join(p.object for p in view.select(pn.pane.HTML))
+    assert "Task 1 — done" in html and escape(PRIVACY) in html
+    lab = view.select(pn.widgets.FileDownload)
+    assert len(lab) == 1 and lab[0].file == str(LAB_NOTEBOOK) and lab[0].filename == "attention_lab.ipynb"
+    assert not lab[0].embed and LAB_NOTEBOOK.read_bytes().startswith(b"{")  # sent when pressed, as the repo has it

@@ -1,4 +1,5 @@
-"""The page's client-side half: keyboard shortcuts, the address bar, and the document's mode and theme.
+"""The page's client-side half: keyboard shortcuts, the address bar, the document's mode and theme, and the
+learner's progress in the browser's storage.
 
 One small :class:`pn.custom.JSComponent` (no framework, no request outside the
 page): keys are read in the browser and sent to the server as messages, the
@@ -8,6 +9,7 @@ parameters that the browser applies to ``<html>`` and ``history``.
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlencode
 
 import panel as pn
@@ -15,7 +17,9 @@ import param
 from bokeh.models import Div
 
 from widgets.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
+from widgets.check import STORAGE_KEY, STORE_NAME
 from widgets.i18n import N_
+from widgets.questions import MAX_JSON_CHARS
 from widgets.state import AttentionState
 from widgets.updates import one_message
 
@@ -74,6 +78,9 @@ class BrowserBridge(pn.custom.JSComponent):
     not fill the history. The page's own address comes back as ``page_address``, and
     ``navigate`` loads the page at another query (Panel's ``Location`` is not used: it parses
     every query argument on the server, and one over 4,300 digits breaks the session there).
+    The Check tab's progress is kept in ``localStorage`` from the text of the page's ``learner-progress`` Div,
+    and what the browser holds comes back as the message ``{"stored": text}``, passed to ``on_stored``
+    (:class:`widgets.check.ProgressStore`).
     """
 
     mode = param.String(default="normal")
@@ -187,6 +194,32 @@ export function render({ model, el }) {
   document.addEventListener("keydown", onKey)
   model.on("remove", () => { document.removeEventListener("keydown", onKey); clearTimeout(timer) })
 
+  // The learner's progress on the Check tab (widgets/check.py's ProgressStore), kept in this browser's
+  // localStorage: what it holds goes to this page's own session once as the page opens, and each progress the
+  // server writes into its Div is stored. Storage that is disabled, full or private is left alone.
+  const progress = window.Bokeh.documents[0]?.get_model_by_name(%(store)s)
+  if (progress != null) {
+    const read = () => { try { return window.localStorage.getItem(%(key)s) } catch (e) { return null } }
+    const write = () => {
+      try {
+        if (progress.text) window.localStorage.setItem(%(key)s, progress.text)
+        else window.localStorage.removeItem(%(key)s)
+      } catch (e) {}
+    }
+    const stored = read()
+    if (stored) model.send_msg({stored: stored.length <= %(max)d ? stored : ""})
+    else if (progress.text) write()
+    progress.connect(progress.properties.text.change, write)
+    // Another tab of this browser wrote or removed the progress (Start again): this page takes it too, or its
+    // next write would put the old answers back.
+    const onStorage = (e) => {
+      if (e.storageArea !== window.localStorage || (e.key !== null && e.key !== %(key)s)) return
+      model.send_msg({stored: e.newValue && e.newValue.length <= %(max)d ? e.newValue : null})
+    }
+    window.addEventListener("storage", onStorage)
+    model.on("remove", () => window.removeEventListener("storage", onStorage))
+  }
+
   // The server went away (a restart, a cut network). Bokeh's own notice is not shown in a Panel page, and
   // a session does not survive a restart, so say so and offer a reload: the address holds the view.
   const doc = window.Bokeh && window.Bokeh.documents[0]
@@ -209,11 +242,13 @@ export function render({ model, el }) {
   })
   return document.createElement("span")
 }
-""" % {"fine": FINE_NUDGE, "nudge": NUDGE}
+""" % {"fine": FINE_NUDGE, "nudge": NUDGE, "store": json.dumps(STORE_NAME), "key": json.dumps(STORAGE_KEY),
+       "max": MAX_JSON_CHARS}
 
     def __init__(self, state: AttentionState, **params):
         super().__init__(width=0, height=0, margin=0, **params)
         self.state = state  # plain attribute: the state stays on the server, only the fields above sync
+        self.on_stored = None  # plain attribute: the Check tab's progress store (ProgressStore.receive)
         # The address is a plain Bokeh property, not a param of this component: Panel's two-way sync of a
         # component's params cost the server about 1.5 ms on every update, and the address changes on most. The
         # page adds this Div to its document as a root of its own (app.py): it needs no view, only its text.
@@ -246,6 +281,10 @@ export function render({ model, el }) {
 
     def _handle_msg(self, msg) -> None:
         if not isinstance(msg, dict):
+            return
+        if "stored" in msg:  # the learner's progress, as the browser holds it (ProgressStore)
+            if self.on_stored is not None:
+                self.on_stored(msg)
             return
         with one_message():
             handle_key(self.state, str(msg.get("key", "")), bool(msg.get("shift")), bool(msg.get("in_plot")))

@@ -5,9 +5,9 @@ Three parts, one of each per browser session:
 - :class:`LearnerProgress` holds the learner's :class:`~widgets.questions.Progress`, grades their answers, and
   watches their :class:`~widgets.state.AttentionState` for the two tasks. It is cheap, and is made with the
   page, so the tasks tick even before the tab is first opened.
-- :class:`ProgressStore` keeps that progress in the browser's ``localStorage`` (no accounts): it sends what
-  the browser had stored when the page renders, and stores every change. Answers go only from the page to
-  its own server session and back.
+- :class:`ProgressStore` keeps that progress in the browser's ``localStorage`` (no accounts), through the page's
+  browser bridge: the browser sends what it had stored when the page renders, and stores every change. Answers
+  go only from the page to its own server session and back.
 - :class:`CheckView` is the tab itself: build it when the tab is first shown.
 
 Every text is shown escaped, never as HTML: a typed answer can be quoted back, and the stored progress comes
@@ -16,12 +16,16 @@ from the browser.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+from functools import partial
 from html import escape
 from pathlib import Path
 
 import numpy as np
 import panel as pn
 import param
+from bokeh.models import Div
+from panel.io.state import set_curdoc
 
 from core import I_LOVE_NLP, scaled_dot_product_attention
 from widgets.format import fmt, fmt_short
@@ -34,8 +38,16 @@ from widgets.state import AttentionState
 from widgets.updates import one_message
 
 CHECK_CSS = (Path(__file__).resolve().parents[1] / "static" / "check.css").read_text()
+#: The section's Computational Laboratory, as it is in the project; the Check tab offers it for download.
+LAB_NOTEBOOK = Path(__file__).resolve().parents[1] / "lab" / "attention_lab.ipynb"
+#: Where a learner's answers go, as the Check tab says it.
+PRIVACY = ("Your answers stay in this browser, with no account, and are still here after a reload: they go only "
+           "to this page's own server session (and, in a presenter's class poll, the one answer you send there, "
+           "counted without your name).")
 #: The browser's localStorage key. A new progress format gets a new key (and a new VERSION).
 STORAGE_KEY = "attention-explorer.progress.v1"
+#: The name of the Bokeh Div that carries the progress to the browser (ProgressStore).
+STORE_NAME = "learner-progress"
 
 #: Each row's output with its own query (q = its key) on the Section 6 example: where a moved query started
 #: (I 3.5933, love 4.4067, NLP 4.0000). An immutable constant, the same for every learner.
@@ -55,55 +67,51 @@ def _rounded(x) -> float:
     return round(float(x), TASK_DECIMALS)
 
 
-class ProgressStore(pn.custom.JSComponent):
+class ProgressStore:
     """The learner's progress in their browser's ``localStorage``, under :data:`STORAGE_KEY`.
 
-    ``value`` goes from the server to the browser, which stores it (an empty text removes the key). What the
-    browser holds goes the other way as a message, once when the page renders and again whenever another tab
-    of the same browser changes it; ``on_stored`` (a plain attribute, never synced) receives it, or None when
-    the key was removed. Nothing else leaves the page. Storage that is disabled or full is ignored: progress
-    then lasts as long as the session.
+    Not a component of its own: the page's :class:`~widgets.browser.BrowserBridge` script does the storing. A
+    plain Bokeh ``Div`` named :data:`STORE_NAME`, which the page adds to its document as a root with no view
+    (app.py, as it does the address), carries ``value`` to the browser, which stores it (an empty text removes
+    the key). What the browser holds comes back as the bridge's message ``{"stored": text}``, once when the page
+    renders and again whenever another tab of the same browser changes it; the bridge hands it to
+    :meth:`receive`, which passes it to ``on_stored`` (None when the key was removed). Nothing else leaves the
+    page. Storage that is disabled or full is ignored: progress then lasts as long as the session. (A component
+    of its own cost every page two more Bokeh models and about 20,000 more function calls to build, for
+    learners who never open the Check tab too.)
     """
 
-    key = param.String(default=STORAGE_KEY, constant=True, doc="The localStorage key.")
-    value = param.String(default="", doc="The progress JSON the browser should store; empty: remove it.")
+    key = STORAGE_KEY
 
-    _esm = """
-export function render({ model }) {
-  const MAX = %(max)d
-  const read = () => { try { return window.localStorage.getItem(model.key) } catch (e) { return null } }
-  const write = () => {
-    try {
-      if (model.value) window.localStorage.setItem(model.key, model.value)
-      else window.localStorage.removeItem(model.key)
-    } catch (e) {}  // storage disabled, full or private: the progress lasts as long as the session
-  }
-  const stored = read()
-  if (stored) model.send_msg({stored: stored.length <= MAX ? stored : ""})
-  else if (model.value) write()
-  model.on("value", write)
-  // Another tab of this browser wrote or removed the progress (Start again): this page takes it too, or its
-  // next write would put the old answers back.
-  const onStorage = (e) => {
-    if (e.storageArea !== window.localStorage || (e.key !== null && e.key !== model.key)) return
-    model.send_msg({stored: e.newValue && e.newValue.length <= MAX ? e.newValue : null})
-  }
-  window.addEventListener("storage", onStorage)
-  model.on("remove", () => window.removeEventListener("storage", onStorage))
-  return document.createElement("span")
-}
-""" % {"max": MAX_JSON_CHARS}
+    def __init__(self):
+        self.div = Div(name=STORE_NAME, text="", visible=False)
+        self.on_stored = None  # set by LearnerProgress
 
-    def __init__(self, **params):
-        super().__init__(width=0, height=0, margin=0, **params)
-        self.on_stored = None  # plain attribute: set by LearnerProgress
+    @property
+    def value(self) -> str:
+        """The progress JSON the browser should store; empty: remove it."""
+        return self.div.text
 
-    def _handle_msg(self, msg) -> None:
+    @value.setter
+    def value(self, text: str) -> None:
+        self.div.text = text
+
+    def receive(self, msg) -> None:
+        """What the bridge's script sent: ``{"stored": text}``, or ``{"stored": None}`` once the key was removed."""
         if not isinstance(msg, dict) or "stored" not in msg or self.on_stored is None:
             return
-        text = msg["stored"]
-        with one_message():  # one update of the page for the whole progress
-            self.on_stored(text if isinstance(text, str) else None)
+        text = msg["stored"] if isinstance(msg["stored"], str) else None
+        doc = pn.state.curdoc
+        if doc is None or doc.session_context is None:
+            self._take(text)
+        else:
+            # the first message comes as the page renders, before Panel counts the page as loaded: its Div is a
+            # plain Bokeh model, which may only change under the document's lock, in a callback of the session
+            doc.add_next_tick_callback(partial(self._take, text, doc))
+
+    def _take(self, text: str | None, doc=None) -> None:
+        with set_curdoc(doc) if doc is not None else nullcontext(), one_message(doc):  # one update of the page
+            self.on_stored(text)
 
 
 class LearnerProgress(param.Parameterized):
@@ -306,10 +314,12 @@ class _QuestionCard:
 
 class CheckView(pn.viewable.Viewer):
     """The Check tab: the credit rules and the number rule, the score, the two tasks, the fourteen questions
-    in order, the practice problems (built when first opened; they do not count) and Start again.
+    in order, the practice problems (built when first opened; they do not count), the lab notebook to download and
+    Start again.
 
     Build it when the tab is first shown; ``learner`` is made with the page. Test hooks: ``check-score``,
-    ``task-nlp``, ``task-rows``, ``question-<id>``, ``feedback-<id>``, ``check-practice``, ``check-start-again``.
+    ``task-nlp``, ``task-rows``, ``question-<id>``, ``feedback-<id>``, ``check-practice``, ``check-start-again``,
+    ``check-lab-download``.
     """
 
     learner = param.ClassSelector(class_=LearnerProgress, doc="The session's progress, grading and tasks.")
@@ -325,7 +335,7 @@ class CheckView(pn.viewable.Viewer):
             "it right before its answer is shown. After three wrong tries the answer is shown, and you can also "
             "choose to see it sooner: either way that question earns no credit.</p>"
             f"<p>{escape(PRECISION_RULE)}</p>"
-            "<p>Your progress is kept in this browser only, with no account, and is still here after a reload.</p>",
+            f"<p class='privacy'>{escape(PRIVACY)}</p>",
             **html)
         self._score = pn.pane.HTML("", css_classes=["check-score"], **html)
         self._tasks = {t.id: pn.pane.HTML("", css_classes=["check-task", f"task-{t.id}"], **html) for t in TASKS}
@@ -338,6 +348,17 @@ class CheckView(pn.viewable.Viewer):
         practice_intro = pn.pane.HTML(
             f"<h3>Practice — does not count</h3><p>{len(PRACTICE)} more problems to try. They do not count "
             "toward your progress.</p>", css_classes=["check-practice"], **html)
+        lab_intro = pn.pane.HTML(
+            "<h3>Computational laboratory</h3><p>The notebook works this section's numbers step by step in plain "
+            "NumPy (the output 4.41 for “love”, 3.59 for “I”), then Module 2's five steps on its 3×3 example, with "
+            "exercises whose answers it checks. Open it in Jupyter: it needs only NumPy, and no network. It is also "
+            "in the project, as lab/attention_lab.ipynb.</p>", css_classes=["check-lab"], **html)
+        # sent through the page's own session when pressed (embed=False): no address, so it works offline and
+        # under any URL prefix, and costs the page nothing until then
+        self._lab = pn.widgets.FileDownload(file=str(LAB_NOTEBOOK), filename=LAB_NOTEBOOK.name, embed=False,
+                                            label="Download the lab notebook", color="primary",
+                                            stylesheets=[CHECK_CSS], css_classes=["check-lab-download"],
+                                            sizing_mode="fixed", width=None, margin=(4, 10))  # as wide as its text
         self._start = pn.widgets.Button(label="Start again", stylesheets=[CHECK_CSS], css_classes=["check-start-again"])
         self._confirm = pn.widgets.Button(label="Yes, clear my progress", color="danger", visible=False,
                                           stylesheets=[CHECK_CSS])
@@ -347,7 +368,7 @@ class CheckView(pn.viewable.Viewer):
         self._confirm.on_click(self._clear)
         self._layout = pn.Column(
             intro, self._score, tasks_intro, *self._tasks.values(), *questions,
-            practice_intro, self._practice_toggle, self._practice,
+            practice_intro, self._practice_toggle, self._practice, lab_intro, self._lab,
             pn.Row(self._start, self._confirm, self._keep, margin=(10, 5)),
             # scrolls inside its tab, like the √d_k panel: the page itself never scrolls
             name="check", css_classes=["check"], sizing_mode="stretch_both", scroll=True,

@@ -13,6 +13,9 @@ role comes from the page's link:
   one, until the learner presses "Explore on my own" (or moves anything
   themselves); "Follow again" snaps back to the presenter's current view.
 
+The room's class poll (:mod:`widgets.poll`) is the presenter's "Class poll" card and each follower's card
+of the question asked, whether the follower follows the view or explores on their own.
+
 A follower's document is only ever changed in a callback on its own session
 (``add_next_tick_callback``, ``add_timeout_callback``), so it runs under that document's
 lock; pending snapshots are coalesced, so a slow follower gets the latest view, never a
@@ -51,6 +54,7 @@ from server.rooms import RoomError, RoomRegistry, get_registry, normalize_code
 from widgets.i18n import N_, translator
 from widgets.address import address_of
 from widgets.browser import BrowserBridge
+from widgets.poll import FollowerPoll, PresenterPoll
 from widgets.state import AttentionState
 from widgets.updates import one_message
 
@@ -99,6 +103,7 @@ class RoomControls(pn.viewable.Viewer):
         self._applying = False
         self._lock = threading.Lock()
         self._room = None  # the followed room
+        self._poll: FollowerPoll | PresenterPoll | None = None  # the room's class poll on this page, once needed
         # the live channel's path under the server's prefix (server/room_live.py)
         self._live_path = (pn.state.base_url or "/").rstrip("/") + LIVE_ROUTE
         # The page acts on changes of the live source only, not on its value at load: so the first value
@@ -170,6 +175,12 @@ class RoomControls(pn.viewable.Viewer):
                             visible=self._qr_toggle.param.value)
 
     @cached_property
+    def _poll_toggle(self) -> pn.widgets.Toggle:
+        toggle = pn.widgets.Toggle(label="Class poll", value=False, margin=(6, 8))
+        toggle.param.watch(self._on_poll_toggle, "value")
+        return toggle
+
+    @cached_property
     def _toggle(self) -> pn.widgets.Button:
         toggle = pn.widgets.Button(label=self.state.tr._("Explore on my own"), margin=(6, 8))
         toggle.on_click(self._on_toggle)
@@ -223,6 +234,8 @@ class RoomControls(pn.viewable.Viewer):
             self.notice = N_("{refused} Following the room instead.", refused=refused)
         self._room = room
         self._set_role("follower", code)
+        # the poll's widgets are built when the room asks a question (at once if one is open now)
+        self._poll = FollowerPoll(self._registry, code, self._session, on_build=self._show_follower)
         self.following = True
         self._take_room_view()
         self._show_follower()
@@ -265,6 +278,7 @@ class RoomControls(pn.viewable.Viewer):
         try:
             self._registry.publish(self.code, self._token, self.state.snapshot(), query_only)
         except RoomError:
+            self._drop_poll()
             self._set_role("alone", "")
             self._token = None
             self.notice = N_("Your room has ended. Press Present to start a new one.")
@@ -299,11 +313,33 @@ class RoomControls(pn.viewable.Viewer):
         # card is shown again when the page's address arrives, and new columns each time would be new models)
         if self._layout.objects[-1:] != [self._presenter_controls]:
             self._layout[:] = [self._presenter_controls]
+        if self._poll is None and self._registry.poll(self.code) is not None:
+            self._poll_toggle.value = True  # a presenter who reloads finds the room's poll on the projector again
+
+    def _on_poll_toggle(self, event) -> None:
+        """The presenter's "Class poll": the card is made the first time, then shown or hidden."""
+        if self.role != "presenter" or not self._token:
+            return
+        if self._poll is None and event.new:
+            self._poll = PresenterPoll(self._registry, self.code, self._token, self._session)
+            self._presenter_controls.append(self._poll.__panel__())
+        if self._poll is not None:
+            self._poll.__panel__().visible = event.new
+
+    def _drop_poll(self) -> None:
+        """The room has ended for this page: its poll card goes, and stops watching."""
+        poll, self._poll = self._poll, None
+        if poll is None:
+            return
+        poll.close()
+        if isinstance(poll, PresenterPoll):
+            self._presenter_controls.remove(poll.__panel__())
+            self._poll_toggle.value = False
 
     @cached_property
     def _presenter_controls(self) -> pn.Row:
-        return pn.Row(pn.Column(self._card, self._qr, margin=0), pn.Column(self._qr_toggle, self._stop, margin=0),
-                      self._notice, margin=0)
+        return pn.Row(pn.Column(self._card, self._qr, margin=0),
+                      pn.Column(self._qr_toggle, self._poll_toggle, self._stop, margin=0), self._notice, margin=0)
 
     def _pretty_code(self) -> str:
         """The code as the class reads it: two groups of three."""
@@ -311,6 +347,7 @@ class RoomControls(pn.viewable.Viewer):
 
     def _on_stop(self, _event) -> None:
         self._registry.end(self.code, self._token)
+        self._drop_poll()
         self._token = None
         self._set_role("alone", "")
         self.notice = N_("The room has ended; followers keep their last view.")
@@ -443,6 +480,7 @@ class RoomControls(pn.viewable.Viewer):
         self._catch_up()  # the learner keeps the view they see
         self.following = False
         self.notice = N_("Room {code} has ended. You keep the last view.", code=self.code)
+        self._drop_poll()
         self._card.object = self._followed_card()
         self._layout[:] = [self._card, self._notice]
 
@@ -480,7 +518,8 @@ class RoomControls(pn.viewable.Viewer):
             self._card.object = (f'<div class="room-label">{escape(tr._("Exploring on your own · room"))}</div>'
                                  f'<div class="room-code">{code}</div>')
             self._toggle.param.update(label=tr._("Follow again"), description=tr._("Take the presenter's view again"))
-        self._layout[:] = [self._card, self._toggle, self._notice]
+        poll = [self._poll.__panel__()] if isinstance(self._poll, FollowerPoll) and self._poll.built else []
+        self._layout[:] = [self._card, self._toggle, self._notice, *poll]
 
     # -- leaving ----------------------------------------------------------------------------------------------------
 
@@ -489,6 +528,8 @@ class RoomControls(pn.viewable.Viewer):
             self._registry.presenter_left(self.code, self._session)
         elif self.role == "follower":
             self._registry.unfollow(self.code, self._session)
+        if self._poll is not None:
+            self._poll.close()
         # Let the closed page's document go: whatever still holds this page's state would otherwise keep
         # the whole document (every Bokeh model of the page) alive through this view.
         self.state.param.unwatch(self._watcher)

@@ -75,6 +75,8 @@ def present(page) -> tuple[str, str]:
         page.get_by_role("button", name="Present").click()
     page.wait_for_function(APP_READY, timeout=4 * WAIT)  # a whole page load
     page.locator(READOUT).wait_for(timeout=4 * WAIT)
+    # the card is drawn once the page has reported its address (the join link is made of it): one more round trip
+    page.locator(".room-code").wait_for(timeout=4 * WAIT)
     code = page.locator(".room-code").text_content().replace(" ", "")
     link = page.locator(".room-link").text_content()
     token = parse_qs(urlparse(page.url).query)["token"][0]

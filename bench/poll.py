@@ -1,0 +1,323 @@
+"""The class poll: a presenter asks, N followers answer; how soon each page shows the question, how soon the
+presenter's counts are complete, and whether they are right.
+
+    .venv/bin/python bench/poll.py                          # 60 followers, answers spread over 4 s
+    .venv/bin/python bench/poll.py --followers 10 --spread 2  # a quick run
+    .venv/bin/python bench/poll.py --question two-key-softmax  # a number question: a histogram
+
+The server is ``python app.py`` on a free loopback port. Every page speaks Bokeh's own protocol
+(``bench/protocol_client.py``, as ``bench/follow.py``): the presenter opens the page, presses Present, opens the
+presenter link it is given, then presses "Class poll" (the toggle's ``active``), picks the question (the
+select's ``value``, a label of ``widgets.poll.question_options``) and presses "Ask the room". Followers open the
+join link in separate processes. Each follower page waits for the question to arrive (the patch that sets its
+poll card's ``poll``; the card itself, hidden, came once the page had loaded), then, after a delay of its own drawn evenly from ``[0, --spread]`` seconds, sends its answer as the card's
+script does (a ``data_event`` of the card's model: ``{"poll": id, "answer": ...}``); its own page then says
+"Your answer is in".
+
+Measured, on CLOCK_MONOTONIC (comparable across processes): ask → question on each follower page; ask → last
+answer sent (the class answered within this); last answer sent → the presenter's counts complete (the patch
+whose count line shows every answer); and whether the presenter's final counts are exactly the answers sent.
+Results are printed as JSON and written to bench/out/poll.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import html
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.follow import percentile  # noqa: E402
+from bench.protocol_client import Learner, _entry, _map, find_objects, presenter_link  # noqa: E402
+from bench.stats import publish  # noqa: E402
+
+COUNT_LINE = re.compile(r"<strong>(\d+)</strong> answers? · (\d+) pages? following")
+BAR = re.compile(r'<span class="poll-label">(.*?)</span><span class="poll-n">(\d+)</span>')
+
+
+async def change(page: Learner, model_id: str, attr: str, new) -> None:
+    """The page changes a property of one of its models, as BokehJS sends it (a ``ModelChanged`` patch)."""
+    from bokeh.protocol.messages.patch_doc import patch_doc
+
+    content = {"events": [{"kind": "ModelChanged", "model": {"id": model_id}, "attr": attr, "new": new}]}
+    await patch_doc(patch_doc.create_header(), {}, content).send(page.sock)
+
+
+def texts(events):
+    """Every new text of an HTML model in a patch's events (Panel sends them escaped)."""
+    for ev in events:
+        if ev.get("kind") == "ModelChanged" and ev.get("attr") == "text" and isinstance(ev.get("new"), str):
+            yield html.unescape(ev["new"])
+
+
+async def listen(page: Learner, on_patch) -> None:
+    """Call ``on_patch(events, when)`` for every PATCH-DOC the page receives, until its socket closes."""
+    while True:
+        try:
+            msg = await page._next_message()
+        except ConnectionError:
+            return
+        if msg.msgtype == "PATCH-DOC":
+            await on_patch(msg.content.get("events", []), time.monotonic())
+
+
+# --------------------------------------------------------------------------------------------------------------
+# follower processes
+
+
+def run_followers(ws_url: str, code: str, count: int, first: int, spread: float, kind: str, choices: int,
+                  ready_file: str, out_file: str) -> None:
+    """``count`` follower pages: connect, signal readiness, answer the poll when it comes; write what they saw."""
+
+    async def main() -> list[dict]:
+        pages = [Learner(f"{ws_url}?room={code}", compress=True, clock=time.monotonic, keep_patches=False)
+                 for _ in range(count)]
+        gate = asyncio.Semaphore(4)  # a class does not open its pages in the same millisecond either
+
+        async def connect(page):
+            async with gate:
+                await page.connect()
+
+        await asyncio.gather(*(connect(p) for p in pages))
+        records = []
+        tasks = []
+        for i, page in enumerate(pages):
+            rng = random.Random(first + i)  # each page's own delay and answer, the same on every run
+            record = {"delay": rng.uniform(0, spread), "seen": None, "sent": None, "acked": None,
+                      "answer": (first + i) % choices if kind == "choice" else rng.choice(["0.731", ".731", "0.73"])}
+            records.append(record)
+            ids = {}
+
+            async def answer(page=page, record=record, ids=ids):
+                await asyncio.sleep(record["delay"])
+                record["sent"] = time.monotonic()
+                await page._send_event(_map(model={"id": ids["card"]}, data=_map(poll=ids["poll"],
+                                                                                    answer=record["answer"])),
+                                       name="data_event")
+
+            async def on_patch(events, when, record=record, ids=ids, answer=answer):
+                if "card" not in ids:  # added, hidden, once the page has loaded
+                    card = next((obj for obj in find_objects(events, "") if "poll-follower" in
+                                 (obj.get("attributes", {}).get("css_classes") or [])), None)
+                    if card is not None:
+                        ids.update(card=card["id"], data=card["attributes"]["data"]["id"])
+                for ev in events:  # the question: the card's `poll`, which its page draws
+                    if (record["seen"] is None and ev.get("kind") == "ModelChanged" and ev.get("attr") == "poll"
+                            and ev.get("model", {}).get("id") == ids.get("data") and _entry(ev["new"], "can_answer")):
+                        ids["poll"] = _entry(ev["new"], "id")
+                        record["seen"] = when
+                        tasks.append(asyncio.create_task(answer()))
+                if record["acked"] is None and "Your answer is in" in json.dumps(events):
+                    record["acked"] = when
+
+            tasks.append(asyncio.create_task(listen(page, on_patch)))
+        Path(ready_file).write_text("ready")
+        while not Path(ready_file + ".stop").exists():
+            await asyncio.sleep(0.1)
+        for page in pages:
+            page.close()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return records
+
+    Path(out_file).write_text(json.dumps(asyncio.run(main())))
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the presenter and the measurement
+
+
+class Presenter:
+    """The presenter's page over Bokeh's protocol, on an event loop in a thread of its own."""
+
+    def __init__(self, url: str):
+        import threading
+
+        self.ws = url.replace("http://", "ws://", 1) + "app/ws"
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self.counts: list[tuple[float, int, int, list[tuple[str, int]]]] = []  # (when, answers, pages, bars)
+        self.found: dict[str, str] = {}
+
+    def run(self, coro, timeout: float = 300):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    async def present(self) -> str:
+        from urllib.parse import parse_qs
+
+        search = await presenter_link(self.ws)
+        self.me = Learner(self.ws + search, compress=True, clock=time.monotonic, keep_patches=False)
+        await self.me.connect(keep_doc=True)
+        self.listening = asyncio.create_task(listen(self.me, self.on_patch))
+        return parse_qs(search.lstrip("?"))["room"][0]
+
+    async def on_patch(self, events, when) -> None:
+        # the room card's controls come once the page has loaded, the poll card once "Class poll" is pressed
+        for name, type_suffix, label in (("toggle", "Toggle", "Class poll"), ("select", "Select", None),
+                                         ("ask", "Button", "Ask the room")):
+            for obj in find_objects(events, type_suffix):
+                if name not in self.found and (label is None or obj["attributes"].get("label") == label):
+                    self.found[name] = obj["id"]
+        for text in texts(events):
+            m = COUNT_LINE.search(text)
+            if m:
+                self.counts.append((when, int(m[1]), int(m[2]), [(html.unescape(a), int(n)) for a, n in
+                                                                 BAR.findall(text)]))
+
+    async def open_poll(self, label: str) -> float:
+        """Press "Class poll", pick ``label``, press "Ask the room"; returns when the question was asked."""
+        deadline = time.monotonic() + 60
+        while "toggle" not in self.found:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the presenter's room controls did not arrive")
+            await asyncio.sleep(0.05)
+        await change(self.me, self.found["toggle"], "active", True)
+        while len(self.found) < 3:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the presenter's poll card did not arrive")
+            await asyncio.sleep(0.05)
+        await change(self.me, self.found["select"], "value", label)
+        await asyncio.sleep(0.5)  # the server takes the question before the click, as a person would pick first
+        asked = time.monotonic()
+        await self.me.click(self.found["ask"])
+        return asked
+
+    def close(self) -> None:
+        if hasattr(self, "me"):
+            self.loop.call_soon_threadsafe(self.me.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    ap.add_argument("--followers", type=int, default=60)
+    ap.add_argument("--processes", type=int, default=2, help="follower client processes")
+    ap.add_argument("--spread", type=float, default=4.0,
+                    help="seconds over which the followers answer, each after the question reached its page")
+    ap.add_argument("--question", default="key-role", help="a question id of widgets/questions.py")
+    ap.add_argument("--wait", type=float, default=30.0, help="seconds to wait for every answer to be counted")
+    args = ap.parse_args()
+
+    import psutil
+
+    from tests.ui.conftest import free_port, wait_for_http
+    from widgets.poll import question_options
+    from widgets.questions import BY_ID
+
+    question = BY_ID[args.question]
+    label = next(lab for group in question_options().values() for lab, qid in group.items() if qid == question.id)
+    out_dir = ROOT / "bench" / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    ws = url.replace("http://", "ws://", 1) + "app/ws"
+    log = open(out_dir / "poll-server.log", "w")
+    server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                              env={**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"})
+    followers: list[subprocess.Popen] = []
+    presenter = None
+    load_start = os.getloadavg()
+    try:
+        wait_for_http(url + "liveness", server, timeout=180)
+        presenter = Presenter(url)
+        code = presenter.run(presenter.present())
+        per = [args.followers // args.processes + (i < args.followers % args.processes) for i in range(args.processes)]
+        files = []
+        first = 0
+        choices = len(question.choices) or 1
+        for i, n in enumerate(per):
+            ready_file, out_file = str(out_dir / f"poll-ready-{i}"), str(out_dir / f"poll-{i}.json")
+            for f in (ready_file, ready_file + ".stop", out_file):
+                Path(f).unlink(missing_ok=True)
+            followers.append(subprocess.Popen(
+                [sys.executable, __file__, "--_follower", ws, code, str(n), str(first), str(args.spread), question.kind,
+                 str(choices), ready_file, out_file], cwd=ROOT))
+            files.append((ready_file, out_file))
+            first += n
+        deadline = time.monotonic() + 600
+        while not all(Path(r).exists() for r, _ in files):
+            if time.monotonic() > deadline or any(f.poll() not in (None, 0) for f in followers):
+                raise RuntimeError("followers did not connect")
+            time.sleep(0.2)
+        time.sleep(2.0)  # the last pages' first views settle before the clock starts
+
+        proc = psutil.Process(server.pid)
+        cpu0 = proc.cpu_times()
+        asked = presenter.run(presenter.open_poll(label))
+        deadline = time.monotonic() + args.wait
+        while time.monotonic() < deadline and not any(n == args.followers for _, n, _, _ in presenter.counts):
+            time.sleep(0.05)
+        cpu1, done = proc.cpu_times(), time.monotonic()
+        time.sleep(1.0)  # acknowledgements still on their way to the last pages
+        for ready_file, _ in files:
+            Path(ready_file + ".stop").write_text("stop")
+        for f in followers:
+            f.wait(120)
+        records = [r for _, out_file in files for r in json.loads(Path(out_file).read_text())]
+    finally:
+        if presenter is not None:
+            presenter.close()
+        for f in followers:
+            if f.poll() is None:
+                f.kill()
+        # Bokeh logs an AssertionError when it is stopped while a websocket is still closing: let them close
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            text = (out_dir / "poll-server.log").read_text()
+            if text.count("WebSocket connection opened") <= text.count("WebSocket connection closed"):
+                break
+            time.sleep(0.1)
+        server.terminate()
+        server.wait(10)
+        log.close()
+
+    seen = [r["seen"] - asked for r in records if r["seen"] is not None]
+    sent = [r["sent"] for r in records if r["sent"] is not None]
+    acked = [r["acked"] - r["sent"] for r in records if r["acked"] is not None and r["sent"] is not None]
+    last_sent = max(sent) if sent else float("nan")
+    complete = next(((t, bars) for t, n, _, bars in presenter.counts if n == len(records)), None)
+    if question.kind == "choice":
+        expected = [sum(r["answer"] == i for r in records if r["sent"]) for i in range(len(question.choices))]
+    else:
+        from server.polls import number_bin
+
+        bins = sorted({number_bin(question, r["answer"]) for r in records if r["sent"]}, key=float)
+        expected = [sum(number_bin(question, r["answer"]) == b for r in records if r["sent"]) for b in bins]
+    final = presenter.counts[-1][3] if presenter.counts else []
+    result = {
+        "followers": len(records), "question": question.id, "kind": question.kind, "spread_s": args.spread,
+        "cpu_count": os.cpu_count(),
+        "question_shown": f"{len(seen)}/{len(records)}",
+        "ask_to_question_shown_ms_p50": round(1000 * percentile(seen, 0.5), 1),
+        "ask_to_question_shown_ms_p95": round(1000 * percentile(seen, 0.95), 1),
+        "ask_to_question_shown_ms_max": round(1000 * max(seen, default=float("nan")), 1),
+        "answers_sent": f"{len(sent)}/{len(records)}",
+        "ask_to_last_answer_sent_s": round(last_sent - asked, 2),
+        "answer_to_own_page_ack_ms_p50": round(1000 * percentile(acked, 0.5), 1),
+        "answer_to_own_page_ack_ms_max": round(1000 * max(acked, default=float("nan")), 1),
+        "counts_complete_after_last_answer_ms": round(1000 * (complete[0] - last_sent), 1) if complete else None,
+        "presenter_count_updates": len(presenter.counts),
+        "presenter_final_counts": [n for _, n in final],
+        "answers_sent_per_bar": expected,
+        "final_counts_match_answers": [n for _, n in final] == expected,
+        "server_cpu_s_ask_to_complete": round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2),
+        "ask_to_complete_s": round(done - asked, 2),
+    }
+    publish(result, load_start, out_dir / "poll.json")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--_follower":
+        a = sys.argv[2:]
+        run_followers(a[0], a[1], int(a[2]), int(a[3]), float(a[4]), a[5], int(a[6]), a[7], a[8])
+    else:
+        main()

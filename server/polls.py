@@ -1,0 +1,135 @@
+"""A room's class poll: one question of Section 6 asked of the followers, answered anonymously.
+
+The presenter asks a question (any of ``widgets.questions``: the ones that count or the practice problems);
+each page following the room may answer it once; the presenter sees how many answered and how (a count per
+choice, or a histogram of the numbers given), closes the poll, then reveals the answer and its "Why".
+
+Pure Python, standard library only, like the questions themselves. A :class:`Poll` lives in its room, in
+the process's :class:`~server.rooms.RoomRegistry`, and changes only under the registry's lock. What leaves
+it is immutable: a :class:`PollView` (which question, open, closed or revealed), which every page of the
+room may see, and :class:`PollCounts`, which only the presenter's page receives. A poll keeps no answer
+with the page that gave it: only which pages have answered (so each answers once) and the totals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+from widgets.questions import BY_ID, Question, parse_number
+
+#: A poll's life: answered while open, then closed (no more answers), then its answer revealed.
+OPEN, CLOSED, REVEALED = "open", "closed", "revealed"
+STATES = (OPEN, CLOSED, REVEALED)
+#: Largest number a follower may give (either sign): beyond it no answer of this section is meant.
+MAX_NUMBER = 1e6
+
+
+class PollRefused(Exception):
+    """An answer or a presenter's request the poll does not take; ``str(error)`` is safe to show the learner."""
+
+
+@dataclass(frozen=True)
+class PollView:
+    """What every page of the room may see of its poll: its number in the room, its question, its state."""
+
+    id: int
+    question_id: str
+    state: str
+
+    @property
+    def question(self) -> Question:
+        return BY_ID[self.question_id]
+
+
+@dataclass(frozen=True)
+class PollCounts:
+    """What the presenter sees of poll ``poll_id``: ``answers`` given, ``pages`` following the room, and
+    ``choices`` (answers per choice, in the question's order) or ``numbers`` (``(value, count)`` by value,
+    each value the numbers given rounded to the question's decimal places: a histogram whose bins are one
+    unit of the last place wide). ``right``: answers right by the Check tab's rules (for a number, its
+    precision rule, which a bin alone cannot tell: 0.7306 falls in bin 0.731 and is not right)."""
+
+    poll_id: int
+    answers: int
+    pages: int
+    right: int = 0
+    choices: tuple[int, ...] = ()
+    numbers: tuple[tuple[str, int], ...] = ()
+
+
+def choice_answer(question: Question, given) -> int:
+    """``given`` as a choice of ``question``: an int naming one of its choices, or PollRefused."""
+    if isinstance(given, bool) or not isinstance(given, int) or not 0 <= given < len(question.choices):
+        raise PollRefused("Choose one of the answers first.")
+    return given
+
+
+def number_bin(question: Question, given) -> str:
+    """The histogram bin of the number typed in ``given``: the number rounded to the question's decimal places.
+
+    PollRefused for anything that is not a plain decimal number (words, ``nan``, ``1e400``: the number rule
+    of the Check tab) or is beyond ±:data:`MAX_NUMBER`.
+
+    >>> q = BY_ID["two-key-softmax"]
+    >>> number_bin(q, ".7306"), number_bin(q, "0.73")
+    ('0.731', '0.730')
+    """
+    try:
+        x, _ = parse_number(given if isinstance(given, str) else None)
+    except ValueError as exc:
+        raise PollRefused(str(exc)) from None
+    if not (math.isfinite(float(x)) and abs(x) <= Decimal(MAX_NUMBER)):
+        raise PollRefused(f"Give a number between −{MAX_NUMBER:,.0f} and {MAX_NUMBER:,.0f}.")
+    try:
+        return format(x.quantize(Decimal(1).scaleb(-question.decimals), ROUND_HALF_UP) + 0, "f")
+    except InvalidOperation:  # cannot happen within MAX_NUMBER; refused rather than counted wrong
+        raise PollRefused("That number has too many digits.") from None
+
+
+class Poll:
+    """One question asked of a room, and its answers so far. Only the registry changes it, under its lock."""
+
+    def __init__(self, poll_id: int, question_id: str):
+        if question_id not in BY_ID:
+            raise PollRefused("There is no such question.")
+        self.id, self.question = poll_id, BY_ID[question_id]
+        self.state = OPEN
+        self._answered: set = set()  # which pages answered: keys only, never with their answer
+        self._choices = [0] * len(self.question.choices)
+        self._numbers: Counter[str] = Counter()
+        self._right = 0
+
+    @property
+    def view(self) -> PollView:
+        return PollView(self.id, self.question.id, self.state)
+
+    def counts(self, pages: int) -> PollCounts:
+        numbers = tuple(sorted(self._numbers.items(), key=lambda kv: Decimal(kv[0])))
+        return PollCounts(self.id, len(self._answered), pages, self._right, tuple(self._choices), numbers)
+
+    def answer(self, key, poll_id: int, given) -> None:
+        """Count ``given`` from the page ``key`` for poll ``poll_id``; PollRefused (and nothing counted) unless
+        this poll is open, the page has not answered it yet, and ``given`` is one of its answers."""
+        if poll_id != self.id:
+            raise PollRefused("That poll is over: the presenter has asked another question.")
+        if self.state != OPEN:
+            raise PollRefused("The presenter has closed this poll.")
+        if key in self._answered:
+            raise PollRefused("You have already answered this poll: each page answers once.")
+        if self.question.kind == "choice":
+            self._choices[choice_answer(self.question, given)] += 1
+        else:
+            self._numbers[number_bin(self.question, given)] += 1
+        self._right += bool(self.question.grade(given).ok)
+        self._answered.add(key)
+
+    def close(self) -> None:
+        if self.state == OPEN:
+            self.state = CLOSED
+
+    def reveal(self) -> None:
+        """Reveal the answer; an open poll is closed first (no answer comes after the answer)."""
+        self.state = REVEALED

@@ -1,0 +1,483 @@
+"""The class poll on the page: the presenter asks one of Section 6's questions, the room's followers answer.
+
+Two views, one per page of a room that needs it, both made by :class:`~widgets.follow.RoomControls`:
+
+- :class:`PresenterPoll`, on the presenter's page (the room card's "Class poll" button): a question to ask,
+  then the live count of each choice (or a histogram of the numbers given), Close, Reveal the answer;
+- :class:`FollowerPoll`, on each follower's page, shown when the room's poll is asked (or at once, for a page
+  joining while one is open): the question, an answer sent once, and the answer and its "Why" once revealed.
+
+The poll itself is the room's, in this process's registry (``server/polls.py``, ``RoomRegistry.ask`` ...). A
+follower's answer goes from its page to its own server session only, which hands it to the registry under
+the session's own key; the registry tells the presenter's page the counts, and every other page only when the
+poll is asked, closed or revealed. The registry calls a page from whichever callback changed the poll (the
+presenter's, another follower's): each view only records what it was told and changes its own document in a
+callback of its own session, as the room's views do.
+
+Every text is escaped: choices and prompts are the project's own, but a refusal can quote what was typed.
+"""
+
+from __future__ import annotations
+
+import threading
+from html import escape
+from pathlib import Path
+from typing import Callable
+
+import panel as pn
+import param
+from panel.io.state import set_curdoc
+
+from server.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, number_bin
+from server.rooms import RoomError, RoomRegistry
+from widgets.questions import BY_ID, MAX_NUMBER_CHARS, PRACTICE, QUESTIONS, Question
+
+POLL_CSS = (Path(__file__).resolve().parents[1] / "static" / "poll.css").read_text()
+LETTERS = "ABCDEFGH"
+#: Bins the presenter's histogram shows; the others are summed up in one line.
+MAX_BINS = 8
+#: How the presenter's card names a poll's state.
+STATE_NAMES = {OPEN: "open", CLOSED: "closed", REVEALED: "answer shown"}
+#: A card floats over the page (static/poll.css sets its real width): a fixed size here keeps the header row it
+#: belongs to from stretching to make room for it, as it would for a card whose parts stretch.
+CARD = dict(sizing_mode="fixed", width=540, margin=0)
+
+
+def title_of(q: Question) -> str:
+    """How the poll names a question: "Question 5" or "Practice problem 2"."""
+    return f"Question {q.number}" if q.counts else f"Practice problem {q.number}"
+
+
+def choice_label(q: Question, i: int) -> str:
+    """Choice ``i`` as the poll shows it on every page, lettered so that a class can talk about it."""
+    return f"{LETTERS[i]}. {q.choices[i].text}"
+
+
+def given_text(q: Question, given, short: bool = False) -> str:
+    """A follower's own answer as their page quotes it back: a choice with its text, or only its letter."""
+    if q.kind == "choice":
+        return LETTERS[given] if short else choice_label(q, given)
+    text = str(given).strip()
+    return text if len(text) <= MAX_NUMBER_CHARS else text[:MAX_NUMBER_CHARS] + "…"
+
+
+def question_options() -> dict[str, dict[str, str]]:
+    """The presenter's choice of question, in two groups: the fourteen that count and the practice problems."""
+    def label(q):
+        # short enough for the select box of a projector's card; the whole prompt shows beneath it
+        short = q.prompt if len(q.prompt) <= 44 else q.prompt[:43].rstrip() + "…"
+        return f"{title_of(q)} · {short}"
+    return {"Questions that count": {label(q): q.id for q in QUESTIONS},
+            "Practice problems (do not count)": {label(q): q.id for q in PRACTICE}}
+
+
+def counts_html(q: Question, counts: PollCounts | None, revealed: bool) -> str:
+    """The presenter's counts: one bar per choice, or per number given (rounded to the question's places).
+
+    The right choice (or the right answer's bin) is marked only once revealed: the projector shows the
+    class's answers, not the answer, while the poll is open.
+    """
+    if counts is None:
+        return ""
+    answers, pages = counts.answers, counts.pages
+    head = (f'<p class="poll-total" role="status"><strong>{answers}</strong> '
+            f'{"answer" if answers == 1 else "answers"} · {pages} {"page" if pages == 1 else "pages"} following</p>')
+    if q.kind == "choice":
+        rows = [(choice_label(q, i), n, i == q.answer) for i, n in enumerate(counts.choices)]
+    else:
+        right_bin = number_bin(q, str(q.answer))
+        bins = sorted(counts.numbers, key=lambda kv: -kv[1])[:MAX_BINS]
+        shown = {v for v, _ in bins}
+        rows = [(v, n, v == right_bin) for v, n in counts.numbers if v in shown]
+        rest = sum(n for v, n in counts.numbers if v not in shown)
+    top = max([n for _, n, _ in rows], default=0) or 1
+    items = []
+    for label, n, right in rows:
+        mark = ' class="right"' if revealed and right else ""
+        tick = '<span class="poll-tick" aria-label="the answer">✓</span>' if revealed and right else ""
+        bar = f'<span class="poll-bar" style="width:{100 * n / top:.1f}%"></span>'
+        # a choice's text lies over its bar, so the projector shows each choice and its count on one row
+        items.append(f'<li{mark}>{bar}<span class="poll-label">{escape(label)}</span>'
+                     f'<span class="poll-n">{n}</span>{tick}</li>')
+    if q.kind == "number" and not rows:
+        items.append('<li class="poll-empty">No numbers yet.</li>')
+    more = ""
+    if q.kind == "number":
+        if rest:
+            more = f'<p class="poll-more">{rest} more at other values.</p>'
+        more += (f'<p class="poll-more">Rounded to {q.decimals} decimal places.'
+                 + (f" Right by the number rule: <strong>{counts.right}</strong>.</p>" if revealed else "</p>"))
+    return f'{head}<ul class="poll-counts poll-{q.kind}">{"".join(items)}</ul>{more}'
+
+
+def answer_html(q: Question) -> str:
+    """The answer and its "Why", as every page shows them once revealed."""
+    return (f'<p class="poll-answer"><strong>Answer:</strong> {escape(q.answer_text)}</p>'
+            f'<p class="poll-why"><strong>Why:</strong> {escape(q.why)}</p>')
+
+
+class _OnPage:
+    """Runs ``take(*latest)`` on a page's own document for whatever the registry last told it.
+
+    The registry calls from another session's callback (the presenter's, another follower's): this records
+    the newest call only and schedules one callback on the page's session, so a burst of answers is one
+    update of the presenter's page, and no page's document is ever touched outside its own lock. Without a
+    served document (tests) it runs at once.
+    """
+
+    def __init__(self, take: Callable):
+        self._take, self._doc = take, pn.state.curdoc
+        self._lock = threading.Lock()
+        self._pending, self._scheduled, self.closed = None, False, False
+
+    def __call__(self, *args) -> None:
+        doc = self._doc
+        served = doc is not None and doc.session_context is not None
+        with self._lock:
+            self._pending = args
+            if self._scheduled:
+                return
+            self._scheduled = True
+        if served:
+            doc.add_next_tick_callback(self._run)
+        else:
+            self._run()
+
+    def _run(self) -> None:
+        with self._lock:
+            args, self._pending, self._scheduled = self._pending, None, False
+        if args is None or self.closed:
+            return
+        with set_curdoc(self._doc), pn.io.hold(self._doc):
+            self._take(*args)
+
+    def close(self) -> None:
+        """The page has gone: nothing more runs, and its document can be let go."""
+        self.closed, self._doc = True, None
+
+
+class FollowerCard(pn.custom.JSComponent):
+    """A follower's poll card, drawn by the page itself from the few texts below: one Bokeh model.
+
+    Panel's widgets for the same card are about 28 Bokeh models, which took the server 85 ms per page to build
+    when a question was asked: a class of 60 on one server waited 5 s for it. The card sends one message, the
+    learner's answer ``{"poll": id, "answer": choice index or typed text}``, to its own session only, which
+    passes it to ``on_answer`` (a plain attribute, never synced). Every text is set as text, never as HTML; Hide
+    and Show are the page's own (no server round trip). Test hooks: ``.poll-status``, ``.poll-choices``,
+    ``.poll-number``, ``.poll-send``, ``.poll-hide`` inside the card.
+    """
+
+    #: What the card shows, as one value so that each change is one update of the page: ``id`` (the room's poll;
+    #: a new one shows itself, even if hidden), ``title``, ``prompt``, ``kind`` ("choice" or "number"),
+    #: ``choices`` (lettered labels), ``can_answer`` (show the choices or the number box, and Send) and
+    #: ``status``, the lines under the question as ``[css class, text, bold text, text after]``.
+    poll = param.Dict(default={}, doc="What the card shows (see above); empty: no poll.")
+
+    _esm = """
+export function render({ model }) {
+  const make = (tag, cls, text) => {
+    const e = document.createElement(tag)
+    if (cls) e.className = cls
+    if (text != null) e.textContent = text
+    return e
+  }
+  const card = make("div", "poll-card")
+  const head = make("div", "poll-head"), title = make("h3"), hide = make("button", "poll-hide")
+  hide.type = "button"
+  head.append(title, hide)
+  const body = make("div", "poll-body")
+  const prompt = make("p", "poll-prompt")
+  prompt.id = "poll-prompt"
+  const choices = make("fieldset", "poll-choices")
+  choices.setAttribute("aria-labelledby", "poll-prompt")
+  const number = make("label", "poll-number", "Your answer")
+  const input = make("input")
+  Object.assign(input, {type: "text", inputMode: "decimal", maxLength: %(max)d, placeholder: "a number",
+                        autocomplete: "off"})
+  number.append(input)
+  const send = make("button", "poll-send primary", "Send my answer")
+  send.type = "button"
+  const status = make("div", "poll-status")
+  status.setAttribute("role", "status")
+  body.append(prompt, choices, number, send, status)
+  card.append(head, body)
+
+  let hidden = false, shown = null, labels = null
+  function draw() {
+    const poll = model.poll
+    if (poll.id == null) return
+    if (poll.id !== shown) {  // a new question: shown, with nothing chosen or typed yet
+      shown = poll.id
+      hidden = false
+      input.value = ""
+    }
+    const key = JSON.stringify([shown, poll.choices])
+    if (key !== labels) {
+      labels = key
+      choices.replaceChildren(...poll.choices.map((text, i) => {
+        const label = make("label"), radio = make("input")
+        Object.assign(radio, {type: "radio", name: "poll-choice", value: String(i)})
+        label.append(radio, make("span", null, text))
+        return label
+      }))
+    }
+    title.textContent = poll.title
+    hide.textContent = hidden ? "Show" : "Hide"
+    hide.setAttribute("aria-expanded", String(!hidden))
+    body.hidden = hidden
+    prompt.textContent = poll.prompt
+    choices.hidden = !(poll.can_answer && poll.kind === "choice")
+    number.hidden = !(poll.can_answer && poll.kind === "number")
+    send.hidden = !poll.can_answer
+    status.replaceChildren(...poll.status.map(([cls, text, strong, after]) => {
+      const p = make("p", cls, text)
+      if (strong) p.append(make("strong", null, strong))
+      if (after) p.append(after)
+      return p
+    }))
+  }
+  const answer = () => {
+    const chosen = choices.querySelector("input:checked"), poll = model.poll
+    model.send_msg({poll: poll.id, answer: poll.kind === "choice" ? (chosen ? Number(chosen.value) : null)
+                                                                  : input.value})
+  }
+  hide.addEventListener("click", () => { hidden = !hidden; draw() })
+  send.addEventListener("click", answer)
+  input.addEventListener("keydown", (e) => { if (e.key === "Enter") answer() })
+  model.on("poll", draw)
+  draw()
+  return card
+}
+""" % {"max": MAX_NUMBER_CHARS}
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.on_answer = None  # plain attribute: set by FollowerPoll
+
+    def _handle_msg(self, msg) -> None:
+        # whatever the page sends: only a dict is looked at, and the registry judges its poll and its answer
+        if isinstance(msg, dict) and self.on_answer is not None:
+            self.on_answer(msg.get("poll"), msg.get("answer"))
+
+
+class FollowerPoll(pn.viewable.Viewer):
+    """A follower's card of the room's poll: the question, one answer, then the answer and its "Why".
+
+    Made when the page joins a room. Its :class:`FollowerCard` (one Bokeh model, hidden until a question is
+    asked) is added once the page has loaded (``on_build`` is then called, so the page can lay it out): not in
+    the page's first view, and not when the room asks, when every follower page of the server would build one
+    at once (60 pages took 3 s). Without a served page it is made when the room first asks. Test hook:
+    ``.poll-follower`` on the card.
+    """
+
+    view = param.ClassSelector(class_=PollView, allow_None=True, doc="The room's poll as this page last heard it.")
+
+    def __init__(self, registry: RoomRegistry, code: str, key: object, on_build: Callable[[], None] | None = None,
+                 **params):
+        super().__init__(**params)
+        self._registry, self._code, self._key, self._on_build = registry, code, key, on_build
+        self._mine: dict[int, object] = {}  # poll id -> what this page answered (kept on its own server only)
+        self.card: FollowerCard | None = None
+        self.on_page = _OnPage(self._take)
+        registry.watch_poll(code, key, self.on_page)
+        doc = pn.state.curdoc
+        if doc is not None and doc.session_context is not None:
+            # after the page's first render; a poll open now is shown then (its view waits in _take)
+            pn.state.onload(self._prepare)
+        else:
+            self.on_page(registry.poll(code), None)
+
+    def _prepare(self) -> None:
+        """The page has loaded: add the card, hidden, and show the room's poll if one is open."""
+        if self.card is None and not self.on_page.closed:
+            self._build()
+            self._take(self._registry.poll(self._code))
+
+    @property
+    def built(self) -> bool:
+        return self.card is not None
+
+    def _build(self) -> None:
+        # no width here: the page's CSS sizes the card (a Bokeh width would fix its inside at that width)
+        self.card = FollowerCard(css_classes=["room-poll", "poll-follower"], stylesheets=[POLL_CSS], margin=0,
+                                 visible=False)
+        self.card.on_answer = self._on_answer
+        if self._on_build is not None:
+            self._on_build()
+
+    def _take(self, view: PollView | None, _counts=None) -> None:
+        self.view = view
+        if not self.built:
+            if view is None or pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+                return  # a served page shows it once it has loaded (_prepare)
+            self._build()
+        if view is None:  # no poll yet, or the room has ended
+            self.card.visible = False
+            return
+        self._render()
+        self.card.visible = True
+
+    def _render(self, note: str = "") -> None:
+        view = self.view
+        q, state = view.question, view.state
+        answered = view.id in self._mine
+        mine = self._mine.get(view.id)
+        lines = [["poll-note", note, "", ""]] if note else []
+        if answered:
+            text = given_text(q, mine)
+            yours = (text, "" if text.endswith(".") else ".")  # a choice ends with its own full stop
+        if state == OPEN:
+            lines.append(["", "The presenter reveals the answer when the class is done. Your answer is in: ", *yours]
+                         if answered else
+                         ["", "Answer once. The presenter sees only how many gave each answer, never who.", "", ""])
+        elif state == CLOSED:
+            lines.append(["", "The presenter has closed the poll. Your answer: ", *yours] if answered else
+                         ["", "The presenter has closed the poll before you answered.", "", ""])
+        else:
+            lines += [["poll-answer", "", "Answer: ", q.answer_text], ["poll-why", "", "Why: ", q.why]]
+            if answered:
+                right = q.grade(mine).ok
+                lines.append([f"poll-yours {'right' if right else 'wrong'}", "Your answer, ",
+                              given_text(q, mine, short=True), ", is right." if right else ", is not the answer."])
+            else:
+                lines.append(["", "You did not answer this one.", "", ""])
+        # once answered (or closed) the card shrinks to the question and its status: the explorer shows again
+        self.card.poll = dict(
+            id=view.id, title=f"Class poll · {title_of(q)}", prompt=q.prompt, kind=q.kind,
+            choices=[choice_label(q, i) for i in range(len(q.choices))], can_answer=state == OPEN and not answered,
+            status=lines)
+
+    def _on_answer(self, poll_id, given) -> None:
+        """The page's answer, as its card sent it: the registry judges it; this page then says what happened."""
+        view = self.view
+        if view is None:
+            return
+        if isinstance(poll_id, bool) or not isinstance(poll_id, int):
+            poll_id = -1  # not a poll's number: refused as an answer to a poll that is over
+        try:
+            self._registry.answer_poll(self._code, self._key, poll_id, given)
+        except PollRefused as e:
+            with pn.io.hold():
+                self._render(note=str(e))
+            return
+        self._mine[poll_id] = given  # the poll the room counted it for
+        with pn.io.hold():
+            self._render()
+
+    def close(self) -> None:
+        """The page has gone: stop watching the room's poll."""
+        self._registry.unwatch_poll(self._code, self._key)
+        self.on_page.close()
+
+    def __panel__(self):
+        if self.card is None:
+            self._build()
+        return self.card
+
+
+class PresenterPoll(pn.viewable.Viewer):
+    """The presenter's card of the room's poll: choose a question and ask it, watch the counts come in, close
+    the poll, reveal the answer and its "Why" to every page, ask the next one.
+
+    Test hooks: ``.poll-presenter`` on the card, ``.poll-counts`` in its counts, ``.poll-total`` on the line of
+    how many answered.
+    """
+
+    view = param.ClassSelector(class_=PollView, allow_None=True, doc="The room's poll; None before the first.")
+    counts = param.ClassSelector(class_=PollCounts, allow_None=True, doc="How the room has answered it so far.")
+
+    def __init__(self, registry: RoomRegistry, code: str, token: str, key: object, **params):
+        super().__init__(**params)
+        self._registry, self._code, self._key = registry, code, key
+        self._token = token  # never a param: it would reach the page
+        css = dict(stylesheets=[POLL_CSS])
+        self._title = pn.pane.HTML("<h3>Class poll</h3>", css_classes=["poll-title"], sizing_mode="stretch_width",
+                                   margin=(4, 10), **css)
+        self._pick = pn.widgets.Select(label="Question to ask", groups=question_options(), sizing_mode="stretch_width",
+                                       margin=(0, 10), **css)
+        self._pick.param.watch(lambda _: self._render(), "value")  # the whole prompt of the question picked
+        self._ask = pn.widgets.Button(label="Ask the room", color="primary", margin=(6, 10), **css)
+        self._ask.on_click(self._on_ask)
+        self._prompt = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), **css)
+        self._counts = pn.pane.HTML("", css_classes=["poll-results"], sizing_mode="stretch_width", margin=(0, 10),
+                                    **css)
+        self._close = pn.widgets.Button(label="Close the poll", margin=(6, 10), **css)
+        self._reveal = pn.widgets.Button(label="Reveal the answer", color="primary", margin=(6, 10), **css)
+        self._next = pn.widgets.Button(label="Ask another question", margin=(6, 10), **css)
+        self._close.on_click(lambda _: self._step(self._registry.close_poll))
+        self._reveal.on_click(lambda _: self._step(self._registry.reveal_poll))
+        self._next.on_click(lambda _: self._show_picker(True))
+        self._back = pn.widgets.Button(label="Back to the poll", margin=(6, 10), **css)
+        self._back.on_click(lambda _: self._show_picker(False))
+        self._note = pn.pane.HTML("", css_classes=["poll-status"], sizing_mode="stretch_width", margin=(0, 10), **css)
+        self._layout = pn.Column(
+            self._title, self._pick, self._prompt, self._counts,
+            pn.Row(self._ask, self._back, self._close, self._reveal, self._next, margin=0), self._note,
+            css_classes=["room-poll", "poll-presenter"], **CARD, **css)
+        self._picking = True
+        self.on_page = _OnPage(self._take)
+        registry.watch_poll(code, key, self.on_page, token=token)
+        view = registry.poll(code)  # a presenter who reloads finds the room's poll where it was
+        if view is not None:
+            self._picking = False
+            self.on_page(view, registry.poll_counts(code, token))
+        else:
+            self._render()
+
+    def _on_ask(self, _event) -> None:
+        try:
+            self._registry.ask(self._code, self._token, self._pick.value)
+        except (RoomError, PollRefused) as e:
+            self._note.object = f'<p class="poll-note">{escape(str(e))}</p>'
+            return
+        self._picking = False  # the registry's call (self._take) shows the poll
+
+    def _step(self, step) -> None:
+        try:
+            step(self._code, self._token)
+        except RoomError as e:
+            self._note.object = f'<p class="poll-note">{escape(str(e))}</p>'
+
+    def _show_picker(self, picking: bool) -> None:
+        self._picking = picking
+        with pn.io.hold():
+            self._render()
+
+    def _take(self, view: PollView | None, counts: PollCounts | None) -> None:
+        if view is None:  # the room has ended
+            self._layout.visible = False
+            return
+        self.param.update(view=view, counts=counts)
+        if self.view.state == OPEN:
+            self._picking = False
+        self._render()
+
+    def _render(self) -> None:
+        view, counts = self.view, self.counts
+        picking = self._picking or view is None  # choosing the next question, or the first
+        self._pick.visible = self._ask.visible = picking
+        self._back.visible = picking and view is not None
+        if picking:
+            self._title.object = "<h3>Class poll</h3>"
+            self._prompt.object = f'<p class="poll-prompt">{escape(BY_ID[self._pick.value].prompt)}</p>'
+            self._counts.object = ""
+            self._close.visible = self._reveal.visible = self._next.visible = False
+        else:
+            q, state = view.question, view.state
+            self._title.object = f"<h3>Class poll · {escape(title_of(q))} · {STATE_NAMES[state]}</h3>"
+            self._prompt.object = f'<p class="poll-prompt">{escape(q.prompt)}</p>'
+            self._counts.object = counts_html(q, counts, state == REVEALED) + (answer_html(q) if state == REVEALED
+                                                                                else "")
+            self._close.visible = state == OPEN
+            self._reveal.visible = state == CLOSED
+            self._next.visible = state in (CLOSED, REVEALED)
+        if self._note.object:
+            self._note.object = ""
+
+    def close(self) -> None:
+        """The page has gone: stop watching the room's poll."""
+        self._registry.unwatch_poll(self._code, self._key)
+        self.on_page.close()
+
+    def __panel__(self):
+        return self._layout
