@@ -143,6 +143,10 @@ class RoomControls(pn.viewable.Viewer):
             self._stop.param.update(label=tr._("Stop presenting"), description=tr._("End the room now"))
         if "_qr_toggle" in built:
             self._qr_toggle.label = tr._("QR code")
+        if "_poll_toggle" in built:
+            self._poll_toggle.label = tr._("Class poll")
+        if self._poll is not None:
+            self._poll.relabel()
         if self.role == "presenter" and self._token:
             self._show_presenter()
         elif self.role == "follower":
@@ -176,7 +180,7 @@ class RoomControls(pn.viewable.Viewer):
 
     @cached_property
     def _poll_toggle(self) -> pn.widgets.Toggle:
-        toggle = pn.widgets.Toggle(label="Class poll", value=False, margin=(6, 8))
+        toggle = pn.widgets.Toggle(label=self.state.tr._("Class poll"), value=False, margin=(6, 8))
         toggle.param.watch(self._on_poll_toggle, "value")
         return toggle
 
@@ -235,7 +239,8 @@ class RoomControls(pn.viewable.Viewer):
         self._room = room
         self._set_role("follower", code)
         # the poll's widgets are built when the room asks a question (at once if one is open now)
-        self._poll = FollowerPoll(self._registry, code, self._session, on_build=self._show_follower)
+        self._poll = FollowerPoll(self._registry, code, self._session, on_build=self._show_follower,
+                                  tr=lambda: self.state.tr)
         self.following = True
         self._take_room_view()
         self._show_follower()
@@ -321,7 +326,8 @@ class RoomControls(pn.viewable.Viewer):
         if self.role != "presenter" or not self._token:
             return
         if self._poll is None and event.new:
-            self._poll = PresenterPoll(self._registry, self.code, self._token, self._session)
+            self._poll = PresenterPoll(self._registry, self.code, self._token, self._session,
+                                       tr=lambda: self.state.tr)
             self._presenter_controls.append(self._poll.__panel__())
         if self._poll is not None:
             self._poll.__panel__().visible = event.new

@@ -32,6 +32,7 @@ from babel.messages.pofile import read_po
 from babel.numbers import get_decimal_symbol
 
 from widgets.format import fmt, fmt_short
+from widgets.text import N_, Text, _format, ngettext  # noqa: F401 (marked texts, re-exported)
 
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
 #: The page's languages, by code, each named as it names itself (the menu's labels). English is the source.
@@ -60,42 +61,6 @@ def languages() -> tuple[str, ...]:
 def menu_languages() -> dict[str, str]:
     """The language menu's entries, code -> name; the pseudo-language's name is its code."""
     return {**LANGUAGES, **({PSEUDO: PSEUDO} if pseudo_enabled() else {})}
-
-
-class Text(str):
-    """A message and its arguments, which reads as the English text until a page translates it.
-
-    ``Translator.__call__`` renders it in the page's language; arguments may be Texts themselves, or lists
-    of them (joined with spaces).
-    """
-
-    __slots__ = ("msgid", "plural", "n", "args")
-
-    def __new__(cls, msgid: str, _plural: str | None = None, _n: int | None = None, **args):
-        english = _plural if _plural is not None and _n != 1 else msgid
-        self = super().__new__(cls, _format(english, args, _plain))
-        self.msgid, self.plural, self.n, self.args = msgid, _plural, _n, args
-        return self
-
-
-def N_(msgid: str, **args) -> Text:  # noqa: N802 (gettext's own name for a marked, not yet translated text)
-    """Mark ``msgid`` for the catalogs; translated where a page shows it."""
-    return Text(msgid, **args)
-
-
-def ngettext(singular: str, plural: str, n: int, **args) -> Text:
-    """Mark a message with plural forms (the language's own rules choose the form for ``n``)."""
-    return Text(singular, plural, n, n=n, **args)
-
-
-def _format(template: str, args: dict, render) -> str:
-    return template.format(**{k: render(v) for k, v in args.items()}) if args else template
-
-
-def _plain(value) -> str:
-    if isinstance(value, (list, tuple)):
-        return " ".join(_plain(v) for v in value)
-    return str(value)
 
 
 def read_catalog(lang: str):
@@ -198,6 +163,10 @@ class Translator:
 
     def _mark(self, text: str) -> str:
         return text.replace(".", self.decimal) if self.decimal != "." else text
+
+    def mark(self, number: str) -> str:
+        """A number already written with a point (``"0.731"``, a question's answer) with this language's mark."""
+        return self._mark(number)
 
     def number_format(self) -> dict:
         """What the page's own scripts need to write numbers the same way (static/drag.js)."""
