@@ -265,7 +265,7 @@ def task_html(task: Task, record: TaskRecord, paused: str, tr: Translator = ENGL
         w = sep.join(f"{t} {tr.num(x)}" for t, x in zip(SECTION_TOKENS, seen["weights"]))
         parts.append('<p class="seen">' + escape(tr._(
             "Seen on the query of “{token}”: q = {q}; weights {weights}; output {output}, from {start} where q "
-            "started.", token=seen["row"], q=tr.vec(seen["q"], short=True), weights=w, output=tr.num(seen["output"]),
+            "started.", token=seen["row"], q=tr.vec(seen["q"], 4, short=True), weights=w, output=tr.num(seen["output"]),
             start=tr.num(seen["start"]))) + "</p>")
     elif task.id == "rows":
         rows = [f"<li>{escape(t)}: " + (" + ".join(tr.num(x) for x in seen[t]["weights"]) + f" = {tr.num(seen[t]['sum'])}"
