@@ -296,7 +296,7 @@ class ProjectionsView(pn.viewable.Viewer):
         self._basis = ColumnDataSource(data=dict(x0=[], y0=[], x=[], y=[], label=[]), name="projection-basis")
         self._qkv = ColumnDataSource(data=dict(x=[], y=[], marker=[], color=[], alpha=[], label=[]),
                                      name="projection-qkv")
-        self.x_fig = _plane("projection-x", "Embeddings X")
+        self.x_fig = _plane("projection-x", s.tr.in_plot(s.tr._("Embeddings X")))
         draw(self.x_fig, Scatter, self._x_points, "x", "y", size=15, color="color", marker="circle")
         draw(self.x_fig, Text, self._x_points, "x", "y", text="label", x_offset=9, y_offset=-4, text_font_size="14px",
              text_color="color", text_font_style="bold")
@@ -407,6 +407,7 @@ class ProjectionsView(pn.viewable.Viewer):
         self.t_slider.param.update(label=tr._("Temperature T"), options={t_label(t, tr): t for t in T_STOPS},
                                    value=self.t_slider.value)
         self.t_reset.description = tr._("The paper's scaling: T = √2")
+        self.x_fig.title.text = tr.in_plot(tr._("Embeddings X"))
         self.t_row.label = tr._("Row")
         self._row_label.object = f"<span class='label'>{escape(tr._('Row'))}</span>"
         self._texts[0].object = "<p>" + tr._(
@@ -587,7 +588,8 @@ class ProjectionsView(pn.viewable.Viewer):
             "</caption>"
             f"<thead><tr><th scope='col'>T</th>{keys}</tr></thead><tbody>{''.join(weights)}</tbody></table>"
             f"<table class='nums'><caption>{escape(tr._('Its output, largest weight, entropy H (nats)'))}</caption>"
-            "<thead><tr><th scope='col'>T</th><th scope='col'>out [1]</th><th scope='col'>out [2]</th>"
+            f"<thead><tr><th scope='col'>T</th><th scope='col'>{escape(tr._('out [1]'))}</th>"
+            f"<th scope='col'>{escape(tr._('out [2]'))}</th>"
             "<th scope='col'>max a</th><th scope='col'>H</th></tr></thead>"
             f"<tbody>{''.join(outputs)}</tbody></table></div>"
             f"<p>{escape(tr._('The current T is outlined.'))}</p>")
