@@ -104,10 +104,17 @@ function writePosition(a, st, m) {
   st.answerTimer = setTimeout(() => pumpPositions(a, st), ANSWER_WAIT);
 }
 
+// the page's language as the server sends it (JSON text), parsed once per text
+let projectionWordsText = null, projectionWordsParsed = null;
+function projectionWords(text) {
+  if (text !== projectionWordsText) { projectionWordsText = text; projectionWordsParsed = JSON.parse(text); }
+  return projectionWordsParsed;
+}
+
 function projectionInputs(a) {
   const d = a.inputs.data;
   return { X: d.X[0], W: d.W[0], T: d.T[0], tokens: d.tokens[0], role: d.role[0], grab: d.grab[0],
-           names: { x: d.names_x[0], w: d.names_w[0] }, words: d.words[0] };
+           names: { x: d.names_x[0], w: d.names_w[0] }, words: projectionWords(d.words[0]) };
 }
 
 // (x, y) clamped to the plane's visible range, as the server clamps it; null if not finite.

@@ -21,6 +21,7 @@ takes the dragged value at the release, when the page's address, a room's follow
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import time
@@ -184,7 +185,9 @@ class ProjectionChannel(param.Parameterized):
         return dict(X=[np.asarray(s.embeddings, dtype=float).tolist()],
                     W=[np.asarray(s.projections[s.head], dtype=float).tolist()], T=[float(s.temperature)],
                     tokens=[list(HEAD_TOKENS)], role=[self.role], grab=[GRAB], names_x=[names["x"]],
-                    names_w=[names["w"]], words=[{**s.tr.number_format(), "outputs": s.tr(OUTPUTS)}])
+                    names_w=[names["w"]],
+                    # as JSON text: a dict in a data source reaches the page as a Map
+                    words=[json.dumps({**s.tr.number_format(), "outputs": s.tr(OUTPUTS)}, ensure_ascii=False)])
 
     def _sync(self, *_):
         self.inputs.data = self._inputs()
