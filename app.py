@@ -7,13 +7,15 @@ its own :class:`~widgets.state.AttentionState`.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from html import escape
 from pathlib import Path
 
 import panel as pn
-from bokeh.models import Plot
+from bokeh.models import Plot, Spacer, TabPanel
 
+from server.bokeh_defaults import install as keep_stable_defaults
 from server.housekeeping import return_freed_memory
 from server.transport import nodelay_on_load
 from widgets.address import apply_address
@@ -41,8 +43,29 @@ HERE = Path(__file__).parent
 INSPECTOR_CSS = (HERE / "static" / "inspector.css").read_text()
 TEACHING_CSS = (HERE / "static" / "teaching.css").read_text()
 TITLE = "Attention Explorer"
+VIEWPORT = "width=device-width, initial-scale=1"
 
-pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign)
+#: The whole explorer's height in a notebook cell (CSS px), where it cannot take the screen's rest as a page does:
+#: a cell gives a stretching layout no height at all.
+NOTEBOOK_HEIGHT = 800
+
+
+def in_notebook() -> bool:
+    """True in a Jupyter kernel (JupyterLab, the classic notebook, VS Code), False under ``panel serve``."""
+    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+    return shell is not None and hasattr(shell, "kernel")
+
+
+# Bokeh works out every unset property's default again on each read; most are the same on every page
+# (server/bokeh_defaults.py). Only in a process that serves pages: a notebook's kernel is the learner's own,
+# and a page or two there gain nothing worth changing how their Bokeh works
+if not in_notebook():
+    keep_stable_defaults()
+
+# In a notebook, BokehJS, Panel and KaTeX go into the cell's output instead of coming from a CDN: a classroom's
+# notebook works with no internet, and saved with its outputs it opens anywhere. A served page has them from
+# its own server already.
+pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign, **({"inline": True} if in_notebook() else {}))
 
 # --- teaching panels: presets and editing, the formula, the trap, why √d_k -------------
 #: The views beyond the running example, by name: ``formula``, the recipe with live numbers; ``editor``,
@@ -61,8 +84,38 @@ def teaching_panel(name: str, state: AttentionState) -> pn.viewable.Viewable:
     return layout
 
 
+class LazyTabs(pn.Tabs):
+    """Panel's dynamic ``Tabs``, with one placeholder model for every hidden tab instead of one each.
+
+    Panel gives each hidden tab of dynamic tabs a Bokeh ``Spacer`` of its own in a ``TabPanel`` (about 1.5 ms
+    of the server's CPU per tab to build and send, eleven of the explorer's twelve tabs at first). Here the
+    hidden tabs' panels all hold one ``Spacer`` per page, tagged ``hidden`` as Panel tags its own, so Panel
+    takes them for its own hidden panels and reuses them; BokehJS builds one view for a model however many
+    tabs hold it. A tab that is shown gets its own contents as before, and a tab hidden again its
+    placeholder back (Panel keeps its contents' models for when it is shown again).
+    """
+
+    def _get_objects(self, model, old_objects, doc, root, comm=None):
+        panels = self._panels[root.ref["id"]]
+        shared = next((p.child for p in panels.values() if isinstance(p.child, Spacer) and p.child.tags == ["hidden"]),
+                      None)
+        if shared is None:
+            shared = Spacer(sizing_mode="stretch_both", margin=0, tags=["hidden"])
+        placed = []
+        for i, (name, pane) in enumerate(zip(self._names, self)):
+            if i == self.active or not isinstance(pane, pn.viewable.Viewable):
+                continue  # the shown tab, and one that Panel has still to wrap: Panel's own way
+            panel = panels.get(id(pane))
+            if panel is None or panel.child is not shared:
+                # Panel reuses a panel of a hidden object it had before (layout/tabs.py, Tabs._get_objects)
+                panels[id(pane)] = TabPanel(title=name, name=pane.name, child=shared, closable=self.closable)
+                placed.append(pane)
+        return super()._get_objects(model, [*old_objects, *(p for p in placed if p not in old_objects)], doc, root,
+                                    comm)
+
+
 def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -> pn.Tabs:
-    """``pn.Tabs`` whose contents are built by each ``(title, build)``'s ``build`` the first time the tab is shown.
+    """:class:`LazyTabs` whose contents are built by each ``(title, build)``'s ``build`` the first time the tab is shown.
 
     Most learners never open most tabs, and every view built costs the server memory for as long as the
     page is open, time when the page opens, and time on every update it follows (Panel's lazy
@@ -70,11 +123,10 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
     The tabs are ``dynamic``: a hidden tab is not in the page at all (Panel hides them with visibility only,
     which leaves their focusable parts reachable but aria-hidden).
     """
-    # A spacer stands in each tab not built yet (dynamic tabs draw a hidden tab as an empty spacer anyway): the
-    # cheapest Panel object, each a few ms of the server's time to build the page. (One spacer shared by every
+    # A Panel spacer stands in each tab not built yet: the cheapest Panel object. (One spacer shared by every
     # tab would be cheaper, but Panel's tabs then take the first one's title for all of them.)
     waiting = {i: build for i, (_, build) in enumerate(tabs)}
-    layout = pn.Tabs(*((title, pn.Spacer(sizing_mode="stretch_both")) for title, _ in tabs), dynamic=True, **params)
+    layout = LazyTabs(*((title, pn.Spacer(sizing_mode="stretch_both")) for title, _ in tabs), dynamic=True, **params)
 
     def show(*_):
         build = waiting.pop(layout.active, None)
@@ -89,7 +141,6 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
 def retitle(tabs: pn.Tabs, titles: list[str]) -> None:
     """New tab titles, in place: Panel reuses a built tab's Bokeh panel (and its title) when its contents stay, and
     BokehJS redraws the headers only for a new list of panels, so each gets a new panel around the same contents."""
-    from bokeh.models import TabPanel
 
     tabs._names[:] = titles
     for ref, (model, _) in tabs._models.items():
@@ -113,9 +164,12 @@ def _stretch(view, **kw):
 def _keys_text(lang: str) -> str:
     tr = translator(lang)
     rows = "".join(f"<tr><th scope='row'><kbd>{tr(k)}</kbd></th><td>{tr(what)}</td></tr>" for k, what in SHORTCUTS)
-    return (f"<p>{tr._('With the page focused (click any empty spot):')}</p><table class='keys'>{rows}</table>"
-            f"<p>{tr._('Tab reaches every control; the query plot can take focus too. Dragging works with a mouse, '
-                       'a pen or a finger.')}</p>")
+    # the table is focusable: on a short screen the help scrolls, and a keyboard reaches a scrolling region only
+    # through something focusable inside it (axe: scrollable-region-focusable)
+    return (f"<p>{tr._('With the page focused (click any empty spot):')}</p>"
+            f"<table class='keys' tabindex='0' aria-label='{escape(tr._('Keyboard shortcuts'), quote=True)}'>{rows}"
+            f"</table><p>{tr._('Tab reaches every control; the query plot can take focus too. Dragging works with a '
+                              'mouse, a pen or a finger.')}</p>")
 
 
 def _keys_help(state: AttentionState) -> pn.pane.HTML:
@@ -231,7 +285,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                            css_classes=["notice"],
                            stylesheets=[APP_CSS], sizing_mode="stretch_width",
                            visible=(state.param.notice.rx.bool() | state.param.message.rx.bool()))
-    bridge = BrowserBridge(state=state)
+    served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
+    bridge = BrowserBridge(state=state, whole_page=served)
     # Present / follow a room (widgets/follow.py), at the header's end
     room = RoomControls(state=state, live=drag.live, browser=bridge)
     drag.param.watch(room.share_hand, "hand")
@@ -240,14 +295,19 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     learner = LearnerProgress(state=state, following=room.following)
     room.param.watch(lambda e: setattr(learner, "following", e.new), "following")
     bridge.on_stored = learner.store.receive  # the progress the browser kept, through the page's own script
-    header = pn.Row(title, reset, looks, language, room, sizing_mode="stretch_width",
+    # a room needs the server's address for its link; a notebook has none
+    header = pn.Row(title, reset, looks, language, *([room] if served else []), sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
-    builds = (lambda: pn.Column(bars, values, sizing_mode="stretch_both"), lambda: built(AttentionMatrix(state=state)),
+    builds = (lambda: pn.Column(bars, values, sizing_mode="stretch_both"),
+              # in a Column: the tab's contents scroll inside it (static/app.css), while the figure keeps the
+              # smallest size its cells' numbers need; the figure alone in the tab would be squeezed to the tab's box
+              lambda: pn.Column(built(AttentionMatrix(state=state)), sizing_mode="stretch_both"),
               inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
               lambda: projections_tab(state, styler), lambda: heads_tab(state, styler),
               lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: _keys_help(state))
-    tabs = lazy_tabs(*zip(map(tr, TAB_TITLES), builds), sizing_mode="stretch_both")
+    tabs = lazy_tabs(*zip(map(tr, TAB_TITLES), builds), sizing_mode="stretch_both", css_classes=["explorer-tabs"],
+                     stylesheets=[APP_CSS])
 
     def relabel(*_):  # the header's and the tabs' words; every view re-renders its own
         tr = state.tr
@@ -267,9 +327,13 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         bridge, Announcer(state=state),
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
     )
-    if pn.state.curdoc is not None and pn.state.curdoc.session_context is not None:
+    if not served:  # a notebook cell, or an embedding page: a height of its own
+        page.param.update(sizing_mode="stretch_width", height=NOTEBOOK_HEIGHT)
+    else:
         pn.state.curdoc.add_root(bridge.address_div)  # the address bar's text: no view, so no pane around it
         pn.state.curdoc.add_root(learner.store.div)  # the progress for the browser's storage, likewise
+        # without it a phone lays the page out 980 px wide and shows it at 0.4x (Panel's page template writes it)
+        pn.state.curdoc.template_variables.setdefault("meta", {})["viewport"] = VIEWPORT
     page.state = state  # lets tests reach the session's state from the served page
     return page
 

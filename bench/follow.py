@@ -52,6 +52,47 @@ QUERY_RE = re.compile(r"q = \((-?\d+\.\d{3}), (-?\d+\.\d{3})\)")
 # follower processes
 
 
+class FollowerProcesses:
+    """The benchmark's follower processes (this script's ``--_follower`` mode, or bench/poll.py's), one per
+    server process's share: each writes ``<prefix>-ready-<i>`` once its pages have connected, ends when
+    ``<prefix>-ready-<i>.stop`` appears, and leaves its records as JSON in ``<prefix>-<i>.json``."""
+
+    def __init__(self, out_dir: Path, prefix: str):
+        self.out_dir, self.prefix = out_dir, prefix
+        self.procs: list[subprocess.Popen] = []
+        self.files: list[tuple[str, str]] = []
+
+    def start(self, script: str, *args: str) -> None:
+        """One more follower process: ``python script *args ready_file out_file``."""
+        i = len(self.procs)
+        ready_file, out_file = str(self.out_dir / f"{self.prefix}-ready-{i}"), str(self.out_dir / f"{self.prefix}-{i}.json")
+        for f in (ready_file, ready_file + ".stop", out_file):
+            Path(f).unlink(missing_ok=True)
+        self.procs.append(subprocess.Popen([sys.executable, script, *args, ready_file, out_file], cwd=ROOT))
+        self.files.append((ready_file, out_file))
+
+    def wait_ready(self, timeout: float = 600) -> None:
+        deadline = time.monotonic() + timeout
+        while not all(Path(r).exists() for r, _ in self.files):
+            if time.monotonic() > deadline or any(f.poll() not in (None, 0) for f in self.procs):
+                raise RuntimeError("followers did not connect")
+            time.sleep(0.2)
+
+    def stop(self, timeout: float = 120) -> list:
+        """Tell each to end, wait for it; what each wrote, in order."""
+        for ready_file, _ in self.files:
+            Path(ready_file + ".stop").write_text("stop")
+        for f in self.procs:
+            f.wait(timeout)
+        return [json.loads(Path(out_file).read_text()) for _, out_file in self.files]
+
+    def kill(self) -> None:
+        """End any still running (after an error)."""
+        for f in self.procs:
+            if f.poll() is None:
+                f.kill()
+
+
 def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file: str) -> None:
     """Open ``count`` follower sessions, signal readiness, record until the stop file appears; write JSON."""
     import asyncio
@@ -296,7 +337,7 @@ def main() -> None:
     log = open(out_dir / "follow-server.log", "w")
     server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                               env={**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"})
-    followers: list[subprocess.Popen] = []
+    followers = FollowerProcesses(out_dir, "follow")
     presenter: Presenter | None = None
     load_start = os.getloadavg()
     try:
@@ -305,19 +346,9 @@ def main() -> None:
         code = presenter.start()
 
         per = [args.followers // args.processes + (i < args.followers % args.processes) for i in range(args.processes)]
-        files = []
-        for i, n in enumerate(per):
-            ready_file, out_file = str(out_dir / f"follow-ready-{i}"), str(out_dir / f"follow-{i}.json")
-            for f in (ready_file, ready_file + ".stop", out_file):
-                Path(f).unlink(missing_ok=True)
-            followers.append(subprocess.Popen(
-                [sys.executable, __file__, "--_follower", ws, code, str(n), ready_file, out_file], cwd=ROOT))
-            files.append((ready_file, out_file))
-        deadline = time.monotonic() + 600
-        while not all(Path(r).exists() for r, _ in files):
-            if time.monotonic() > deadline or any(f.poll() not in (None, 0) for f in followers):
-                raise RuntimeError("followers did not connect")
-            time.sleep(0.2)
+        for n in per:
+            followers.start(__file__, "--_follower", ws, code, str(n))
+        followers.wait_ready()
         time.sleep(1.0)  # the last follower's first view settles before the clock starts
 
         n = int(args.rate * args.seconds)
@@ -329,19 +360,13 @@ def main() -> None:
         time.sleep(args.settle)  # late followers still get the last view; their lateness is measured
         presenter_final = presenter.final_text()
 
-        for ready_file, _ in files:
-            Path(ready_file + ".stop").write_text("stop")
-        for f in followers:
-            f.wait(120)
-        outs = [json.loads(Path(out_file).read_text()) for _, out_file in files]
+        outs = followers.stop()
         records = [r for out in outs for r in out["records"]]
         server_records = [r for out in outs for r in out["server_records"]]
     finally:
         if presenter is not None:
             presenter.close()
-        for f in followers:
-            if f.poll() is None:
-                f.kill()
+        followers.kill()
         server.terminate()
         server.wait(10)
         log.close()

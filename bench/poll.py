@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.follow import percentile  # noqa: E402
+from bench.follow import FollowerProcesses, percentile  # noqa: E402
 from bench.protocol_client import Learner, _entry, _map, find_objects, presenter_link  # noqa: E402
 from bench.stats import publish  # noqa: E402
 
@@ -223,7 +223,7 @@ def main() -> None:
     log = open(out_dir / "poll-server.log", "w")
     server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                               env={**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"})
-    followers: list[subprocess.Popen] = []
+    followers = FollowerProcesses(out_dir, "poll")
     presenter = None
     load_start = os.getloadavg()
     try:
@@ -231,23 +231,13 @@ def main() -> None:
         presenter = Presenter(url)
         code = presenter.run(presenter.present())
         per = [args.followers // args.processes + (i < args.followers % args.processes) for i in range(args.processes)]
-        files = []
         first = 0
         choices = len(question.choices) or 1
-        for i, n in enumerate(per):
-            ready_file, out_file = str(out_dir / f"poll-ready-{i}"), str(out_dir / f"poll-{i}.json")
-            for f in (ready_file, ready_file + ".stop", out_file):
-                Path(f).unlink(missing_ok=True)
-            followers.append(subprocess.Popen(
-                [sys.executable, __file__, "--_follower", ws, code, str(n), str(first), str(args.spread), question.kind,
-                 str(choices), ready_file, out_file], cwd=ROOT))
-            files.append((ready_file, out_file))
+        for n in per:
+            followers.start(__file__, "--_follower", ws, code, str(n), str(first), str(args.spread), question.kind,
+                            str(choices))
             first += n
-        deadline = time.monotonic() + 600
-        while not all(Path(r).exists() for r, _ in files):
-            if time.monotonic() > deadline or any(f.poll() not in (None, 0) for f in followers):
-                raise RuntimeError("followers did not connect")
-            time.sleep(0.2)
+        followers.wait_ready()
         time.sleep(2.0)  # the last pages' first views settle before the clock starts
 
         proc = psutil.Process(server.pid)
@@ -258,17 +248,11 @@ def main() -> None:
             time.sleep(0.05)
         cpu1, done = proc.cpu_times(), time.monotonic()
         time.sleep(1.0)  # acknowledgements still on their way to the last pages
-        for ready_file, _ in files:
-            Path(ready_file + ".stop").write_text("stop")
-        for f in followers:
-            f.wait(120)
-        records = [r for _, out_file in files for r in json.loads(Path(out_file).read_text())]
+        records = [r for out in followers.stop() for r in out]
     finally:
         if presenter is not None:
             presenter.close()
-        for f in followers:
-            if f.poll() is None:
-                f.kill()
+        followers.kill()
         # Bokeh logs an AssertionError when it is stopped while a websocket is still closing: let them close
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:

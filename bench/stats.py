@@ -35,3 +35,11 @@ def publish(result: dict, load_start: tuple[float, ...], path: Path) -> None:
     text = json.dumps(result, indent=2)
     print(text)
     path.write_text(text)
+
+
+def append_jsonl(path, result: dict) -> None:
+    """Append ``result`` as one line of JSON to the file at ``path`` (made, with its folder, if missing)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(result) + "\n")

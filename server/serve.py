@@ -148,10 +148,11 @@ def _serve_command():
             kwargs["compress_response"] = True
             from server.logs import install_log_redaction
             from server.pages import install_link_limit
-            from server.transport import install_websocket_guard, run_sessions_on_the_loop
+            from server.transport import hold_page_events, install_websocket_guard, run_sessions_on_the_loop
 
             install_websocket_guard()
             run_sessions_on_the_loop()
+            hold_page_events()
             install_link_limit(kwargs)
             install_log_redaction()
             # a room's live channel to its followers' pages (server/room_live.py)

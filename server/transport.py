@@ -150,3 +150,36 @@ def run_sessions_on_the_loop() -> None:
 
     session._run_in_executor = inline
     session.ServerSession._run_in_executor = inline_method
+
+
+
+def hold_page_events() -> None:
+    """Process each of a page's events (a widget's change, a button's click) inside a Panel hold of its document.
+
+    Panel runs a page's event that arrives while another is pending as a callback without the session's lock,
+    and wraps its own widgets' updates in a hold that writes the changes itself. This app's views also write
+    into Bokeh models directly (a ``Div``'s text, a data source); such a change, outside any hold and without
+    the lock, reached Bokeh's session, which refused it ("_pending_writes should be non-None …"): the rest of
+    the event was lost, a traceback logged, and the page stopped showing the server's numbers. A learner who
+    ticked "Step through" and pressed Next at once did it. Holding the document while Panel processes the event
+    (synchronous code: no other callback runs meanwhile) collects every change, and Panel writes them when it
+    ends, as it does for its own widgets; inside the lock the hold changes nothing. Idempotent;
+    ``tests/test_transport.py`` fails if Panel's names move.
+    """
+    import functools
+
+    from panel.io.document import hold
+    from panel.reactive import Syncable
+
+    for name in ("_change_event", "_process_bokeh_event"):
+        original = getattr(Syncable, name)
+        if getattr(original, "holds_document", False):
+            continue
+
+        def held(self, doc, *args, _original=original):
+            with hold(doc):
+                return _original(self, doc, *args)
+
+        functools.update_wrapper(held, original)
+        held.holds_document = True
+        setattr(Syncable, name, held)

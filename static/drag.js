@@ -1,11 +1,12 @@
 // The page's drag of q (and of a key): what the pointer does, what the page draws, what it sends.
-// Needs attentionStep and fmt from attention.js. The server's end is widgets/drag.py (DragChannel).
+// Needs attentionStep and fmt from attention.js, send and answered from outbox.js. The server's end is
+// widgets/drag.py (DragChannel).
 //
 // Drawn: while the pointer moves, the numbers it implies, on the same frame, before the server's
 // answer arrives (a preview). The page writes them straight into the plots' data and the readout's
 // element; nothing it draws is sent back to the server.
 //
-// Sent: the positions of every drag and tap, through `a.channel`, at most one at a time (send, pump):
+// Sent: the positions of every drag and tap, through `a.channel`, at most one at a time (outbox.js):
 // the next once the server's `confirmed` has answered the one in flight; a move waiting to go is
 // replaced by a newer one; the press and the release are always sent. The server computes each
 // position it takes with the NumPy core; its numbers replace the preview's.
@@ -28,57 +29,15 @@
 // (versions of the room's views; see onLive).
 // Sending: outbox (positions waiting to go), inFlight (seq of the one sent and not yet answered, 0 for
 // none), seq, sentAt, and two counters a test reads: moves (pointer events of drags and taps) and sent.
+// Keyed by the model itself: two displays on one page (a notebook's, or sessions of two server processes) can
+// hold models with the same id.
 function previewState(a) {
   const all = (window.attentionExplorerDrag ??= new Map());
-  if (!all.has(a.inputs.id))
-    all.set(a.inputs.id, { dragging: false, q: null, path: new Set(), releasedAt: 0, redraw: false,
+  if (!all.has(a.inputs))
+    all.set(a.inputs, { dragging: false, q: null, path: new Set(), releasedAt: 0, redraw: false,
                            server: [a.confirmed.data.x[0], a.confirmed.data.y[0]],
                            outbox: [], inFlight: 0, seq: 0, sentAt: 0, moves: 0, sent: 0 });
-  return all.get(a.inputs.id);
-}
-
-// An answer that never comes (a lost message, a server that refused it) holds the drag this long at most.
-const ANSWER_WAIT_MS = 3000;
-
-// Queue a position for the server: {x, y, start, end}. A move replaces a move still waiting (only the
-// newest matters), and so does a release (it carries the last position); a press never replaces anything.
-// The release goes at once, with whatever still waits before it: whatever the page sends after the hand
-// lets go (a key, a click) must reach the server after it.
-function send(a, st, m) {
-  const last = st.outbox[st.outbox.length - 1];
-  if (last != null && !last.start && !last.end && !m.start) st.outbox[st.outbox.length - 1] = m;
-  else st.outbox.push(m);
-  if (m.end) while (st.outbox.length) write(a, st, st.outbox.shift());
-  else pump(a, st);
-}
-
-// Send the next waiting position, unless one is in flight and not yet answered (or overdue).
-function pump(a, st) {
-  if (st.inFlight && performance.now() - st.sentAt < ANSWER_WAIT_MS) return;
-  const m = st.outbox.shift();
-  if (m != null) write(a, st, m);
-}
-
-function write(a, st, m) {
-  st.inFlight = ++st.seq;
-  if (m.end) st.awaitSeq = st.seq; // the preview of this drag ends once the server has answered it
-  st.sentAt = performance.now();
-  st.sent += 1;
-  a.channel.data = {x: [m.x], y: [m.y], seq: [st.seq], start: [!!m.start], end: [!!m.end]};
-  clearTimeout(st.answerTimer);
-  st.answerTimer = setTimeout(() => pump(a, st), ANSWER_WAIT_MS);
-}
-
-const answeredSeq = (a) => (a.confirmed.data.seq ? a.confirmed.data.seq[0] : 0);
-
-// The server answered up to seq: the next waiting position may go.
-function answered(a, st) {
-  const seq = answeredSeq(a);
-  if (st.inFlight && seq >= st.inFlight) {
-    st.inFlight = 0;
-    clearTimeout(st.answerTimer);
-    pump(a, st);
-  }
+  return all.get(a.inputs);
 }
 
 const samePoint = (p, q) => p[0] === q[0] && p[1] === q[1];
@@ -128,7 +87,7 @@ function inputsOf(a) {
     keys: d.keys[0], values: d.values[0], tokens: d.tokens[0], allowed: d.allowed[0],
     selected: d.selected[0], scale: d.scale[0], scalar: d.scalar[0],
     revealed: d.revealed[0], placeholder: d.placeholder[0], words: wordsOf(d.words[0]),
-    plane: d.plane[0], grab: d.grab[0], maxWidth: d.max_width[0],
+    plane: d.plane[0], grab: d.grab[0], maxWidth: d.max_width[0], cellDecimals: d.cell_decimals[0],
   };
 }
 
@@ -249,21 +208,19 @@ function drawFrame(a, { q, r, inp }) {
   for (let c = 0; c < cells.y.length; c++) {
     if (cells.y[c] !== inp.selected) continue;
     const w = r.weights[cells.x[c]];
-    cells.weight[c] = w; cells.label[c] = fmtL(w, 4, L); cells.text_color[c] = w < 0.55 ? "white" : "black";
+    cells.weight[c] = w; cells.label[c] = fmtL(w, inp.cellDecimals, L); cells.text_color[c] = w < 0.55 ? "white" : "black";
   }
   d.cells.change.emit();
-  col(d.sums, "label", inp.selected, fmtL(r.weights.reduce((s, w) => s + w, 0), 4, L));
-  col(d.outputs, "label", inp.selected, inp.scalar ? fmtL(r.output[0], 4, L) : fmtVec(r.output, 4, P));
+  const dec = inp.cellDecimals;
+  col(d.sums, "label", inp.selected, fmtL(r.weights.reduce((s, w) => s + w, 0), dec, L));
+  col(d.outputs, "label", inp.selected, inp.scalar ? fmtL(r.output[0], dec, L) : fmtVec(r.output, dec, P));
   d.sums.change.emit(); d.outputs.change.emit();
 }
 
-// The page's own pointer events on the query plot, not Bokeh's gestures: Bokeh recognises a pan only once
-// the pointer has moved a few pixels within a short time of the press, so a slow finger (about a pixel per
-// move) could hold q still for the whole drag, and a press held a moment before moving became a "press".
-// Here any movement with the button or finger down is a drag, and a press let go where it was is a tap.
-// Coordinates as Bokeh computes them for its events (UIEventBus._get_sxy), in the plot's data units.
-// During a drag the preview also follows pointerrawupdate, which Chromium delivers as soon as the page is
-// free, up to a frame before the frame-aligned pointermove (secure pages only: HTTPS or localhost).
+// The query plot's pointer (outbox.js, listenToPointer: any movement with the button or finger down is a
+// drag, however slow). During a drag the preview also follows pointerrawupdate, which Chromium delivers as
+// soon as the page is free, up to a frame before the frame-aligned pointermove (secure pages only: HTTPS or
+// localhost).
 function attach(a) {
   const st = previewState(a);
   const view = Bokeh.index.find_one(a.figure);
@@ -271,42 +228,18 @@ function attach(a) {
   const el = view.canvas_view.events_el;
   if (st.pointerTarget === el) return;
   st.pointerTarget = el;
-  window.attentionExplorerPointer = (ev) => onPointer(a, ev); // the keys' nudges come in this way
-  const at = (e) => {
-    const box = el.getBoundingClientRect();
-    const sx = e.pageX - (box.left + scrollX - document.documentElement.clientLeft);
-    const sy = e.pageY - (box.top + scrollY - document.documentElement.clientTop);
-    return {x: view.frame.x_scale.invert(sx), y: view.frame.y_scale.invert(sy)};
-  };
-  el.addEventListener("pointerdown", (e) => {
-    if (st.pointerId != null || (e.pointerType === "mouse" && e.button !== 0)) return;
-    st.pointerId = e.pointerId;
-    st.pressedAt = at(e);
-    st.moved = false;
-    el.setPointerCapture(e.pointerId);
-  });
-  const move = (e) => {
-    if (e.pointerId !== st.pointerId) return;
-    if (!st.moved) {
-      st.moved = true;
-      onPointer(a, {event_name: "panstart", ...st.pressedAt});
-    }
-    if (e.type === "pointerrawupdate") {
-      if (st.dragging) previewAt(a, st, at(e).x, at(e).y);
-    } else {
-      onPointer(a, {event_name: "pan", ...at(e)});
-    }
-  };
-  el.addEventListener("pointermove", move);
-  if ("onpointerrawupdate" in window) el.addEventListener("pointerrawupdate", move);
-  const up = (e) => {
-    if (e.pointerId !== st.pointerId) return;
-    st.pointerId = null;
-    if (st.moved) onPointer(a, {event_name: "panend", ...at(e)});
-    else if (e.type === "pointerup") onPointer(a, {event_name: "tap", ...st.pressedAt});
-  };
-  el.addEventListener("pointerup", up);
-  el.addEventListener("pointercancel", up);
+  // the keys' nudges come in this way (widgets/browser.py), each display's to its own plot
+  (window.attentionExplorerPointers ??= new WeakMap()).set(a.figure.document, (ev) => onPointer(a, ev));
+  listenToPointer(view, (ev) => onPointer(a, ev), (p) => { if (st.dragging) previewAt(a, st, p.x, p.y); });
+  // The plot's side is set by CSS from its column's box. When that box changes (the presenter's room code
+  // fills the header, a notice appears) Bokeh resizes the canvas but can keep the frame it laid out for the
+  // old size until some later layout pass, which then moves every point under a dragging hand: lay the
+  // page out again whenever the canvas and the frame's layout disagree.
+  new ResizeObserver(() => requestAnimationFrame(() => {
+    const outer = view.layout && view.layout.bbox, box = view.el.getBoundingClientRect();
+    if (outer != null && (outer.width !== Math.floor(box.width) || outer.height !== Math.floor(box.height)))
+      view.invalidate_layout();
+  })).observe(view.el);
 }
 
 // Preview the query at (x, y), clamped to the plane as widgets/drag.py clamps it.
@@ -352,15 +285,17 @@ function restoreServerData(a, st) {
   st.saved = new Map();
 }
 
-// The hand let go (or tapped). Once the server has answered the release (awaitSeq), its numbers are
+// The hand let go (or tapped). Once the server has answered the release (releaseSeq), its numbers are
 // final, and everything it sends after is newer. A nudge by an arrow key sends no position (the key goes
 // instead): its preview ends when the server's numbers are for the nudged q, or for one the preview never
 // showed (a row chosen right after). If no answer comes, the server's numbers take over all the same.
 function release(a, st, sent) {
   st.dragging = false;
   st.releasedAt = performance.now();
-  if (!sent) st.awaitSeq = null;
-  if (finished(a, st)) endPreview(a, st);
+  if (!sent) st.releaseSeq = null;
+  // a nudge's key is still on its way: the server's numbers are those from before it, which the preview never
+  // showed, and ending it here would take the nudge's numbers off the page in the task that drew them
+  if (sent && finished(a, st)) endPreview(a, st);
   const wait = sent ? ANSWER_WAIT_MS : 1000;
   setTimeout(() => {
     if (st.q != null && !st.dragging && performance.now() - st.releasedAt >= wait) endPreview(a, st);
@@ -369,7 +304,7 @@ function release(a, st, sent) {
 
 function finished(a, st) {
   if (st.q == null) return false;
-  if (st.awaitSeq != null) return answeredSeq(a) >= st.awaitSeq;
+  if (st.releaseSeq != null) return answeredSeq(a) >= st.releaseSeq;
   return samePoint(st.server, st.q) || !st.path.has(String(st.server));
 }
 
@@ -422,7 +357,8 @@ function onPointer(a, ev) {
 // is newer than the preview, and the server alone draws from then on.
 function onServerUpdate(a, from) {
   const st = previewState(a);
-  attach(a); // the plot's view exists by now (the first server update comes once the page has loaded)
+  attach(a); // the plot's view exists by now (its first layout, or the first server update)
+  if (from === a.figure) return; // laid out (again): nothing the server sent
   if (from === a.live) return onLive(a, st);
   if (from === a.confirmed) {
     st.server = [a.confirmed.data.x[0], a.confirmed.data.y[0]];

@@ -1,6 +1,6 @@
 // The Projections tab's drag: an embedding x_i, or the image e_r W of a basis vector under the shown head's
-// W_Q, W_K or W_V. Needs fmt from attention.js. The server's end is widgets/projections.py
-// (ProjectionChannel).
+// W_Q, W_K or W_V. Needs fmt from attention.js, send and answered from outbox.js. The server's end is
+// widgets/projections.py (ProjectionChannel).
 //
 // Drawn: on each pointer move of a drag, the page computes the head's Q, K, V, scores, weights, outputs,
 // largest weights and entropies itself (selfAttention, a mirror of core.projections.self_attention at a
@@ -72,36 +72,10 @@ function statusText(tokens, r, handle = "", at = null, w = ENGLISH_WORDS) {
 
 function projectionState(a) {
   const all = (window.attentionExplorerProjections ??= new Map());
-  let st = all.get(a.channel.id);
-  if (st == null) all.set(a.channel.id, st = { target: null, outbox: [], inFlight: 0, seq: 0, sentAt: 0,
+  let st = all.get(a.channel);  // the model, not its id: see static/drag.js's previewState
+  if (st == null) all.set(a.channel, st = { target: null, outbox: [], inFlight: 0, seq: 0, sentAt: 0,
                                                    releaseSeq: null, moves: 0, sent: 0 });
   return st;
-}
-
-const ANSWER_WAIT = 3000; // an answer that never comes holds the next position this long at most
-
-function sendPosition(a, st, m) {
-  const last = st.outbox[st.outbox.length - 1];
-  if (last != null && !last.start && !last.end && !m.start) st.outbox[st.outbox.length - 1] = m;
-  else st.outbox.push(m);
-  if (m.end) while (st.outbox.length) writePosition(a, st, st.outbox.shift());
-  else pumpPositions(a, st);
-}
-
-function pumpPositions(a, st) {
-  if (st.inFlight && performance.now() - st.sentAt < ANSWER_WAIT) return;
-  const m = st.outbox.shift();
-  if (m != null) writePosition(a, st, m);
-}
-
-function writePosition(a, st, m) {
-  st.inFlight = ++st.seq;
-  if (m.end) st.releaseSeq = st.seq;
-  st.sentAt = performance.now();
-  st.sent += 1;
-  a.channel.data = {x: [m.x], y: [m.y], seq: [st.seq], start: [!!m.start], end: [!!m.end], plane: [m.plane]};
-  clearTimeout(st.answerTimer);
-  st.answerTimer = setTimeout(() => pumpPositions(a, st), ANSWER_WAIT);
 }
 
 // the page's language as the server sends it (JSON text), parsed once per text
@@ -144,18 +118,29 @@ function onProjectionPointer(a, ev) {
     st.last = at;
     st.moves += 1;
     saveDrawn(a, st);
-    sendPosition(a, st, {x: at[0], y: at[1], plane, start: true});
+    send(a, st, {x: at[0], y: at[1], plane, start: true});
     previewProjection(a, st, at);
   } else if (ev.event_name === "pan") {
     if (st.target == null || st.plane !== plane || at == null) return;
     st.last = at;
     st.moves += 1;
-    sendPosition(a, st, {x: at[0], y: at[1], plane});
+    send(a, st, {x: at[0], y: at[1], plane});
     previewProjection(a, st, at);
   } else if (ev.event_name === "panend") {
     if (st.target == null) return;
-    sendPosition(a, st, {x: st.last[0], y: st.last[1], plane: st.plane, end: true});
+    send(a, st, {x: st.last[0], y: st.last[1], plane: st.plane, end: true});
     st.target = null;
+  }
+}
+
+// Listen to each plane's pointer once its view is drawn (again): the events come as Bokeh's pan events would.
+function attachPlanes(a) {
+  const attached = (window.attentionExplorerPlanes ??= new WeakSet());
+  for (const fig of [a.x_fig, a.w_fig]) {
+    const view = Bokeh.index.find_one(fig);
+    if (view == null || view.canvas_view == null || attached.has(view.canvas_view.events_el)) continue;
+    attached.add(view.canvas_view.events_el);
+    listenToPointer(view, (ev) => onProjectionPointer(a, {...ev, origin: fig}));
   }
 }
 
@@ -235,11 +220,7 @@ function restoreDrawn(a, st) {
 // when it is for the position on screen; once it has answered the release, its numbers are the page's.
 function onProjectionAnswer(a) {
   const st = projectionState(a), seq = a.confirmed.data.seq[0];
-  if (st.inFlight && seq >= st.inFlight) {
-    st.inFlight = 0;
-    clearTimeout(st.answerTimer);
-    pumpPositions(a, st);
-  }
+  answered(a, st);
   if (st.target != null) {
     if (seq === st.previewed) showStatus(a, st, a.confirmed.data.text[0]);
   } else if (st.releaseSeq != null && seq >= st.releaseSeq) {

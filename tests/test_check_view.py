@@ -209,7 +209,7 @@ def test_projector_text_sizes():
     sizes = re.findall(r"font-size:\s*([^;]+);", CHECK_CSS)
     assert sizes and all("var(--ae-text" in s for s in sizes)
     theme = (ROOT / "static" / "theme.css").read_text()
-    projector = theme[theme.index(':root[data-mode="projector"]'):]
+    projector = theme[theme.index('[data-mode="projector"]'):]
     assert int(re.search(r"--ae-text:\s*(\d+)px", projector).group(1)) >= 20
 
 

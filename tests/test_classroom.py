@@ -429,3 +429,12 @@ def test_dark_theme_recolours_figures_in_place(state):
     assert plot.figure.title.text_color == "#f2f2f2"
     state.theme = "light"
     assert plot.figure.background_fill_color == "#ffffff"
+
+
+@pytest.mark.parametrize("name", ["module-2", "Module-2", "Module 2: vector values"])
+def test_a_short_preset_name_in_the_address_loads_the_preset(state, name):
+    apply_address(state, {"preset": name, "row": "I"})
+    assert state.notice == ""
+    # Module 2's course numbers: row "I" weighs 0.4011, 0.1978, 0.4011 and outputs (6.0167, 3.9833)
+    assert state.result.weights[0] == pytest.approx([0.4011, 0.1978, 0.4011], abs=5e-5)
+    assert state.result.output[0] == pytest.approx([6.0167, 3.9833], abs=5e-5)

@@ -60,7 +60,7 @@ def test_the_tables_show_the_heads_numbers(view, state):
     state.load_projection_preset("Section 6")
     V = [[2, 0], [6, 0], [8, 0]]
     assert view.status.text == outputs_text(loop_attention(X_COURSE, X_COURSE, V)[2])
-    assert "2 + 6 = 8 there, not 4" in view.reachable.object
+    assert "2 + 6 = 8 there, not 4" in view.reachable.text
 
 
 def test_typed_numbers_go_to_the_state_and_bad_ones_are_marked(view, state):
@@ -83,7 +83,7 @@ def test_the_table_of_temperatures_runs_from_argmax_to_uniform(view, state):
     state.load_projection_preset("Section 6")  # q_love scores 0, 1, 1
     weights, outputs = ({t: re.findall(r"<td>([^<]*)</td>", tds) for t, tds in re.findall(
         r"<tr[^>]*><th scope='row'>([^<]*)</th>((?:<td>[^<]*</td>)+)</tr>", table)}
-        for table in view.limits.object.split("</table>")[:2])
+        for table in view.limits.text.split("</table>")[:2])
     assert list(weights) == list(outputs) == ["0.01", "0.1", "1", "√d_k", "10", "100"]
     assert weights["0.01"] == ["0.0000", "0.5000", "0.5000"]  # argmax, the tie shared
     assert weights["√d_k"] == ["0.1978", "0.4011", "0.4011"]  # Section 6
@@ -91,7 +91,7 @@ def test_the_table_of_temperatures_runs_from_argmax_to_uniform(view, state):
     assert weights["100"] == [fmt(x / sum(e)) for x in e]  # nearly 1/3 each
     assert outputs["100"][-1] == fmt(-sum(x / sum(e) * math.log(x / sum(e)) for x in e))  # nearly ln 3 = 1.0986
     assert outputs["0.01"][:3] == ["7.0000", "0.0000", "0.5000"]  # the mean of v_love and v_NLP; max a = 1/2
-    assert "class='current'" in view.limits.object
+    assert "class='current'" in view.limits.text
 
 
 # --- the drag channel ------------------------------------------------------------------------------------------
@@ -224,6 +224,20 @@ def test_the_cache_lives_in_panels_cache_once_per_process(monkeypatch):
     monkeypatch.setitem(pn.state.cache, CACHE_KEY, None)
     made = cost_cache()
     assert isinstance(made, CostCache) and cost_cache() is made and pn.state.cache[CACHE_KEY] is made
+
+
+def test_the_servers_cache_traces_memory_in_a_process_of_its_own(monkeypatch):
+    """tracemalloc stopped in a server's thread while its event loop allocates crashes CPython 3.12.1."""
+    import tracemalloc
+
+    def refuse(*_):
+        raise AssertionError("tracemalloc started in the server's own process")
+    monkeypatch.setattr(tracemalloc, "start", refuse)
+    monkeypatch.delitem(pn.state.cache, CACHE_KEY, raising=False)
+    m = cost_cache().measure(64).result(timeout=120)
+    # the six (64, 64) float64 arrays the core keeps: 41 n² bytes (core/cost.py), traced in the child
+    assert m.n == 64 and m.nn_bytes == 41 * 64 * 64 and m.nn_bytes <= m.peak_bytes <= 2 * m.nn_bytes + 1_000_000
+    assert not tracemalloc.is_tracing()
 
 
 def test_module_2s_figures(monkeypatch, state):

@@ -71,3 +71,49 @@ def test_a_drag_is_counted_from_the_press_to_the_release_and_spaced_by_the_budge
     finally:
         for page in others:
             budget.end(page)
+
+
+def test_a_projections_drag_is_paced_by_the_same_budget_as_the_querys():
+    """A class dragging embeddings costs the loop no more than one dragging q: the same share, the same spacing."""
+    from widgets.projections import ProjectionsView
+
+    view = ProjectionsView(state=AttentionState())
+    channel = view.channel
+    budget = get_budget()
+    assert channel._budget is budget and channel not in budget
+    others = [Page() for _ in range(59)]
+    for page in others:
+        budget.start(page)
+    budget.cost = 0.005
+    try:
+        channel.receive(0.0, 1.0, plane="x", seq=1, start=True)  # on x_love
+        assert channel in budget and budget.dragging == 60
+        channel.receive(0.5, 0.25, plane="x", seq=2)
+        now = time.perf_counter()
+        assert channel.confirmed.data["seq"] == [2]
+        assert channel._next_flush - now == pytest.approx(budget.gap(), abs=0.05)
+        assert budget.gap() == pytest.approx(0.6, rel=0.3)
+        channel.receive(0.5, 0.25, plane="x", seq=3, end=True)
+        assert channel not in budget and list(view.state.embeddings[1]) == [0.5, 0.25]
+        # a press on nothing is not a drag; a release in the other plane still ends one
+        channel.receive(-0.9, -0.9, plane="x", seq=4, start=True)
+        assert channel not in budget
+        channel.receive(1.0, 0.0, plane="x", seq=5, start=True)
+        assert channel in budget
+        channel.receive(0.0, 0.0, plane="w", seq=6, end=True)
+        assert channel not in budget
+    finally:
+        for page in others:
+            budget.end(page)
+
+
+def test_the_spacing_does_not_carry_its_own_wait_or_an_old_drag_into_the_next_update():
+    """The pause after an update is what the update cost (its time in the loop past when it was due), never
+    the pacing's own wait before it or the time since an earlier drag: those grew the pause at every position,
+    to seconds."""
+    state = AttentionState()
+    channel = drag_channel(state)
+    channel._requested = time.perf_counter() - 5.0  # a position scheduled 5 s ago, in an earlier drag
+    channel.receive(0.0, 1.0, seq=1, **PRESS)
+    channel.receive(0.5, 1.5, seq=2, **RELEASE)
+    assert channel._next_flush - time.perf_counter() < 0.2

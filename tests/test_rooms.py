@@ -10,10 +10,10 @@ import re
 import numpy as np
 import param
 import pytest
-from bokeh.models import ColumnDataSource
 
 from server.logs import RedactLogLines
 from widgets.follow import RoomControls, qr_svg
+from widgets.row import OneRow
 from server.rooms import (ALPHABET, CODE_LENGTH, SECRET_ENV, RoomError, RoomRegistry, RoomSecret, end_after_from_env,
                           normalize_code, seconds_from_env)
 from widgets.state import AttentionState
@@ -245,7 +245,7 @@ def test_a_follower_takes_a_drag_in_full_once_the_room_rests_one_page_at_a_time(
     follower._doc = type("Doc", (), {"session_context": object(),
                                      "add_timeout_callback": lambda self, cb, ms: timeouts.append(ms),
                                      "add_next_tick_callback": lambda self, cb: timeouts.append("next tick")})()
-    live = ColumnDataSource(data=dict(room=[""], version=[0], path=[""]))
+    live = OneRow(data=dict(room=[""], version=[0], path=[""]))
     with param.edit_constant(follower):
         follower.live = live
     presenter_state.move_query(1.5, -0.5)

@@ -78,3 +78,23 @@ def test_sessions_run_on_the_event_loop_once_the_server_says_so():
         assert threads == [threading.main_thread()]
     finally:
         session._run_in_executor, session.ServerSession._run_in_executor = before, before_method
+
+
+
+def test_a_pages_events_are_processed_in_a_hold_once_the_server_says_so():
+    """server/serve.py wraps Panel's processing of a page's events in a hold; the names it relies on are Panel's."""
+    from panel.io.document import hold  # noqa: F401  (what the wrapper holds with)
+    from panel.reactive import Syncable
+
+    from server.transport import hold_page_events
+
+    before = {name: getattr(Syncable, name) for name in ("_change_event", "_process_bokeh_event")}
+    try:
+        hold_page_events()
+        hold_page_events()  # idempotent
+        for name, original in before.items():
+            now = getattr(Syncable, name)
+            assert now.holds_document and now.__wrapped__ is original
+    finally:
+        for name, original in before.items():
+            setattr(Syncable, name, original)

@@ -167,6 +167,20 @@ def _rows(value: str, width: tuple[int, ...]) -> np.ndarray:
     return np.array(rows, dtype=np.float64)
 
 
+def _pairs(value: str, n: int) -> np.ndarray | None:
+    """``n`` rows of two numbers (``x,y;x,y``), or None for anything else."""
+    try:
+        rows = _rows(value, (2,))
+    except ValueError:
+        return None
+    return rows if len(rows) == n else None
+
+
+def preset_slug(name: str) -> str:
+    """The short name of a preset for an address: ``module-2`` for "Module 2: vector values"."""
+    return "-".join(name.split(":")[0].casefold().split())
+
+
 def _parse_data(values_of: dict[str, str], tokens: list[str]) -> tuple[dict, list[str]]:
     """``preset``, ``tokens``, ``keys``, ``values``: settings and problems, checked against each other.
 
@@ -180,7 +194,7 @@ def _parse_data(values_of: dict[str, str], tokens: list[str]) -> tuple[dict, lis
     base = None
     if "preset" in values_of:
         value = values_of["preset"]
-        names = [n for n in PRESETS if n.casefold() == value.casefold()]
+        names = [n for n in PRESETS if value.casefold() in (n.casefold(), preset_slug(n))]
         if names:
             settings["preset"] = names[0]
             base = PRESETS[names[0]]
@@ -239,11 +253,8 @@ def _parse_heads(values_of: dict[str, str]) -> tuple[dict, list[str]]:
     problems: list[str] = []
     if "embeddings" in values_of:
         value = values_of["embeddings"]
-        try:
-            rows = _rows(value, (2,))
-        except ValueError:
-            rows = None
-        if rows is not None and len(rows) == len(I_LOVE_NLP.tokens):
+        rows = _pairs(value, len(I_LOVE_NLP.tokens))
+        if rows is not None:
             settings["embeddings"] = rows
         else:
             problems.append(N_("embeddings = {value} ignored: 3 rows separated by ';', each two numbers separated by "
@@ -270,11 +281,8 @@ def _parse_heads(values_of: dict[str, str]) -> tuple[dict, list[str]]:
             if name not in values_of:
                 continue
             value = values_of[name]
-            try:
-                rows = _rows(value, (2,))
-            except ValueError:
-                rows = None
-            if rows is not None and len(rows) == 2:
+            rows = _pairs(value, 2)
+            if rows is not None:
                 projections[h, k] = rows
                 settings["projections"] = projections
             else:
@@ -283,11 +291,8 @@ def _parse_heads(values_of: dict[str, str]) -> tuple[dict, list[str]]:
                                    value=_quote(value), head=h + 1, role=role, limit=f"{MAX_ABS_COORD:g}"))
     if "wo" in values_of:
         value = values_of["wo"]
-        try:
-            rows = _rows(value, (2,))
-        except ValueError:
-            rows = None
-        if rows is not None and len(rows) == 2 * heads:
+        rows = _pairs(value, 2 * heads)
+        if rows is not None:
             settings["w_o"] = rows
         else:
             problems.append(ngettext("wo = {value} ignored: W_O of {n} head is {rows} rows separated by ';', each "

@@ -91,6 +91,10 @@ class BrowserBridge(pn.custom.JSComponent):
     navigate = param.String(default="", doc=(
         "A query to load the page at, e.g. '?room=K7M4QX': the browser goes there (a new page load, which a "
         "proxy routes by its arguments). Empty: stay."))
+    whole_page = param.Boolean(default=True, doc=(
+        "True: the app is the page, and its mode and theme go on <html>. False (a notebook cell, among other "
+        "outputs and other displays of the app): they go on the app's own root element, and keys are taken "
+        "only while focus is inside it."))
     page_address = param.String(default="", doc=(
         "The page's own address without its query, 'http://host:port/path', as the browser reports it when "
         "the page renders; join links are made from it."))
@@ -121,12 +125,11 @@ function wantsKey(e) {
 // it: the key goes to the server), so the numbers change on this key press; the server's arrive after.
 // Same arithmetic as handle_key: 9-decimal rounding, then the plane's bounds (the callback clamps).
 const STEPS = {ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, 1], ArrowDown: [0, -1]}
-function previewNudge(key, shift, inPlot) {
-  const preview = window.attentionExplorerPointer  // static/drag.js, once the query plot is on the page
-  const doc = window.Bokeh && window.Bokeh.documents[0]
-  const fig = doc && doc.get_model_by_name("query-plot")
-  const inputs = doc && doc.get_model_by_name("drag-inputs")
-  if (preview == null || fig == null || inputs == null) return
+function previewNudge(doc, key, shift, inPlot) {
+  // static/drag.js's handler for this document's query plot, once it is on the page
+  const preview = window.attentionExplorerPointers?.get(doc)
+  const inputs = doc.get_model_by_name("drag-inputs")
+  if (preview == null || inputs == null) return
   if (inputs.data.guided[0] && !inPlot && (key === "ArrowLeft" || key === "ArrowRight")) return  // a step
   const h = shift ? %(fine)r : %(nudge)r, [dx, dy] = STEPS[key]
   const round9 = (v) => Math.round(v * 1e9) / 1e9
@@ -134,30 +137,42 @@ function previewNudge(key, shift, inPlot) {
   preview({event_name: "tap", x: round9(q.x[0] + dx * h), y: round9(q.y[0] + dy * h), preview_only: true})
 }
 
-export function render({ model, el }) {
+// Everything is looked up in this component's own document, never in Bokeh.documents[0]: a notebook page holds
+// one document per output (each display of the app, pn.extension's own), made in no fixed order.
+export function render({ model, el, view }) {
   const root = document.documentElement
+  const doc = view.model.document
   const go = () => { if (model.navigate) window.location.search = model.navigate }
   go()
   model.on("navigate", go)
   const here = window.location.origin + window.location.pathname
   if (model.page_address !== here) model.page_address = here
   // The whole app is the page's main content: one landmark for screen-reader navigation.
-  const app = document.querySelector("[data-root-id]")
+  const app = model.whole_page ? document.querySelector("[data-root-id]") : null  // a notebook has its own
   if (app && !app.hasAttribute("role")) app.setAttribute("role", "main")
   // Text sizes come from CSS, which Bokeh's layout does not watch: measure every view again once they apply.
   const relayout = () => requestAnimationFrame(() => {
-    for (const doc of window.Bokeh.documents)
-      for (const m of doc.all_models) {
-        const v = window.Bokeh.index.find_one(m)
-        if (v && typeof v.invalidate_layout === "function") v.invalidate_layout()
-      }
+    for (const m of doc.all_models) {
+      const v = window.Bokeh.index.find_one(m)
+      if (v && typeof v.invalidate_layout === "function") v.invalidate_layout()
+    }
   })
+  // the app's root element in a notebook cell (the one Bokeh renders the document into)
+  const scope = () => {
+    if (model.whole_page) return root
+    let n = el
+    while (n != null && !(n.dataset && n.dataset.rootId))
+      n = n.parentElement || (n.getRootNode() instanceof ShadowRoot ? n.getRootNode().host : null)
+    return n
+  }
   const paint = () => {
-    const changed = root.dataset.mode !== model.mode || root.dir !== model.dir || root.lang !== model.lang
-    root.dataset.mode = model.mode
-    root.dataset.theme = model.theme
-    root.lang = model.lang
-    root.dir = model.dir
+    const target = scope()
+    if (target == null) { requestAnimationFrame(paint); return }  // not in the page yet
+    const changed = target.dataset.mode !== model.mode || target.dir !== model.dir || target.lang !== model.lang
+    target.dataset.mode = model.mode
+    target.dataset.theme = model.theme
+    target.lang = model.lang
+    target.dir = model.dir
     if (changed) relayout()
   }
   paint()
@@ -178,7 +193,7 @@ export function render({ model, el }) {
     }, 300)
   }
   // the address as the page opens, then each one the server writes (BrowserBridge.address)
-  const written = window.Bokeh.documents[0]?.get_model_by_name("page-address")
+  const written = doc.get_model_by_name("page-address")
   if (written != null) {
     address(written.text)
     written.connect(written.properties.text.change, () => address(written.text))
@@ -186,9 +201,10 @@ export function render({ model, el }) {
 
   const onKey = (e) => {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || !KEYS.has(e.key) || !wantsKey(e)) return
+    if (!model.whole_page && !e.composedPath().includes(scope())) return  // the notebook's own keys
     const inPlot = e.composedPath().some((n) => n.classList && n.classList.contains("ae-query-plot"))
     e.preventDefault()  // arrows and Space would otherwise scroll the page
-    if (e.key.startsWith("Arrow")) previewNudge(e.key, e.shiftKey, inPlot)
+    if (e.key.startsWith("Arrow")) previewNudge(doc, e.key, e.shiftKey, inPlot)
     model.send_msg({key: e.key, shift: e.shiftKey, in_plot: inPlot})
   }
   document.addEventListener("keydown", onKey)
@@ -197,7 +213,7 @@ export function render({ model, el }) {
   // The learner's progress on the Check tab (widgets/check.py's ProgressStore), kept in this browser's
   // localStorage: what it holds goes to this page's own session once as the page opens, and each progress the
   // server writes into its Div is stored. Storage that is disabled, full or private is left alone.
-  const progress = window.Bokeh.documents[0]?.get_model_by_name(%(store)s)
+  const progress = doc.get_model_by_name(%(store)s)
   if (progress != null) {
     const read = () => { try { return window.localStorage.getItem(%(key)s) } catch (e) { return null } }
     const write = () => {
@@ -222,8 +238,7 @@ export function render({ model, el }) {
 
   // The server went away (a restart, a cut network). Bokeh's own notice is not shown in a Panel page, and
   // a session does not survive a restart, so say so and offer a reload: the address holds the view.
-  const doc = window.Bokeh && window.Bokeh.documents[0]
-  if (doc != null) doc.on_event("connection_lost", () => {
+  doc.on_event("connection_lost", () => {
     if (document.querySelector(".ae-connection-lost")) return
     const banner = document.createElement("div")
     banner.className = "ae-connection-lost"

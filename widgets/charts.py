@@ -19,13 +19,18 @@ from widgets.state import AttentionState
 CHARTS_CSS = (Path(__file__).resolve().parent.parent / "static" / "charts.css").read_text()
 
 
-#: Text sizes (CSS px) the SVG charts are laid out for, by mode: numbers, then headings (static/charts.css).
-CHART_FONT = {"normal": (16, 16), "projector": (22, 22)}
+#: Text size (CSS px) of the numbers the SVG charts are laid out for, by mode (static/charts.css).
+CHART_FONT = {"normal": 16, "projector": 22}
 
 
 def _x(j: int, n: int) -> float:
     """Centre of bar ``j`` of ``n``, in % of the chart's width."""
     return 100 * (j + 0.5) / n
+
+
+def _heading(text: str) -> str:
+    """A chart's title as page text above its SVG: it wraps on a narrow screen (an SVG text would run off)."""
+    return f'<p class="heading">{escape(text)}</p>'
 
 
 class WeightBars(pn.viewable.Viewer):
@@ -42,8 +47,10 @@ class WeightBars(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
+        # focusable: where the Weights tab is taller than its space it scrolls, and a keyboard reaches a scrolling
+        # region only through something focusable inside it (axe: scrollable-region-focusable)
         self.div = Div(name="weight-bars", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
-                       css_classes=["chart"])
+                       css_classes=["chart"], html_attributes={"tabindex": "0"})
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
         self.state.param.watch(self._render, ["plotted", "tokens", "guided", "step", "mode", "lang"])
@@ -53,14 +60,13 @@ class WeightBars(pn.viewable.Viewer):
         s = self.state
         tr = s.tr
         w = s.plotted.weights[s.selected]
-        n, (num, head) = len(w), CHART_FONT[s.mode]
-        top, bottom = round(head * 1.6 + num * 1.4), round(head * 1.6 + num * 1.4 + 120)
+        n, num = len(w), CHART_FONT[s.mode]
+        top = round(num * 1.4 + 4)  # room for a bar's number above it
+        bottom = top + 120
         height = bottom + round(num * 1.6)
         revealed = s.revealed(2)
         self.shown = dict(top=w.tolist() if revealed else [], label=[tr.num(a) for a in w] if revealed else [])
-        heading = escape(tr._("Softmax weights a = softmax(s)"))
-        parts = [f'<text class="heading" x="4" y="{round(head * 1.1)}">{heading}</text>',
-                 f'<line class="axis" x1="0" x2="100%" y1="{bottom}" y2="{bottom}"/>']
+        parts = [f'<line class="axis" x1="0" x2="100%" y1="{bottom}" y2="{bottom}"/>']
         width = 70 / n  # % of the chart: bars take 70 % of their slot
         for j, (token, a) in enumerate(zip(s.tokens, w)):
             x = _x(j, n)
@@ -76,7 +82,8 @@ class WeightBars(pn.viewable.Viewer):
             parts.append(f'<text class="token" x="{x:.3f}%" y="{height - 4}" text-anchor="middle">{escape(token)}</text>')
         label = tr._("Softmax weights: {list}", list=tr.list_sep.join(f"{t} {tr.num(a) if revealed else '?'}"
                                                                       for t, a in zip(s.tokens, w)))
-        self.div.text = (f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" '
+        self.div.text = (_heading(tr._("Softmax weights a = softmax(s)")) +
+                         f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" '
                          f'role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
     def __panel__(self):
@@ -97,7 +104,7 @@ class OutputLine(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.div = Div(name="output-line", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
-                       css_classes=["chart"])
+                       css_classes=["chart"], html_attributes={"tabindex": "0"})  # as the bars
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
         self.state.param.watch(self._render, ["plotted", "tokens", "values", "guided", "step", "mode", "lang"])
@@ -109,7 +116,7 @@ class OutputLine(pn.viewable.Viewer):
         v = np.asarray(s.values, dtype=float)
         if v.ndim != 1:  # vector values: ValuePlane shows them instead
             return
-        num, head = CHART_FONT[s.mode]
+        num = CHART_FONT[s.mode]
         lo, hi = float(v.min()), float(v.max())
         pad = max(0.1 * (hi - lo), 0.5)
         lo, hi = lo - pad, hi + pad
@@ -129,11 +136,9 @@ class OutputLine(pn.viewable.Viewer):
             row = next(r for r in range(len(v) + 1) if last_end.get(r, -1e9) < start)
             rows[j], last_end[row] = (row, text), start + width
         n_rows = 1 + max(r for r, _ in rows.values())
-        line_y = round(head * 1.6 + n_rows * num * 1.3 + 8)
+        line_y = round(n_rows * num * 1.3 + 8)
         height = line_y + round(num * 3.2)
-        heading = escape(tr._("Output = Σ aᵢ vᵢ on the values' number line"))
-        parts = [f'<text class="heading" x="4" y="{round(head * 1.1)}">{heading}</text>',
-                 f'<line class="axis" x1="2%" x2="98%" y1="{line_y}" y2="{line_y}"/>']
+        parts = [f'<line class="axis" x1="2%" x2="98%" y1="{line_y}" y2="{line_y}"/>']
         for j, (row, text) in rows.items():
             x = at(v[j])
             parts += [f'<line class="tick" x1="{x:.3f}%" x2="{x:.3f}%" y1="{line_y - 10}" y2="{line_y + 10}" '
@@ -153,7 +158,8 @@ class OutputLine(pn.viewable.Viewer):
                          f'{escape(tr._("output"))} = ?</text>')
         label = tr._("Output {value} between the values {list}", value=tr.num(out) if revealed else "?",
                      list=tr.list_sep.join(f"{t} {tr.short(x, 2)}" for t, x in zip(s.tokens, v)))
-        self.div.text = (f'<svg class="number-line" width="100%" height="{height}" data-lo="{lo!r}" '
+        self.div.text = (_heading(tr._("Output = Σ aᵢ vᵢ on the values' number line")) +
+                         f'<svg class="number-line" width="100%" height="{height}" data-lo="{lo!r}" '
                          f'data-hi="{hi!r}" role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
     def __panel__(self):

@@ -8,16 +8,20 @@ line, draws the weights as a 64 x 64 image of block means, and computes the cour
 
 The measurements are the server's own, so they are kept once per process (:class:`CostCache`, in
 ``pn.state.cache``): at most one per size of :data:`~widgets.state.COST_SIZES`, eleven in all. They run on
-one worker thread of the process, never on the event loop: a page waiting for n = 4096 (about 690 MB of
-(n, n) arrays, a second or more) shows a progress bar, and every other page of the server goes on being
-served meanwhile. One thread: two pages asking for n = 4096 at once share one run, and the process never
+one worker thread of the process, which hands each to a measuring process (:class:`MeasureApart`), never on
+the event loop: a page waiting for n = 4096 (about 690 MB of (n, n) arrays, a second or more) shows a
+progress bar, and every other page of the server goes on being served meanwhile. One thread: two pages asking for n = 4096 at once share one run, and the process never
 holds two of those at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import pickle
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from html import escape
@@ -46,6 +50,48 @@ START_AFTER_MS = 300
 #: Sizes up to this are timed three times and the fastest run kept (the usual way to time a short call: the
 #: slower runs measure whatever else the machine did meanwhile); larger ones once, each run being seconds.
 REPEAT_UP_TO = 1024
+
+
+#: A measuring process: reads "n image_size" lines, answers each with its measurement, pickled, length first.
+_CHILD = """
+import pickle, sys
+from core.cost import measure_attention
+for line in sys.stdin:
+    n, size = map(int, line.split())
+    data = pickle.dumps(measure_attention(n, image_size=size))
+    sys.stdout.buffer.write(len(data).to_bytes(8, "big") + data)
+    sys.stdout.buffer.flush()
+"""
+
+
+class MeasureApart:
+    """:func:`core.measure_attention` in a Python process of its own, started by the first call and kept.
+
+    Its peak memory is traced with ``tracemalloc``, and stopping ``tracemalloc`` while another thread
+    allocates crashes CPython 3.12 before 3.12.9 (a segmentation fault in its ``traceback_new``): a server's
+    event loop always is such a thread. The measuring process has no other thread, and the peak it traces is
+    that call's alone. It holds NumPy and the core only, and ends with the server (its input closes).
+    """
+
+    def __init__(self):
+        self._child: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, n: int, image_size: int = IMAGE_SIZE) -> CostMeasurement:
+        with self._lock:
+            if self._child is None or self._child.poll() is not None:
+                self._child = subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE,
+                                               stdout=subprocess.PIPE, cwd=Path(__file__).resolve().parents[1])
+            self._child.stdin.write(f"{int(n)} {int(image_size)}\n".encode())
+            self._child.stdin.flush()
+            size = int.from_bytes(self._read(8), "big")
+            return pickle.loads(self._read(size))  # our own child's answer
+
+    def _read(self, size: int) -> bytes:
+        data = self._child.stdout.read(size)
+        if len(data) != size:
+            raise RuntimeError(f"the measuring process ended (exit code {self._child.wait()})")
+        return data
 
 
 class CostCache:
@@ -105,7 +151,7 @@ def cost_cache() -> CostCache:
     """This process's :class:`CostCache` (made by the first page that needs it)."""
     cache = pn.state.cache.get(CACHE_KEY)
     if not isinstance(cache, CostCache):
-        cache = pn.state.cache[CACHE_KEY] = CostCache()
+        cache = pn.state.cache[CACHE_KEY] = CostCache(measure=MeasureApart())
     return cache
 
 
@@ -285,7 +331,7 @@ class CostView(pn.viewable.Viewer):
             self.image_fig.y_range.update(start=n, end=0)
             side = image.shape[0]
             self.image_fig.title.text = (f"Weights, n = {n:,}" if side == n else
-                                         f"Weights, n = {n:,}: {side} × {side} means")
+                                         f"n = {n:,}: {side}² block means")  # fits the image's own width
         self.figures.object = self._figures_html(m, n)
 
     def _plot(self, done: list[CostMeasurement]) -> None:

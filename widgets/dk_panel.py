@@ -61,6 +61,7 @@ class DkPanel(pn.viewable.Viewer):
         self.dots_fig, self._dots, self._dots_note = _hist_figure("dk-dots", "", "#D55E00")
         self.scaled_fig, self._scaled, self._scaled_note = _hist_figure("dk-scaled", "q·k / √d_k", "#0072B2")
         self._example = ColumnDataSource(data=dict(x=[], top=[], color=[]))
+        # short: a projector's 20 px title must fit the 330 px figure (its text is the page's language, _render)
         fig = figure(name="dk-softmax", title="", width=330, height=220,
                      tools="", toolbar_location=None, y_range=Range1d(0, 1.05), x_range=Range1d(-0.5, 2 * N_KEYS + 0.5))
         fig.title.text_font_size = "14px"
@@ -93,7 +94,7 @@ class DkPanel(pn.viewable.Viewer):
         self.redraw.param.update(label=tr._("New random draw"),
                                  description=tr._("Draw new random queries and keys (next seed)"))
         self.dots_fig.title.text = tr._("q·k (unscaled)")
-        self.example_fig.title.text = tr._("One query's softmax over {n} scores", n=N_KEYS)
+        self.example_fig.title.text = tr._("softmax of {n} scores", n=N_KEYS)
         self.example_fig.xaxis.major_label_overrides = {(N_KEYS - 1) / 2: tr._("scaled"),
                                                         N_KEYS + 1 + (N_KEYS - 1) / 2: tr._("unscaled")}
         root = math.sqrt(e.d_k)

@@ -24,52 +24,47 @@ computes the rest; the presenter's hand is each position this channel receives (
 from __future__ import annotations
 
 import math
-import numbers
-import time
 from pathlib import Path
 
 import numpy as np
-import panel as pn
 import param
-from bokeh.models import ColumnDataSource, CustomJS
+from bokeh.models import CustomJS
 
-from server.pacing import get_budget
+from widgets.channel import PositionChannel
 from widgets.charts import WeightBars
 from widgets.inspector import PLACEHOLDER, Readout, readout_script_words
+from widgets.matrix import cell_decimals
 from widgets.query_plot import MAX_LINE_WIDTH, PLANE, QueryPlot
+from widgets.row import OneRow
 from widgets.state import AttentionState
 from widgets.updates import one_message
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
-#: The page's JavaScript: the formula, then the drag. Read once; it never changes.
-DRAG_JS = (STATIC / "attention.js").read_text() + "\n" + (STATIC / "drag.js").read_text()
+#: The page's JavaScript: the formula, the outbox, then the drag. Read once; it never changes.
+DRAG_JS = "\n".join((STATIC / name).read_text() for name in ("attention.js", "outbox.js", "drag.js"))
 #: A drag that starts this close to a key (in data units, ~12 px) moves that key,
 #: unless the query is at least as close: q wins ties, since it sits on its own key.
 GRAB_RADIUS = 0.12
 
 
-def _number(x) -> bool:
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
-
-
-class DragChannel(param.Parameterized):
+class DragChannel(PositionChannel):
     """The server's end of the page's drag, and the data the page's drag script reads.
 
-    ``channel`` is a one-row ``ColumnDataSource`` the page writes one position at a time: ``x``, ``y``
+    ``channel`` is a :class:`OneRow` the page writes one position at a time: ``x``, ``y``
     (data units of the query plot, already clamped to its plane), ``seq`` (1, 2, … per page), ``start``
     (the press) and ``end`` (the release; a tap is both). :meth:`receive` takes each.
 
-    ``confirmed`` is a one-row ``ColumnDataSource`` with the query (``x``, ``y``) of the server's latest
+    ``confirmed`` is a :class:`OneRow` with the query (``x``, ``y``) of the server's latest
     numbers and ``seq``, the last position it has answered. It is written with every result and every
     answer: the page sends its next position once ``seq`` reaches the one in flight; it tells which
     position the readout's text from the server is for, and which q a press grabs (as the server
     decides it).
 
-    ``inputs`` is a one-row ``ColumnDataSource`` holding what the computation depends on besides q:
+    ``inputs`` is a :class:`OneRow` holding what the computation depends on besides q:
     K : (n, d_k), V as (n, d_v) rows, tokens, the selected row's mask row, scaling, and which recipe
     steps the step-through has revealed. It changes only when one of those does, never during a drag.
 
-    ``live`` is a one-row ``ColumnDataSource`` that only the room controls write (``widgets/follow.py``):
+    ``live`` is a :class:`OneRow` that only the room controls write (``widgets/follow.py``):
     ``room``, the code of the room whose live channel the page follows ("" for none), ``path``, the
     channel's URL path, and ``version``, the room's view that the server's numbers on the page show.
     The page previews each query the channel brings for a later view.
@@ -81,24 +76,15 @@ class DragChannel(param.Parameterized):
         "ahead of the state, which takes them paced. A presented room sends it to its followers at once "
         "(widgets/follow.py); nothing else reads it."))
 
-    #: Shortest time between two server updates of one session (the preview in the page fills the gaps).
-    MIN_GAP = 1 / 60
-
     def __init__(self, query_plot: QueryPlot, readout: Readout, bars: WeightBars, **params):
         super().__init__(**params)
-        self.inputs = ColumnDataSource(data=self._inputs(), name="drag-inputs")
-        self.live = ColumnDataSource(data=dict(room=[""], version=[0], path=[""]), name="live-room")
+        self.inputs = OneRow(data=self._inputs(), name="drag-inputs")
+        self.live = OneRow(data=dict(room=[""], version=[0], path=[""]), name="live-room")
         self._answered = 0  # seq of the last position taken
-        self.confirmed = ColumnDataSource(data=self._confirmed(), name="drag-confirmed")
-        self.channel = ColumnDataSource(data=dict(x=[0.0], y=[0.0], seq=[0], start=[False], end=[False]),
-                                        name="drag-channel")
-        self.channel.on_change("data", self._on_channel)
-        self._pending = None  # (target, x, y, seq) not yet taken
+        self.confirmed = OneRow(data=self._confirmed(), name="drag-confirmed")
+        self._open_channel("drag-channel")  # _pending: (target, x, y, seq) not yet taken
         self._target = None  # None: the query; an int: the key being dragged
         self._release = False
-        self._flush_scheduled = False
-        self._next_flush = self._requested = 0.0
-        self._budget = get_budget()  # the process's share for mid-drag updates (server/pacing.py)
         # the views on the page from the start; the script finds the others by name when they are built
         # (the values' number line or plane, the matrix: widgets/charts.py, widgets/matrix.py)
         models = dict(
@@ -115,9 +101,12 @@ class DragChannel(param.Parameterized):
         query_plot._query.js_on_change("data", script)
         self.confirmed.js_on_change("data", script)
         self.live.js_on_change("data", script)
+        # BokehJS sets the plot's inner size once it has laid the plot out, in any page: the drag takes the pointer
+        # then, also where no update from Python comes first (a notebook's saved output, a kernel not yet busy)
+        query_plot.figure.js_on_change("inner_width", script)
         # guided and step: the step-through hides numbers of steps not reached yet, so the preview must too
         self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal", "guided",
-                                            "step", "lang"])
+                                            "step", "mode", "lang"])
         self.state.param.watch(self._confirm, "result")
 
     # --- what the page's script reads ---------------------------------------------------------------------------
@@ -135,6 +124,7 @@ class DragChannel(param.Parameterized):
             revealed=[[s.revealed(step) for step in (1, 2, 3)]], placeholder=[PLACEHOLDER], guided=[bool(s.guided)],
             words=[readout_script_words(s.lang)],
             plane=[list(PLANE)], grab=[GRAB_RADIUS], max_width=[MAX_LINE_WIDTH],
+            cell_decimals=[cell_decimals(s.mode)],
         )
 
     def _sync(self, *_):
@@ -150,17 +140,6 @@ class DragChannel(param.Parameterized):
             self.confirmed.data = confirmed
 
     # --- the server's end of the channel ----------------------------------------------------------------------
-
-    def _on_channel(self, attr, old, new) -> None:
-        # a page always writes one row of numbers and booleans; anything else is a hostile or broken client
-        try:
-            x, y, seq, start, end = (new[k][0] for k in ("x", "y", "seq", "start", "end"))
-        except (KeyError, IndexError, TypeError):
-            return
-        if not (_number(x) and _number(y) and isinstance(seq, int) and not isinstance(seq, bool)
-                and isinstance(start, bool) and isinstance(end, bool)):
-            return
-        self.receive(float(x), float(y), seq=seq, start=start, end=end)
 
     def receive(self, x: float, y: float, *, seq: int = 0, start: bool = False, end: bool = False) -> None:
         """Take one position of the page's drag: ``(x, y)`` in data units, its ``seq``, the press, the release.
@@ -180,7 +159,7 @@ class DragChannel(param.Parameterized):
             self._target = None if end else self._grab(x, y)
             self._release = False
             if not end:
-                self._budget.start(self)
+                self._drag_started()
             # the page draws a drag of q itself, not a drag of a key
             self.state.previewing = self._target is None and finite and not end
         lo, hi = PLANE
@@ -190,26 +169,11 @@ class DragChannel(param.Parameterized):
         if end:
             self._release = True
             self._target = None
-            self._budget.end(self)
-        doc = pn.state.curdoc
-        if end or doc is None or doc.session_context is None:
-            self._flush()
-        elif not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._requested = time.perf_counter()
-            wait = self._next_flush - self._requested
-            if wait > 0:
-                doc.add_timeout_callback(self._flush, max(1, round(wait * 1000)))
-            else:
-                doc.add_next_tick_callback(self._flush)
+            self._drag_ended()
+        self._schedule(end)
 
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        if self._pending is None:
-            return
-        target, x, y, seq = self._pending
-        self._pending = None
-        start = time.perf_counter()
+    def _take(self, pending) -> None:
+        target, x, y, seq = pending
         with one_message():
             self._answered = max(self._answered, seq)
             if target is None:
@@ -219,12 +183,6 @@ class DragChannel(param.Parameterized):
             if self._release:  # the hand let go: this last position ends the drag, in the same message
                 self._release = self.state.previewing = False
             self._confirm()  # the answer, also when nothing moved
-        end = time.perf_counter()
-        gap = max(self.MIN_GAP, end - min(start, self._requested or start))
-        if self in self._budget:  # the middle of a drag: its updates only confirm what the page draws
-            self._budget.record(end - start)
-            gap = max(gap, self._budget.gap())
-        self._next_flush = end + gap
 
     def _grab(self, x: float, y: float) -> int | None:
         """The key a drag starting at (x, y) picks up, or None for the query."""

@@ -21,22 +21,51 @@ from widgets.updates import one_message
 
 FIELD_WIDTH = 74
 NAME_WIDTH = 96
+# The columns' widths follow the mode (static/theme.css): a projector's 20 px digits need wider boxes.
 EDITOR_CSS = """
 :host(.invalid) input { border: 2px solid #b00020; background: #fff4f4; }
+:host(.col-number) { width: var(--ae-field-w, 74px) !important; min-width: var(--ae-field-w, 74px) !important; }
+:host(.col-name) { width: var(--ae-name-w, 96px) !important; min-width: var(--ae-name-w, 96px) !important; }
+strong { font-size: var(--ae-text, 16px); }
 """
 MESSAGE_CSS = """
-.field-message { color: #8a1c00; font-weight: 600; font-size: 14px; margin: 0 0 4px 4px; }
+.field-message { color: var(--ae-notice-fg); background: var(--ae-notice-bg); font-weight: 600;
+  font-size: var(--ae-text, 16px); margin: 0 0 4px 4px; }
 """
-
-
-def _number_text(x: float, tr: Translator) -> str:
-    # enough digits to retype the number; 4 decimals is what every other view shows; read back in the same language
-    return tr.short(float(x), 4)
 
 
 #: The switches' labels, by the param each sets.
 SWITCH_LABELS = {"scale": N_("Divide by √d_k (scaling)"), "causal": N_("Causal mask (attend to earlier tokens only)"),
                  "trap": N_("Score against values instead of keys (the trap)")}
+
+
+def switch(state: AttentionState, name: str, **params) -> pn.widgets.CheckBoxGroup:
+    """A checkbox for the boolean param ``name`` of ``state``, named by ``SWITCH_LABELS[name]`` in the page's language.
+
+    A one-box ``CheckBoxGroup``, not Panel's ``Checkbox``: Bokeh draws a ``Checkbox``'s text beside its box
+    with no ``<label>``, so the box has no accessible name; a group's boxes sit inside ``<label>``s. The box's
+    value is the param's name, so a new language changes only its label (:func:`relabel_switch`).
+    """
+    box = pn.widgets.CheckBoxGroup(options={state.tr(SWITCH_LABELS[name]): name},
+                                   value=[name] * bool(getattr(state, name)), **params)
+    box.param.watch(lambda e: setattr(state, name, bool(e.new)), "value")
+    state.param.watch(lambda e: setattr(box, "value", [name] * bool(e.new)), name)
+    return box
+
+
+def relabel_switch(box: pn.widgets.CheckBoxGroup, tr: Translator) -> None:
+    """A :func:`switch`'s label in ``tr``'s language; its value stays."""
+    (name,) = box.options.values()
+    box.options = {tr(SWITCH_LABELS[name]): name}
+
+
+def _column(width: int) -> str:
+    return "col-name" if width == NAME_WIDTH else "col-number"
+
+
+def _number_text(x: float, tr: Translator) -> str:
+    # enough digits to retype the number; 4 decimals is what every other view shows; read back in the same language
+    return tr.short(float(x), 4)
 
 
 class Editor(pn.viewable.Viewer):
@@ -56,8 +85,7 @@ class Editor(pn.viewable.Viewer):
         self._inputs: dict[tuple[str, int | str, int | str], pn.widgets.TextInput] = {}
         self._row_messages: dict[int | str, pn.pane.HTML] = {}
         self.preset = pn.widgets.Select.from_param(s.param.preset, width=260)
-        self._switches = {name: pn.widgets.Checkbox.from_param(s.param[name], css_classes=[f"switch-{name}"])
-                          for name in SWITCH_LABELS}
+        self._switches = {name: switch(s, name, css_classes=[f"switch-{name}"]) for name in SWITCH_LABELS}
         self.switches = pn.Column(*self._switches.values(), margin=(0, 0, 6, 0))
         self.add_button = pn.widgets.Button(width=110)
         self.add_button.on_click(lambda _: s.add_token())
@@ -79,8 +107,8 @@ class Editor(pn.viewable.Viewer):
         tr = self.state.tr
         self._heading.object = f"<h3>{tr._('Edit the example')}</h3>"
         self.preset.param.update(name=tr._("Preset"), options=tr.options(self.state.param.preset.objects))
-        for name, label in SWITCH_LABELS.items():
-            self._switches[name].name = tr(label)
+        for box in self._switches.values():
+            relabel_switch(box, tr)
         self.add_button.param.update(label=tr._("Add token"), description=tr._("Append a token (up to 8)"))
 
     def _on_language(self, *_):
@@ -88,8 +116,8 @@ class Editor(pn.viewable.Viewer):
         self._shape = None  # the table's headers and the numbers' decimal mark
         self._on_data()
     def _field(self, kind: str, row, axis, width=FIELD_WIDTH) -> pn.widgets.TextInput:
-        w = pn.widgets.TextInput(width=width, margin=(2, 3), css_classes=[f"field-{kind}-{row}-{axis}"],
-                                 stylesheets=[EDITOR_CSS])
+        w = pn.widgets.TextInput(width=width, margin=(2, 3), stylesheets=[EDITOR_CSS],
+                                 css_classes=[f"field-{kind}-{row}-{axis}", _column(width)])
         w.param.watch(lambda e, k=(kind, row, axis): self._on_input(k, e.new), "value")
         self._inputs[(kind, row, axis)] = w
         return w
@@ -100,7 +128,8 @@ class Editor(pn.viewable.Viewer):
         return pane
 
     def _header(self, text: str, width: int) -> pn.pane.HTML:
-        return pn.pane.HTML(f"<strong>{text}</strong>", width=width, margin=(2, 3))
+        return pn.pane.HTML(f"<strong>{text}</strong>", width=width, margin=(2, 3), css_classes=[_column(width)],
+                            stylesheets=[EDITOR_CSS])
 
     def _build(self):
         s = self.state

@@ -45,7 +45,6 @@ from urllib.parse import quote, urlencode
 import panel as pn
 import param
 import segno
-from bokeh.models import ColumnDataSource
 from panel.io.state import set_curdoc
 
 from server.logs import install_log_redaction
@@ -55,6 +54,7 @@ from widgets.i18n import N_, translator
 from widgets.address import address_of
 from widgets.browser import BrowserBridge
 from widgets.poll import FollowerPoll, PresenterPoll
+from widgets.row import OneRow
 from widgets.state import AttentionState
 from widgets.updates import one_message
 
@@ -86,7 +86,7 @@ class RoomControls(pn.viewable.Viewer):
     notice = param.String(default="", doc="What happened to the page's room, for the learner.")
     browser = param.ClassSelector(class_=BrowserBridge, allow_None=True, constant=True,
                                   doc="The page's browser bridge: its address, and where it goes to present or join.")
-    live = param.ClassSelector(class_=ColumnDataSource, allow_None=True, constant=True,
+    live = param.ClassSelector(class_=OneRow, allow_None=True, constant=True,
                                doc="The page's live source (DragChannel.live): which room's live channel the "
                                    "page follows. Without it a follower takes every view in full.")
 

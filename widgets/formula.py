@@ -12,8 +12,11 @@ import panel as pn
 import param
 
 from widgets.i18n import N_, Translator
+from widgets.presentation import KATEX_CSS
 from widgets.state import AttentionState
 
+#: KaTeX draws at 1.21em of its host: the formulas' main line is the page's formula size (22 px on a projector).
+FORMULA_CSS = ":host { font-size: calc(var(--ae-formula, 19px) / 1.21); overflow-x: auto; }"
 STEP_TITLES = {1: N_("1. Score"), 2: N_("2. Normalise"), 3: N_("3. Combine")}
 #: Terms per line in long sums, so 8 tokens still fit beside the inspector.
 TERMS_PER_LINE = 3
@@ -90,7 +93,8 @@ def recipe_latex(state: AttentionState, step: int) -> str:
     if step == 2:
         lines = [r"a_i &= \mathrm{softmax}(s)_i = \frac{e^{s_i - m}}{\sum_j e^{s_j - m}}, \quad m = \max_j s_j = "
                  + fmt(r.row_max[i])]
-        terms = [f"e^{{{fmt(r.shifted[i, j])}}}" for j in range(len(names)) if not masked[j]]
+        # exp(…), not e^{…}: an exponent is set at 70 %, under 20 px on a projector
+        terms = [f"\\exp({fmt(r.shifted[i, j])})" for j in range(len(names)) if not masked[j]]
         lines.append(_sum_lines(r"\textstyle\sum_j e^{s_j - m}", terms, fmt(r.exp_sum[i])))
         for j, name in enumerate(names):
             if masked[j]:
@@ -119,7 +123,7 @@ class Formula(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._panes = {k: pn.pane.LaTeX("", renderer="katex", styles={"font-size": "17px"},
+        self._panes = {k: pn.pane.LaTeX("", renderer="katex", stylesheets=[KATEX_CSS, FORMULA_CSS],
                                         name=f"formula-step-{k}") for k in STEP_TITLES}
         self._heading = pn.pane.HTML("", margin=(0, 10))
         self._titles = {k: pn.pane.HTML("", margin=(6, 10, 0, 10)) for k in STEP_TITLES}

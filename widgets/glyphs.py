@@ -5,11 +5,16 @@ glyph, a "nonselection" copy and a "muted" copy, for selections and legends thes
 Building and serializing those copies was a good share of the server's time to build a page (about
 290 Bokeh models; a class of 60 opens its pages within the same minute). :func:`draw` adds the one glyph;
 BokehJS derives the others itself if they are ever needed.
+
+Each renderer also gets a view of its source (``CDSView``) with a filter (``AllIndices``): two models more
+per renderer, for every row of the source always. A figure's renderers of one source share one view (BokehJS
+computes the same rows of the same source into it for each), and all the views of a figure one filter
+(``AllIndices`` keeps nothing: it answers every row of whichever source asks).
 """
 
 from __future__ import annotations
 
-from bokeh.models import ColumnDataSource, GlyphRenderer, Plot
+from bokeh.models import AllIndices, CDSView, ColumnDataSource, GlyphRenderer, Plot
 from bokeh.models.glyph import Glyph
 
 #: Keywords that belong to the renderer, not the glyph.
@@ -36,4 +41,9 @@ def draw(fig: Plot, glyph: type[Glyph], source: ColumnDataSource, *fields, **pro
             if name in glyph.properties():
                 props.setdefault(name, color)
     props.update(zip(glyph._args, fields))
-    return fig.add_glyph(source, glyph(**props), **renderer)
+    views = [r.view for r in fig.renderers if isinstance(r, GlyphRenderer)]
+    view = next((r.view for r in fig.renderers if isinstance(r, GlyphRenderer) and r.data_source is source), None)
+    if view is None:
+        every = next((v.filter for v in views if isinstance(v.filter, AllIndices)), None) or AllIndices()
+        view = CDSView(filter=every)
+    return fig.add_glyph(source, glyph(**props), view=view, **renderer)

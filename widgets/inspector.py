@@ -14,6 +14,7 @@ from bokeh.models import CustomJS, Div
 
 from widgets.format import sqrt_text, token_color
 from widgets.i18n import Translator, translator
+from widgets.presentation import APP_CSS
 from widgets.state import AttentionState
 
 #: What a number of a step not yet revealed shows instead (step-through mode).
@@ -144,9 +145,13 @@ class Readout(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.div = Div(
-            name="readout", render_as_text=True, sizing_mode="stretch_width",
-            # Not live: it changes on every pixel of a drag; the Announcer speaks for it, throttled.
-            html_attributes={"role": "region", "aria-label": self.state.tr._("Current numbers"), "data-testid": "readout"},
+            name="readout", render_as_text=True, sizing_mode="stretch_width", css_classes=["readout"],
+            stylesheets=[APP_CSS],
+            # Not live: it changes on every pixel of a drag; the Announcer speaks for it, throttled. Focusable:
+            # where the plot leaves it fewer lines than it has (a projector's large text, a short screen) it
+            # scrolls inside itself, and a keyboard must reach those lines too.
+            html_attributes={"role": "region", "aria-label": self.state.tr._("Current numbers"),
+                             "data-testid": "readout", "tabindex": "0"},
             styles={"white-space": "pre-line", "font-size": "var(--ae-num, 16px)", "line-height": "1.35",
                     "font-variant-numeric": "tabular-nums", "color": "var(--ae-fg, #111)"},
         )

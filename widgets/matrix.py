@@ -15,8 +15,30 @@ from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from widgets.glyphs import draw
+from widgets.presentation import PROJECTOR_FONT_STEP, PROJECTOR_MIN_FONT
 from widgets.state import AttentionState, show_step
 from widgets.updates import one_message
+
+
+#: Decimals of the matrix's numbers by mode: at two, a projector's 20 px digits fit a cell beside the query plot
+#: on a 1024 px screen (the readout, the inspector and the export keep four).
+CELL_DECIMALS = {"normal": 4, "projector": 2}
+#: Text sizes (CSS px) of the cells' numbers and of the axes' labels in normal mode (widgets/presentation.py
+#: makes them at least 20 in projector mode).
+CELL_FONT, AXIS_FONT = 14, 15
+
+
+def cell_decimals(mode: str) -> int:
+    return CELL_DECIMALS[mode]
+
+
+def _font(size: int, mode: str) -> int:
+    return max(PROJECTOR_MIN_FONT, size + PROJECTOR_FONT_STEP) if mode == "projector" else size
+
+
+def _text_px(text: str, size: float) -> float:
+    """A generous width of ``text`` in bold sans-serif at ``size`` px (DejaVu Sans Bold: digits 0.7 em)."""
+    return size * sum(0.4 if c in ".,()  " else 0.72 for c in text)
 
 
 class AttentionMatrix(pn.viewable.Viewer):
@@ -26,7 +48,10 @@ class AttentionMatrix(pn.viewable.Viewer):
     fixed 0..1 scale, and every cell prints its weight, so colour is never the
     only cue. Cells a mask forbids are not weights: they are drawn light grey and
     hatched, labelled "masked", outside the colour scale. The last columns print
-    each row's sum and its output Σ a_j v_j (a vector for vector values). Clicking anywhere in a row
+    each row's sum and its output Σ a_j v_j (a vector for vector values). A cell is never narrower than its
+    number: the figure's smallest size follows its numbers and token names (the tab scrolls when the screen is
+    narrower), and in projector mode the numbers have two decimals and the colour bar gives way to them.
+    Clicking anywhere in a row
     selects it (a plain ``Tap`` event, not a TapTool selection, so a second click
     never deselects). The figure has ``name="attention-matrix"``.
     """
@@ -44,20 +69,20 @@ class AttentionMatrix(pn.viewable.Viewer):
         mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
         fig = figure(
             name="attention-matrix", title="",
-            width=640, height=400, tools="save", toolbar_location="below",
-            x_axis_location="above",
+            width=640, height=400, tools="save", toolbar_location="below", x_range=Range1d(-0.5, 4.5),
+            y_range=Range1d(2.5, -0.5), x_axis_location="above",
         )
         fig.toolbar.logo = None
         fig.title.text_font_size = "16px"
         fig.axis.axis_label_text_font_size = "14px"
-        fig.axis.major_label_text_font_size = "15px"
+        fig.axis.major_label_text_font_size = f"{AXIS_FONT}px"
         fig.grid.visible = False
         cells = draw(fig, Rect, self._cells, "x", "y", 1, 1, fill_color={"field": "weight", "transform": mapper},
                      line_color="white", line_width=2)
         labels = draw(fig, Text, self._cells, "x", "y", text="label", text_align="center", text_baseline="middle",
-                      text_font_size="17px", text_color="text_color", text_font_style="bold")
+                      text_font_size=f"{CELL_FONT}px", text_color="text_color", text_font_style="bold")
         sums = draw(fig, Text, self._sums, "x", "y", text="label", text_align="center", text_baseline="middle",
-                    text_font_size="15px", text_color="#333333")
+                    text_font_size=f"{CELL_FONT}px", text_color="#333333")
         # level="overlay": the row outline stays on top of the masked cells drawn after it
         draw(fig, Rect, self._highlight, "x", "y", "width", 0.96, fill_alpha=0, line_color="#D55E00", line_width=5,
              level="overlay")
@@ -66,7 +91,8 @@ class AttentionMatrix(pn.viewable.Viewer):
         draw(fig, Text, self._masked, "x", "y", text="label", text_align="center", text_baseline="middle",
              text_font_size="14px", text_color="#444444", text_font_style="italic")
         outputs = draw(fig, Text, self._outputs, "x", "y", text="label", text_align="center", text_baseline="middle",
-                       text_font_size="14px", text_color="#111111", text_font_style="bold", name="row-outputs")
+                       text_font_size=f"{CELL_FONT}px", text_color="#111111", text_font_style="bold",
+                       name="row-outputs")
         # step-through: until step 2 (normalise) the cells are grey and hold a "?"; outputs wait for step 3
         blank = draw(fig, Rect, self._cells, "x", "y", 1, 1, fill_color="#c8c8c8", line_color="white", line_width=2,
                      level="underlay", visible=False)
@@ -80,10 +106,11 @@ class AttentionMatrix(pn.viewable.Viewer):
         fig.on_event(events.Tap, self._on_tap)
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
-        self.state.param.watch(self._render_axes, ["tokens", "lang"])
-        self.state.param.watch(self._render, ["plotted", "lang"])
+        self.state.param.watch(self._render_words, "lang")
+        self.state.param.watch(self._render, ["plotted", "tokens", "mode", "lang"])
         self.state.param.watch(self._show_step, ["guided", "step"])
-        self._render_axes()
+        self._laid_out = None
+        self._render_words()
         self._render()
         self._show_step()
 
@@ -100,39 +127,75 @@ class AttentionMatrix(pn.viewable.Viewer):
             with one_message():
                 self.state.select_row(row)
 
-    def _render_axes(self, *_):
-        n, fig, tr = len(self.state.tokens), self.figure, self.state.tr
+    def _render_words(self, *_):
+        """The title, the axes' and the colour bar's words, and its ticks' numbers, in the page's language."""
+        fig, tr = self.figure, self.state.tr
         fig.title.text = tr.in_plot(tr._("Attention weights (click a row)"))
         fig.xaxis.axis_label, fig.yaxis.axis_label = tr.in_plot(tr._("key")), tr.in_plot(tr._("query"))
         self._colorbar.title = tr.in_plot(tr._("weight"))
         # a tick's number, as the language writes it (0,25)
         self._colorbar.major_label_overrides = {t: tr.short(t) for t in (0, 0.25, 0.5, 0.75, 1)}
-        fig.x_range = Range1d(-0.5, n + 2.9)  # extra columns: the row sums, then the (wider) outputs
-        fig.y_range = Range1d(n - 0.5, -0.5)  # row 0 on top, as in a matrix
+
+    def _geometry(self) -> tuple[float, float]:
+        """(cell width in px, output column in cells) for the numbers and names now shown."""
+        s, mode, tr = self.state, self.state.mode, self.state.tr
+        r, dec = s.plotted, cell_decimals(mode)
+        cell, axis = _font(CELL_FONT, mode), _font(AXIS_FONT, mode)
+        widest = max([_text_px(tr.num(1.0, dec), cell), *(_text_px(t, axis) for t in s.tokens),
+                      _text_px(tr._("sum"), axis)])
+        cell_px = widest + 12
+        outputs = [_text_px(self._output_text(o, dec), cell) for o in r.output]
+        # the column is at least as wide as its heading too, which some languages write longer than its numbers
+        return cell_px, max(1.0, (max(outputs) + 12) / cell_px, _text_px(tr._("output"), axis) / cell_px)
+
+    def _output_text(self, o, dec: int) -> str:
+        tr = self.state.tr
+        return tr.num(o, dec) if np.ndim(o) == 0 else tr.vec(o, dec, isolate=False)
+
+    def _render_axes(self, cell_px: float, out: float) -> None:
+        n, fig, mode, tr = len(self.state.tokens), self.figure, self.state.mode, self.state.tr
+        self._out_x = n + 0.5 + out / 2
+        for rng, (start, end) in ((fig.x_range, (-0.5, n + 0.5 + out)), (fig.y_range, (n - 0.5, -0.5))):
+            if (rng.start, rng.end) != (start, end):  # row 0 on top, as in a matrix
+                rng.update(start=start, end=end)
         names = {i: t for i, t in enumerate(self.state.tokens)}
-        fig.xaxis.ticker = FixedTicker(ticks=[*range(n + 1), n + 1.7])
-        fig.xaxis.major_label_overrides = {**names, n: tr._("row sum"), n + 1.7: tr._("output")}
+        fig.xaxis.ticker = FixedTicker(ticks=[*range(n + 1), self._out_x])
+        fig.xaxis.major_label_overrides = {**names, n: tr._("sum"), self._out_x: tr._("output")}
         fig.yaxis.ticker = FixedTicker(ticks=list(range(n)))
         fig.yaxis.major_label_overrides = names
+        self._colorbar.visible = mode != "projector"
+        axis = _font(AXIS_FONT, mode)
+        y_axis = max(_text_px(t, axis) for t in self.state.tokens) + axis + 30
+        # on the pane: Panel gives its own sizes to the figure it shows
+        self._layout.param.update(min_width=round(y_axis + (n + 1 + out) * cell_px + (90 if mode != "projector" else 25)),
+                                  min_height=round(n * max(2.2 * _font(CELL_FONT, mode), 40) + 4 * axis + 60))
 
     def _render(self, *_):
         r, tr = self.state.plotted, self.state.tr
         w, n = r.weights, r.weights.shape[0]
+        dec = cell_decimals(self.state.mode)
+        # the axes, ticks and smallest size change with the names, the mode and the outputs' width only
+        cell_px, out = self._geometry()
+        laid_out = (tuple(self.state.tokens), self.state.mode, self.state.lang, cell_px, out)
+        if laid_out != self._laid_out:
+            self._laid_out = laid_out
+            self._render_axes(cell_px, out)
         rows, cols = (a.ravel() for a in np.indices(w.shape))
         allowed = r.mask.ravel()
         ok = w.ravel()[allowed]
         self._cells.data = dict(
-            x=cols[allowed].tolist(), y=rows[allowed].tolist(), weight=ok.tolist(), label=[tr.num(a) for a in ok],
+            x=cols[allowed].tolist(), y=rows[allowed].tolist(), weight=ok.tolist(),
+            label=[tr.num(a, dec) for a in ok],
             # Cividis is dark below ~0.55 and light above: pick the readable ink.
             text_color=["white" if a < 0.55 else "black" for a in ok],
         )
         self._masked.data = dict(x=cols[~allowed].tolist(), y=rows[~allowed].tolist(),
                                  label=[tr._("masked")] * int((~allowed).sum()))
-        self._sums.data = dict(x=[n] * n, y=list(range(n)), label=[tr.num(s) for s in w.sum(axis=1)])
-        out = r.output
-        self._outputs.data = dict(x=[n + 1.7] * n, y=list(range(n)),
-                                  label=[tr.num(o) if np.ndim(o) == 0 else tr.vec(o, 4, isolate=False) for o in out])
-        self._highlight.data = dict(x=[(n + 2.35) / 2], y=[self.state.selected], width=[n + 3.35])
+        self._sums.data = dict(x=[n] * n, y=list(range(n)), label=[tr.num(s, dec) for s in w.sum(axis=1)])
+        self._outputs.data = dict(x=[self._out_x] * n, y=list(range(n)),
+                                  label=[self._output_text(o, dec) for o in r.output])
+        end = self.figure.x_range.end
+        self._highlight.data = dict(x=[(end - 0.5) / 2], y=[self.state.selected], width=[end + 0.46])
 
     def __panel__(self):
         return self._layout

@@ -13,9 +13,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import panel
 import param
 from bokeh.core.property.vectorization import Value
 from bokeh.models import ColorBar, Interpolator, LinearInterpolator, Plot, Text
+from panel.models.katex import KATEX_VERSION
 from panel.theme import Design
 from panel.theme.base import Inherit
 from panel.viewable import Viewable
@@ -29,6 +31,26 @@ PAGE_CSS = (STATIC / "theme.css").read_text()
 COMPONENT_CSS = (STATIC / "components.css").read_text()
 #: The page's own panes and layouts (header, notices, step-through, help).
 APP_CSS = (STATIC / "app.css").read_text()
+
+
+def _katex_css() -> str:
+    """KaTeX's own layout rules, for a LaTeX pane's shadow root, and its HTML output shown.
+
+    Panel loads katex.min.css into the document only and shows KaTeX's MathML inside the pane; Chromium's
+    MathML ignores ``columnalign``, so an ``aligned`` block's equals signs do not line up. The fonts stay the
+    document's (a shadow root's ``@font-face`` is not used), so those rules are left out.
+    """
+    css = (Path(panel.__file__).parent / "dist" / "bundled" / "katex" / f"katex@{KATEX_VERSION}" / "dist" /
+           "katex.min.css").read_text()
+    # a script (the i of s_i, the k of d_k) is 0.7 of its formula, 0.5 in a script's script: on a projector
+    # --ae-script-min (static/theme.css) keeps them at the 20 px the back of the room can read
+    scripts = "".join(f".katex .sizing.reset-size6.size{n}{{font-size:max({f}em,var(--ae-script-min,0px))}}"
+                      for n, f in ((3, 0.7), (1, 0.5)))
+    return re.sub(r"@font-face\{[^}]*\}", "", css) + "span.katex-html { display: inline; }" + scripts
+
+
+#: KaTeX's layout, for each LaTeX pane (see :func:`_katex_css`).
+KATEX_CSS = _katex_css()
 
 #: Colours of each theme. Text on the background has contrast >= 7:1 (WCAG AAA) in both.
 PALETTES = {

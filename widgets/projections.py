@@ -23,22 +23,26 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
-import time
 from html import escape
 from pathlib import Path
 
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, CustomJS, Div, Range1d, Scatter, Segment, Text
+from bokeh.core.property.validation import without_property_validation
+from bokeh.models import (
+    BasicTickFormatter, ColumnDataSource, CustomJS, CustomJSTickFormatter, Div, Range1d, Scatter, Segment, Text,
+)
 from bokeh.plotting import figure
 
-from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention
+from core import I_LOVE_NLP, linear_values_reachable, project, saturation, scaled_dot_product_attention, self_attention
 from core.projections import _combination
+from widgets.channel import PositionChannel
 from widgets.format import token_color
 from widgets.i18n import N_, Translator, translator
 from widgets.glyphs import draw
+from widgets.query_plot import label_side
+from widgets.row import OneRow
 from widgets.state import (
     DEFAULT_TEMPERATURE, HEAD_TOKENS, PROJECTION_CHOICES, ROLES,
     AttentionState,
@@ -47,8 +51,10 @@ from widgets.state import (
 STATIC = Path(__file__).resolve().parent.parent / "static"
 #: The tabs' look (also widgets/heads.py): sizes and ink from the page's custom properties.
 HEADS_CSS = (STATIC / "heads.css").read_text()
-#: The page's script for a drag in the planes: fmt from attention.js, then the mirror and the drag.
-PROJECTIONS_JS = (STATIC / "attention.js").read_text() + "\n" + (STATIC / "projections.js").read_text()
+#: The page's script for a drag in the planes: fmt from attention.js, the outbox, then the mirror and the drag.
+PROJECTIONS_JS = "\n".join((STATIC / name).read_text() for name in ("attention.js", "outbox.js", "projections.js"))
+#: The page's placement of the planes' labels in screen pixels, after each drawing of a plane.
+LABELS_JS = (STATIC / "labels.js").read_text()
 #: A press this close to a handle picks it up, as a share of the plane's width (~16 px of a 270 px plane).
 GRAB = 0.06
 #: Temperatures on the slider: from nearly argmax to nearly uniform, with sqrt(d_k) among them.
@@ -129,6 +135,30 @@ def _fit(points: np.ndarray, least: float = 1.5) -> tuple[tuple[float, float], t
     return ((float(centre[0] - half), float(centre[0] + half)), (float(centre[1] - half), float(centre[1] + half)))
 
 
+#: A point label's columns: screen offsets and anchoring, on the side away from the other points. The page
+#: keeps them where they are clear in its pixels, and moves a label elsewhere only where it is not (labels.js).
+_PLACED = dict(dx=[], dy=[], align=[], baseline=[])
+#: A plane narrower than this (CSS px) goes below the other: side by side on an 800 px screen they were 204 px
+#: wide, a projector's frame 162 × 127 px, where five 20 px labels among eleven markers found no room.
+PLANE_MIN_WIDTH = 250
+#: The most labels a plane has (the right plane: three tokens, two basis tips): its leader lines' rows.
+LEADER_ROWS = 8
+#: Screen px from a point to its label (across, up), by mode: a projector's markers are larger.
+_LABEL_OFFSETS = {"normal": (10, 5), "projector": (16, 9)}
+
+
+def _placed(points, among, fig, mode: str) -> dict:
+    """Label columns for ``points``: each on the side facing away from the others of ``among``, the side the page
+    tries first when it places the labels in its pixels (static/labels.js)."""
+    mx, my = _LABEL_OFFSETS[mode]
+    bounds = (min(fig.x_range.start, fig.y_range.start), max(fig.x_range.end, fig.y_range.end))
+    sides = [label_side(np.vstack([[p], [q for q in among if not np.array_equal(q, p)]]), 0, bounds)
+             for p in points]
+    return dict(dx=[mx * sx for sx, _ in sides], dy=[-my * sy for _, sy in sides],  # screen y runs down
+                align=["left" if sx > 0 else "right" for sx, _ in sides],
+                baseline=["bottom" if sy > 0 else "top" for _, sy in sides])
+
+
 def _plane(name: str, title: str) -> figure:
     fig = figure(name=name, title=title, width=258, height=258, tools="save", toolbar_location=None,
                  sizing_mode="scale_width", max_width=400, min_width=180,
@@ -136,13 +166,23 @@ def _plane(name: str, title: str) -> figure:
     fig.title.text_font_size = "15px"
     fig.axis.major_label_text_font_size = "14px"
     fig.axis.ticker.desired_num_ticks = 4  # projector-sized labels do not crowd a small plane
+    # Only the page knows the plane's size in pixels and its text's: it moves a label that would cover a marker
+    # or another label (static/labels.js). The tick formatter is the script Bokeh runs each time it draws the
+    # figure (a resize, new ranges, projector mode, a drag's preview); it formats the ticks as Bokeh's own does.
+    # a label placed far from its point gets a leader line: the page writes them in place (LEADER_ROWS at most)
+    leaders = ColumnDataSource(data={k: np.full(LEADER_ROWS, np.nan) for k in ("x0", "y0", "x1", "y1")})
+    draw(fig, Segment, leaders, "x0", "y0", "x1", "y1", line_color="#666666", line_width=1.5, name="label-leaders")
+    place = CustomJS(args=dict(fig=fig), code=LABELS_JS + "\nscheduleLabels(fig);")
+    fig.xaxis.formatter = CustomJSTickFormatter(
+        args=dict(basic=BasicTickFormatter(), place=place, fig=fig),
+        code="if (index === 0) place.execute(fig); return basic.doFormat(ticks, {loc: 0})[index];")
     return fig
 
 
-class ProjectionChannel(param.Parameterized):
+class ProjectionChannel(PositionChannel):
     """The server's end of a drag in the Projections tab's planes; what the page's script reads.
 
-    ``channel`` is the one-row ``ColumnDataSource`` the page writes one position at a time: ``x``, ``y`` (data
+    ``channel`` is the :class:`~widgets.row.OneRow` the page writes one position at a time: ``x``, ``y`` (data
     units of the plane, clamped to it), ``seq``, ``start`` (the press), ``end`` (the release) and ``plane``
     (``"x"``: the embeddings, ``"w"``: the basis images of the chosen W). ``confirmed`` answers each position
     taken with its ``seq`` and ``text``, the outputs the core computes for it (:func:`projection_status`).
@@ -151,31 +191,27 @@ class ProjectionChannel(param.Parameterized):
 
     The press picks the handle up as the page does: the nearest embedding (left plane) or basis image (right
     plane) within :data:`GRAB` of the plane's width, or nothing (then the drag moves nothing). Positions are
-    taken paced, as widgets/drag.py takes the query's: after each, the session waits as long as it took; the
-    release at once. A position costs one core call and one answer: the state, and with it every view, the
+    taken paced exactly as the query's (:class:`widgets.channel.PositionChannel`): after each, the session waits
+    as long as it took, a drag counts against the process's share for mid-drag updates, the release is taken at
+    once. A position costs one core call and one answer: the state, and with it every view, the
     address and a room, takes the dragged value at the release.
     """
 
     state = param.ClassSelector(class_=AttentionState)
     role = param.Integer(default=0, bounds=(0, 2), doc="Which W the right plane edits: 0 W_Q, 1 W_K, 2 W_V.")
 
-    #: Shortest time between two answers to one page.
-    MIN_GAP = 1 / 60
+    #: The plane a position is in: ``"x"`` (the embeddings) or ``"w"`` (the chosen W's basis images).
+    EXTRA = {"plane": ("x", lambda plane: plane in ("x", "w"))}
 
     def __init__(self, x_fig, w_fig, refresh, **params):
         super().__init__(**params)
         self._figs = {"x": x_fig, "w": w_fig}
         self._refresh = refresh  # draws the state again: a release that changed nothing takes back the preview
-        self.inputs = ColumnDataSource(data=self._inputs(), name="projection-inputs")
-        self.channel = ColumnDataSource(data=dict(x=[0.0], y=[0.0], seq=[0], start=[False], end=[False],
-                                                  plane=["x"]), name="projection-channel")
-        self.confirmed = ColumnDataSource(data=dict(seq=[0], text=[""]), name="projection-confirmed")
-        self.channel.on_change("data", self._on_channel)
+        self.inputs = OneRow(data=self._inputs(), name="projection-inputs")
+        self.confirmed = OneRow(data=dict(seq=[0], text=[""]), name="projection-confirmed")
+        self._open_channel("projection-channel")  # _pending: ((plane, index), x, y, seq) not yet taken
         self._target = None  # (plane, index) of the handle being dragged
-        self._pending = None
         self._release = False
-        self._scheduled = False
-        self._next = self._requested = 0.0
         self.state.param.watch(self._sync, ["embeddings", "projections", "head", "temperature", "lang"])
         self.param.watch(self._sync, "role")
 
@@ -202,18 +238,6 @@ class ProjectionChannel(param.Parameterized):
         j = int(np.argmin(d))
         return j if d[j] <= GRAB * (fig.x_range.end - fig.x_range.start) else None
 
-    def _on_channel(self, attr, old, new) -> None:
-        # a page writes one row of numbers, booleans and a plane's name; anything else is ignored
-        try:
-            x, y, seq, start, end, plane = (new[k][0] for k in ("x", "y", "seq", "start", "end", "plane"))
-        except (KeyError, IndexError, TypeError):
-            return
-        if not (all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in (x, y))
-                and isinstance(seq, int) and not isinstance(seq, bool) and isinstance(start, bool)
-                and isinstance(end, bool) and plane in self._figs):
-            return
-        self.receive(float(x), float(y), plane=plane, seq=seq, start=start, end=end)
-
     def receive(self, x: float, y: float, *, plane: str, seq: int = 0, start: bool = False, end: bool = False) -> None:
         """Take one position of the page's drag: ``(x, y)`` in ``plane`` (``"x"`` or ``"w"``), its ``seq``."""
         if start:
@@ -222,7 +246,12 @@ class ProjectionChannel(param.Parameterized):
             if self._target is not None and self._target[1] is None:
                 self._target = None
             self._release = False
+            if self._target is not None and not end:
+                self._drag_started()
         if self._target is None or self._target[0] != plane:
+            if end:  # a release in the other plane still ends the drag
+                self._target = None
+                self._drag_ended()
             self._answer(seq, "")  # nothing picked up: the page's next position may come
             return
         fig = self._figs[plane]
@@ -232,25 +261,11 @@ class ProjectionChannel(param.Parameterized):
         if end:
             self._release = True
             self._target = None
-        doc = pn.state.curdoc
-        if end or doc is None or doc.session_context is None:
-            self._flush()
-        elif not self._scheduled:
-            self._scheduled = True
-            self._requested = time.perf_counter()
-            wait = self._next - self._requested
-            if wait > 0:
-                doc.add_timeout_callback(self._flush, max(1, round(wait * 1000)))
-            else:
-                doc.add_next_tick_callback(self._flush)
+            self._drag_ended()
+        self._schedule(end)
 
-    def _flush(self) -> None:
-        self._scheduled = False
-        if self._pending is None:
-            return
-        (plane, index), x, y, seq = self._pending
-        self._pending = None
-        started = time.perf_counter()
+    def _take(self, pending) -> None:
+        (plane, index), x, y, seq = pending
         s = self.state
         with pn.io.hold():
             if self._release:
@@ -272,8 +287,6 @@ class ProjectionChannel(param.Parameterized):
                 except ValueError as exc:  # products too large for float64: the release will say so
                     text = str(exc)
                 self._answer(seq, text)
-        done = time.perf_counter()
-        self._next = done + max(self.MIN_GAP, done - min(started, self._requested or started))
 
     def _answer(self, seq: int, text: str) -> None:
         self.confirmed.data = dict(seq=[seq], text=[text])
@@ -295,13 +308,15 @@ class ProjectionsView(pn.viewable.Viewer):
         s = self.state
         self._syncing = False
         # --- the planes; named, the page's drag script writes into them -------------------------------------
-        self._x_points = ColumnDataSource(data=dict(x=[], y=[], label=[], color=[]), name="projection-x-points")
-        self._basis = ColumnDataSource(data=dict(x0=[], y0=[], x=[], y=[], label=[]), name="projection-basis")
-        self._qkv = ColumnDataSource(data=dict(x=[], y=[], marker=[], color=[], alpha=[], label=[]),
+        self._x_points = ColumnDataSource(data=dict(x=[], y=[], label=[], color=[], **_PLACED),
+                                          name="projection-x-points")
+        self._basis = ColumnDataSource(data=dict(x0=[], y0=[], x=[], y=[], label=[], **_PLACED), name="projection-basis")
+        self._qkv = ColumnDataSource(data=dict(x=[], y=[], marker=[], color=[], alpha=[], label=[], **_PLACED),
                                      name="projection-qkv")
         self.x_fig = _plane("projection-x", s.tr.in_plot(s.tr._("Embeddings X")))
         draw(self.x_fig, Scatter, self._x_points, "x", "y", size=15, color="color", marker="circle")
-        draw(self.x_fig, Text, self._x_points, "x", "y", text="label", x_offset=9, y_offset=-4, text_font_size="14px",
+        draw(self.x_fig, Text, self._x_points, "x", "y", text="label", x_offset="dx", y_offset="dy",
+             text_align="align", text_baseline="baseline", text_font_size="14px",
              text_color="color", text_font_style="bold")
         self.w_fig = _plane("projection-w", "Q ●  K ■  V ▲")
         draw(self.w_fig, Segment, self._basis, "x0", "y0", "x", "y", line_color="#444444", line_width=3)
@@ -309,10 +324,11 @@ class ProjectionsView(pn.viewable.Viewer):
              line_alpha="alpha")
         draw(self.w_fig, Scatter, self._basis, "x", "y", size=15, fill_color="white", line_color="#444444",
              line_width=3, marker="circle")
-        draw(self.w_fig, Text, self._qkv, "x", "y", text="label", x_offset=9, y_offset=-4, text_font_size="14px",
+        draw(self.w_fig, Text, self._qkv, "x", "y", text="label", x_offset="dx", y_offset="dy",
+             text_align="align", text_baseline="baseline", text_font_size="14px",
              text_color="color", text_font_style="bold")
-        draw(self.w_fig, Text, self._basis, "x", "y", text="label", x_offset=-8, y_offset=-10, text_align="right",
-             text_font_size="14px", text_color="#444444", text_font_style="bold")
+        draw(self.w_fig, Text, self._basis, "x", "y", text="label", x_offset="dx", y_offset="dy", text_align="align",
+             text_baseline="baseline", text_font_size="14px", text_color="#444444", text_font_style="bold")
         self.numbers = Div(name="projection-numbers", sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
         self.status = Div(name="projection-status", sizing_mode="stretch_width", stylesheets=[HEADS_CSS],
                           render_as_text=True, css_classes=["status"],
@@ -347,8 +363,9 @@ class ProjectionsView(pn.viewable.Viewer):
         self.t_reset.on_click(lambda _: self.state.set_temperature(DEFAULT_TEMPERATURE))
         self.t_row = styled(pn.widgets.RadioButtonGroup(options=list(HEAD_TOKENS), value=HEAD_TOKENS[1]))
         self.t_row.param.watch(self._render_limits, "value")
-        self.limits = styled(pn.pane.HTML("", name="projection-limits", sizing_mode="stretch_width"))
-        self.reachable = styled(pn.pane.HTML("", sizing_mode="stretch_width"))
+        # Bokeh Divs rather than Panel HTML panes: both change at every release, and a pane's update cost ~3 ms
+        self.limits = Div(name="projection-limits", sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
+        self.reachable = Div(sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
         self.title = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
 
         def text() -> pn.pane.HTML:
@@ -360,21 +377,25 @@ class ProjectionsView(pn.viewable.Viewer):
         self._layout = pn.Column(
             self.title,
             pn.FlexBox(*self.presets, self.new_draw, self.head_choice, self.role, align_items="center"),
-            # side by side at any width, each square and growing with the tab up to 400 px
-            pn.Row(*(pn.pane.Bokeh(fig, sizing_mode="scale_width", max_width=400, min_width=180, margin=(5, 4))
-                     for fig in (self.x_fig, self.w_fig)), sizing_mode="stretch_width", max_width=820, margin=(0, 8, 0, 0)),
+            # side by side where both get PLANE_MIN_WIDTH, else one above the other: a plane of a short screen's
+            # projector or a phone had a 130 px frame, too small for its labels. Square, up to 400 px
+            pn.FlexBox(*(pn.pane.Bokeh(fig, sizing_mode="stretch_width", max_width=400, min_width=PLANE_MIN_WIDTH,
+                                       margin=(5, 4), styles={"flex": f"1 1 {PLANE_MIN_WIDTH}px"})
+                         for fig in (self.x_fig, self.w_fig)), flex_wrap="wrap", sizing_mode="stretch_width",
+                       max_width=820, margin=(0, 8, 0, 0)),
             pn.pane.Bokeh(self.status, sizing_mode="stretch_width"),
             pn.pane.Bokeh(self.numbers, sizing_mode="stretch_width"),
-            self._texts[0], self._texts[1], self.reachable, self._texts[2],
+            self._texts[0], self._texts[1], pn.pane.Bokeh(self.reachable, sizing_mode="stretch_width"), self._texts[2],
             pn.FlexBox(*grids), self.field_message,
             self._texts[3],
             pn.FlexBox(self.t_slider, self.t_input, self.t_reset, align_items="center"),
-            pn.FlexBox(self._row_label, self.t_row, align_items="center"), self.limits,
+            pn.FlexBox(self._row_label, self.t_row, align_items="center"),
+            pn.pane.Bokeh(self.limits, sizing_mode="stretch_width"),
             name="projections", css_classes=["heads-tab"], sizing_mode="stretch_both", scroll=True,
             stylesheets=[HEADS_CSS],
         )
         s.param.watch(self._on_lang, "lang")
-        s.param.watch(self._render, ["embeddings", "projections", "head", "temperature"])
+        s.param.watch(self._render, ["embeddings", "projections", "head", "temperature", "mode"])
         s.param.watch(self._on_heads, "heads")
         s.param.watch(self._on_message, ["message", "message_field"])
         self._on_heads()
@@ -388,11 +409,14 @@ class ProjectionsView(pn.viewable.Viewer):
                       x_points=self._x_points, basis=self._basis, qkv=self._qkv, numbers=self.numbers,
                       status=self.status)
         bundle = "const a = {" + ", ".join(models) + "};\n"
-        # one callback for both planes (the event's origin tells them apart), one for the server's answers
-        on_pointer = CustomJS(args=models, code=PROJECTIONS_JS + bundle + "onProjectionPointer(a, cb_obj);")
+        # One callback takes the planes' pointers (static/outbox.js: listenToPointer, not Bokeh's pan, which a slow
+        # finger never starts), run where each plane is drawn (its ticks' formatter, see _plane), so a plane drawn
+        # anew (the tab shown again, projector mode) is listened to again; one takes the server's answers.
+        attach = CustomJS(args=models, code=PROJECTIONS_JS + bundle + "attachPlanes(a);")
         for fig in (self.x_fig, self.w_fig):
-            for event in ("panstart", "pan", "panend"):
-                fig.js_on_event(event, on_pointer)
+            formatter = fig.xaxis[0].formatter
+            formatter.args = {**formatter.args, "attach": attach}
+            formatter.code = formatter.code.replace("place.execute(fig);", "{ place.execute(fig); attach.execute(fig); }")
         c.confirmed.js_on_change("data", CustomJS(args=models, code=PROJECTIONS_JS + bundle + "onProjectionAnswer(a);"))
 
     def _head_options(self) -> dict:
@@ -502,6 +526,9 @@ class ProjectionsView(pn.viewable.Viewer):
 
     # --- rendering --------------------------------------------------------------------------------------------------
 
+    # the data is the core's numbers in lists this method builds: Bokeh's checks of every element would be
+    # the largest part of a release's cost (bench/channel_cost.py)
+    @without_property_validation
     def _render(self, *_) -> None:
         s = self.state
         r = s.head_self_attention()
@@ -514,21 +541,34 @@ class ProjectionsView(pn.viewable.Viewer):
             fig.x_range.update(start=x0, end=x1)
             fig.y_range.update(start=y0, end=y1)
         names = handle_names(role)
-        self._x_points.data = dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=list(HEAD_TOKENS), color=colors)
-        self._basis.data = dict(x0=[0.0, 0.0], y0=[0.0, 0.0], x=W[role][:, 0].tolist(), y=W[role][:, 1].tolist(),
-                                label=names["w"])
+        self._x_points.data = dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=list(HEAD_TOKENS), color=colors,
+                                   **_placed(X, X, self.x_fig, s.mode))
         P = np.vstack([Q, K, V])
+        among = np.vstack([P, W[role], [[0.0, 0.0]]])
+        qkv_place, tips = _placed(P, among, self.w_fig, s.mode), _placed(W[role], among, self.w_fig, s.mode)
+        n = len(X)
+        for b, tip in enumerate(W[role]):  # a tip on a labelled point (x_love = e₂, so q_love = e₂W_Q): other side
+            for i in range(role * n, (role + 1) * n):
+                if np.allclose(tip, P[i]):
+                    tips["dx"][b], tips["dy"][b] = -qkv_place["dx"][i], -qkv_place["dy"][i]
+                    tips["align"][b] = "right" if qkv_place["align"][i] == "left" else "left"
+                    tips["baseline"][b] = "top" if qkv_place["baseline"][i] == "bottom" else "bottom"
+        self._basis.data = dict(x0=[0.0, 0.0], y0=[0.0, 0.0], x=W[role][:, 0].tolist(), y=W[role][:, 1].tolist(),
+                                label=names["w"], **tips)
         # the chosen W's points are labelled and solid, the other two faint
         self._qkv.data = dict(x=P[:, 0].tolist(), y=P[:, 1].tolist(), marker=[m for m in ROLE_MARKERS for _ in X],
                               color=colors * 3, alpha=[1.0 if k == role else 0.35 for k in range(3) for _ in X],
-                              label=[t if k == role else "" for k in range(3) for t in HEAD_TOKENS])
+                              label=[t if k == role else "" for k in range(3) for t in HEAD_TOKENS],
+                              **qkv_place)
         self.numbers.text = self._numbers_html(r)
         tr = s.tr
         self.status.text = projection_status(r, tr=tr)
         head = " · " + tr._("head {n} of {m}", n=s.head + 1, m=s.heads) if s.heads > 1 else ""
-        self.title.object = f"<h3>Q = X W<sub>Q</sub>, K = X W<sub>K</sub>, V = X W<sub>V</sub>{escape(head)}</h3>"
+        title = f"<h3>Q = X W<sub>Q</sub>, K = X W<sub>K</sub>, V = X W<sub>V</sub>{escape(head)}</h3>"
+        if self.title.object != title:  # a pane's update costs about a millisecond even for the same text
+            self.title.object = title
         reach = linear_values_reachable(X, COURSE_VALUES, HEAD_TOKENS)
-        self.reachable.object = "<p class='note'>" + tr._(
+        self.reachable.text = "<p class='note'>" + tr._(
             "<strong>Why not the course's values 2, 6, 4?</strong> With two embedding dimensions, three embeddings "
             "are always linearly dependent, and a linear W<sub>V</sub> keeps that dependency in the values. For this "
             "X (each value's first coordinate): {reason} What it would take: a third embedding dimension, "
@@ -572,9 +612,10 @@ class ProjectionsView(pn.viewable.Viewer):
         tr = s.tr
         i = HEAD_TOKENS.index(self.t_row.value)
         W = s.projections[s.head]
+        p = project(s.embeddings, W[0], W[1], W[2])  # once: only the temperature changes along the table
         weights, outputs = [], []
         for t in sorted({*T_TABLE, float(s.temperature)}):
-            r = self_attention(s.embeddings, W[0], W[1], W[2], temperature=t).attention
+            r = scaled_dot_product_attention(p.Q, p.K, p.V, temperature=t)
             sat = saturation(r.weights[i])
             current = " class='current'" if t == s.temperature else ""
             # √d_k's row by name only: its number is in the scores' caption, and the table fits a projector
@@ -585,7 +626,7 @@ class ProjectionsView(pn.viewable.Viewer):
         token = self.t_row.value
         keys = "".join(f"<th scope='col'>a {escape(t)}</th>" for t in HEAD_TOKENS)
         # two tables, side by side when the tab is wide enough: each fits a 1024 px projector on its own
-        self.limits.object = (
+        self.limits.text = (
             "<div class='tables'>"
             f"<table class='nums'><caption>{escape(tr._('Query of {token}: weights as T changes', token=token))}"
             "</caption>"
@@ -605,13 +646,17 @@ class ProjectionsView(pn.viewable.Viewer):
         texts[("t",)] = tr.short(s.temperature)
         self._syncing = True
         try:
-            for key, text in texts.items():
+            for key, text in texts.items():  # only the boxes that differ: each set costs a Bokeh change (~1 ms)
                 w = self._inputs[key]
-                w.value = text
-                w.css_classes = [c for c in w.css_classes if c != "invalid"]
+                if w.value != text:  # value_input too, in one batch: else Panel syncs it in a second model update
+                    w.param.update(value=text, value_input=text)
+                if "invalid" in w.css_classes:
+                    w.css_classes = [c for c in w.css_classes if c != "invalid"]
             nearest = min(T_STOPS, key=lambda t: abs(math.log(t / s.temperature)))
-            self.t_slider.value = nearest
-            self.head_choice.value = s.head
+            if self.t_slider.value != nearest:
+                self.t_slider.value = nearest
+            if self.head_choice.value != s.head:
+                self.head_choice.value = s.head
         finally:
             self._syncing = False
         self.field_message.visible = False

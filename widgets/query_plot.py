@@ -7,7 +7,7 @@ import math
 import panel as pn
 import param
 from bokeh.core.properties import value
-from bokeh.models import ColumnDataSource, MultiLine, Range1d, Scatter, Text
+from bokeh.models import ColumnDataSource, MultiLine, Range1d, Scatter, SingleIntervalTicker, Text
 from bokeh.plotting import figure
 
 from widgets.format import token_color
@@ -38,6 +38,41 @@ def edge_point(x: float, y: float) -> tuple[tuple[float, float], float | None]:
     return (c + t * dx, c + t * dy), math.atan2(dy, dx) - math.pi / 2
 
 
+#: Screen px from a point to its label, by mode: (across, up) for a key's; a projector's markers are larger.
+LABEL_OFFSETS = {"normal": (12, 6), "projector": (18, 10)}
+#: Where a key's label may go: right and up first, as (x, y) signs in the plane.
+SIDES = ((1, 1), (-1, 1), (1, -1), (-1, -1))
+
+
+def label_side(keys, j: int, bounds: tuple[float, float] | None = None) -> tuple[int, int]:
+    """The side of key ``j`` (signs of x and y) its label goes to: the one facing away from the other keys.
+
+    Each other key counts by how squarely it lies in that direction, and more the nearer it is; the lower left
+    counts a little too, since q's own label sits there when q is on the key.
+
+    >>> import numpy as np
+    >>> keys = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])   # I, love, NLP
+    >>> [label_side(keys, j) for j in range(3)]
+    [(1, -1), (-1, 1), (1, 1)]
+    """
+    def crowding(side):
+        sx, sy = side
+        total = 0.05 if side == (-1, -1) else 0.0
+        for k, other in enumerate(keys):
+            d = other - keys[j]
+            dist = math.hypot(*d)
+            if k == j or dist == 0:
+                continue
+            total += max(0.0, (sx * d[0] + sy * d[1]) / (math.sqrt(2) * dist)) / max(dist, 0.1)
+        lo, hi = bounds or PLANE  # a label running off the plane's edge is as bad as one over a key
+        x, y = keys[j]
+        across, up = 0.7 * (hi - lo) / 4, 0.3 * (hi - lo) / 4  # a label's room, in the 4-unit plane's proportion
+        total += 2.0 * ((sx > 0 and x > hi - across) or (sx < 0 and x < lo + across) or (sy > 0 and y > hi - up)
+                        or (sy < 0 and y < lo + up))
+        return total
+    return min(SIDES, key=crowding)
+
+
 class QueryPlot(pn.viewable.Viewer):
     """Keys k_i and the query q in the plane; drag or click anywhere to move q,
     or drag a key (starting on it) to move that key.
@@ -50,7 +85,8 @@ class QueryPlot(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self._keys = ColumnDataSource(data=dict(x=[], y=[], token=[], label=[], color=[]))
+        self._keys = ColumnDataSource(data=dict(x=[], y=[], token=[], label=[], color=[], dx=[], dy=[], align=[],
+                                                baseline=[]))
         # where q is drawn: at q, or, for a q outside the plane, an arrow at the plane's edge pointing to it
         self._query = ColumnDataSource(data=dict(x=[], y=[], label=[], marker=[], angle=[]))
         self._lines = ColumnDataSource(data=dict(xs=[], ys=[], width=[], color=[]))
@@ -61,6 +97,11 @@ class QueryPlot(pn.viewable.Viewer):
             match_aspect=True,
         )
         fig.toolbar.logo = None
+        # a tick a unit, a grid line every half: nine labels of 20 px collide on a 300 px phone or projector plot
+        for axis in (fig.xaxis, fig.yaxis):
+            axis.ticker = SingleIntervalTicker(interval=1, num_minor_ticks=2)
+        fig.grid.minor_grid_line_color = "#d9d9d9"
+        fig.grid.minor_grid_line_alpha = 0.6
         fig.title.text_font_size = "16px"
         fig.axis.axis_label_text_font_size = "14px"
         fig.axis.major_label_text_font_size = "14px"
@@ -71,45 +112,53 @@ class QueryPlot(pn.viewable.Viewer):
                     line_dash="dashed", level="underlay", visible=False)
         self._reveal = ([weighted], [even])
         draw(fig, Scatter, self._keys, "x", "y", size=16, color="color", marker="square")
-        key_labels = draw(fig, Text, self._keys, "x", "y", text="label", x_offset=12, y_offset=-6,
-                          text_font_size="15px", text_color="color", text_font_style="bold")
+        key_labels = draw(fig, Text, self._keys, "x", "y", text="label", x_offset="dx", y_offset="dy",
+                          text_align="align", text_baseline="baseline", text_font_size="15px", text_color="color",
+                          text_font_style="bold")
         draw(fig, Scatter, self._query, "x", "y", size=20, fill_color="white", line_color="black", line_width=4,
              marker="marker", angle="angle")
         q_label = draw(fig, Text, self._query, "x", "y", text="label", x_offset=-14, y_offset=16, text_align="right",
                        text_font_size="15px", text_font_style="bold")
-        # projector mode: large labels name the points only (the coordinates are in the readout and the grid)
-        self._labels = ((key_labels.glyph, "label", "token"), (q_label.glyph, "label", value("q")))
-        self._titles = (N_("Drag q (or click to place it); drag a key to move it"), N_("Drag q, or a key"))
+        # labels name the points only: a key's coordinates beside its name ran into the next key's label and
+        # off the plot on a narrow screen (they are in the readout, the grid and the Edit tab); each mode keeps
+        # its label clear of its own, larger or smaller, markers (screen px: offsets, then q's)
+        self._q_label = q_label.glyph
+        key_labels.glyph.text, q_label.glyph.text = "token", value("q")
+        self._titles = (N_("Drag q (or click); drag a key"), N_("Drag q, or a key"))
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_keys, ["tokens", "keys"])
         self.state.param.watch(self._render_query, "plotted")
         self.state.param.watch(self._show_step, ["guided", "step"])
-        self.state.param.watch(self._label_for_mode, ["mode", "lang"])
-        self.state.param.watch(self._render_keys, "lang")
+        self.state.param.watch(self._label_for_mode, ["mode", "lang"])  # and the keys' labels
         self.state.param.watch(self._render_query, "lang")
         self._label_for_mode()
-        self._render_keys()
         self._render_query()
         self._show_step()
 
     def _label_for_mode(self, *_):
         projector, tr = self.state.mode == "projector", self.state.tr
-        for glyph, normal, large in self._labels:
-            glyph.text = large if projector else normal
+        dx, dy = LABEL_OFFSETS[self.state.mode]
+        self._q_label.update(x_offset=-dx - 2, y_offset=dy + 10)  # left of q and below it
         self.figure.title.text = tr.in_plot(tr(self._titles[projector]))
         self.figure.xaxis.axis_label = tr.in_plot(tr._("dimension {n}", n=1))
         self.figure.yaxis.axis_label = tr.in_plot(tr._("dimension {n}", n=2))
+        self._render_keys()
 
     def _show_step(self, *_):
         show_step(*self._reveal, self.state.revealed(2))
 
     def _render_keys(self, *_):
         s, K = self.state, self.state.keys
+        mx, my = LABEL_OFFSETS[s.mode]
+        sides = [label_side(K, j) for j in range(len(K))]
         self._keys.data = dict(
             x=K[:, 0].tolist(), y=K[:, 1].tolist(), token=list(s.tokens),
             color=[token_color(i) for i in range(len(s.tokens))],
             label=[f"{t} {s.tr.vec(k, 2, isolate=False, short=True)}" for t, k in zip(s.tokens, K)],
+            dx=[mx * sx for sx, _ in sides], dy=[-my * sy for _, sy in sides],  # screen y runs down
+            align=["left" if sx > 0 else "right" for sx, _ in sides],
+            baseline=["bottom" if sy > 0 else "top" for _, sy in sides],
         )
 
     def _render_query(self, *_):

@@ -9,7 +9,7 @@ import panel as pn
 import param
 
 from widgets.i18n import N_, Translator
-from widgets.presentation import APP_CSS
+from widgets.presentation import APP_CSS, KATEX_CSS
 from widgets.state import STEPS, AttentionState
 
 TITLES = {1: N_("Step 1 of 3 · score"), 2: N_("Step 2 of 3 · normalise"), 3: N_("Step 3 of 3 · combine")}
@@ -63,8 +63,8 @@ def step_latex(state: AttentionState, step: int) -> str:
 STEP_THROUGH = "Step through"
 N_("Step through")  # STEP_THROUGH, for the catalogs
 
-#: Shown when the step-through is off: the whole recipe, symbols only.
-RECIPE_LATEX = (r"$$\begin{aligned} s_i &= q \cdot k_i / \sqrt{d_k} & a &= \operatorname{softmax}(s) \\ "
+#: Shown when the step-through is off: the whole recipe, symbols only, one equation a line.
+RECIPE_LATEX = (r"$$\begin{aligned} s_i &= q \cdot k_i / \sqrt{d_k} \\ a &= \operatorname{softmax}(s) \\ "
                 r"o &= \textstyle\sum_i a_i v_i \end{aligned}$$")
 
 
@@ -92,14 +92,14 @@ class StepThrough(pn.viewable.Viewer):
         self.title = pn.pane.HTML("", css_classes=["step-title"], margin=(0, 10), sizing_mode="stretch_width",
                                   stylesheets=[APP_CSS])
         self.formula = pn.pane.LaTeX(RECIPE_LATEX, renderer="katex", css_classes=["formula"], margin=(0, 10),
-                                     sizing_mode="stretch_width", stylesheets=[APP_CSS],
-                                     styles={"height": "calc(var(--ae-formula) * 4.3)"})  # 3 lines: steps never shift
+                                     sizing_mode="stretch_width", stylesheets=[KATEX_CSS, APP_CSS],
+                                     styles={"height": "calc(var(--ae-formula) * 4.9)"})  # 3 lines: steps never shift
         s.param.watch(self._render, ["guided", "step", "lang"])
         # the formula carries numbers only in the step-through: otherwise a new result changes nothing here
         s.param.watch(lambda _: s.guided and self._render(), "result")
         self._render()
         self._layout = pn.Column(pn.Row(self.toggle, self.back, self.next), self.title, self.formula,
-                                 sizing_mode="stretch_width", css_classes=["stepper"])
+                                 sizing_mode="stretch_width", css_classes=["stepper"], stylesheets=[APP_CSS])
 
     def _render(self, *_):
         s = self.state

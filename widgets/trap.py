@@ -10,7 +10,7 @@ import param
 from bokeh.models import ColumnDataSource, FactorRange, FixedTicker, Range1d, Text, VBar
 from bokeh.plotting import figure
 
-from widgets.editor import SWITCH_LABELS
+from widgets.editor import relabel_switch, switch
 from widgets.glyphs import draw
 from widgets.i18n import N_
 from widgets.state import AttentionState
@@ -33,9 +33,11 @@ class TrapPanel(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._bars = ColumnDataSource(data=dict(x=[], top=[], label=[], color=[], kind=[]))
+        # a short title: a projector's 21 px letters cut the long one ("softmax(q·kᵢ/√d_k) vs …") at any width
+        # (its text is the page's language, _render)
         fig = figure(name="trap-weights", title="",
-                     x_range=FactorRange(), y_range=Range1d(0, 1.22), width=520, height=260,
-                     tools="", toolbar_location=None)
+                     x_range=FactorRange(), y_range=Range1d(0, 1.22), height=280, min_width=300, max_width=760,
+                     sizing_mode="stretch_width", tools="", toolbar_location=None)
         fig.title.text_font_size = "15px"
         fig.axis.major_label_text_font_size = "13px"
         fig.xaxis.group_text_font_size = "14px"
@@ -44,13 +46,16 @@ class TrapPanel(pn.viewable.Viewer):
         draw(fig, VBar, self._bars, "x", top="top", width=0.85, color="color")
         draw(fig, Text, self._bars, "x", "top", text="label", text_align="center", y_offset=-3, text_font_size="12px")
         self.figure = fig
-        self._text = pn.pane.HTML("", name="trap-text", css_classes=["trap-text"], width=470)
+        self._text = pn.pane.HTML("", name="trap-text", css_classes=["trap-text"], sizing_mode="stretch_width",
+                                  max_width=760)
         # a wrapping column: a Bokeh pane would silently re-sync its own `visible` from the figure
-        self._figure_pane = pn.Column(pn.pane.Bokeh(fig, sizing_mode="fixed"), margin=0)
+        self._figure_pane = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width"), margin=0,
+                                      sizing_mode="stretch_width", max_width=780)
         # the same switch as the editor's: both are bound to state.trap, the one place it lives
-        self.switch = pn.widgets.Checkbox.from_param(self.state.param.trap)
+        self.switch = switch(self.state, "trap")
         self._heading = pn.pane.HTML("")
-        self._layout = pn.Column(self._heading, self.switch, self._text, self._figure_pane, name="trap")
+        self._layout = pn.Column(self._heading, self.switch, self._text, self._figure_pane, name="trap",
+                                 sizing_mode="stretch_width")
         self.state.param.watch(self._render, ["result", "trap", "lang"])
         self._render()
 
@@ -59,8 +64,8 @@ class TrapPanel(pn.viewable.Viewer):
         tr = s.tr
         i, token = s.selected, escape(s.tokens[s.selected])
         self._heading.object = f"<h3>{tr._('The common trap: scoring against the values')}</h3>"
-        self.switch.name = tr(SWITCH_LABELS["trap"])
-        self.figure.title.text = tr._("Selected query's weights: softmax(q·kᵢ/√d_k) vs softmax(q·vᵢ/√d_k)")
+        relabel_switch(self.switch, tr)
+        self.figure.title.text = tr._("Weights: scored on keys vs on values")
         if not s.trap:
             self._figure_pane.visible = False
             self._text.object = "<p>" + tr._(

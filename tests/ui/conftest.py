@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,20 @@ SCREENSHOTS = ROOT / "tests" / "ui" / "screenshots"
 #: Tornado's log of a websocket write to a page that had already closed.
 _CLOSED_SOCKET = re.compile(r"Task exception was never retrieved\nfuture: <Task finished[^\n]*WebSocketClosedError\(\)>\n"
                             r"(?:.*\n)*?tornado\.websocket\.WebSocketClosedError\n")
+
+
+@contextmanager
+def serve_script(name: str):
+    """``tests/ui/<name>`` (a variant of the app) served on a free loopback port; yields its base URL."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "ui" / name)],
+                            env={**os.environ, "PORT": str(port)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    try:
+        wait_for_http(f"http://127.0.0.1:{port}/", proc)
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        stop(proc)
 
 
 @pytest.fixture(scope="session")

@@ -119,3 +119,15 @@ def text_sizes(page) -> list[dict]:
         out.push({text: text.slice(0, 40), size: parseFloat(cs.fontSize), script})
       }
       return out }""")
+
+
+def slow_touch_drag(page, cdp, x: float, y: float, pixels: int = 12) -> float:
+    """A finger from page pixel (x, y) moving right one pixel per event, ``pixels`` times, 30 ms apart (through
+    ``cdp``, the page's Chrome DevTools session); returns where it let go (x)."""
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
+    for _ in range(pixels):
+        x += 1
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y}]})
+        page.wait_for_timeout(30)
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    return x

@@ -6,9 +6,12 @@ import re
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.ui.conftest import SCREENSHOTS, VIEWPORTS
-from tests.ui.helpers import controls, readout, settle, show_tab, text_sizes, to_page, wait_for_readout, weights
+from tests.ui.helpers import (
+    READOUT, controls, readout, settle, show_tab, slow_touch_drag, text_sizes, to_page, wait_for_readout, weights,
+)
 
 MODES = {"normal": "", "projector": "?mode=projector"}
 
@@ -206,3 +209,24 @@ def test_screenshots(open_page, viewport, mode):
     path = SCREENSHOTS / f"classroom-{mode}-{viewport['width']}x{viewport['height']}.png"
     page.screenshot(path=path)
     assert path.stat().st_size > 20_000
+
+
+def test_a_slow_finger_moves_q_every_time(open_page):
+    """A finger moving about a pixel per event, six times over: each drag moves q (Bokeh's own pan gesture
+    waited for a few pixels within a short time, and a slow finger never made one)."""
+    page = open_page(has_touch=True, is_mobile=True, viewport={"width": 1024, "height": 768})
+    cdp = page.context.new_cdp_session(page)
+    x, y = to_page(page, "query-plot", 0.0, 1.0)
+    moved = []
+    for attempt in range(6):
+        before = readout(page).splitlines()[0]
+        x = slow_touch_drag(page, cdp, x, y)
+        try:
+            page.locator(READOUT).filter(has_not_text=before).wait_for(timeout=10000)
+            moved.append(True)
+        except PlaywrightTimeout:
+            moved.append(False)
+    assert all(moved), f"q stayed put in {moved.count(False)} of 6 slow drags"
+    # twelve pixels a drag, to the right: q's first coordinate grew, its second did not change
+    qx, qy = (float(c) for c in re.findall(r"-?\d+\.\d+", readout(page).splitlines()[0]))
+    assert qx > 0.2 and qy == pytest.approx(1.0, abs=0.02)

@@ -5,13 +5,9 @@ Against a server that takes 0.25 s for every drag position (tests/ui/slow_server
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 
-from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
+from tests.ui.conftest import serve_script
 from tests.ui.helpers import open_app, to_page, wait_for_readout
 
 LOADED = 60_000
@@ -26,15 +22,8 @@ WATCH_SERVER_TEXTS = """() => {
 
 @pytest.fixture(scope="module")
 def slow_server():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "ui" / "slow_server.py")],
-                            env={**os.environ, "PORT": str(port)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/", proc)
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        stop(proc)
+    with serve_script("slow_server.py") as url:
+        yield url
 
 
 def drag(page, start, end, moves: int) -> None:

@@ -16,15 +16,17 @@ import pytest
 from core import saturation, self_attention
 from tests.loop_reference import attention as loop_attention
 from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import readout, settle, show_tab, text_sizes, to_page, wait_for_readout, weights
+from tests.ui.helpers import readout, settle, show_tab, slow_touch_drag, text_sizes, to_page, wait_for_readout, weights
 from widgets.format import fmt
 from widgets.projections import projection_status
 
-# The page's functions exactly as it received them: the code of the planes' pan callback, up to where it binds
+# The page's functions exactly as it received them: the code of the planes' pointer callback, up to where it binds
 # its Bokeh models.
 PAGE_FUNCTIONS = """(cases) => {
-  const cb = Bokeh.documents[0].get_model_by_name('projection-x').js_event_callbacks.pan[0];
-  const lib = cb.code.slice(0, cb.code.indexOf('const a = {'));
+  const axis = Bokeh.documents[0].get_model_by_name('projection-x').below[0];
+  const args = axis.formatter.args;
+  const code = (args.get ? args.get('attach') : args.attach).code;
+  const lib = code.slice(0, code.indexOf('const a = {'));
   const {selfAttention, statusText} = new Function(lib + '; return {selfAttention, statusText};')();
   return cases.map((c) => {
     const r = selfAttention(c.X, c.WQ, c.WK, c.WV, c.T);
@@ -133,6 +135,23 @@ def test_a_drag_of_an_embedding_is_drawn_by_the_page_and_confirmed_by_the_server
     log = page.evaluate("() => window.dragLog")
     assert len(log["writes"]) >= 3 and log["writes"][-1]["end"]
     assert all(w["answered"] >= w["seq"] - 1 for w in log["writes"] if not w["end"]), log["writes"]
+
+
+
+def test_a_slow_finger_drags_an_embedding(open_page):
+    """A finger moving about a pixel per event drags x_love, three times over: the planes listen to the pointer
+    themselves (static/outbox.js), as the query plot does; Bokeh's pan gesture never began for so slow a hand."""
+    page = open_page(has_touch=True, is_mobile=True, viewport={"width": 1024, "height": 768})
+    show_tab(page, "Projections", "projection-x")
+    page.evaluate("""() => Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('projection-x')).el
+                     .scrollIntoView({block: 'nearest'})""")
+    cdp = page.context.new_cdp_session(page)
+    x, y = to_page(page, "projection-x", 0.0, 1.0)  # x_love of Section 6
+    for attempt in range(1, 4):
+        x = slow_touch_drag(page, cdp, x, y)
+        # the session's state takes each release: x_love moved right, 12 px a drag, and stayed at height 1
+        page.wait_for_function(f"""() => {{ const X = ({SERVER_X})();
+            return X[1][0] > {0.02 * attempt} && Math.abs(X[1][1] - 1) < 0.02 }}""", timeout=20_000)
 
 
 # --- heads ---------------------------------------------------------------------------------------------------------

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from core import scaled_dot_product_attention
-from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
+from tests.ui.conftest import serve_script
 from tests.ui.helpers import PATIENCE, open_app, readout, to_page, wait_for_readout
 from widgets.i18n import LANGUAGES
 from widgets.inspector import Readout, readout_script_words
@@ -98,15 +95,8 @@ def test_in_browser_readout_text_is_the_servers(page):
 @pytest.fixture
 def forced_server():
     """A server whose outputs are 0.5 higher than the core's (tests/ui/forced_server.py)."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "ui" / "forced_server.py")],
-                            env={**os.environ, "PORT": str(port)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)
-    try:
-        wait_for_http(f"http://127.0.0.1:{port}/", proc)
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        stop(proc)
+    with serve_script("forced_server.py") as url:
+        yield url
 
 
 WATCH_TEXTS = """() => {

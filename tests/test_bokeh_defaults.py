@@ -1,0 +1,124 @@
+"""Bokeh's stable property defaults, kept once per process (server/bokeh_defaults.py): same values, fewer reads."""
+
+from __future__ import annotations
+
+import re
+from unittest import mock
+
+from bokeh.core.has_props import HasProps
+from bokeh.core.property.bases import Property
+from bokeh.core.property.descriptors import PropertyDescriptor
+from bokeh.core.property.singletons import Undefined
+from bokeh.core.json_encoder import serialize_json
+from bokeh.document import Document
+from bokeh.models import CDSView, ColumnDataSource, Div, GlyphRenderer, Plot, Scatter
+from bokeh.themes import Theme
+
+import app
+from server.bokeh_defaults import install
+
+
+def _bokeh_default(descriptor, obj):
+    """Bokeh's own answer for an unset property: its ``_get_default`` as shipped, on a fresh object."""
+    return PropertyDescriptor._get_default.original(descriptor, obj)
+
+
+def test_installed_once():
+    assert PropertyDescriptor._get_default.keeps_stable_defaults
+    assert install() is False  # already in place since the app was imported: not wrapped twice
+
+
+def test_a_stable_default_is_worked_out_once_per_class():
+    names = ("margin", "align", "visible", "disabled")
+    expected = [_bokeh_default(Div.lookup(n), Div()) for n in names]
+    [getattr(Div(), n) for n in names]  # the first reads keep them
+    div = Div()
+    with mock.patch.object(Property, "themed_default", autospec=True,
+                           side_effect=Property.themed_default) as worked_out:
+        assert [getattr(div, n) for n in names] == expected
+    assert worked_out.call_count == 0
+
+
+def test_every_model_of_a_page_reads_what_bokeh_would():
+    doc = Document()
+    doc.add_root(app.create_app().get_root(doc))
+    classes = {type(m) for m in doc.models}
+    assert len(classes) > 20
+    for cls in classes:
+        for name in cls.properties():
+            descriptor = cls.lookup(name)
+            kept, fresh = cls(), cls()
+            if name in fresh._property_values:  # set by the constructor itself
+                continue
+            expected = _bokeh_default(descriptor, fresh)
+            if expected is Undefined:  # a required property: no default to keep
+                continue
+            getattr(kept, name)  # the first read keeps it
+            read = getattr(kept, name)
+            assert type(read) is type(expected), (cls.__name__, name)
+            if isinstance(expected, HasProps):  # a model made per object: one of the same kind, not the same one
+                assert read is not getattr(fresh, name), (cls.__name__, name)
+            else:
+                assert read == expected, (cls.__name__, name)
+
+
+def _page_json() -> str:
+    """A built page's serialised document, with the ids and Panel's numbered names that differ between builds
+    taken out."""
+    doc = Document()
+    doc.add_root(app.create_app().get_root(doc))
+    text = serialize_json(doc.to_json(deferred=False))
+    return re.sub(r'"([A-Za-z]+)\d{5}"', r'"\1"', re.sub(r"p\d{3,}", "ID", text))
+
+
+def test_a_page_serialises_as_with_bokehs_own_code():
+    ours = _page_json()
+    with mock.patch.object(HasProps, "query_properties_with_values", HasProps.query_properties_with_values.original), \
+            mock.patch.object(PropertyDescriptor, "_get_default", PropertyDescriptor._get_default.original), \
+            mock.patch.object(PropertyDescriptor, "has_unstable_default",
+                              PropertyDescriptor.has_unstable_default.original), \
+            mock.patch.object(PropertyDescriptor, "__set__", PropertyDescriptor.__set__.original):
+        bokehs = _page_json()
+    assert len(ours) > 100_000
+    assert ours == bokehs
+
+
+def test_defaults_made_per_object_stay_per_object():
+    a, b = ColumnDataSource(), ColumnDataSource()
+    assert a.selected is not b.selected  # a model default: one each
+    assert a.data is not b.data
+    a.data["x"] = [1]
+    assert dict(b.data) == {}
+    c, d = Div(), Div()
+    c.css_classes.append("x")
+    assert d.css_classes == []
+
+
+def test_a_theme_still_wins():
+    Div().margin  # noqa: B018
+    doc = Document()
+    doc.theme = Theme(json={"attrs": {"Div": {"margin": 7, "align": "center"}}})
+    div = Div()
+    doc.add_root(div)
+    assert (div.margin, div.align) == (7, "center")
+    doc.remove_root(div)
+    assert Div().align == "auto"
+
+
+def test_serialising_reads_only_what_it_sends():
+    div = Div(text="a")
+    with mock.patch.object(PropertyDescriptor, "get_value", autospec=True,
+                           side_effect=PropertyDescriptor.get_value) as read:
+        sent = div.properties_with_values(include_defaults=False)
+    assert sent == {"text": "a"}
+    # the set property and those Bokeh made for this Div (its lists and dicts), not every one of its properties
+    assert read.call_count == len(div._property_values) + len(div._unstable_default_values) < len(Div.properties())
+
+
+def test_a_model_given_to_a_constructor_makes_no_default_model_to_compare_with():
+    view = CDSView()
+    with mock.patch.object(CDSView, "__init__", autospec=True, side_effect=CDSView.__init__) as made:
+        renderer = GlyphRenderer(data_source=ColumnDataSource(), glyph=Scatter(), view=view)
+    assert renderer.view is view and made.call_count == 0
+    assert "view" in renderer.properties_with_values(include_defaults=False)  # set, so sent
+    assert Plot(title=None).title is None  # None for a model default is still a value of its own

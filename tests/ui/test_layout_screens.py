@@ -1,0 +1,167 @@
+"""Every tab, in both modes, on every screen a class uses: nothing overlaps, nothing is cut off, nothing scrolls sideways.
+
+One page per screen and mode, walked through every tab (the tabs build their views when first shown). The
+checks are in ``layout_checks.js``: text over text, text over a figure or a chart's marks, text cut off outside
+any scroll container, inputs too narrow for their numbers, Bokeh labels over labels or markers or out of their
+frame, titles wider than their figure, the page scrolling, less room for the shown tab's scrolling area than
+:data:`MIN_TAB_HEIGHT`, and in projector mode from 1024×768 up, text under 20 px. A screenshot of each lands in
+``tests/ui/screenshots/``.
+
+The Projections tab's planes are swept on the screens where they are smallest: every preset and the first
+"New draw" results, with each W chosen, no label over another or a marker, none out of its frame.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.ui.conftest import SCREENSHOTS
+from tests.ui.helpers import PATIENCE, READOUT, settle, show_tab
+
+CHECKS = (Path(__file__).parent / "layout_checks.js").read_text()
+TABS = ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Check",
+        "Export", "Keys")
+#: name: (viewport, browser context options)
+SCREENS = {
+    "800x600": ({"width": 800, "height": 600}, {}),
+    "1024x768": ({"width": 1024, "height": 768}, {}),
+    "1280x800": ({"width": 1280, "height": 800}, {}),
+    "1920x1080": ({"width": 1920, "height": 1080}, {}),
+    "tablet-768x1024": ({"width": 768, "height": 1024}, {"has_touch": True, "is_mobile": True}),
+    "tablet-1024x768": ({"width": 1024, "height": 768}, {"has_touch": True, "is_mobile": True}),
+    "phone-390x844": ({"width": 390, "height": 844}, {"has_touch": True, "is_mobile": True}),
+}
+CASES = [(screen, mode, "light") for screen in SCREENS for mode in ("normal", "projector")
+         if not (screen == "tablet-1024x768" and mode == "projector")]  # the same as the 1024x768 projector
+CASES += [("1024x768", "projector", "dark"), ("1920x1080", "normal", "dark")]
+
+
+def _min_font(screen: str, mode: str) -> int:
+    viewport, _ = SCREENS[screen]
+    return 20 if mode == "projector" and viewport["width"] >= 1024 and viewport["height"] >= 768 else 0
+
+
+#: The room the tabs give the shown tab's scrolling area, below their titles, is at least this tall (CSS px) on
+#: every screen: a figure, or a table's first rows, fits in it (an 800×600 projector's full-size header and tab
+#: titles left it 127 px).
+MIN_TAB_HEIGHT = 250
+#: That room (null if the shown tab's contents do not scroll inside the tabs).
+TAB_ROOM = """() => {
+  const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
+  const el = Bokeh.index.find_one(tabs).el, root = el.shadowRoot
+  const area = [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header'))
+  if (getComputedStyle(area).overflowY !== 'auto') return null
+  return el.getBoundingClientRect().height - root.querySelector('.bk-header').getBoundingClientRect().height
+}"""
+
+
+def _case_id(case) -> str:
+    return "-".join(case)
+
+
+@pytest.mark.parametrize(("screen", "mode", "theme"), CASES, ids=[_case_id(c) for c in CASES])
+def test_every_tab_fits_the_screen(open_page, screen, mode, theme):
+    viewport, options = SCREENS[screen]
+    page = open_page(f"?mode={mode}&theme={theme}", viewport=viewport, **options)
+    settle(page, mode, theme)
+    assert page.evaluate("() => window.innerWidth") == viewport["width"], "the page is not laid out for the screen"
+    SCREENSHOTS.mkdir(exist_ok=True)
+    problems = {}
+    for tab in TABS:
+        page.locator(".bk-tab", has_text=tab).click()
+        page.locator(".bk-tab.bk-active", has_text=tab).wait_for()
+        _wait_for_tab(page)
+        # the plot, the readout and the tabs are always there to reach
+        for where in (page.locator(".ae-query-plot"), page.locator(READOUT),
+                      page.locator(".bk-tab.bk-active", has_text=tab)):
+            box = where.first.bounding_box()
+            assert box and box["width"] > 40 and box["height"] > 15, f"{where} has no room on the {tab} tab"
+        found = page.evaluate(CHECKS, {"minFont": _min_font(screen, mode)})
+        room = page.evaluate(TAB_ROOM)
+        if room is None or room < MIN_TAB_HEIGHT:
+            found.append(f"the tab's scrolling area has {room} px of height, under {MIN_TAB_HEIGHT}")
+        if found:
+            problems[tab] = found
+        page.screenshot(path=SCREENSHOTS / f"screen-{screen}-{mode}-{theme}-{re.sub(r'[^a-z0-9]+', '_', tab.lower())}.png")
+    assert not problems, "\n".join(f"{tab}: {p}" for tab, ps in problems.items() for p in ps)
+
+
+def _wait_for_tab(page) -> None:
+    """Until the shown tab's contents are in the page and every figure in it has drawn, and two frames more."""
+    # a tab's contents are built on the server the first time it is shown (a Spacer stands in until then), and
+    # the tabs' headers are drawn again when they arrive
+    page.wait_for_function("""() => {
+      const models = [...Bokeh.documents[0].all_models]
+      const tabs = models.find(m => (m.css_classes || []).includes('explorer-tabs'))
+      if (tabs == null || tabs.tabs[tabs.active].child.type === 'Spacer') return false
+      const views = models.filter(m => m.type === 'Figure').map(m => Bokeh.index.find_one(m))
+      return views.every(v => v == null || !v.el.isConnected || v.has_finished())
+    }""", timeout=30000)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    page.wait_for_timeout(250)  # KaTeX typesets, Bokeh relays out once the tab is visible
+
+
+#: The screens where the Projections tab's planes are smallest, with the modes checked on each.
+PLANE_CASES = [("800x600", "normal"), ("800x600", "projector"), ("phone-390x844", "normal"),
+               ("phone-390x844", "projector"), ("1024x768", "projector")]
+#: How many "New draw" results the sweep looks at (the page's seeds 1 to this, in order: deterministic).
+NEW_DRAWS = 8
+PLANES = ["projection-x", "projection-w"]
+#: The shown W (the page's preview inputs), or null until the chosen role's points are the ones labelled.
+PLANE_DATA = """(role) => {
+  const get = (name) => Bokeh.documents[0].get_model_by_name(name).data
+  const inputs = get('projection-inputs'), qkv = get('projection-qkv').label, sub = ['_Q', '_K', '_V'][role]
+  const shown = inputs.role[0] === role && get('projection-basis').label[0] === `e₁W${sub}` &&
+    qkv.every((t, i) => (t !== '') === (Math.floor(i / 3) === role))
+  return shown ? JSON.stringify(inputs.W) : null
+}"""
+#: The planes have drawn their data and the page has placed their labels (static/labels.js asks for an
+#: animation frame per figure; a placement that moved a label draws the figure once more and asks again).
+PLACED = """() => {
+  const views = %r.map(n => Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name(n)))
+  return views.every(v => v != null && v.has_finished()) && (window.attentionExplorerLabels ?? new Set()).size === 0
+}""" % PLANES
+
+
+def _placed(page) -> None:
+    for _ in range(2):  # settled twice, a frame apart: a label moved in the first frame is drawn in the next
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        page.wait_for_function(PLACED, timeout=PATIENCE, polling="raf")
+
+
+@pytest.mark.parametrize(("screen", "mode"), PLANE_CASES, ids=["-".join(c) for c in PLANE_CASES])
+def test_projection_labels_stay_clear(open_page, screen, mode):
+    """Every preset and the first "New draw" results, with each W chosen: no plane label over another label or a
+    marker, none out of its plane's frame (the requirement holds in any figure, mode or preset)."""
+    viewport, options = SCREENS[screen]
+    page = open_page(f"?mode={mode}", viewport=viewport, **options)
+    settle(page, mode)
+    show_tab(page, "Projections", "projection-w")
+    _placed(page)
+    problems = []
+    # the page opens on the first preset (Q = K = V = X); each step changes the shown W
+    steps = [("Q = K = V = X", None), ("Section 6", page.get_by_role("button", name="Section 6", exact=True))]
+    steps += [(f"New draw {k}", page.get_by_role("button", name="New draw", exact=True))
+              for k in range(1, NEW_DRAWS + 1)]
+    shown = page.evaluate(PLANE_DATA, 0)
+    for step, button in steps:
+        for k, role in enumerate(("W_Q", "W_K", "W_V")):
+            if button is not None or k > 0:  # the page opens on Q = K = V = X with W_Q chosen
+                page.locator(".bk-btn:visible", has_text=re.compile(f"^{role}$")).click()
+                page.wait_for_function(PLANE_DATA, arg=k, timeout=PATIENCE)
+                if button is not None:  # a new W, shown with W_Q chosen
+                    button.click()
+                    button = None
+                    page.wait_for_function(f"() => {{ const w = ({PLANE_DATA})(0); return w != null && w !== {shown!r} }}",
+                                           timeout=PATIENCE)
+                shown = page.evaluate(PLANE_DATA, k)
+                _placed(page)
+            found = page.evaluate(CHECKS, {"figures": PLANES})
+            problems += [f"{step}, {role}: {p}" for p in found]
+            if found:
+                page.screenshot(path=SCREENSHOTS / f"planes-{screen}-{mode}-{re.sub(r'[^a-z0-9]+', '_', step.lower())}"
+                                                   f"-{role.lower()}.png")
+    assert not problems, "\n".join(problems)

@@ -1,0 +1,117 @@
+"""The server's end of a drag that the page sends one position at a time (``static/outbox.js``).
+
+Two drags use it: the query's in the explorer (:class:`widgets.drag.DragChannel`) and the Projections tab's
+(:class:`widgets.projections.ProjectionChannel`). Both pages draw every position themselves, so what the
+server does with a position only confirms the page's numbers; both must cost the server the same per
+position, and a class dragging in either tab must leave the loop free for clicks, keys and releases. So
+both take their positions the same way, here:
+
+- a row the page writes is checked before anything reads it (a hostile or broken client is ignored);
+- positions are taken paced: after each update the session waits as long as that update took, counting
+  the time it waited in the loop past when it was due (at least :attr:`PositionChannel.MIN_GAP`), so a page
+  that ignores the one-at-a-time rule gets one update per interval, the newest, and a busy loop spaces
+  updates further;
+- while the page drags, its updates also count against the process's share for mid-drag updates
+  (``server/pacing.py``), which spaces them further when many pages drag;
+- the release is taken at once: it ends the drag, and what the page sends after it comes after it.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+
+import panel as pn
+import param
+from server.pacing import get_budget
+from widgets.row import OneRow
+
+
+def is_number(x) -> bool:
+    """A real number as a page writes one (JSON numbers; booleans are not numbers here)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+class PositionChannel(param.Parameterized):
+    """A :class:`~widgets.row.OneRow` the page writes positions into, and the pacing of what the server takes.
+
+    ``channel`` holds ``x``, ``y`` (data units of the plot dragged in), ``seq`` (1, 2, … per page),
+    ``start`` (the press), ``end`` (the release; a tap is both) and the columns of :attr:`EXTRA`.
+    A subclass implements :meth:`receive` (decide what the position means, keep it in ``_pending`` and
+    call :meth:`_schedule`) and :meth:`_take` (apply ``_pending`` and answer it), and calls
+    :meth:`_drag_started` / :meth:`_drag_ended` around a drag that the page previews.
+    """
+
+    #: Shortest time (s) between two updates of one session (the preview in the page fills the gaps).
+    MIN_GAP = 1 / 60
+    #: The channel's columns besides the position: name -> (default, check of a value the page wrote).
+    EXTRA: dict = {}
+
+    def _open_channel(self, name: str) -> None:
+        """Create ``channel`` (its Bokeh name ``name``) and the pacing's bookkeeping."""
+        extra = {k: [default] for k, (default, _) in self.EXTRA.items()}
+        self.channel = OneRow(data=dict(x=[0.0], y=[0.0], seq=[0], start=[False], end=[False], **extra), name=name)
+        self.channel.on_change("data", self._on_channel)
+        self._pending = None  # what the newest position asks for, not yet taken
+        self._flush_scheduled = False
+        self._next_flush = self._requested = 0.0
+        self._budget = get_budget()  # the process's share for mid-drag updates
+
+    def _on_channel(self, attr, old, new) -> None:
+        # a page always writes one row of numbers, booleans and the extra columns; anything else is ignored
+        names = ("x", "y", "seq", "start", "end", *self.EXTRA)
+        try:
+            row = {k: new[k][0] for k in names}
+        except (KeyError, IndexError, TypeError):
+            return
+        seq = row["seq"]
+        if not (is_number(row["x"]) and is_number(row["y"]) and isinstance(seq, int) and not isinstance(seq, bool)
+                and isinstance(row["start"], bool) and isinstance(row["end"], bool)
+                and all(check(row[k]) for k, (_, check) in self.EXTRA.items())):
+            return
+        extra = {k: row[k] for k in self.EXTRA}
+        self.receive(float(row["x"]), float(row["y"]), seq=seq, start=row["start"], end=row["end"], **extra)
+
+    def receive(self, x: float, y: float, *, seq: int = 0, start: bool = False, end: bool = False, **extra) -> None:
+        raise NotImplementedError
+
+    def _drag_started(self) -> None:
+        self._budget.start(self)
+
+    def _drag_ended(self) -> None:
+        self._budget.end(self)
+
+    def _schedule(self, end: bool) -> None:
+        """Take ``_pending`` at once (a release, or outside a served page), else when the pacing allows."""
+        doc = pn.state.curdoc
+        if end or doc is None or doc.session_context is None:
+            self._flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            now = time.perf_counter()
+            wait = self._next_flush - now
+            # when the update is due: the loop's delay past it counts as the update's cost, the pacing's own wait not
+            self._requested = max(now, self._next_flush)
+            if wait > 0:
+                doc.add_timeout_callback(self._flush, max(1, round(wait * 1000)))
+            else:
+                doc.add_next_tick_callback(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._pending is None:
+            return
+        pending, self._pending = self._pending, None
+        requested, self._requested = self._requested, 0.0  # a release, taken at once, was not waiting
+        start = time.perf_counter()
+        self._take(pending)
+        end = time.perf_counter()
+        gap = max(self.MIN_GAP, end - min(start, requested or start))
+        if self in self._budget:  # the middle of a drag: its updates only confirm what the page draws
+            self._budget.record(end - start)
+            gap = max(gap, self._budget.gap())
+        self._next_flush = end + gap
+
+    def _take(self, pending) -> None:
+        """Apply one pending position (what :meth:`receive` stored) and answer it."""
+        raise NotImplementedError
