@@ -29,7 +29,7 @@ from pathlib import Path
 from babel import Locale, negotiate_locale
 from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
-from babel.numbers import get_decimal_symbol
+from babel.numbers import format_decimal, get_decimal_symbol
 
 from widgets.format import fmt, fmt_short
 from widgets.text import N_, Text, _format, ngettext  # noqa: F401 (marked texts, re-exported)
@@ -141,6 +141,10 @@ class Translator:
     def short(self, x: float, decimals: int = 4) -> str:
         """``x`` without trailing zeros (1, 0,5, 0,7071), as typed text is shown back."""
         return self._mark(fmt_short(x, decimals))
+
+    def count(self, k: int) -> str:
+        """A whole number with the language's digit grouping (CLDR's): 10,000; 10 000 in French; 10.000 in German."""
+        return format_decimal(int(k), locale=self.locale)
 
     def vec(self, v, decimals: int = 3, isolate: bool = True, short: bool = False) -> str:
         """``(0,500 ; 1,000)``; isolated left to right inside right-to-left text (not in a plot's own text,
