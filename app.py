@@ -197,7 +197,8 @@ def _title(lang: str) -> str:
     return (f"<h1>{tr._('Attention Explorer')}</h1><button type='button' class='fullscreen' "
             f"title='{escape(tr._('Fill the whole screen (Esc leaves)'), quote=True)}' "
             "onclick='document.fullscreenElement ? document.exitFullscreen() : "
-            f"document.documentElement.requestFullscreen().catch(() => {{}})'>{tr._('Full screen')}</button>")
+            f"document.documentElement.requestFullscreen().catch(() => {{}})'><span class='icon' aria-hidden='true'>⛶</span>"
+            f"<span class='words'>{tr._('Full screen')}</span></button>")
 
 
 #: The tabs beside the explorer, in order.
@@ -271,7 +272,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     title = pn.pane.HTML(pn.bind(_title, state.param.lang), css_classes=["app-title"], stylesheets=[APP_CSS],
                          sizing_mode="stretch_width", margin=(0, 10))
     # the one language menu: each language named as it names itself
-    language = pn.widgets.Select(options={name: code for code, name in menu_languages().items()}, width=120,
+    language = pn.widgets.Select(options={name: code for code, name in menu_languages().items()}, width=100,
                                  margin=(8, 8), value=state.lang,
                                  css_classes=["language-menu"], stylesheets=[APP_CSS])
 

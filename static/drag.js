@@ -61,7 +61,9 @@ const fill = (template, args) => template.replace(/\{(\w+)\}/g, (m, k) => (k in 
 // (readout_words), including the step-through's placeholders for numbers of steps not yet revealed
 // (revealed[k-1] for step k).
 function readoutText(inp, q, r) {
-  const tokens = inp.tokens, i = inp.selected, shown = (step) => inp.revealed[step - 1], w = inp.words;
+  const w = inp.words, i = inp.selected, shown = (step) => inp.revealed[step - 1];
+  // a token isolated in a right-to-left page (Translator.name): the list's entries then read in its order
+  const tokens = w.isolate ? inp.tokens.map((t) => "\u2068" + t + "\u2069") : inp.tokens;
   const perToken = (row, step = 1) =>
     row.map((x, j) => `${tokens[j]} ${shown(step) ? fmtEntry(x, w) : inp.placeholder}`).join(w.list_sep);
   const scale = inp.scale ? fill(w.scaled, {root: sqrtText(q.length)}) : w.unscaled;

@@ -46,6 +46,8 @@ _BABEL_LOCALE = {"zh": "zh_Hans", PSEUDO: "fr"}
 _SEPARATORS = {"fr": (" ; ", " ; "), "ar": (", ", "، ")}
 #: Unicode's left-to-right isolate: a vector or a formula's text inside right-to-left text keeps its order.
 LRI, PDI = "\u2066", "\u2069"
+#: Unicode's first-strong isolate: a name whose direction is its own first letter's (an English or an Arabic token).
+FSI = "\u2068"
 
 
 def pseudo_enabled() -> bool:
@@ -152,6 +154,11 @@ class Translator:
         write = self.short if short else self.num
         text = "(" + self.vector_sep.join(write(float(c), decimals) for c in v) + ")"
         return LRI + text + PDI if self.rtl and isolate else text
+
+    def name(self, text: str) -> str:
+        """A name (a token: any language) inside this language's sentence: isolated where the page is right to left,
+        with its own first strong direction, so a list of "name number" entries reads in the page's order."""
+        return FSI + text + PDI if self.rtl else text
 
     def in_plot(self, text: str) -> str:
         """A plot's own words (a title, an axis label): a plot is drawn left to right, so right-to-left words are

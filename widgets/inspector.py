@@ -169,7 +169,7 @@ class Readout(pn.viewable.Viewer):
         out = r.output[i]
 
         def per_token(row, step=1):
-            return tr.list_sep.join(f"{t} {tr.entry(x) if state.revealed(step) else PLACEHOLDER}"
+            return tr.list_sep.join(f"{tr.name(t)} {tr.entry(x) if state.revealed(step) else PLACEHOLDER}"
                                     for t, x in zip(tokens, row))
 
         scale = words["scaled"].format(root=sqrt_text(state.d_k)) if state.scale else words["unscaled"]
@@ -177,7 +177,7 @@ class Readout(pn.viewable.Viewer):
                  else f"{tr.num(out)} ≈ {tr.num(out, 2)}" if np.ndim(out) == 0
                  else f"{tr.vec(out, 4)} ≈ {tr.vec(out, 2)}")
         return "\n".join((
-            words["query"].format(token=tokens[i], q=tr.vec(state.query, 3)),
+            words["query"].format(token=tr.name(tokens[i]), q=tr.vec(state.query, 3)),
             words["dots"].format(list=per_token(r.dots[i])),
             words["scores"].format(scale=scale, list=per_token(r.scores[i])),
             words["weights"].format(list=per_token(r.weights[i], 2)),

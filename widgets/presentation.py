@@ -46,7 +46,9 @@ def _katex_css() -> str:
     # --ae-script-min (static/theme.css) keeps them at the 20 px the back of the room can read
     scripts = "".join(f".katex .sizing.reset-size6.size{n}{{font-size:max({f}em,var(--ae-script-min,0px))}}"
                       for n, f in ((3, 0.7), (1, 0.5)))
-    return re.sub(r"@font-face\{[^}]*\}", "", css) + "span.katex-html { display: inline; }" + scripts
+    # mathematics is written left to right in a right-to-left page too (an Arabic page's formulas came out mirrored)
+    return (re.sub(r"@font-face\{[^}]*\}", "", css) + "span.katex-html { display: inline; } .katex { direction: ltr; }"
+            + scripts)
 
 
 #: KaTeX's layout, for each LaTeX pane (see :func:`_katex_css`).

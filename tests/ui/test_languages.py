@@ -77,13 +77,16 @@ def test_arabic_reads_right_to_left_and_its_numbers_left_to_right(open_page):
     page.wait_for_function("() => document.documentElement.dir === 'rtl' && document.documentElement.lang === 'ar'",
                            timeout=PATIENCE)
     text = readout(page)
-    assert text.startswith("استعلام «love»: q = \u2066(0.000, 1.000)\u2069")
+    # the token isolated with its own direction, the formula and its vector left to right: the line reads right
+    # to left, "q = (0.000, 1.000)" as one left-to-right piece
+    assert text.startswith("استعلام «\u2068love\u2069»: \u2066q = \u2066(0.000, 1.000)\u2069\u2069")
     assert page.locator(".bk-tab.bk-active").text_content() == "الأوزان"
     # the page's own preview of a key press writes the same text as the server (both from the catalog)
     page.locator(".ae-query-plot").focus()
     page.keyboard.press("ArrowRight")
     expect(page.locator(READOUT)).to_contain_text("(0.100, 1.000)", timeout=PATIENCE)
-    assert "، love" in readout(page)  # Arabic's comma between the entries of a list
+    # Arabic's comma between the entries of a list, each entry's token isolated: the entries read right to left
+    assert "\u2069 0.0000، \u2068love\u2069 " in readout(page)
 
 
 def test_the_language_menu_rewrites_the_page_in_place(open_page):
