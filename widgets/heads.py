@@ -62,7 +62,9 @@ def head_svg(weights: np.ndarray, mode: str, label: str, tr: Translator | None =
     text = rows_sep.join(f"{t}: " + tr.list_sep.join(f"{k} {tr.num(w, 2)}" for k, w in zip(HEAD_TOKENS, row))
                          for t, row in zip(HEAD_TOKENS, weights))
     aria = tr._("{head} weights, query by key: {list}", head=label, list=text)
-    return f'<svg width="{width}" height="{height}" role="img" aria-label="{escape(aria)}">{"".join(parts)}</svg>'
+    # direction="ltr": a figure is drawn left to right in a right-to-left page too (its text anchors would flip)
+    return (f'<svg width="{width}" height="{height}" direction="ltr" role="img" aria-label="{escape(aria)}">'
+            f'{"".join(parts)}</svg>')
 
 
 

@@ -100,9 +100,11 @@ def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "
         expect(title).to_have_class(re.compile(r"\bbk-active\b"), timeout=PATIENCE)
         _wait_for_tab(page)
         # the plot, the readout and the tabs are always there to reach
-        for where in (page.locator(".ae-query-plot"), page.locator(READOUT), page.locator(".bk-tab.bk-active")):
+        # (a tab's title may be two Chinese characters, about 32 px)
+        for where, least in ((page.locator(".ae-query-plot"), 40), (page.locator(READOUT), 40),
+                             (page.locator(".bk-tab.bk-active"), 24)):
             box = where.first.bounding_box()
-            assert box and box["width"] > 40 and box["height"] > 15, f"{where} has no room on the {tab} tab"
+            assert box and box["width"] > least and box["height"] > 15, f"{where} has no room on the {tab} tab"
         found = page.evaluate(CHECKS, {"minFont": _min_font(screen, mode)})
         room = page.evaluate(TAB_ROOM)
         if room is None or room < MIN_TAB_HEIGHT:
