@@ -1,6 +1,6 @@
 """Pure-NumPy attention core. Never imports Panel or Bokeh."""
 
-from core.attention import AttentionResult, scaled_dot_product_attention, softmax
+from core.attention import AttentionResult, TemperatureSweep, scaled_dot_product_attention, softmax, temperature_sweep
 from core.cost import CostMeasurement, ScoreMatrixSize, downsample, measure_attention, random_qkv, score_matrix_size
 from core.examples import I_LOVE_NLP, MODULE_2, PRESETS, Example
 from core.multihead import (
@@ -18,4 +18,4 @@ __all__ = ["AttentionResult", "CostMeasurement", "Example", "I_LOVE_NLP", "MODUL
            "ProjectionPreset", "Projections", "SECTION_6_2D", "Saturation", "ScalingExperiment", "ScoreMatrixSize", "SelfAttention", "ValueReachability", "downsample",
            "linear_values_reachable", "measure_attention", "multi_head_attention", "project", "random_projections",
            "random_qkv", "saturation", "scaled_dot_product_attention", "scaling_experiment", "score_matrix_size",
-           "scores_against_values", "self_attention", "softmax"]
+           "scores_against_values", "self_attention", "softmax", "TemperatureSweep", "temperature_sweep"]

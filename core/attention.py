@@ -16,10 +16,11 @@ n_q queries, n_k keys, d_k the query/key size, d_v the value size.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["AttentionResult", "scaled_dot_product_attention", "softmax"]
+__all__ = ["AttentionResult", "TemperatureSweep", "scaled_dot_product_attention", "softmax", "temperature_sweep"]
 
 
 @dataclass(frozen=True)
@@ -242,16 +243,97 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale: bool = True, *,
                          "use a larger temperature")
 
     row_max, shifted, exp, exp_sum, weights = _softmax_steps(scores, m)
+    return AttentionResult(
+        dots=dots, scores=scores, scale=float(factor), row_max=row_max, shifted=shifted,
+        exp=exp, exp_sum=exp_sum, weights=weights, mask=m, output=_weighted_values(weights, V),
+    )
 
-    # The output is a convex combination of the values. Scaling V by a power of
-    # two first is exact and keeps the partial sums finite even for |v| ~ 1e308;
+
+def _weighted_values(weights: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """``weights @ V`` : (n, n_k) x (n_k[, d_v]) -> (n[, d_v]), a convex combination of the values."""
+    # Scaling V by a power of two first is exact and keeps the partial sums finite even for |v| ~ 1e308;
     # the final clip only removes rounding of the last bit past min/max.
     big = float(np.max(np.abs(V)))
     e = int(np.frexp(big)[1]) if big > 0 else 0
-    output = np.ldexp(weights @ np.ldexp(V, -e), e)  # (n_q, n_k) x (n_k[, d_v]) -> (n_q[, d_v])
-    output = np.clip(output, V.min(axis=0), V.max(axis=0))
+    output = np.ldexp(weights @ np.ldexp(V, -e), e)
+    return np.clip(output, V.min(axis=0), V.max(axis=0))
 
-    return AttentionResult(
-        dots=dots, scores=scores, scale=float(factor), row_max=row_max, shifted=shifted,
-        exp=exp, exp_sum=exp_sum, weights=weights, mask=m, output=output,
-    )
+
+class TemperatureSweep(NamedTuple):
+    """One query's attention at several temperatures (:func:`temperature_sweep`).
+
+    Attributes
+    ----------
+    temperatures : (n_T,) float64
+    scores : (n_T, n_k) float64
+        Row t: ``q·k_j / T_t``.
+    weights : (n_T, n_k) float64
+        Row t: ``softmax(scores[t])``.
+    output : (n_T,) or (n_T, d_v) float64
+        Row t: ``weights[t] @ V``.
+    """
+
+    temperatures: np.ndarray
+    scores: np.ndarray
+    weights: np.ndarray
+    output: np.ndarray
+
+
+def temperature_sweep(q, K, V, temperatures) -> TemperatureSweep:
+    """The attention of one query ``q`` at each of ``temperatures``: ``softmax(q K^T / T) V`` for every T at once.
+
+    Parameters
+    ----------
+    q : (d_k,) array_like
+        The query.
+    K : (n_k, d_k) array_like
+        Keys, one per row.
+    V : (n_k,) or (n_k, d_v) array_like
+        Values: a number per key, or a vector per key.
+    temperatures : (n_T,) sequence of float > 0
+        In the units of the dot products; T = sqrt(d_k) is Eq. (1) of Vaswani et al. (2017).
+
+    Returns
+    -------
+    TemperatureSweep
+        Scores, weights and outputs, one row per temperature: row t has the scores and weights of
+        ``scaled_dot_product_attention([q], K, V, temperature=temperatures[t])``, computed the same way
+        (one multiplication of the dot products by 1/T, a max-shifted softmax), and its output to the last
+        bits (one matrix product for all the rows sums in another order).
+
+    Raises
+    ------
+    ValueError
+        As :func:`scaled_dot_product_attention` does (shapes, non-finite entries, a temperature that is not
+        a finite number > 0, scores too large for float64), and if ``temperatures`` is empty.
+
+    Examples
+    --------
+    Section 6's query of "love" from nearly argmax to nearly uniform:
+
+    >>> r = temperature_sweep([0, 1], [[1, 0], [0, 1], [1, 1]], [2, 6, 4], [0.01, 2 ** 0.5, 100])
+    >>> r.weights.round(4).tolist()
+    [[0.0, 0.5, 0.5], [0.1978, 0.4011, 0.4011], [0.3311, 0.3344, 0.3344]]
+    >>> r.output.round(4).tolist()
+    [5.0, 4.4067, 4.0067]
+    """
+    Q = _as_finite_matrix("q", q, ndim=(1,))[None, :]
+    K = _as_finite_matrix("K", K, ndim=(2,))
+    V = _as_finite_matrix("V", V, ndim=(1, 2))
+    if K.shape[1] != Q.shape[1]:
+        raise ValueError(f"K must have d_k = {Q.shape[1]} columns like q, got shape {K.shape}")
+    if V.shape[0] != K.shape[0]:
+        raise ValueError(f"V must have one row per key (n_k = {K.shape[0]}), got shape {V.shape}")
+    T = np.array([_check_temperature(t) for t in temperatures], dtype=np.float64)
+    if T.size == 0:
+        raise ValueError("temperatures must hold at least one temperature")
+    with np.errstate(over="ignore", invalid="ignore"):
+        dots = Q @ K.T  # (1, n_k), as scaled_dot_product_attention computes it
+    if not np.all(np.isfinite(dots)):
+        raise ValueError("q and K: their dot products overflow float64; use smaller entries")
+    with np.errstate(over="ignore"):
+        scores = dots * (1.0 / T)[:, None]  # (n_T, n_k)
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("temperatures: the scores dots / temperature overflow float64; use larger temperatures")
+    weights = _softmax_steps(scores, np.ones(scores.shape, dtype=bool))[-1]
+    return TemperatureSweep(temperatures=T, scores=scores, weights=weights, output=_weighted_values(weights, V))

@@ -1,7 +1,8 @@
 """How the server's websocket carries drag updates, and what it refuses to read.
 
-Small messages go out at once (below); a connection that sends what no page would is closed after one
-log line (:class:`GuardedWSHandler`).
+Small messages go out at once (below), each message's frames together in one send (:func:`coalesce_writes`,
+:meth:`GuardedWSHandler.send_message`); a connection that sends what no page would is closed after one log
+line (:class:`GuardedWSHandler`).
 
 Bokeh writes each protocol message as several websocket frames (header, metadata, content). With
 Nagle's algorithm on, the second frame waits until the browser acknowledges the first, and browsers
@@ -13,11 +14,13 @@ as the page has loaded (``pn.state.onload``): that works the same under ``python
 
 from __future__ import annotations
 
+import json
 import logging
 
 import panel as pn
 from bokeh.protocol.exceptions import ProtocolError
 from panel.io.server import WSHandler as PanelWSHandler
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,38 @@ def nodelay_on_load() -> None:
         pn.state.onload(lambda: set_websocket_nodelay(doc))
 
 
+def coalesce_writes(stream) -> None:
+    """Send what is written to tornado's ``stream`` in one pass of the event loop together, at the pass's end.
+
+    Bokeh writes each message as three websocket frames (header, metadata, content), and with TCP_NODELAY
+    (above) tornado sends each at once: three system calls and three TCP segments per message, which on a
+    loopback or a LAN cost the server more CPU than building the message (about half of a drag update's
+    server time, bench/channel_cost.py). Gathered, a message (or several written together) leaves in one or
+    two sends. The frames still go in the same pass of the loop, so nothing waits. Uses tornado's
+    ``IOStream._handle_write``, the step ``write`` takes at once; ``tests/test_transport.py`` fails if it moves.
+    """
+    send_now = stream._handle_write
+    pending = False
+
+    def flush() -> None:
+        nonlocal pending
+        pending = False
+        if stream.closed():
+            return
+        send_now()
+        if stream._write_buffer:  # the socket is full: tornado sends the rest once it is writable
+            stream._add_io_state(stream.io_loop.WRITE)
+
+    def send_at_the_end_of_the_pass() -> None:
+        nonlocal pending
+        if not pending:
+            pending = True
+            stream.io_loop.add_callback(flush)
+
+    stream._handle_write = send_at_the_end_of_the_pass
+    stream.flush_writes = flush
+
+
 def _short(text: object, limit: int = 120) -> str:
     text = str(text)
     return text if len(text) <= limit else text[:limit] + "…"
@@ -79,10 +114,26 @@ class GuardedWSHandler(PanelWSHandler):
             self._refuse("a handshake without the bokeh subprotocol and a session token")
             return None
         try:
-            return super().open(*args, **kwargs)
+            opened = super().open(*args, **kwargs)
+            coalesce_writes(self.ws_connection.stream)
+            return opened
         except ProtocolError as e:  # Bokeh has closed it already (bad signature, expired token)
             self._refuse(str(e))
             return None
+
+    async def send_message(self, message) -> None:
+        # Every frame of the message written at once, as Panel writes its patches (panel.io.document): Bokeh's
+        # own send awaits each frame before the next, so each left in a send of its own even when gathered
+        # (coalesce_writes), and frames of two messages written from two places could interleave.
+        frames = [(message.header_json, False), (message.metadata_json, False), (message.content_json, False)]
+        for buffer in message.buffers:
+            frames += [(json.dumps(buffer.ref), False), (buffer.to_bytes(), True)]
+        try:
+            written = [WebSocketHandler.write_message(self, frame, binary=binary) for frame, binary in frames]
+            for future in written:
+                await future
+        except WebSocketClosedError:  # as Bokeh's: on_close() is, or will be, called anyway
+            log.warning("Failed sending message as connection was closed")
 
     async def on_message(self, message: str | bytes) -> None:
         if self._refused:
@@ -116,6 +167,7 @@ class GuardedWSHandler(PanelWSHandler):
         self.close(1008, "refused")  # 1008: policy violation
         stream = getattr(self.ws_connection, "stream", None)
         if stream is not None:
+            getattr(stream, "flush_writes", lambda: None)()  # the close frame, before the stream goes
             stream.close()  # read nothing more the client has sent
 
 

@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from core import I_LOVE_NLP, saturation, scaled_dot_product_attention, scaling_experiment
+from core import I_LOVE_NLP, saturation, scaled_dot_product_attention, scaling_experiment, temperature_sweep
 from tests.loop_reference import attention as loop_attention
 from tests.loop_reference import random_mask
 
@@ -206,3 +206,59 @@ def test_scaling_experiment_reports_the_same_saturation_in_bits():
 def test_saturation_refuses_bad_weights(bad, match):
     with pytest.raises(ValueError, match=match):
         saturation(bad)
+
+
+# --- one query at several temperatures: the Projections tab's table from T -> 0 to T -> inf ---------------------
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_temperature_sweep_matches_the_loop_reference_at_every_temperature(seed):
+    rng = np.random.default_rng(seed)
+    n_k, d_k = int(rng.integers(1, 8)), int(rng.integers(1, 6))
+    q, K = rng.normal(size=d_k) * 2, rng.normal(size=(n_k, d_k))
+    V = rng.normal(size=n_k) if seed % 2 else rng.normal(size=(n_k, 3))
+    temperatures = [0.01, 0.3, 1.0, math.sqrt(d_k), 7.0, 1e4]
+    r = temperature_sweep(q, K, V, temperatures)
+    assert r.weights.shape == (6, n_k) and r.output.shape == (6,) + np.shape(V)[1:]
+    for t, T in enumerate(temperatures):
+        scores, weights, output = loop_attention([q], K, V, divide_by=T)
+        np.testing.assert_allclose(r.scores[t], scores[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(r.weights[t], weights[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(r.output[t], output[0], rtol=1e-12, atol=1e-12)
+        one = scaled_dot_product_attention([q], K, V, temperature=T)  # the same numbers as one at a time
+        np.testing.assert_array_equal(r.scores[t], one.scores[0])
+        np.testing.assert_array_equal(r.weights[t], one.weights[0])
+        np.testing.assert_allclose(r.output[t], one.output[0], rtol=1e-13, atol=1e-15)  # a matrix product of another shape
+
+
+def test_a_temperature_sweep_of_the_course_query_of_love_by_hand():
+    # q_love = (0, 1): dots 0, 1, 1. T = 1: weights 1 : e : e over 1 + 2e
+    r = temperature_sweep([0, 1], K, V, [1.0])
+    e = math.e
+    assert r.weights[0].tolist() == pytest.approx([1 / (1 + 2 * e), e / (1 + 2 * e), e / (1 + 2 * e)], rel=1e-14)
+    assert r.output[0] == pytest.approx((2 + 10 * e) / (1 + 2 * e), rel=1e-14)
+
+
+@pytest.mark.parametrize("args, match", [
+    (([0, 1], K, V, []), "^temperatures must hold at least one"),
+    (([0, 1], K, V, [1.0, 0.0]), "^temperature must be finite and > 0"),
+    (([0, 1], K, V, [1.0, "2"]), "^temperature must be a number"),
+    (([0, 1, 0], K, V, [1.0]), "^K must have d_k = 3 columns"),
+    (([0, 1], K, [1, 2], [1.0]), "^V must have one row per key"),
+    (([[0, 1]], K, V, [1.0]), "^q "),
+    (([1e200, 1e200], [[1e200, 1e200]], [1.0], [1.0]), "overflow float64"),
+    (([1e150, 0], [[1e150, 0]], [1.0], [1e-200]), "^temperatures: the scores"),
+])
+def test_a_temperature_sweep_refuses_bad_input_naming_it(args, match):
+    with pytest.raises(ValueError, match=match):
+        temperature_sweep(*args)
+
+
+@settings(max_examples=200, deadline=None)
+@given(hnp.arrays(np.float64, st.integers(1, 6), elements=st.floats(-50, 50)),
+       st.lists(st.floats(1e-3, 1e3), min_size=1, max_size=8))
+def test_a_temperature_sweeps_rows_sum_to_one_and_its_outputs_lie_among_the_values(dots, temperatures):
+    K = np.eye(len(dots))  # q·k_j = dots[j]
+    V = np.arange(len(dots), dtype=float)
+    r = temperature_sweep(dots, K, V, temperatures)
+    np.testing.assert_allclose(r.weights.sum(axis=1), 1.0, rtol=1e-12)
+    assert np.all(r.output >= V.min()) and np.all(r.output <= V.max())

@@ -79,6 +79,20 @@ def test_typed_numbers_go_to_the_state_and_bad_ones_are_marked(view, state):
     assert state.temperature == 10.0 and view._inputs[("t",)].value == "10"
 
 
+def test_a_box_the_view_fills_during_a_held_document_is_not_read_back_as_input(view, state):
+    """A Bokeh document on hold (as the server holds a page's while it takes an event) calls a text box's
+    callbacks after the view's own write has ended: the 4-decimal text it wrote must not round the state."""
+    from bokeh.document import Document
+
+    doc = Document()
+    doc.add_root(view.__panel__().get_root(doc))
+    doc.hold("combine")
+    state.move_embedding(1, 0.123456789, 1.0)
+    assert view._inputs[("x", 1, 0)].value == "0.1235"
+    doc.unhold()  # the box's change reaches its callback now
+    assert state.embeddings[1, 0] == 0.123456789
+
+
 def test_the_table_of_temperatures_runs_from_argmax_to_uniform(view, state):
     state.load_projection_preset("Section 6")  # q_love scores 0, 1, 1
     weights, outputs = ({t: re.findall(r"<td>([^<]*)</td>", tds) for t, tds in re.findall(

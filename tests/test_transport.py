@@ -98,3 +98,76 @@ def test_a_pages_events_are_processed_in_a_hold_once_the_server_says_so():
     finally:
         for name, original in before.items():
             setattr(Syncable, name, original)
+
+
+# --- a message's frames leave together ------------------------------------------------------------------------------
+
+class _Frames:
+    """Stands in for tornado's websocket protocol: records each frame, and lets none finish writing."""
+
+    def __init__(self):
+        self.frames, self.pending = [], []
+
+    def is_closing(self):
+        return False
+
+    def write_message(self, message, binary=False):
+        self.frames.append(message)
+        future = asyncio.get_running_loop().create_future()
+        self.pending.append(future)
+        return future
+
+
+async def _frames_written_before_any_is_sent(handler_class) -> list:
+    from bokeh.protocol import Protocol
+    from tornado import locks
+
+    handler = handler_class.__new__(handler_class)  # no tornado request: only what sending uses
+    handler.ws_connection, handler.write_lock = _Frames(), locks.Lock()
+    message = Protocol().create("OK", "p1")
+    task = asyncio.ensure_future(handler.send_message(message))
+    await asyncio.sleep(0.01)
+    written = list(handler.ws_connection.frames)
+    for future in handler.ws_connection.pending:
+        future.set_result(None)
+    while not task.done():
+        for future in handler.ws_connection.pending:
+            if not future.done():
+                future.set_result(None)
+        await asyncio.sleep(0)
+    return written
+
+
+def test_the_guarded_handler_writes_every_frame_of_a_message_at_once():
+    from panel.io.server import WSHandler
+
+    from server.transport import GuardedWSHandler
+
+    # Bokeh's own send waits for each frame to be written before the next: three sends per message
+    assert len(asyncio.run(_frames_written_before_any_is_sent(WSHandler))) == 1
+    frames = asyncio.run(_frames_written_before_any_is_sent(GuardedWSHandler))
+    assert len(frames) == 3 and '"msgtype": "OK"' in frames[0] and frames[1:] == ["{}", "{}"]
+
+
+def test_writes_in_one_pass_of_the_event_loop_leave_in_one_send():
+    from tornado.iostream import IOStream
+
+    from server.transport import coalesce_writes
+
+    async def sends(coalesce: bool) -> tuple[int, bytes]:
+        a, b = socket.socketpair()
+        stream = IOStream(a)
+        if coalesce:
+            coalesce_writes(stream)
+        sent = []
+        send = stream.write_to_fd
+        stream.write_to_fd = lambda data: sent.append(bytes(data)) or send(data)
+        futures = [stream.write(part) for part in (b"header", b"{}", b"content")]  # one message's three frames
+        await asyncio.wait_for(asyncio.gather(*futures), 5)
+        received = b.recv(100)
+        stream.close()
+        b.close()
+        return len(sent), received
+
+    assert asyncio.run(sends(False)) == (3, b"header{}content")
+    assert asyncio.run(sends(True)) == (1, b"header{}content")

@@ -270,3 +270,19 @@ def test_inspector_shows_every_step_and_escapes_tokens(state):
 def test_app_builds_one_state_per_page():
     a, b = create_app(), create_app()
     assert a.state is not b.state
+
+
+def test_label_sides_face_away_from_the_other_points_and_off_the_edge():
+    from widgets.query_plot import label_sides
+
+    # hemmed in on three sides: the free lower left, whatever its small extra count
+    hemmed = np.array([[0.0, 0.0], [1.0, 1.0], [-1.0, 1.0], [1.0, -1.0]])
+    assert label_sides(hemmed[:1], hemmed).tolist() == [[-1, -1]]
+    # alone, a point takes the first side (up and right) unless that runs off the plane: at the right edge, up-left
+    assert label_sides([[0.0, 0.0]], [[0.0, 0.0]]).tolist() == [[1, 1]]
+    assert label_sides([[2.4, 0.0]], [[2.4, 0.0]]).tolist() == [[-1, 1]]
+    # at the top right corner of the bounds given: down and left
+    assert label_sides([[0.9, 0.9]], [[0.9, 0.9]], bounds=(-1.0, 1.0)).tolist() == [[-1, -1]]
+    # a point of `among` on the labelled point does not count, the one up and right does: up-left and down-right
+    # tie at 0 (each at right angles to it), and the first of them in SIDES wins
+    assert label_sides([[0.0, 0.0]], [[0.0, 0.0], [0.0, 0.0], [0.5, 0.5]]).tolist() == [[-1, 1]]

@@ -32,16 +32,18 @@ import param
 from bokeh.core.property.validation import without_property_validation
 from bokeh.models import (
     BasicTickFormatter, ColumnDataSource, CustomJS, CustomJSTickFormatter, Div, Range1d, Scatter, Segment, Text,
+    TextInput,
 )
 from bokeh.plotting import figure
 
-from core import I_LOVE_NLP, linear_values_reachable, project, saturation, scaled_dot_product_attention, self_attention
+from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention, temperature_sweep
 from core.projections import _combination
 from widgets.channel import PositionChannel
 from widgets.format import token_color
 from widgets.i18n import N_, Translator, translator
 from widgets.glyphs import draw
-from widgets.query_plot import label_side
+from widgets.presentation import COMPONENT_CSS
+from widgets.query_plot import label_sides
 from widgets.row import OneRow
 from widgets.state import (
     DEFAULT_TEMPERATURE, HEAD_TOKENS, PROJECTION_CHOICES, ROLES,
@@ -77,6 +79,11 @@ PRESET_LABELS = {"Section 6": N_("Section 6")}
 def t_label(t: float, tr: Translator = ENGLISH) -> str:
     """How the page writes a temperature: ``0.01``, ``1.4142 = √d_k`` (``0,01`` in French)."""
     return f"{tr.num(t)} = √d_k" if t == DEFAULT_TEMPERATURE else tr.short(t)
+
+
+def nearest_stop(t: float) -> float:
+    """The slider's stop (:data:`T_STOPS`) nearest to temperature ``t`` > 0 on a log scale."""
+    return min(T_STOPS, key=lambda stop: abs(math.log(stop / t)))
 
 
 def styled(widget):
@@ -152,8 +159,7 @@ def _placed(points, among, fig, mode: str) -> dict:
     tries first when it places the labels in its pixels (static/labels.js)."""
     mx, my = _LABEL_OFFSETS[mode]
     bounds = (min(fig.x_range.start, fig.y_range.start), max(fig.x_range.end, fig.y_range.end))
-    sides = [label_side(np.vstack([[p], [q for q in among if not np.array_equal(q, p)]]), 0, bounds)
-             for p in points]
+    sides = label_sides(points, among, bounds).tolist()
     return dict(dx=[mx * sx for sx, _ in sides], dy=[-my * sy for _, sy in sides],  # screen y runs down
                 align=["left" if sx > 0 else "right" for sx, _ in sides],
                 baseline=["bottom" if sy > 0 else "top" for _, sy in sides])
@@ -307,6 +313,7 @@ class ProjectionsView(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         self._syncing = False
+        self._reach_for = None  # the embeddings the note on the course's values was written for
         # --- the planes; named, the page's drag script writes into them -------------------------------------
         self._x_points = ColumnDataSource(data=dict(x=[], y=[], label=[], color=[], **_PLACED),
                                           name="projection-x-points")
@@ -349,7 +356,8 @@ class ProjectionsView(pn.viewable.Viewer):
         self.head_choice = styled(pn.widgets.RadioButtonGroup(options=self._head_options(), value=s.head,
                                                               visible=s.heads > 1))
         self.head_choice.param.watch(self._on_head, "value")
-        self._inputs: dict[tuple, pn.widgets.TextInput] = {}
+        self._inputs: dict[tuple, TextInput] = {}
+        self._shown: dict[tuple, str] = {}  # the text each box was last given: its value says the state's number
         self.field_message = styled(pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 5)))
         grids = [self._grid("X", "x", [f"x_{t}" for t in HEAD_TOKENS], 3)]
         grids += [self._grid(name, f"w{k}", ["e₁", "e₂"], 2) for k, name in enumerate(ROLES)]
@@ -458,14 +466,16 @@ class ProjectionsView(pn.viewable.Viewer):
             sqrt2=tr.num(DEFAULT_TEMPERATURE), ln3=tr.num(math.log(3))) + "</p>")
 
     def _on_lang(self, *_) -> None:
+        self._reach_for = None  # the note on the course's values is in words: written again in the new language
         with pn.io.hold():
             self._relabel()
             self._on_heads()
             self._render()
 
-    def _field(self, key: tuple, css: str, width: int = 84) -> pn.widgets.TextInput:
-        w = styled(pn.widgets.TextInput(width=width, margin=(2, 3), css_classes=[css]))
-        w.param.watch(lambda e, key=key: self._on_input(key, e.new), "value")
+    def _field(self, key: tuple, css: str, width: int = 84) -> TextInput:
+        # Bokeh's own text box, not Panel's: a release sets two of them, and Panel's widget cost ~0.7 ms a set
+        w = TextInput(width=width, margin=(2, 3), css_classes=[css], stylesheets=[COMPONENT_CSS, HEADS_CSS])
+        w.on_change("value", lambda attr, old, new, key=key: self._on_input(key, new))
         self._inputs[key] = w
         return w
 
@@ -480,7 +490,9 @@ class ProjectionsView(pn.viewable.Viewer):
     # --- input ------------------------------------------------------------------------------------------------------
 
     def _on_input(self, key: tuple, text: str) -> None:
-        if self._syncing:
+        # The view's own writes come back here too, after the document's hold: the text it wrote is no input
+        if self._syncing or text == self._shown.get(key):
+            self._unmark(self._inputs[key])
             return
         s = self.state
         with pn.io.hold():
@@ -537,9 +549,9 @@ class ProjectionsView(pn.viewable.Viewer):
         role = self.channel.role
         colors = [token_color(i) for i in range(len(HEAD_TOKENS))]
         for fig, points in ((self.x_fig, X), (self.w_fig, np.vstack([Q, K, V, W[role]]))):
-            (x0, x1), (y0, y1) = _fit(points)
-            fig.x_range.update(start=x0, end=x1)
-            fig.y_range.update(start=y0, end=y1)
+            for rng, (lo, hi) in zip((fig.x_range, fig.y_range), _fit(points)):
+                if (rng.start, rng.end) != (lo, hi):  # mostly they stay: a Bokeh set costs even when unchanged
+                    rng.update(start=lo, end=hi)
         names = handle_names(role)
         self._x_points.data = dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=list(HEAD_TOKENS), color=colors,
                                    **_placed(X, X, self.x_fig, s.mode))
@@ -547,12 +559,13 @@ class ProjectionsView(pn.viewable.Viewer):
         among = np.vstack([P, W[role], [[0.0, 0.0]]])
         qkv_place, tips = _placed(P, among, self.w_fig, s.mode), _placed(W[role], among, self.w_fig, s.mode)
         n = len(X)
-        for b, tip in enumerate(W[role]):  # a tip on a labelled point (x_love = e₂, so q_love = e₂W_Q): other side
-            for i in range(role * n, (role + 1) * n):
-                if np.allclose(tip, P[i]):
-                    tips["dx"][b], tips["dy"][b] = -qkv_place["dx"][i], -qkv_place["dy"][i]
-                    tips["align"][b] = "right" if qkv_place["align"][i] == "left" else "left"
-                    tips["baseline"][b] = "top" if qkv_place["baseline"][i] == "bottom" else "bottom"
+        # a tip on a labelled point (x_love = e₂, so q_love = e₂W_Q): the other side
+        on = np.isclose(W[role][:, None, :], P[role * n:(role + 1) * n][None, :, :]).all(axis=2)  # (2, n)
+        for b, j in zip(*np.nonzero(on)):
+            i = role * n + int(j)
+            tips["dx"][b], tips["dy"][b] = -qkv_place["dx"][i], -qkv_place["dy"][i]
+            tips["align"][b] = "right" if qkv_place["align"][i] == "left" else "left"
+            tips["baseline"][b] = "top" if qkv_place["baseline"][i] == "bottom" else "bottom"
         self._basis.data = dict(x0=[0.0, 0.0], y0=[0.0, 0.0], x=W[role][:, 0].tolist(), y=W[role][:, 1].tolist(),
                                 label=names["w"], **tips)
         # the chosen W's points are labelled and solid, the other two faint
@@ -567,7 +580,15 @@ class ProjectionsView(pn.viewable.Viewer):
         title = f"<h3>Q = X W<sub>Q</sub>, K = X W<sub>K</sub>, V = X W<sub>V</sub>{escape(head)}</h3>"
         if self.title.object != title:  # a pane's update costs about a millisecond even for the same text
             self.title.object = title
+        if self._reach_for is not s.embeddings:  # a drag of W's rows leaves X, and this note, as they were
+            self._reach_for = s.embeddings
+            self._render_reachable(X)
+        self._sync_inputs(X, W)
+        self._render_limits()
+
+    def _render_reachable(self, X) -> None:
         reach = linear_values_reachable(X, COURSE_VALUES, HEAD_TOKENS)
+        tr = self.state.tr
         self.reachable.text = "<p class='note'>" + tr._(
             "<strong>Why not the course's values 2, 6, 4?</strong> With two embedding dimensions, three embeddings "
             "are always linearly dependent, and a linear W<sub>V</sub> keeps that dependency in the values. For this "
@@ -575,8 +596,6 @@ class ProjectionsView(pn.viewable.Viewer):
             "x<sub>NLP</sub> = {x} with W<sub>V</sub> = {w} (the core's SECTION_6), or a non-linear map.",
             reason=escape(reach_reason(reach, X, COURSE_VALUES, tr)),
             x=tr.vec((1, 1, 1), short=True), w=tr.vec((2, 6, -4), short=True).replace("-", "−")) + "</p>"
-        self._sync_inputs(X, W)
-        self._render_limits()
 
     def _numbers_html(self, r) -> str:
         """Scores, weights, outputs, largest weights and entropies; each cell names what it holds, for the drag."""
@@ -611,18 +630,18 @@ class ProjectionsView(pn.viewable.Viewer):
         s = self.state
         tr = s.tr
         i = HEAD_TOKENS.index(self.t_row.value)
-        W = s.projections[s.head]
-        p = project(s.embeddings, W[0], W[1], W[2])  # once: only the temperature changes along the table
+        p = s.head_self_attention().projections  # the render's own, kept by the state
+        # every temperature in one core call: one at a time, the table was a sixth of a drag's release
+        r = temperature_sweep(p.Q[i], p.K, p.V, sorted({*T_TABLE, float(s.temperature)}))
+        sat = saturation(r.weights)
         weights, outputs = [], []
-        for t in sorted({*T_TABLE, float(s.temperature)}):
-            r = scaled_dot_product_attention(p.Q, p.K, p.V, temperature=t)
-            sat = saturation(r.weights[i])
+        for k, t in enumerate(r.temperatures.tolist()):
             current = " class='current'" if t == s.temperature else ""
             # √d_k's row by name only: its number is in the scores' caption, and the table fits a projector
             head = f"<tr{current}><th scope='row'>{'√d_k' if t == DEFAULT_TEMPERATURE else tr.short(t)}</th>"
-            weights.append(head + "".join(f"<td>{tr.num(w)}</td>" for w in r.weights[i]) + "</tr>")
-            outputs.append(head + "".join(f"<td>{tr.num(o)}</td>" for o in r.output[i])
-                           + f"<td>{tr.num(float(sat.max_weight))}</td><td>{tr.num(float(sat.entropy))}</td></tr>")
+            weights.append(head + "".join(f"<td>{tr.num(w)}</td>" for w in r.weights[k]) + "</tr>")
+            outputs.append(head + "".join(f"<td>{tr.num(o)}</td>" for o in r.output[k])
+                           + f"<td>{tr.num(float(sat.max_weight[k]))}</td><td>{tr.num(float(sat.entropy[k]))}</td></tr>")
         token = self.t_row.value
         keys = "".join(f"<th scope='col'>a {escape(t)}</th>" for t in HEAD_TOKENS)
         # two tables, side by side when the tab is wide enough: each fits a 1024 px projector on its own
@@ -646,20 +665,26 @@ class ProjectionsView(pn.viewable.Viewer):
         texts[("t",)] = tr.short(s.temperature)
         self._syncing = True
         try:
-            for key, text in texts.items():  # only the boxes that differ: each set costs a Bokeh change (~1 ms)
+            for key, text in texts.items():  # only the boxes that differ: each set is a change the page is sent
                 w = self._inputs[key]
-                if w.value != text:  # value_input too, in one batch: else Panel syncs it in a second model update
-                    w.param.update(value=text, value_input=text)
-                if "invalid" in w.css_classes:
-                    w.css_classes = [c for c in w.css_classes if c != "invalid"]
-            nearest = min(T_STOPS, key=lambda t: abs(math.log(t / s.temperature)))
+                self._shown[key] = text
+                if w.value != text:  # the page shows value; value_input is only what a learner types
+                    w.value = text
+                self._unmark(w)
+            nearest = nearest_stop(s.temperature)
             if self.t_slider.value != nearest:
                 self.t_slider.value = nearest
             if self.head_choice.value != s.head:
                 self.head_choice.value = s.head
         finally:
             self._syncing = False
-        self.field_message.visible = False
+        if self.field_message.visible:  # a Panel pane's set costs a fraction of a millisecond, even unchanged
+            self.field_message.visible = False
+
+    @staticmethod
+    def _unmark(w: TextInput) -> None:
+        if "invalid" in w.css_classes:
+            w.css_classes = [c for c in w.css_classes if c != "invalid"]
 
     def __panel__(self):
         return self._layout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import panel as pn
 import param
 from bokeh.core.properties import value
@@ -44,33 +45,41 @@ LABEL_OFFSETS = {"normal": (12, 6), "projector": (18, 10)}
 SIDES = ((1, 1), (-1, 1), (1, -1), (-1, -1))
 
 
-def label_side(keys, j: int, bounds: tuple[float, float] | None = None) -> tuple[int, int]:
-    """The side of key ``j`` (signs of x and y) its label goes to: the one facing away from the other keys.
+def label_sides(points, among, bounds: tuple[float, float] | None = None) -> np.ndarray:
+    """The side each of ``points`` : (m, 2) has its label on (signs of x and y, (m, 2) ints): the one facing away
+    from the points of ``among`` : (n, 2) (a point of ``among`` on the labelled point itself does not count).
 
-    Each other key counts by how squarely it lies in that direction, and more the nearer it is; the lower left
-    counts a little too, since q's own label sits there when q is on the key.
+    For each of :data:`SIDES`, each other point counts by how squarely it lies in that direction, and more the
+    nearer it is; the lower left counts a little too, since q's own label sits there when q is on a key; a side
+    whose label would run past the plane's edge (``bounds``, default :data:`PLANE`) counts as much as a key in
+    the way. The least crowded side wins, the first of :data:`SIDES` on a tie. Every point at once: a release
+    of the Projections tab's drag places fourteen labels, and a loop per point and side cost it 2.5 ms.
 
-    >>> import numpy as np
     >>> keys = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])   # I, love, NLP
-    >>> [label_side(keys, j) for j in range(3)]
-    [(1, -1), (-1, 1), (1, 1)]
+    >>> label_sides(keys, keys).tolist()
+    [[1, -1], [-1, 1], [1, 1]]
     """
-    def crowding(side):
-        sx, sy = side
-        total = 0.05 if side == (-1, -1) else 0.0
-        for k, other in enumerate(keys):
-            d = other - keys[j]
-            dist = math.hypot(*d)
-            if k == j or dist == 0:
-                continue
-            total += max(0.0, (sx * d[0] + sy * d[1]) / (math.sqrt(2) * dist)) / max(dist, 0.1)
-        lo, hi = bounds or PLANE  # a label running off the plane's edge is as bad as one over a key
-        x, y = keys[j]
-        across, up = 0.7 * (hi - lo) / 4, 0.3 * (hi - lo) / 4  # a label's room, in the 4-unit plane's proportion
-        total += 2.0 * ((sx > 0 and x > hi - across) or (sx < 0 and x < lo + across) or (sy > 0 and y > hi - up)
-                        or (sy < 0 and y < lo + up))
-        return total
-    return min(SIDES, key=crowding)
+    P = np.asarray(points, dtype=float).reshape(-1, 2)
+    A = np.asarray(among, dtype=float).reshape(-1, 2)
+    S = np.array(SIDES, dtype=float)  # (4, 2)
+    d = A[None, :, :] - P[:, None, :]  # (m, n, 2): from each labelled point to each other
+    dist = np.hypot(d[..., 0], d[..., 1])
+    away = dist > 0
+    safe = np.where(away, dist, 1.0)
+    toward = np.einsum("mnc,sc->msn", d, S) / (math.sqrt(2) * safe)[:, None, :]  # (m, 4, n)
+    terms = np.where(away[:, None, :], np.maximum(0.0, toward) / np.maximum(safe, 0.1)[:, None, :], 0.0)
+    corner = np.where((S == -1).all(axis=1), 0.05, 0.0)
+    # a running sum, in order from the corner's share: the very sums (and ties) of adding them one at a time
+    total = np.cumsum(np.concatenate([np.broadcast_to(corner[None, :, None], (len(P), 4, 1)), terms], axis=2),
+                      axis=2)[..., -1]
+    lo, hi = bounds or PLANE
+    across, up = 0.7 * (hi - lo) / 4, 0.3 * (hi - lo) / 4  # a label's room, in the 4-unit plane's proportion
+    x, y = P[:, :1], P[:, 1:]
+    sx, sy = S[:, 0][None, :], S[:, 1][None, :]
+    edge = ((sx > 0) & (x > hi - across)) | ((sx < 0) & (x < lo + across)) | ((sy > 0) & (y > hi - up)) | (
+        (sy < 0) & (y < lo + up))
+    total += 2.0 * edge
+    return np.array(SIDES, dtype=int)[np.argmin(total, axis=1)]
 
 
 class QueryPlot(pn.viewable.Viewer):
@@ -151,7 +160,7 @@ class QueryPlot(pn.viewable.Viewer):
     def _render_keys(self, *_):
         s, K = self.state, self.state.keys
         mx, my = LABEL_OFFSETS[s.mode]
-        sides = [label_side(K, j) for j in range(len(K))]
+        sides = label_sides(K, K).tolist()
         self._keys.data = dict(
             x=K[:, 0].tolist(), y=K[:, 1].tolist(), token=list(s.tokens),
             color=[token_color(i) for i in range(len(s.tokens))],

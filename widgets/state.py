@@ -256,6 +256,7 @@ class AttentionState(param.Parameterized):
 
     def __init__(self, **params):
         super().__init__(**params)
+        self._head_result = None  # (X, projections, head, T, result) of the last head_self_attention
         # The named preset that Reset returns to, even after edits made the preset Custom.
         self._origin = self.preset if self.preset != CUSTOM else DEFAULT_PRESET
         if "preset" in params and self.preset != CUSTOM:
@@ -570,8 +571,16 @@ class AttentionState(param.Parameterized):
 
     def head_self_attention(self, head: int | None = None) -> SelfAttention:
         """Head ``head`` (default: the shown one) on X at ``temperature``: its Q, K, V : (3, 2) and every step."""
-        W = self.projections[self.head if head is None else head]
-        return self_attention(self.embeddings, W[0], W[1], W[2], temperature=self.temperature)
+        head = self.head if head is None else head
+        X, P, T = self.embeddings, self.projections, self.temperature
+        # X and W are read-only arrays, replaced on every change: the same ones give the same result (a drag's
+        # release asks for it twice, the view and the drag's answer)
+        c = self._head_result
+        if c is not None and c[0] is X and c[1] is P and c[2:4] == (head, T):
+            return c[4]
+        result = self_attention(X, P[head][0], P[head][1], P[head][2], temperature=T)
+        self._head_result = (X, P, head, T, result)
+        return result
 
     def embedding_field(self, row: int, axis: int | None = None) -> str:
         """``x_love`` or ``x_love[2]`` (1-based axis, as in the course)."""

@@ -98,6 +98,8 @@ STATUS_ON_PAGE = ("() => Bokeh.index.find_one(Bokeh.documents[0].get_model_by_na
                   ".markup_el.textContent")
 LAST_POSITION = "() => [...window.attentionExplorerProjections.values()][0].last"
 SERVER_X = "() => Bokeh.documents[0].get_model_by_name('projection-inputs').data.X[0]"
+MARKED = """() => [...Bokeh.documents[0].all_models].some((m) => (m.css_classes || []).includes('field-x-1-0')
+  && m.css_classes.includes('invalid'))"""
 
 
 def test_a_drag_of_an_embedding_is_drawn_by_the_page_and_confirmed_by_the_server(page):
@@ -136,6 +138,29 @@ def test_a_drag_of_an_embedding_is_drawn_by_the_page_and_confirmed_by_the_server
     assert len(log["writes"]) >= 3 and log["writes"][-1]["end"]
     assert all(w["answered"] >= w["seq"] - 1 for w in log["writes"] if not w["end"]), log["writes"]
 
+
+
+def test_typed_numbers_in_the_projections_boxes_reach_the_server_and_a_bad_one_is_marked(page):
+    show_tab(page, "Projections", "projection-x")
+    box = page.locator(".field-x-1-0 input")  # x_love[1]
+    box.fill("0.5")
+    box.press("Enter")
+    page.wait_for_function(f"() => ({SERVER_X})()[1][0] === 0.5", timeout=20_000)
+    X = [[1.0, 0.0], [0.5, 1.0], [1.0, 1.0]]  # Q = K = V = X
+    _, want, _ = loop_attention(X, X, X)
+    page.wait_for_function(f"() => ({CELL})(['weights', 1, 0]) === '{fmt(want[1][0])}'", timeout=20_000)
+    box.fill("zero")
+    box.press("Enter")
+    page.locator(".field-message").filter(has_text="x_love[1] refused").wait_for(timeout=20_000)
+    assert "'zero' is not a number" in page.locator(".field-message").text_content()
+    page.wait_for_function(MARKED, timeout=20_000)
+    assert page.evaluate(SERVER_X)[1] == [0.5, 1.0]  # nothing else changed
+    assert page.evaluate(CELL, ["weights", 1, 0]) == fmt(want[1][0])
+    # a good number after a bad one is taken, and the box is no longer marked
+    box.fill("0.25")
+    box.press("Enter")
+    page.wait_for_function(f"() => ({SERVER_X})()[1][0] === 0.25", timeout=20_000)
+    page.wait_for_function(f"() => !({MARKED})()", timeout=20_000)
 
 
 def test_a_slow_finger_drags_an_embedding(open_page):
