@@ -198,7 +198,18 @@ def _title(lang: str) -> str:
             f"title='{escape(tr._('Fill the whole screen (Esc leaves)'), quote=True)}' "
             "onclick='document.fullscreenElement ? document.exitFullscreen() : "
             f"document.documentElement.requestFullscreen().catch(() => {{}})'><span class='icon' aria-hidden='true'>⛶</span>"
-            f"<span class='words'>{tr._('Full screen')}</span></button>")
+            f"<span class='words'>{tr._('Full screen')}</span></button>" + _language_menu(lang))
+
+
+def _language_menu(lang: str) -> str:
+    """The page's one language menu, each language named as it names itself: a plain ``<select>`` in the title's
+    pane, not a widget (a widget was two more models to build and send for every page); its choice reaches the
+    server through the page's bridge (widgets/browser.py: the ``ae-language`` event, the message ``{"lang"}``)."""
+    options = "".join(f"<option value='{code}'{' selected' if code == lang else ''}>{escape(name)}</option>"
+                      for code, name in menu_languages().items())
+    return ("<span class='language-menu'><select aria-label='Language · Langue · Idioma · Sprache · 语言 · اللغة' "
+            "onchange=\"this.dispatchEvent(new CustomEvent('ae-language', "
+            "{detail: this.value, bubbles: true, composed: true}))\">" + options + "</select></span>")
 
 
 #: The tabs beside the explorer, in order.
@@ -271,16 +282,6 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     # the title and the full-screen button in one pane: the button only runs the browser's own fullscreen API
     title = pn.pane.HTML(pn.bind(_title, state.param.lang), css_classes=["app-title"], stylesheets=[APP_CSS],
                          sizing_mode="stretch_width", margin=(0, 10))
-    # the one language menu: each language named as it names itself
-    language = pn.widgets.Select(options={name: code for code, name in menu_languages().items()}, width=100,
-                                 margin=(8, 8), value=state.lang,
-                                 css_classes=["language-menu"], stylesheets=[APP_CSS])
-
-    def choose(event):
-        if event.new and event.new != state.lang:
-            state.lang_chosen = True
-            state.lang = event.new
-    language.param.watch(choose, "value")
     # Both can quote what a user typed (a link, a field): always escaped, never HTML (pn.pane.Str is not).
     notices = pn.pane.HTML(pn.bind(_notices, state.param.notice, state.param.message, state.param.lang),
                            css_classes=["notice"],
@@ -297,7 +298,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     room.param.watch(lambda e: setattr(learner, "following", e.new), "following")
     bridge.on_stored = learner.store.receive  # the progress the browser kept, through the page's own script
     # a room needs the server's address for its link; a notebook has none
-    header = pn.Row(title, reset, looks, language, *([room] if served else []), sizing_mode="stretch_width",
+    header = pn.Row(title, reset, looks, *([room] if served else []), sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
     builds = (lambda: pn.Column(bars, values, sizing_mode="stretch_both"),
@@ -316,8 +317,6 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         looks.param.update(options=tr.options(LOOKS), value=_looks(state))
         query_plot.figure.html_attributes = {**query_plot.figure.html_attributes, "aria-label": tr(plot_label)}
         retitle(tabs, [tr(t) for t in TAB_TITLES])
-        if language.value != state.lang:
-            language.value = state.lang
     state.param.watch(relabel, "lang")
     left = pn.Column(query_plot, readout, sizing_mode="stretch_both", css_classes=["left"], stylesheets=[APP_CSS])
     right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],

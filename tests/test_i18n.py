@@ -176,3 +176,14 @@ def test_switching_the_language_rewrites_the_page_in_place():
     inputs = next(m for m in page.get_root().references() if getattr(m, "name", None) == "drag-inputs")
     assert '"decimal": ","' in inputs.data["words"][0]  # the page's own drag preview writes numbers the same way
     assert np.isclose(state.query, (0, 1)).all()
+
+
+def test_the_language_menu_s_choice_reaches_the_state_through_the_bridge():
+    from widgets.browser import BrowserBridge
+    s = AttentionState()
+    bridge = BrowserBridge(state=s)
+    bridge._handle_msg({"lang": "<script>"})  # what a page sends is only ever one of the menu's codes
+    assert s.lang == "en" and not s.lang_chosen
+    bridge._handle_msg({"lang": "de"})
+    assert s.lang == "de" and s.lang_chosen and bridge.lang == "de"
+    assert address_of(s)["lang"] == "de"  # chosen on the page: the address keeps it when shared

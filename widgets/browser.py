@@ -18,7 +18,7 @@ from bokeh.models import Div
 
 from widgets.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
 from widgets.check import STORAGE_KEY, STORE_NAME
-from widgets.i18n import N_
+from widgets.i18n import N_, menu_languages
 from widgets.questions import MAX_JSON_CHARS
 from widgets.state import AttentionState
 from widgets.updates import one_message
@@ -80,7 +80,7 @@ class BrowserBridge(pn.custom.JSComponent):
     every query argument on the server, and one over 4,300 digits breaks the session there).
     The Check tab's progress is kept in ``localStorage`` from the text of the page's ``learner-progress`` Div,
     and what the browser holds comes back as the message ``{"stored": text}``, passed to ``on_stored``
-    (:class:`widgets.check.ProgressStore`).
+    (:class:`widgets.check.ProgressStore`). The title's language menu (app.py) sends ``{"lang": code}``.
     """
 
     mode = param.String(default="normal")
@@ -208,7 +208,17 @@ export function render({ model, el, view }) {
     model.send_msg({key: e.key, shift: e.shiftKey, in_plot: inPlot})
   }
   document.addEventListener("keydown", onKey)
-  model.on("remove", () => { document.removeEventListener("keydown", onKey); clearTimeout(timer) })
+  // the title's language menu (app.py) says what was chosen; the server rewrites the page in place
+  const onLanguage = (e) => {
+    if (!model.whole_page && !e.composedPath().includes(scope())) return  // another display of the app
+    model.send_msg({lang: String(e.detail)})
+  }
+  document.addEventListener("ae-language", onLanguage)
+  model.on("remove", () => {
+    document.removeEventListener("keydown", onKey)
+    document.removeEventListener("ae-language", onLanguage)
+    clearTimeout(timer)
+  })
 
   // The learner's progress on the Check tab (widgets/check.py's ProgressStore), kept in this browser's
   // localStorage: what it holds goes to this page's own session once as the page opens, and each progress the
@@ -296,6 +306,12 @@ export function render({ model, el, view }) {
 
     def _handle_msg(self, msg) -> None:
         if not isinstance(msg, dict):
+            return
+        if "lang" in msg:  # the language menu's choice (app.py): a known code only, whatever the page sent
+            if msg["lang"] in menu_languages() and msg["lang"] != self.state.lang:
+                with one_message():
+                    self.state.lang_chosen = True
+                    self.state.lang = msg["lang"]
             return
         if "stored" in msg:  # the learner's progress, as the browser holds it (ProgressStore)
             if self.on_stored is not None:
