@@ -197,7 +197,10 @@ def _title(lang: str) -> str:
     return (f"<h1>{tr._('Attention Explorer')}</h1><button type='button' class='fullscreen' "
             f"title='{escape(tr._('Fill the whole screen (Esc leaves)'), quote=True)}' "
             "onclick='document.fullscreenElement ? document.exitFullscreen() : "
-            f"document.documentElement.requestFullscreen().catch(() => {{}})'><span class='icon' aria-hidden='true'>⛶</span>"
+            f"document.documentElement.requestFullscreen().catch(() => {{}})'>"
+            # the sign drawn, not a character: no font on a classroom's machine may have ⛶ (it came out as a box)
+            "<svg class='icon' viewBox='0 0 16 16' aria-hidden='true'><path d='M1 6V1h5M10 1h5v5M15 10v5h-5M6 15H1v-5' "
+            "fill='none' stroke='currentColor' stroke-width='2'/></svg>"
             f"<span class='words'>{tr._('Full screen')}</span></button>" + _language_menu(lang))
 
 
