@@ -77,9 +77,9 @@ def test_the_field_s_words_are_a_teacher_s():
 
 
 @pytest.mark.parametrize(("lang", "number", "vector"), [
-    ("en", "0.5000", "(0.500, 1.000)"), ("fr", "0,5000", "(0,500 ; 1,000)"), ("es", "0,5000", "(0,500; 1,000)"),
+    ("en", "0.5000", "(0.500, 1.000)"), ("fr", "0,5000", "(0,500\u00a0; 1,000)"), ("es", "0,5000", "(0,500; 1,000)"),
     ("de", "0,5000", "(0,500; 1,000)"), ("zh", "0.5000", "(0.500, 1.000)"),
-    ("ar", "0.5000", "\u2066(0.500, 1.000)\u2069"),
+    ("ar", "0.5000", "\u2066(0.500,\u00a01.000)\u2069"),
 ])
 def test_numbers_are_written_as_the_language_writes_them(lang, number, vector):
     tr = translator(lang)
