@@ -28,6 +28,7 @@ from widgets.export import Export
 from widgets.follow import RoomControls
 from widgets.formula import Formula
 from widgets.heads import heads_tab
+from widgets.i18n import N_, from_accept_language, menu_languages, translator
 from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler
@@ -137,6 +138,20 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
     return layout
 
 
+def retitle(tabs: pn.Tabs, titles: list[str]) -> None:
+    """New tab titles, in place: Panel reuses a built tab's Bokeh panel (and its title) when its contents stay, and
+    BokehJS redraws the headers only for a new list of panels, so each gets a new panel around the same contents."""
+
+    tabs._names[:] = titles
+    for ref, (model, _) in tabs._models.items():
+        cache = tabs._panels.get(ref, {})
+        new = [TabPanel(child=old.child, title=title, closable=old.closable) for old, title in zip(model.tabs, titles)]
+        for key, old in list(cache.items()):  # Panel finds a tab's panel by its contents' id
+            if old in model.tabs:
+                cache[key] = new[model.tabs.index(old)]
+        model.tabs = new
+
+
 def _stretch(view, **kw):
     """Let a view's Bokeh figure fill the space its layout cell gives it."""
     view.figure.sizing_mode = "stretch_both"
@@ -146,25 +161,69 @@ def _stretch(view, **kw):
     return view
 
 
-def _keys_help() -> pn.pane.HTML:
-    rows = "".join(f"<tr><th scope='row'><kbd>{k}</kbd></th><td>{what}</td></tr>" for k, what in SHORTCUTS)
+def _keys_text(lang: str) -> str:
+    tr = translator(lang)
+    rows = "".join(f"<tr><th scope='row'><kbd>{tr(k)}</kbd></th><td>{tr(what)}</td></tr>" for k, what in SHORTCUTS)
     # the table is focusable: on a short screen the help scrolls, and a keyboard reaches a scrolling region only
     # through something focusable inside it (axe: scrollable-region-focusable)
-    return pn.pane.HTML(
-        "<p>With the page focused (click any empty spot):</p>"
-        f"<table class='keys' tabindex='0' aria-label='Keyboard shortcuts'>{rows}</table>"
-        "<p>Tab reaches every control; the query plot can take focus too. Dragging works with a mouse, a pen or "
-        "a finger.</p>", css_classes=["help"], sizing_mode="stretch_width", stylesheets=[APP_CSS])
+    return (f"<p>{tr._('With the page focused (click any empty spot):')}</p>"
+            f"<table class='keys' tabindex='0' aria-label='{escape(tr._('Keyboard shortcuts'), quote=True)}'>{rows}"
+            f"</table><p>{tr._('Tab reaches every control; the query plot can take focus too. Dragging works with a '
+                              'mouse, a pen or a finger.')}</p>")
 
 
-def _notices(notice: str, message: str) -> str:
+def _keys_help(state: AttentionState) -> pn.pane.HTML:
+    return pn.pane.HTML(pn.bind(_keys_text, state.param.lang), css_classes=["help"], sizing_mode="stretch_width",
+                        stylesheets=[APP_CSS])
+
+
+def _notices(notice: str, message: str, lang: str) -> str:
     """The address's notice and the last refusal, as escaped paragraphs (both can quote what a user typed)."""
-    return "".join(f"<p class='{kind}' role='status'>{escape(text)}</p>"
+    tr = translator(lang)
+    return "".join(f"<p class='{kind}' role='status'>{escape(tr(text))}</p>"
                    for kind, text in (("notice", notice), ("message", message)) if text)
+
+
+#: The header's two looks, by the value the state's watcher reads.
+LOOKS = (N_("Projector"), N_("Dark"))
 
 
 def _looks(state: AttentionState) -> list[str]:
     return ["Projector"] * (state.mode == "projector") + ["Dark"] * (state.theme == "dark")
+
+
+def _title(lang: str) -> str:
+    tr = translator(lang)
+    return (f"<h1>{tr._('Attention Explorer')}</h1><button type='button' class='fullscreen' "
+            f"title='{escape(tr._('Fill the whole screen (Esc leaves)'), quote=True)}' "
+            "onclick='document.fullscreenElement ? document.exitFullscreen() : "
+            f"document.documentElement.requestFullscreen().catch(() => {{}})'>"
+            # the sign drawn, not a character: no font on a classroom's machine may have ⛶ (it came out as a box)
+            "<svg class='icon' viewBox='0 0 16 16' aria-hidden='true'><path d='M1 6V1h5M10 1h5v5M15 10v5h-5M6 15H1v-5' "
+            "fill='none' stroke='currentColor' stroke-width='2'/></svg>"
+            f"<span class='words'>{tr._('Full screen')}</span></button>" + _language_menu(lang))
+
+
+def _language_menu(lang: str) -> str:
+    """The page's one language menu, each language named as it names itself: a plain ``<select>`` in the title's
+    pane, not a widget (a widget was two more models to build and send for every page); its choice reaches the
+    server through the page's bridge (widgets/browser.py: the ``ae-language`` event, the message ``{"lang"}``)."""
+    options = "".join(f"<option value='{code}'{' selected' if code == lang else ''}>{escape(name)}</option>"
+                      for code, name in menu_languages().items())
+    return ("<span class='language-menu'><select aria-label='Language · Langue · Idioma · Sprache · 语言 · اللغة' "
+            "onchange=\"this.dispatchEvent(new CustomEvent('ae-language', "
+            "{detail: this.value, bubbles: true, composed: true}))\">" + options + "</select></span>")
+
+
+#: The tabs beside the explorer, in order.
+TAB_TITLES = (N_("Weights"), N_("Matrix"), N_("All steps"), N_("Recipe"), N_("Edit"), N_("Trap"), "√d_k",
+              N_("Projections"), N_("Heads · n²"), N_("Check"), N_("Export"), N_("Keys"))
+
+
+def page_language(state: AttentionState) -> None:
+    """The language the browser asks for (``Accept-Language``); the address's ``lang`` may override it."""
+    headers = pn.state.headers if pn.state.curdoc is not None else {}
+    state.lang = from_accept_language(headers.get("Accept-Language") if hasattr(headers, "get") else None)
 
 
 def address_args() -> dict:
@@ -179,13 +238,15 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     state = state or AttentionState()
     nodelay_on_load()
     return_freed_memory()
+    page_language(state)
     apply_address(state, address_args() if args is None else args)
+    tr = state.tr
 
     query_plot = _stretch(QueryPlot(state=state))
     query_plot.figure.css_classes = ["ae-query-plot"]  # arrow keys move q while it has focus; no touch scrolling
     query_plot.figure.stylesheets = [APP_CSS]
-    query_plot.figure.html_attributes = {"tabindex": "0", "role": "application",
-                                         "aria-label": "Query plane: drag q, or use the arrow keys"}
+    plot_label = N_("Query plane: drag q, or use the arrow keys")
+    query_plot.figure.html_attributes = {"tabindex": "0", "role": "application", "aria-label": tr(plot_label)}
     bars = WeightBars(state=state)
     readout = Readout(state=state)
     drag = DragChannel(query_plot, readout, bars, state=state)
@@ -213,23 +274,20 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
             return layout
         return build
 
-    reset = pn.widgets.Button(label="Reset example", color="primary", description="Restore q = q_love (R)",
+    reset = pn.widgets.Button(label=tr._("Reset example"), color="primary", description=tr._("Restore q = q_love (R)"),
                               margin=(6, 8))
     reset.on_click(lambda _: state.reset())
     # CheckBoxGroup, not Checkbox: its boxes are wrapped in <label>s, so each has an accessible name
-    looks = pn.widgets.CheckBoxGroup(options=["Projector", "Dark"], inline=True, margin=(10, 8),
-                                     value=_looks(state))
+    looks = pn.widgets.CheckBoxGroup(options=tr.options(LOOKS), inline=True, margin=(10, 8), value=_looks(state))
     looks.param.watch(lambda e: state.param.update(mode="projector" if "Projector" in e.new else "normal",
                                                    theme="dark" if "Dark" in e.new else "light"), "value")
     state.param.watch(lambda *_: setattr(looks, "value", _looks(state)), ["mode", "theme"])  # one call per batch
     # the title and the full-screen button in one pane: the button only runs the browser's own fullscreen API
-    title = pn.pane.HTML(
-        "<h1>Attention Explorer</h1><button type='button' class='fullscreen' title='Fill the whole screen (Esc leaves)' "
-        "onclick='document.fullscreenElement ? document.exitFullscreen() : "
-        "document.documentElement.requestFullscreen().catch(() => {})'>Full screen</button>",
-        css_classes=["app-title"], stylesheets=[APP_CSS], sizing_mode="stretch_width", margin=(0, 10))
+    title = pn.pane.HTML(pn.bind(_title, state.param.lang), css_classes=["app-title"], stylesheets=[APP_CSS],
+                         sizing_mode="stretch_width", margin=(0, 10))
     # Both can quote what a user typed (a link, a field): always escaped, never HTML (pn.pane.Str is not).
-    notices = pn.pane.HTML(pn.bind(_notices, state.param.notice, state.param.message), css_classes=["notice"],
+    notices = pn.pane.HTML(pn.bind(_notices, state.param.notice, state.param.message, state.param.lang),
+                           css_classes=["notice"],
                            stylesheets=[APP_CSS], sizing_mode="stretch_width",
                            visible=(state.param.notice.rx.bool() | state.param.message.rx.bool()))
     served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
@@ -246,23 +304,23 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     header = pn.Row(title, reset, looks, *([room] if served else []), sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
-    tabs = lazy_tabs(
-        ("Weights", lambda: pn.Column(bars, values, sizing_mode="stretch_both")),
-        # in a Column: the tab's contents scroll inside it (static/app.css), while the figure keeps the smallest
-        # size its cells' numbers need; the figure alone in the tab would be squeezed to the tab's box instead
-        ("Matrix", lambda: pn.Column(built(AttentionMatrix(state=state)), sizing_mode="stretch_both")),
-        ("All steps", inspector),
-        ("Recipe", teaching("formula")),
-        ("Edit", teaching("editor")),
-        ("Trap", teaching("trap")),
-        ("√d_k", teaching("dk")),
-        ("Projections", lambda: projections_tab(state, styler)),
-        ("Heads · n²", lambda: heads_tab(state, styler)),
-        ("Check", lambda: CheckView(learner=learner)),
-        ("Export", lambda: Export(state=state)),
-        ("Keys", _keys_help),
-        sizing_mode="stretch_both", css_classes=["explorer-tabs"], stylesheets=[APP_CSS],
-    )
+    builds = (lambda: pn.Column(bars, values, sizing_mode="stretch_both"),
+              # in a Column: the tab's contents scroll inside it (static/app.css), while the figure keeps the
+              # smallest size its cells' numbers need; the figure alone in the tab would be squeezed to the tab's box
+              lambda: pn.Column(built(AttentionMatrix(state=state)), sizing_mode="stretch_both"),
+              inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
+              lambda: projections_tab(state, styler), lambda: heads_tab(state, styler),
+              lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: _keys_help(state))
+    tabs = lazy_tabs(*zip(map(tr, TAB_TITLES), builds), sizing_mode="stretch_both", css_classes=["explorer-tabs"],
+                     stylesheets=[APP_CSS])
+
+    def relabel(*_):  # the header's and the tabs' words; every view re-renders its own
+        tr = state.tr
+        reset.param.update(label=tr._("Reset example"), description=tr._("Restore q = q_love (R)"))
+        looks.param.update(options=tr.options(LOOKS), value=_looks(state))
+        query_plot.figure.html_attributes = {**query_plot.figure.html_attributes, "aria-label": tr(plot_label)}
+        retitle(tabs, [tr(t) for t in TAB_TITLES])
+    state.param.watch(relabel, "lang")
     left = pn.Column(query_plot, readout, sizing_mode="stretch_both", css_classes=["left"], stylesheets=[APP_CSS])
     right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],
                       stylesheets=[APP_CSS])

@@ -80,7 +80,7 @@ def number_bin(question: Question, given) -> str:
     try:
         x, _ = parse_number(given if isinstance(given, str) else None)
     except ValueError as exc:
-        raise PollRefused(str(exc)) from None
+        raise PollRefused(exc.args[0]) from None  # the learner's message, as the Check tab's (a marked text)
     if not (math.isfinite(float(x)) and abs(x) <= Decimal(MAX_NUMBER)):
         raise PollRefused(f"Give a number between −{MAX_NUMBER:,.0f} and {MAX_NUMBER:,.0f}.")
     try:

@@ -46,25 +46,41 @@ function col(src, name, i, value) {
   if (src.data[name] !== undefined && i < src.data[name].length) src.data[name][i] = value;
 }
 
-function fmtVec(v, d) { return "(" + v.map((c) => fmt(c, d)).join(", ") + ")"; }
-function fmtEntry(x) { return x === -Infinity ? "masked" : fmt(x, 4); }
+// Numbers as the page's language writes them (widgets/i18n.py, Translator.num and .vec): its decimal mark, a
+// vector separator that never clashes with it, and a left-to-right isolate inside right-to-left text.
+function fmtL(x, d, w) { const s = fmt(x, d); return w.decimal === "." ? s : s.replace(".", w.decimal); }
+function fmtVec(v, d, w) {
+  const s = "(" + v.map((c) => fmtL(c, d, w)).join(w.vector_sep) + ")";
+  return w.isolate ? "\u2066" + s + "\u2069" : s;
+}
+function fmtEntry(x, w) { return x === -Infinity ? w.masked : fmtL(x, 4, w); }
 function sqrtText(d) { const r = Math.round(Math.sqrt(d)); return r * r === d ? String(r) : "√" + d; }
+const fill = (template, args) => template.replace(/\{(\w+)\}/g, (m, k) => (k in args ? args[k] : m));
 
-// The same text as widgets/inspector.py's Readout.text, including the step-through's
-// placeholders for numbers of steps not yet revealed (revealed[k-1] for step k).
+// The same text as widgets/inspector.py's Readout.text, from the same templates in the page's language
+// (readout_words), including the step-through's placeholders for numbers of steps not yet revealed
+// (revealed[k-1] for step k).
 function readoutText(inp, q, r) {
-  const tokens = inp.tokens, i = inp.selected, shown = (step) => inp.revealed[step - 1];
+  const w = inp.words, i = inp.selected, shown = (step) => inp.revealed[step - 1];
+  // a token isolated in a right-to-left page (Translator.name): the list's entries then read in its order
+  const tokens = w.isolate ? inp.tokens.map((t) => "\u2068" + t + "\u2069") : inp.tokens;
   const perToken = (row, step = 1) =>
-    row.map((x, j) => `${tokens[j]} ${shown(step) ? fmtEntry(x) : inp.placeholder}`).join(", ");
-  const scale = inp.scale ? `q·k / ${sqrtText(q.length)}` : "q·k (unscaled)";
+    row.map((x, j) => `${tokens[j]} ${shown(step) ? fmtEntry(x, w) : inp.placeholder}`).join(w.list_sep);
+  const scale = inp.scale ? fill(w.scaled, {root: sqrtText(q.length)}) : w.unscaled;
   const out = r.output;
-  const outText = !shown(3) ? `Output Σ aᵢvᵢ = ${inp.placeholder}`
-    : inp.scalar ? `Output Σ aᵢvᵢ = ${fmt(out[0], 4)} ≈ ${fmt(out[0], 2)}`
-    : `Output Σ aᵢvᵢ = ${fmtVec(out, 4)} ≈ ${fmtVec(out, 2)}`;
-  return `Query of "${tokens[i]}": q = ${fmtVec(q, 3)}\n` +
-    `Dot products q·k: ${perToken(r.dots)}\n` +
-    `Scores s = ${scale}: ${perToken(r.scores)}\n` +
-    `Weights a = softmax(s): ${perToken(r.weights, 2)}\n` + outText;
+  const value = !shown(3) ? inp.placeholder
+    : inp.scalar ? `${fmtL(out[0], 4, w)} ≈ ${fmtL(out[0], 2, w)}`
+    : `${fmtVec(out, 4, w)} ≈ ${fmtVec(out, 2, w)}`;
+  return [fill(w.query, {token: tokens[i], q: fmtVec(q, 3, w)}), fill(w.dots, {list: perToken(r.dots)}),
+          fill(w.scores, {scale, list: perToken(r.scores)}), fill(w.weights, {list: perToken(r.weights, 2)}),
+          fill(w.output, {value})].join("\n");
+}
+
+// the templates change only with the language: parsed once per text
+let wordsText = null, wordsParsed = null;
+function wordsOf(text) {
+  if (text !== wordsText) { wordsText = text; wordsParsed = JSON.parse(text); }
+  return wordsParsed;
 }
 
 function inputsOf(a) {
@@ -72,7 +88,7 @@ function inputsOf(a) {
   return {
     keys: d.keys[0], values: d.values[0], tokens: d.tokens[0], allowed: d.allowed[0],
     selected: d.selected[0], scale: d.scale[0], scalar: d.scalar[0],
-    revealed: d.revealed[0], placeholder: d.placeholder[0],
+    revealed: d.revealed[0], placeholder: d.placeholder[0], words: wordsOf(d.words[0]),
     plane: d.plane[0], grab: d.grab[0], maxWidth: d.max_width[0], cellDecimals: d.cell_decimals[0],
   };
 }
@@ -96,7 +112,7 @@ function markup(st, model) {
 
 // The weights' bars and the values' number line are SVG drawn by the server (widgets/charts.py); the
 // preview moves their bars, numbers and marker in place, from the layout the server wrote on the <svg>.
-function drawBars(st, model, weights) {
+function drawBars(st, model, weights, L) {
   const svg = markup(st, model)?.querySelector("svg.bars");
   if (svg == null) return;
   const top = +svg.dataset.top, bottom = +svg.dataset.bottom, y = (w) => bottom - w * (bottom - top);
@@ -106,17 +122,17 @@ function drawBars(st, model, weights) {
   }
   for (const label of svg.querySelectorAll("text.value")) {
     const w = weights[+label.dataset.j];
-    label.setAttribute("y", y(w) - 6); label.textContent = fmt(w, 4);
+    label.setAttribute("y", y(w) - 6); label.textContent = fmtL(w, 4, L);
   }
 }
 
-function drawOutput(st, model, out) {
+function drawOutput(st, model, out, L) {
   const svg = markup(st, model)?.querySelector("svg.number-line");
   if (svg == null) return;
   const lo = +svg.dataset.lo, hi = +svg.dataset.hi, x = `${(100 * (out - lo) / (hi - lo)).toFixed(3)}%`;
   for (const el of svg.querySelectorAll("[data-output]")) {
     el.setAttribute("x", x);
-    if (el.dataset.output === "label") el.textContent = fmt(out, 4);
+    if (el.dataset.output === "label") el.textContent = fmtL(out, 4, L);
   }
 }
 
@@ -167,10 +183,12 @@ function drawn(a, st) {
 
 function drawFrame(a, { q, r, inp }) {
   const st = previewState(a), d = drawn(a, st);
+  // a plot's text is drawn left to right as it is: no isolate around its vectors
+  const L = inp.words, P = {...L, isolate: false};
   if (st.fromLive) saveServerData(d, st); // before the first write into whatever the server last sent
   col(d.query, "x", 0, q[0]); col(d.query, "y", 0, q[1]);
   col(d.query, "marker", 0, "circle"); col(d.query, "angle", 0, 0); // a previewed q is inside the plane
-  col(d.query, "label", 0, `q ${fmtVec(q, 2)}`);
+  col(d.query, "label", 0, `q ${fmtVec(q, 2, P)}`);
   d.query.change.emit();
   r.weights.forEach((w, j) => {
     col(d.lines, "xs", j, [q[0], inp.keys[j][0]]); col(d.lines, "ys", j, [q[1], inp.keys[j][1]]);
@@ -178,12 +196,12 @@ function drawFrame(a, { q, r, inp }) {
     if (!inp.scalar && d.plane_values) col(d.plane_values, "size", j, 8 + 16 * w);
   });
   d.lines.change.emit();
-  drawBars(st, d.bars, r.weights);
+  drawBars(st, d.bars, r.weights, L);
   if (inp.scalar && d.line) {
-    drawOutput(st, d.line, r.output[0]);
+    drawOutput(st, d.line, r.output[0], L);
   } else if (!inp.scalar && d.plane_out) {
     col(d.plane_out, "x", 0, r.output[0]); col(d.plane_out, "y", 0, r.output[1]);
-    col(d.plane_out, "label", 0, `output ${fmtVec(r.output, 4)}`);
+    col(d.plane_out, "label", 0, `${L.output_word} ${fmtVec(r.output, 4, P)}`);
     d.plane_out.change.emit(); d.plane_values.change.emit();
   }
   if (d.cells == null) return; // the matrix tab has not been opened yet
@@ -192,12 +210,12 @@ function drawFrame(a, { q, r, inp }) {
   for (let c = 0; c < cells.y.length; c++) {
     if (cells.y[c] !== inp.selected) continue;
     const w = r.weights[cells.x[c]];
-    cells.weight[c] = w; cells.label[c] = fmt(w, inp.cellDecimals); cells.text_color[c] = w < 0.55 ? "white" : "black";
+    cells.weight[c] = w; cells.label[c] = fmtL(w, inp.cellDecimals, L); cells.text_color[c] = w < 0.55 ? "white" : "black";
   }
   d.cells.change.emit();
   const dec = inp.cellDecimals;
-  col(d.sums, "label", inp.selected, fmt(r.weights.reduce((s, w) => s + w, 0), dec));
-  col(d.outputs, "label", inp.selected, inp.scalar ? fmt(r.output[0], dec) : fmtVec(r.output, dec));
+  col(d.sums, "label", inp.selected, fmtL(r.weights.reduce((s, w) => s + w, 0), dec, L));
+  col(d.outputs, "label", inp.selected, inp.scalar ? fmtL(r.output[0], dec, L) : fmtVec(r.output, dec, P));
   d.sums.change.emit(); d.outputs.change.emit();
 }
 

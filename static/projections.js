@@ -55,10 +55,17 @@ function selfAttention(X, WQ, WK, WV, T) {
 
 // The text widgets/projections.py writes for the same numbers (projection_status): during a drag, the
 // dragged handle and where it is, then each token's output.
-const fmtPoint = (p, d) => "(" + p.map((c) => fmt(c, d)).join(", ") + ")";
-function statusText(tokens, r, handle = "", at = null) {
-  const where = handle ? `${handle} ${fmtPoint(at, 2)} → ` : "";
-  return where + "Outputs Σ aⱼvⱼ: " + tokens.map((t, i) => `${t} ${fmtPoint(r.output[i], 4)}`).join(" · ");
+// `w`: the page's language (widgets/i18n.py, Translator.number_format, and the line's template `outputs`).
+const ENGLISH_WORDS = { decimal: ".", vector_sep: ", ", isolate: false, outputs: "Outputs Σ aⱼvⱼ: {outputs}" };
+const fmtIn = (x, d, w) => (w.decimal === "." ? fmt(x, d) : fmt(x, d).replace(".", w.decimal));
+const fmtPoint = (p, d, w) => {
+  const s = "(" + p.map((c) => fmtIn(c, d, w)).join(w.vector_sep) + ")";
+  return w.isolate ? "\u2066" + s + "\u2069" : s;
+};
+function statusText(tokens, r, handle = "", at = null, w = ENGLISH_WORDS) {
+  const where = handle ? `${handle} ${fmtPoint(at, 2, w)} → ` : "";
+  const outputs = tokens.map((t, i) => `${t} ${fmtPoint(r.output[i], 4, w)}`).join(" · ");
+  return where + w.outputs.replace("{outputs}", () => outputs);
 }
 
 // --- the drag ---------------------------------------------------------------------------------------------------
@@ -71,10 +78,17 @@ function projectionState(a) {
   return st;
 }
 
+// the page's language as the server sends it (JSON text), parsed once per text
+let projectionWordsText = null, projectionWordsParsed = null;
+function projectionWords(text) {
+  if (text !== projectionWordsText) { projectionWordsText = text; projectionWordsParsed = JSON.parse(text); }
+  return projectionWordsParsed;
+}
+
 function projectionInputs(a) {
   const d = a.inputs.data;
   return { X: d.X[0], W: d.W[0], T: d.T[0], tokens: d.tokens[0], role: d.role[0], grab: d.grab[0],
-           names: { x: d.names_x[0], w: d.names_w[0] } };
+           names: { x: d.names_x[0], w: d.names_w[0] }, words: projectionWords(d.words[0]) };
 }
 
 // (x, y) clamped to the plane's visible range, as the server clamps it; null if not finite.
@@ -144,14 +158,14 @@ function showStatus(a, st, text) {
 }
 
 // The cell of each number carries data-m (which quantity), data-i and data-j (its row and column).
-function writeNumbers(a, st, r) {
+function writeNumbers(a, st, r, w) {
   const el = markupOf(st, a.numbers);
   if (el == null) return;
   for (const td of el.querySelectorAll("[data-m]")) {
     const q = r[td.dataset.m];
     if (q === undefined) continue;
     const x = td.dataset.j === undefined ? q[+td.dataset.i] : q[+td.dataset.i][+td.dataset.j];
-    td.textContent = fmt(x, 4);
+    td.textContent = fmtIn(x, 4, w);
   }
 }
 
@@ -161,9 +175,9 @@ function previewProjection(a, st, p) {
   if (st.plane === "x") X[st.target] = p; else W[inp.role][st.target] = p;
   const r = selfAttention(X, W[0], W[1], W[2], inp.T);
   st.previewed = st.seq; // the position this preview is for
-  st.text = statusText(inp.tokens, r, inp.names[st.plane][st.target], p);
+  st.text = statusText(inp.tokens, r, inp.names[st.plane][st.target], p, inp.words);
   showStatus(a, st, st.text);
-  writeNumbers(a, st, r);
+  writeNumbers(a, st, r, inp.words);
   st.frame = { X, W, r, role: inp.role };
   if (!st.frameRequested) {
     st.frameRequested = true;

@@ -392,3 +392,17 @@ def test_malformed_questions_are_refused_at_import(bad):
 def test_malformed_number_question_is_refused():
     with pytest.raises(ValueError):
         Question("x", 1, "number", "?", answer="0.73", why="", decimals=3, exact="0.731")
+
+
+def test_a_number_is_read_with_the_pages_decimal_mark():
+    """French, Spanish, German: 0,731 is right; 0.731 is refused (not a try) with how to write it."""
+    q = BY_ID["two-key-softmax"]
+    assert q.grade("0,731", ",").ok is True and q.grade("0,7311", ",").ok is True
+    refused = q.grade("0.731", ",")
+    assert refused.ok is None and "0,731" in refused.feedback
+    p, outcome = Progress().answer(q, "0.731", ",")
+    assert outcome.status == "refused" and p.of(q.id).tries == 0
+    p, outcome = Progress().answer(q, "0,731", ",")
+    assert outcome.status == "right" and p.of(q.id).last == "0.731"  # stored with a point in every language
+    too_few = q.grade("0,73", ",")
+    assert too_few.ok is False and "0,73" in too_few.feedback

@@ -264,3 +264,28 @@ def test_module_2s_figures(monkeypatch, state):
     assert "<th scope='row'>8</th><td>64</td><td>512 B</td>" in html
     assert view._times.data["x"] == [3, 8] and len(view._image.data["image"]) == 1
     assert count_text(10 ** 8) == "100,000,000 (10⁸)" and bytes_text(8 * 4096 ** 2) == "134 MB"
+
+
+# --- the Heads tab in the page's language ------------------------------------------------------------------------
+
+def test_the_heads_tab_speaks_the_pages_language(monkeypatch, state):
+    monkeypatch.setitem(pn.state.cache, CACHE_KEY, CostCache(measure=Counting()))
+    heads = HeadsView(state=state)
+    state.load_heads_preset()
+    state.lang = "fr"
+    html = heads.matrices.object
+    assert "<figcaption>Tête 1 : jeton précédent</figcaption>" in html and "<figcaption>Tête 2 : lui-même</figcaption>" in html
+    e = [math.exp(5 / math.sqrt(2) * c) for c in (1.0, 0.5, -0.5)]  # head 1, love: previous token I
+    row = "\u00a0; ".join(f"{t} {fmt(w / sum(e), 2).replace('.', ',')}" for t, w in zip(("I", "love", "NLP"), e))
+    assert f"love: {row}" in html  # French writes 0,14 and separates the list's numbers with " ; " (no break before ";")
+    assert heads.explore[0].label == "Explorer la tête 1" and heads.preset.label == "Deux têtes : jeton précédent\u00a0; lui-même"
+    assert heads._inputs[(0, 0)].value == "0,5"  # W_O averages the two heads
+    state.cost_n = 8
+    figures = next(p for p in heads._layout.select(pn.pane.HTML) if p.name == "cost-figures").object
+    # CLDR's French groups digits with a narrow no-break space; a French teacher writes octets: ko, Mo
+    assert "<th scope='row'>100</th><td>10\u202f000 (10⁴)</td><td>80 ko</td>" in figures
+    assert "<td>100\u202f000\u202f000 (10⁸)</td><td>800 Mo</td>" in figures
+    state.lang = "de"
+    assert "<td>100.000.000 (10⁸)</td><td>800 MB</td>" in next(
+        p for p in heads._layout.select(pn.pane.HTML) if p.name == "cost-figures").object
+

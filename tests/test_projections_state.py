@@ -258,7 +258,7 @@ def test_whatever_the_page_writes_reopens_the_same_view(state):
     ({"embeddings": "1,0;0,1"}, "embeddings = '1,0;0,1' ignored: 3 rows"),
     ({"embeddings": "1,0;0,1;1,nan"}, "embeddings = '1,0;0,1;1,nan' ignored"),
     ({"heads": "0"}, "heads = '0' ignored: choose 1 to 4."),
-    ({"head": "2"}, "head = '2' ignored: choose one of the 1 heads"),
+    ({"head": "2"}, "head = '2' ignored: there is 1 head, 1"),
     ({"heads": "2", "head": "3"}, "head = '3' ignored: choose one of the 2 heads"),
     ({"wq1": "1,0;0"}, "wq1 = '1,0;0' ignored: head 1's W_Q is 2 rows"),
     ({"wv5": "1,0;0,1"}, "unknown argument 'wv5' ignored."),

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from core import I_LOVE_NLP, PRESETS
+from widgets.i18n import LANGUAGES, N_, languages, ngettext
 from widgets.state import (
     COST_SIZES, CUSTOM, DEFAULT_PRESET, DEFAULT_PROJECTIONS, DEFAULT_TEMPERATURE, DEFAULT_W_O, MAX_ABS_COORD, MAX_HEADS,
     MAX_TEMPERATURE, MAX_TOKEN_CHARS, MAX_TOKENS, MIN_TEMPERATURE, MIN_TOKENS, MODES, ROLES, STEPS, THEMES,
@@ -37,7 +38,7 @@ HEAD_ARGUMENT_PARAMS = ("embeddings", "projections", "heads", "head", "w_o", "te
                         "projection_seed")
 #: Query arguments the page understands, in the order they are written.
 ARGUMENTS = ("preset", "tokens", "keys", "values", "scale", "causal", "trap", "q", "row", "step", "mode", "theme",
-             *PROJECTION_ARGUMENTS)
+             "lang", *PROJECTION_ARGUMENTS)
 #: The largest seed the address takes (a NumPy seed can be larger; no page draws that many times).
 MAX_SEED = 2 ** 31 - 1
 #: The switches and the word for each of their states.
@@ -58,6 +59,14 @@ def _text(raw) -> str:
 
 
 _quote = shown  # the value as the notice shows it: quoted, shortened, plain text (the notice never renders HTML)
+
+
+def _and(names: list[str]):
+    """``keys and values``, with the page's word for "and"."""
+    out = names[0]
+    for name in names[1:]:
+        out = N_("{a} and {b}", a=out, b=name)
+    return out
 
 
 def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict, list[str]]:
@@ -105,7 +114,8 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
             if value in words:
                 settings[name] = value == words[1]
             else:
-                problems.append(f"{name} = {_quote(value)} ignored: choose {' or '.join(words)}.")
+                problems.append(N_("{name} = {value} ignored: choose {a} or {b}.", name=name, value=_quote(value),
+                                   a=words[0], b=words[1]))
         elif name == "q":
             try:
                 parts = [parse_coordinate(c) for c in value.split(",")]
@@ -114,8 +124,8 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
             if len(parts) == 2:
                 settings["query"] = (parts[0], parts[1])
             else:
-                problems.append(f"q = {_quote(value)} ignored: two numbers separated by ',', each within "
-                                f"±{MAX_ABS_COORD:g}.")
+                problems.append(N_("q = {value} ignored: two numbers separated by ',', each within ±{limit}.",
+                                   value=_quote(value), limit=f"{MAX_ABS_COORD:g}"))
         elif name == "row":
             # the name as written first (tokens "love" and "LOVE" may both exist), then any case if only one fits
             matches = [i for i, t in enumerate(tokens) if t == value] or [
@@ -123,20 +133,28 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
             if len(matches) == 1:
                 settings["selected"] = matches[0]
             else:
-                problems.append(f"row = {_quote(value)} ignored: choose one of {', '.join(tokens)}.")
+                problems.append(N_("row = {value} ignored: choose one of {tokens}.", value=_quote(value),
+                                   tokens=", ".join(tokens)))
         elif name == "step":
             if value in {str(i) for i in range(1, len(STEPS) + 1)}:
                 settings.update(guided=True, step=int(value))
             else:
-                problems.append(f"step = {_quote(value)} ignored: choose 1, 2 or 3.")
+                problems.append(N_("step = {value} ignored: choose 1, 2 or 3.", value=_quote(value)))
         elif name in ("mode", "theme"):
             allowed = MODES if name == "mode" else THEMES
             if value in allowed:
                 settings[name] = value
             else:
-                problems.append(f"{name} = {_quote(value)} ignored: choose {' or '.join(allowed)}.")
+                problems.append(N_("{name} = {value} ignored: choose {a} or {b}.", name=name, value=_quote(value),
+                                   a=allowed[0], b=allowed[1]))
+        elif name == "lang":
+            if value in languages():
+                settings["lang"] = value
+            else:
+                problems.append(N_("lang = {value} ignored: choose one of {choices}.", value=_quote(value),
+                                   choices=", ".join(LANGUAGES)))
         elif name not in ROOM_ARGUMENTS:
-            problems.append(f"unknown argument {_quote(name)} ignored.")
+            problems.append(N_("unknown argument {name} ignored.", name=_quote(name)))
     return settings, problems
 
 
@@ -181,7 +199,8 @@ def _parse_data(values_of: dict[str, str], tokens: list[str]) -> tuple[dict, lis
             settings["preset"] = names[0]
             base = PRESETS[names[0]]
         else:
-            problems.append(f"preset = {_quote(value)} ignored: choose one of {'; '.join(PRESETS)}.")
+            problems.append(N_("preset = {value} ignored: choose one of {choices}.", value=_quote(value),
+                               choices="; ".join(PRESETS)))
     n_before = n = len(base.tokens) if base is not None else len(tokens)
     data: dict = {}
     bad: list[str] = []
@@ -193,9 +212,10 @@ def _parse_data(values_of: dict[str, str], tokens: list[str]) -> tuple[dict, lis
             data["tokens"] = names
             n = len(names)
         else:
-            bad.append(f"tokens = {_quote(value)} is not {MIN_TOKENS} to {MAX_TOKENS} different names separated "
-                       f"by ';', each up to {MAX_TOKEN_CHARS} letters, digits, spaces or . , ! ? ' -.")
-    for name, width, what in (("keys", (2,), "two numbers"), ("values", (1, 2), "one or two numbers")):
+            bad.append(N_("tokens = {value} is not {low} to {high} different names separated by ';', each up to "
+                          "{chars} letters, digits, spaces or . , ! ? ' -.", value=_quote(value), low=MIN_TOKENS,
+                          high=MAX_TOKENS, chars=MAX_TOKEN_CHARS))
+    for name, width, what in (("keys", (2,), N_("two numbers")), ("values", (1, 2), N_("one or two numbers"))):
         if name not in values_of:
             continue
         value = values_of[name]
@@ -206,16 +226,16 @@ def _parse_data(values_of: dict[str, str], tokens: list[str]) -> tuple[dict, lis
         if rows is not None and len(rows) == n:
             data[name] = rows[:, 0] if name == "values" and rows.shape[1] == 1 else rows
         else:
-            bad.append(f"{name} = {_quote(value)} is not {n} rows separated by ';', each {what} separated by ',', "
-                       f"within ±{MAX_ABS_COORD:g}.")
+            bad.append(N_("{name} = {value} is not {n} rows separated by ';', each {what} separated by ',', within "
+                          "±{limit}.", name=name, value=_quote(value), n=n, what=what, limit=f"{MAX_ABS_COORD:g}"))
     missing = [name for name in ("keys", "values") if name not in values_of]
     if "tokens" in data and missing and n != n_before:
         # the rows not given come from the preset or the page, which have another number of tokens
-        bad.append(f"tokens = {_quote(values_of['tokens'])}: {n} tokens need {' and '.join(missing)} with one row "
-                   "each.")
+        bad.append(N_("tokens = {value}: {n} tokens need {missing} with one row each.",
+                      value=_quote(values_of["tokens"]), n=n, missing=_and(missing)))
     given = [name for name in ("tokens", "keys", "values") if name in values_of]
     if bad:
-        problems.append(f"{' and '.join(given)} ignored, the example's own used instead: " + " ".join(bad))
+        problems.append(N_("{given} ignored, the example's own used instead: {why}", given=_and(given), why=bad))
     else:
         settings.update(data)
     return settings, problems
@@ -237,21 +257,23 @@ def _parse_heads(values_of: dict[str, str]) -> tuple[dict, list[str]]:
         if rows is not None:
             settings["embeddings"] = rows
         else:
-            problems.append(f"embeddings = {_quote(value)} ignored: 3 rows separated by ';', each two numbers "
-                            f"separated by ',', within ±{MAX_ABS_COORD:g}.")
+            problems.append(N_("embeddings = {value} ignored: 3 rows separated by ';', each two numbers separated by "
+                               "',', within ±{limit}.", value=_quote(value), limit=f"{MAX_ABS_COORD:g}"))
     heads = 1
     if "heads" in values_of:
         value = values_of["heads"]
         if value in {str(h) for h in range(1, MAX_HEADS + 1)}:
             heads = settings["heads"] = int(value)
         else:
-            problems.append(f"heads = {_quote(value)} ignored: choose 1 to {MAX_HEADS}.")
+            problems.append(N_("heads = {value} ignored: choose 1 to {limit}.", value=_quote(value), limit=MAX_HEADS))
     if "head" in values_of:
         value = values_of["head"]
         if value in {str(h) for h in range(1, heads + 1)}:
             settings["head"] = int(value) - 1
         else:
-            problems.append(f"head = {_quote(value)} ignored: choose one of the {heads} heads, 1 to {heads}.")
+            problems.append(ngettext("head = {value} ignored: there is {n} head, 1.",
+                                     "head = {value} ignored: choose one of the {n} heads, 1 to {n}.", heads,
+                                     value=_quote(value)))
     projections = np.array(DEFAULT_PROJECTIONS)
     for h in range(MAX_HEADS):
         for k, role in enumerate(ROLES):
@@ -264,16 +286,20 @@ def _parse_heads(values_of: dict[str, str]) -> tuple[dict, list[str]]:
                 projections[h, k] = rows
                 settings["projections"] = projections
             else:
-                problems.append(f"{name} = {_quote(value)} ignored: head {h + 1}'s {role} is 2 rows separated by "
-                                f"';', each two numbers separated by ',', within ±{MAX_ABS_COORD:g}.")
+                problems.append(N_("{name} = {value} ignored: head {head}'s {role} is 2 rows separated by ';', "
+                                   "each two numbers separated by ',', within ±{limit}.", name=name,
+                                   value=_quote(value), head=h + 1, role=role, limit=f"{MAX_ABS_COORD:g}"))
     if "wo" in values_of:
         value = values_of["wo"]
         rows = _pairs(value, 2 * heads)
         if rows is not None:
             settings["w_o"] = rows
         else:
-            problems.append(f"wo = {_quote(value)} ignored: W_O of {heads} head{'s' * (heads > 1)} is {2 * heads} "
-                            f"rows separated by ';', each two numbers separated by ',', within ±{MAX_ABS_COORD:g}.")
+            problems.append(ngettext("wo = {value} ignored: W_O of {n} head is {rows} rows separated by ';', each "
+                                     "two numbers separated by ',', within ±{limit}.",
+                                     "wo = {value} ignored: W_O of {n} heads is {rows} rows separated by ';', each "
+                                     "two numbers separated by ',', within ±{limit}.", heads, value=_quote(value),
+                                     rows=2 * heads, limit=f"{MAX_ABS_COORD:g}"))
     if "heads" in settings and "w_o" not in settings:
         settings["w_o"] = default_w_o(heads)
     if "temperature" in values_of:
@@ -285,20 +311,22 @@ def _parse_heads(values_of: dict[str, str]) -> tuple[dict, list[str]]:
         if t is not None and MIN_TEMPERATURE <= t <= MAX_TEMPERATURE:
             settings["temperature"] = t
         else:
-            problems.append(f"temperature = {_quote(value)} ignored: a number from {MIN_TEMPERATURE:g} to "
-                            f"{MAX_TEMPERATURE:g}.")
+            problems.append(N_("temperature = {value} ignored: a number from {low} to {high}.", value=_quote(value),
+                               low=f"{MIN_TEMPERATURE:g}", high=f"{MAX_TEMPERATURE:g}"))
     if "n" in values_of:
         value = values_of["n"]
         if value in {str(n) for n in COST_SIZES}:
             settings["cost_n"] = int(value)
         else:
-            problems.append(f"n = {_quote(value)} ignored: choose one of {', '.join(map(str, COST_SIZES))}.")
+            problems.append(N_("n = {value} ignored: choose one of {choices}.", value=_quote(value),
+                               choices=", ".join(map(str, COST_SIZES))))
     if "seed" in values_of:
         value = values_of["seed"]
         if value.isascii() and value.isdigit() and len(value) <= 10 and int(value) <= MAX_SEED:
             settings["projection_seed"] = int(value)
         else:
-            problems.append(f"seed = {_quote(value)} ignored: a whole number from 0 to {MAX_SEED}.")
+            problems.append(N_("seed = {value} ignored: a whole number from 0 to {limit}.", value=_quote(value),
+                               limit=MAX_SEED))
     return settings, problems
 
 
@@ -330,9 +358,11 @@ def apply_address(state: AttentionState, args: Mapping[str, Iterable]) -> None:
             heads[name] = np.array(heads[name], dtype=np.float64)
             heads[name].setflags(write=False)
     state.param.update(**heads)
+    if "lang" in settings:
+        state.lang_chosen = True
     state.param.update(**settings)
-    state.notice = ("Some of the page address was ignored, defaults are used instead: " + " ".join(problems)
-                    if problems else "")
+    state.notice = (N_("Some of the page address was ignored, defaults are used instead: {problems}",
+                       problems=problems) if problems else "")
 
 
 def address_of(state: AttentionState) -> dict[str, str]:
@@ -354,6 +384,9 @@ def address_of(state: AttentionState) -> dict[str, str]:
     if state.guided:
         out["step"] = str(state.step)
     out.update(mode=state.mode, theme=state.theme)
+    # a language the learner chose (menu or link) travels with the link; their browser's own is each reader's
+    if state.lang_chosen:
+        out["lang"] = state.lang
     out.update(_heads_address(state))
     return out
 

@@ -18,6 +18,7 @@ from bokeh.models import Div
 
 from widgets.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
 from widgets.check import STORAGE_KEY, STORE_NAME
+from widgets.i18n import N_, menu_languages
 from widgets.questions import MAX_JSON_CHARS
 from widgets.state import AttentionState
 from widgets.updates import one_message
@@ -27,11 +28,12 @@ NUDGE, FINE_NUDGE = 0.1, 0.01
 
 #: Shortcut -> what it does, as the help text and the README list them.
 SHORTCUTS = (
-    ("← ↑ → ↓", "move q by 0.1 (with Shift: 0.01)"),
-    ("← →", "in step-through: previous / next step (↑ ↓ still move q; arrows always move q while the plot has focus)"),
-    ("Space", "next step (starts the step-through)"),
-    ("1  2  3", "inspect the query of I / love / NLP"),
-    ("R", "reset the example"),
+    ("← ↑ → ↓", N_("move q by 0.1 (with Shift: 0.01)")),
+    ("← →", N_("in step-through: previous / next step (↑ ↓ still move q; arrows always move q while the plot has "
+               "focus)")),
+    (N_("Space"), N_("next step (starts the step-through)")),
+    ("1  2  3", N_("inspect the query of I / love / NLP")),
+    ("R", N_("reset the example")),
 )
 
 _ARROWS = {"ArrowLeft": (-1, 0), "ArrowRight": (1, 0), "ArrowUp": (0, 1), "ArrowDown": (0, -1)}
@@ -78,11 +80,14 @@ class BrowserBridge(pn.custom.JSComponent):
     every query argument on the server, and one over 4,300 digits breaks the session there).
     The Check tab's progress is kept in ``localStorage`` from the text of the page's ``learner-progress`` Div,
     and what the browser holds comes back as the message ``{"stored": text}``, passed to ``on_stored``
-    (:class:`widgets.check.ProgressStore`).
+    (:class:`widgets.check.ProgressStore`). The title's language menu (app.py) sends ``{"lang": code}``.
     """
 
     mode = param.String(default="normal")
     theme = param.String(default="light")
+    lang = param.String(default="en", doc="<html lang>: the page's language (widgets/i18n.py).")
+    dir = param.String(default="ltr", doc="<html dir>: 'rtl' for a language written right to left.")
+    lost = param.List(default=["", ""], doc="The connection-lost banner's text and its button's, in the page's language.")
     navigate = param.String(default="", doc=(
         "A query to load the page at, e.g. '?room=K7M4QX': the browser goes there (a new page load, which a "
         "proxy routes by its arguments). Empty: stay."))
@@ -163,13 +168,15 @@ export function render({ model, el, view }) {
   const paint = () => {
     const target = scope()
     if (target == null) { requestAnimationFrame(paint); return }  // not in the page yet
-    const changed = target.dataset.mode !== model.mode
+    const changed = target.dataset.mode !== model.mode || target.dir !== model.dir || target.lang !== model.lang
     target.dataset.mode = model.mode
     target.dataset.theme = model.theme
+    target.lang = model.lang
+    target.dir = model.dir
     if (changed) relayout()
   }
   paint()
-  model.on(["mode", "theme"], paint)
+  model.on(["mode", "theme", "lang", "dir"], paint)
   // The address bar follows the state a moment after it settles, so a drag does not fill the history; a
   // room's arguments stay, so reloading keeps presenting or following (widgets/follow.py).
   let timer = null
@@ -201,7 +208,17 @@ export function render({ model, el, view }) {
     model.send_msg({key: e.key, shift: e.shiftKey, in_plot: inPlot})
   }
   document.addEventListener("keydown", onKey)
-  model.on("remove", () => { document.removeEventListener("keydown", onKey); clearTimeout(timer) })
+  // the title's language menu (app.py) says what was chosen; the server rewrites the page in place
+  const onLanguage = (e) => {
+    if (!model.whole_page && !e.composedPath().includes(scope())) return  // another display of the app
+    model.send_msg({lang: String(e.detail)})
+  }
+  document.addEventListener("ae-language", onLanguage)
+  model.on("remove", () => {
+    document.removeEventListener("keydown", onKey)
+    document.removeEventListener("ae-language", onLanguage)
+    clearTimeout(timer)
+  })
 
   // The learner's progress on the Check tab (widgets/check.py's ProgressStore), kept in this browser's
   // localStorage: what it holds goes to this page's own session once as the page opens, and each progress the
@@ -239,10 +256,9 @@ export function render({ model, el, view }) {
     banner.setAttribute("data-testid", "connection-lost")
     banner.style.cssText = "position: fixed; top: 0; left: 0; right: 0; z-index: 10000; padding: 12px 16px; " +
       "background: #8a1c00; color: #fff; font: 600 20px/1.4 system-ui, sans-serif; text-align: center"
-    banner.textContent = "Lost the connection to the server. The page address keeps this view: " +
-      "reload once the server is back. "
+    banner.textContent = model.lost[0] + " "
     const reload = document.createElement("button")
-    reload.textContent = "Reload"
+    reload.textContent = model.lost[1]
     reload.style.cssText = "font: inherit; margin-left: 12px; padding: 2px 14px; color: #8a1c00; background: #fff; " +
       "border: 2px solid #fff; border-radius: 4px; cursor: pointer"
     reload.addEventListener("click", () => window.location.reload())
@@ -262,10 +278,10 @@ export function render({ model, el, view }) {
         # component's params cost the server about 1.5 ms on every update, and the address changes on most. The
         # page adds this Div to its document as a root of its own (app.py): it needs no view, only its text.
         self.address_div = Div(name="page-address", text="", visible=False)
-        self.state.param.watch(self._sync_look, ["mode", "theme"])
+        self.state.param.watch(self._sync_look, ["mode", "theme", "lang"])
         self.state.param.watch(self._sync_address, ["mode", "theme", "query", "selected", "guided", "step", "preset",
                                                     "tokens", "keys", "values", "scale", "causal", "trap",
-                                                    "previewing", *HEAD_ARGUMENT_PARAMS])
+                                                    "previewing", "lang", *HEAD_ARGUMENT_PARAMS])
         self._sync_look()
         self._sync_address()
 
@@ -275,7 +291,10 @@ export function render({ model, el, view }) {
         return self.address_div.text
 
     def _sync_look(self, *_):
-        self.param.update(mode=self.state.mode, theme=self.state.theme)
+        s, tr = self.state, self.state.tr
+        self.param.update(mode=s.mode, theme=s.theme, lang=s.lang, dir="rtl" if tr.rtl else "ltr", lost=[
+            tr._("Lost the connection to the server. The page address keeps this view: reload once the server is "
+                 "back."), tr._("Reload")])
 
     def _sync_address(self, *_):
         s = self.state
@@ -287,6 +306,12 @@ export function render({ model, el, view }) {
 
     def _handle_msg(self, msg) -> None:
         if not isinstance(msg, dict):
+            return
+        if "lang" in msg:  # the language menu's choice (app.py): a known code only, whatever the page sent
+            if msg["lang"] in menu_languages() and msg["lang"] != self.state.lang:
+                with one_message():
+                    self.state.lang_chosen = True
+                    self.state.lang = msg["lang"]
             return
         if "stored" in msg:  # the learner's progress, as the browser holds it (ProgressStore)
             if self.on_stored is not None:

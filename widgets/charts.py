@@ -11,7 +11,7 @@ import param
 from bokeh.models import ColumnDataSource, Div, Range1d, Scatter, Segment, Text
 from bokeh.plotting import figure
 
-from widgets.format import fmt, fmt_short, fmt_vec, token_color
+from widgets.format import token_color
 from widgets.glyphs import draw
 from widgets.state import AttentionState
 
@@ -53,18 +53,19 @@ class WeightBars(pn.viewable.Viewer):
                        css_classes=["chart"], html_attributes={"tabindex": "0"})
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
-        self.state.param.watch(self._render, ["plotted", "tokens", "guided", "step", "mode"])
+        self.state.param.watch(self._render, ["plotted", "tokens", "guided", "step", "mode", "lang"])
         self._render()
 
     def _render(self, *_):
         s = self.state
+        tr = s.tr
         w = s.plotted.weights[s.selected]
         n, num = len(w), CHART_FONT[s.mode]
         top = round(num * 1.4 + 4)  # room for a bar's number above it
         bottom = top + 120
         height = bottom + round(num * 1.6)
         revealed = s.revealed(2)
-        self.shown = dict(top=w.tolist() if revealed else [], label=[fmt(a) for a in w] if revealed else [])
+        self.shown = dict(top=w.tolist() if revealed else [], label=[tr.num(a) for a in w] if revealed else [])
         parts = [f'<line class="axis" x1="0" x2="100%" y1="{bottom}" y2="{bottom}"/>']
         width = 70 / n  # % of the chart: bars take 70 % of their slot
         for j, (token, a) in enumerate(zip(s.tokens, w)):
@@ -74,15 +75,16 @@ class WeightBars(pn.viewable.Viewer):
                 parts += [f'<rect class="bar" data-j="{j}" data-weight="{float(a)!r}" x="{x - width / 2:.3f}%" '
                           f'width="{width:.3f}%" y="{bottom - h:.2f}" height="{h:.2f}" fill="{token_color(j)}"/>',
                           f'<text class="value" data-j="{j}" x="{x:.3f}%" y="{bottom - h - 6:.2f}" '
-                          f'text-anchor="middle">{fmt(a)}</text>']
+                          f'text-anchor="middle">{tr.num(a)}</text>']
             else:  # the step-through: a "?" stands where each bar will be, so the picture gives nothing away
                 parts.append(f'<text class="unknown" x="{x:.3f}%" y="{(top + bottom) / 2:.0f}" text-anchor="middle" '
                              f'dominant-baseline="middle">?</text>')
             parts.append(f'<text class="token" x="{x:.3f}%" y="{height - 4}" text-anchor="middle">{escape(token)}</text>')
-        label = ", ".join(f"{t} {fmt(a) if revealed else '?'}" for t, a in zip(s.tokens, w))
-        self.div.text = (_heading("Softmax weights a = softmax(s)") +
+        label = tr._("Softmax weights: {list}", list=tr.list_sep.join(f"{t} {tr.num(a) if revealed else '?'}"
+                                                                      for t, a in zip(s.tokens, w)))
+        self.div.text = (_heading(tr._("Softmax weights a = softmax(s)")) +
                          f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" '
-                         f'role="img" aria-label="Softmax weights: {escape(label)}">{"".join(parts)}</svg>')
+                         f'role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
     def __panel__(self):
         return self._layout
@@ -105,11 +107,12 @@ class OutputLine(pn.viewable.Viewer):
                        css_classes=["chart"], html_attributes={"tabindex": "0"})  # as the bars
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
-        self.state.param.watch(self._render, ["plotted", "tokens", "values", "guided", "step", "mode"])
+        self.state.param.watch(self._render, ["plotted", "tokens", "values", "guided", "step", "mode", "lang"])
         self._render()
 
     def _render(self, *_):
         s = self.state
+        tr = s.tr
         v = np.asarray(s.values, dtype=float)
         if v.ndim != 1:  # vector values: ValuePlane shows them instead
             return
@@ -126,7 +129,7 @@ class OutputLine(pn.viewable.Viewer):
         order = np.argsort(v, kind="stable")
         rows, last_end = {}, {}
         for j in order:
-            text = f"v {s.tokens[j]} = {fmt_short(v[j], 2)}"
+            text = f"v {s.tokens[j]} = {tr.short(v[j], 2)}"
             width = 100 * 0.6 * num * len(text) / 420  # % of a 420 px chart; wider charts have room to spare
             x = at(v[j])
             start = x if x < 15 else x - width if x > 85 else x - width / 2  # as the label is anchored below
@@ -144,18 +147,18 @@ class OutputLine(pn.viewable.Viewer):
                       f'<text class="value" x="{x:.3f}%" y="{line_y - 14 - row * num * 1.3:.1f}" '
                       f'text-anchor="{"start" if x < 15 else "end" if x > 85 else "middle"}">{escape(text)}</text>']
         revealed = s.revealed(3)
-        self.shown = dict(x=[out] if revealed else [], label=[fmt(out)] if revealed else [])
+        self.shown = dict(x=[out] if revealed else [], label=[tr.num(out)] if revealed else [])
         if revealed:
             parts += [f'<text class="marker" data-output="marker" x="{at(out):.3f}%" y="{line_y + num * 1.2:.1f}" '
                       'text-anchor="middle">▲</text>',
                       f'<text class="output" data-output="label" x="{at(out):.3f}%" y="{line_y + num * 2.5:.1f}" '
-                      f'text-anchor="middle">{fmt(out)}</text>']
+                      f'text-anchor="middle">{tr.num(out)}</text>']
         else:  # the step-through: the output is not shown yet, below the line where it will be
             parts.append(f'<text class="unknown" x="50%" y="{line_y + num * 2:.1f}" text-anchor="middle">'
-                         'output = ?</text>')
-        label = f"Output {fmt(out) if revealed else '?'} between the values " + ", ".join(
-            f"{t} {fmt_short(x, 2)}" for t, x in zip(s.tokens, v))
-        self.div.text = (_heading("Output = Σ aᵢ vᵢ on the values' number line") +
+                         f'{escape(tr._("output"))} = ?</text>')
+        label = tr._("Output {value} between the values {list}", value=tr.num(out) if revealed else "?",
+                     list=tr.list_sep.join(f"{t} {tr.short(x, 2)}" for t, x in zip(s.tokens, v)))
+        self.div.text = (_heading(tr._("Output = Σ aᵢ vᵢ on the values' number line")) +
                          f'<svg class="number-line" width="100%" height="{height}" data-lo="{lo!r}" '
                          f'data-hi="{hi!r}" role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
@@ -179,7 +182,7 @@ class ValuePlane(pn.viewable.Viewer):
         self._values = ColumnDataSource(data=dict(x=[], y=[], x0=[], y0=[], label=[], color=[], size=[]),
                                         name="value-plane-values")
         self._output = ColumnDataSource(data=dict(x=[], y=[], label=[]), name="value-plane-output")
-        fig = figure(name="value-plane", title="Values vᵢ and the output Σ aᵢvᵢ", width=420, height=330,
+        fig = figure(name="value-plane", title=self.state.tr._("Values vᵢ and the output Σ aᵢvᵢ"), width=420, height=330,
                      x_range=Range1d(-1, 1), y_range=Range1d(-1, 1), tools="", toolbar_location=None)
         fig.title.text_font_size = "16px"
         fig.axis.major_label_text_font_size = "13px"
@@ -192,10 +195,12 @@ class ValuePlane(pn.viewable.Viewer):
              text_font_style="bold", text_align="center", text_baseline="bottom")
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
-        self.state.param.watch(self._render, "plotted")
+        self.state.param.watch(self._render, ["plotted", "lang"])
         self._render()
 
     def _render(self, *_):
+        tr = self.state.tr
+        self.figure.title.text = tr._("Values vᵢ and the output Σ aᵢvᵢ")
         V = np.asarray(self.state.values, dtype=float)
         if V.ndim != 2 or V.shape[1] != 2:
             return
@@ -208,10 +213,11 @@ class ValuePlane(pn.viewable.Viewer):
         self._values.data = dict(
             x=V[:, 0].tolist(), y=V[:, 1].tolist(), x0=[0.0] * len(V), y0=[0.0] * len(V),
             color=[token_color(i) for i in range(len(V))], size=(8 + 16 * w).tolist(),
-            label=[f"v {t} ({fmt_short(a)}, {fmt_short(b)})" for t, (a, b) in zip(tokens, V)],
+            label=[f"v {t} {tr.vec(v, 4, isolate=False, short=True)}" for t, v in zip(tokens, V)],
         )
         out = self.state.plotted.output[self.state.selected]
-        self._output.data = dict(x=[float(out[0])], y=[float(out[1])], label=[f"output {fmt_vec(out, 4)}"])
+        self._output.data = dict(x=[float(out[0])], y=[float(out[1])],
+                                 label=[f"{tr._('output')} {tr.vec(out, 4, isolate=False)}"])
 
     def __panel__(self):
         return self._layout

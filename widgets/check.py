@@ -28,7 +28,7 @@ from bokeh.models import Div
 from panel.io.state import set_curdoc
 
 from core import I_LOVE_NLP, scaled_dot_product_attention
-from widgets.format import fmt, fmt_short
+from widgets.i18n import N_, Text, Translator, translator
 from widgets.questions import (
     BY_ID, MAX_JSON_CHARS, MAX_NUMBER_CHARS, PRACTICE, PRECISION_RULE, QUESTIONS, SECTION_TOKENS, TASK_DECIMALS,
     TASK_RULE, TASKS, Outcome, Progress, Question, QuestionProgress, Task, TaskRecord, credit_line, explanation,
@@ -41,13 +41,14 @@ CHECK_CSS = (Path(__file__).resolve().parents[1] / "static" / "check.css").read_
 #: The section's Computational Laboratory, as it is in the project; the Check tab offers it for download.
 LAB_NOTEBOOK = Path(__file__).resolve().parents[1] / "lab" / "attention_lab.ipynb"
 #: Where a learner's answers go, as the Check tab says it.
-PRIVACY = ("Your answers stay in this browser, with no account, and are still here after a reload: they go only "
+PRIVACY = N_("Your answers stay in this browser, with no account, and are still here after a reload: they go only "
            "to this page's own server session (and, in a presenter's class poll, the one answer you send there, "
            "counted without your name).")
 #: The browser's localStorage key. A new progress format gets a new key (and a new VERSION).
 STORAGE_KEY = "attention-explorer.progress.v1"
 #: The name of the Bokeh Div that carries the progress to the browser (ProgressStore).
 STORE_NAME = "learner-progress"
+ENGLISH = translator("en")
 
 #: Each row's output with its own query (q = its key) on the Section 6 example: where a moved query started
 #: (I 3.5933, love 4.4067, NLP 4.0000). An immutable constant, the same for every learner.
@@ -142,7 +143,7 @@ class LearnerProgress(param.Parameterized):
     # --- answers ------------------------------------------------------------------------------------------------
     def answer(self, question_id: str, given) -> Outcome:
         """Check ``given`` (a choice's index, or the typed text) for question ``question_id``."""
-        progress, outcome = self.progress.answer(BY_ID[question_id], given)
+        progress, outcome = self.progress.answer(BY_ID[question_id], given, self.state.tr.decimal)
         if progress is not self.progress:
             self.progress = progress
         return outcome
@@ -178,16 +179,18 @@ class LearnerProgress(param.Parameterized):
         """Why task ``task_id`` does not count on the explorer as it is now; empty when it does."""
         s = self.state
         if self.following:
-            return "your page is following a presenter, so the explorer shows their work"
+            return N_("your page is following a presenter, so the explorer shows their work")
         if not on_section_6(s):
-            return ("the tokens, keys or values are not the Section 6 example's (choose its preset, or press "
-                    "Reset after an edit)")
+            return N_("the tokens, keys or values are not the Section 6 example's (choose its preset, or press "
+                      "Reset after an edit)")
         if not s.scale:
-            return "scaling by √d_k is switched off"
+            return N_("scaling by √d_k is switched off")
         if s.causal:
-            return "the causal mask is on"
-        if not s.revealed(3 if task_id == "nlp" else 2):
-            return "the step-through still hides the " + ("output" if task_id == "nlp" else "weights")
+            return N_("the causal mask is on")
+        if task_id == "nlp" and not s.revealed(3):
+            return N_("the step-through still hides the output")
+        if not s.revealed(2):
+            return N_("the step-through still hides the weights")
         return ""
 
     def _observe_nlp(self, *_):
@@ -217,47 +220,60 @@ class LearnerProgress(param.Parameterized):
 
 
 # --- the view ---------------------------------------------------------------------------------------------------
-def prompt_html(q: Question) -> str:
+def title_of(q: Question) -> Text:
+    """How a question is named: "Question 5" or "Practice problem 2"."""
+    return N_("Question {n}", n=q.number) if q.counts else N_("Practice problem {n}", n=q.number)
+
+
+def answer_text(q: Question, tr: Translator) -> str:
+    """The right answer as the page shows it: the right choice, or the number with the language's mark."""
+    return tr(q.choices[q.answer].text) if q.kind == "choice" else tr.mark(str(q.answer))
+
+
+def prompt_html(q: Question, tr: Translator = ENGLISH) -> str:
     """A question's title, prompt and hint (a disclosure the browser opens: no server round trip)."""
-    title = f"Question {q.number}" if q.counts else f"Practice problem {q.number}"
-    hint = (f'<details class="hint"><summary>Hint</summary><p>{escape(q.hint)}</p></details>' if q.hint else "")
-    return f'<h4>{title}</h4><p class="prompt">{escape(q.prompt)}</p>{hint}'
+    hint = (f'<details class="hint"><summary>{escape(tr._("Hint"))}</summary><p>{escape(tr(q.hint))}</p></details>'
+            if q.hint else "")
+    return f'<h4>{escape(tr(title_of(q)))}</h4><p class="prompt">{escape(tr(q.prompt))}</p>{hint}'
 
 
-def feedback_html(q: Question, qp: QuestionProgress, note: str = "") -> str:
+def feedback_html(q: Question, qp: QuestionProgress, note: str = "", tr: Translator = ENGLISH) -> str:
     """Under a question: ``note`` (why an input was refused), the credit line, the chosen wrong choice's
     explanation, the answer once shown, and the "Why" once answered right or shown."""
-    parts = [f'<p class="note">{escape(note)}</p>'] if note else []
+    parts = [f'<p class="note">{escape(tr(note))}</p>'] if note else []
     line = credit_line(q, qp)
     if line:
         kind = "right" if qp.right and (qp.credit or not q.counts) else "none" if qp.shown or qp.right else "wrong"
-        parts.append(f'<p class="credit {kind}">{escape(line)}</p>')
+        parts.append(f'<p class="credit {kind}">{escape(tr(line))}</p>')
     if why_not := explanation(q, qp):
-        parts.append(f'<p class="explanation">{escape(why_not)}</p>')
+        parts.append(f'<p class="explanation">{escape(tr(why_not))}</p>')
     if qp.shown and not qp.right:
-        parts.append(f'<p class="answer">Answer: {escape(q.answer_text)}</p>')
+        parts.append(f'<p class="answer">{escape(tr._("Answer: {answer}", answer=answer_text(q, tr)))}</p>')
     if qp.right or qp.shown:
-        parts.append(f'<p class="why"><strong>Why:</strong> {escape(q.why)}</p>')
+        parts.append(f'<p class="why"><strong>{escape(tr._("Why:"))}</strong> {escape(tr(q.why))}</p>')
     return f'<div role="status">{"".join(parts)}</div>' if parts else ""
 
 
-def task_html(task: Task, record: TaskRecord, paused: str) -> str:
+def task_html(task: Task, record: TaskRecord, paused: str, tr: Translator = ENGLISH) -> str:
     """A task: its tick, what to do, the numbers seen, and why it does not count right now (if it does not)."""
-    tick, status = ("✓", "done") if record.done else ("☐", "not done yet")
-    parts = [f'<h4><span class="tick" aria-hidden="true">{tick}</span>Task {task.number} — {status}</h4>',
-             f"<p>{escape(task.prompt)}</p>"]
-    seen = record.seen
+    tick, title = ("✓", N_("Task {n} — done", n=task.number)) if record.done else (
+        "☐", N_("Task {n} — not done yet", n=task.number))
+    parts = [f'<h4><span class="tick" aria-hidden="true">{tick}</span>{escape(tr(title))}</h4>',
+             f"<p>{escape(tr(task.prompt))}</p>"]
+    seen, sep = record.seen, tr.list_sep
     if task.id == "nlp" and record.done:
-        w = ", ".join(f"{escape(t)} {fmt(x)}" for t, x in zip(SECTION_TOKENS, seen["weights"]))
-        q = ", ".join(fmt_short(c) for c in seen["q"])
-        parts.append(f'<p class="seen">Seen on the query of “{escape(seen["row"])}”: q = ({q}); weights {w}; '
-                     f'output {fmt(seen["output"])}, from {fmt(seen["start"])} where q started.</p>')
+        w = sep.join(f"{t} {tr.num(x)}" for t, x in zip(SECTION_TOKENS, seen["weights"]))
+        parts.append('<p class="seen">' + escape(tr._(
+            "Seen on the query of “{token}”: q = {q}; weights {weights}; output {output}, from {start} where q "
+            "started.", token=seen["row"], q=tr.vec(seen["q"], 4, short=True), weights=w, output=tr.num(seen["output"]),
+            start=tr.num(seen["start"]))) + "</p>")
     elif task.id == "rows":
-        rows = [f"<li>{escape(t)}: " + (" + ".join(fmt(x) for x in seen[t]["weights"]) + f" = {fmt(seen[t]['sum'])}"
-                                        if t in seen else "not selected yet") + "</li>" for t in SECTION_TOKENS]
+        rows = [f"<li>{escape(t)}: " + (" + ".join(tr.num(x) for x in seen[t]["weights"]) + f" = {tr.num(seen[t]['sum'])}"
+                                        if t in seen else escape(tr._("not selected yet"))) + "</li>"
+                for t in SECTION_TOKENS]
         parts.append(f'<ul class="seen">{"".join(rows)}</ul>')
     if paused and not record.done:
-        parts.append(f'<p class="paused">Not counting right now: {escape(paused)}.</p>')
+        parts.append(f'<p class="paused">{escape(tr._("Not counting right now: {why}.", why=tr(paused)))}</p>')
     return "".join(parts)
 
 
@@ -268,19 +284,19 @@ class _QuestionCard:
 
     def __init__(self, learner: LearnerProgress, question: Question):
         self.learner, self.question = learner, question
-        q = question
-        self.prompt = pn.pane.HTML(prompt_html(q), stylesheets=[CHECK_CSS], sizing_mode="stretch_width",
+        q, tr = question, learner.state.tr
+        self.prompt = pn.pane.HTML(prompt_html(q, tr), stylesheets=[CHECK_CSS], sizing_mode="stretch_width",
                                    margin=(0, 10))
         if q.kind == "choice":
-            self.input = pn.widgets.RadioBoxGroup(options={c.text: i for i, c in enumerate(q.choices)},
-                                                  stylesheets=[CHECK_CSS], margin=(0, 10), sizing_mode="stretch_width")
+            self.input = pn.widgets.RadioBoxGroup(options=self._choices(tr), stylesheets=[CHECK_CSS], margin=(0, 10),
+                                                  sizing_mode="stretch_width")
         else:
-            self.input = pn.widgets.TextInput(label="Your answer", placeholder="a number", width=200,
+            self.input = pn.widgets.TextInput(label=tr._("Your answer"), placeholder=tr._("a number"), width=200,
                                               max_length=MAX_NUMBER_CHARS, stylesheets=[CHECK_CSS], margin=(0, 10))
             self.input.param.watch(self._on_check, "enter_pressed")
         # no descriptions: each would be one more Bokeh model (a Tooltip) per button, for a whole class
-        self.check = pn.widgets.Button(label="Check", color="primary", stylesheets=[CHECK_CSS])
-        self.show = pn.widgets.Button(label="Show answer", stylesheets=[CHECK_CSS])
+        self.check = pn.widgets.Button(label=tr._("Check"), color="primary", stylesheets=[CHECK_CSS])
+        self.show = pn.widgets.Button(label=tr._("Show answer"), stylesheets=[CHECK_CSS])
         self.check.on_click(self._on_check)
         self.show.on_click(self._on_show)
         self.feedback = pn.pane.HTML("", css_classes=["check-feedback", f"feedback-{q.id}"], stylesheets=[CHECK_CSS],
@@ -288,7 +304,23 @@ class _QuestionCard:
         self.layout = pn.Column(self.prompt, self.input, pn.Row(self.check, self.show, margin=(0, 5)), self.feedback,
                                 css_classes=["check-question", f"question-{q.id}"], stylesheets=[CHECK_CSS],
                                 sizing_mode="stretch_width")
+        self._note = ""
         self.sync()
+
+    def _choices(self, tr: Translator) -> dict:
+        return {tr(c.text): i for i, c in enumerate(self.question.choices)}
+
+    def relabel(self) -> None:
+        """Every word of the card in the page's language, after a switch; the learner's input is kept."""
+        tr = self.learner.state.tr
+        self.prompt.object = prompt_html(self.question, tr)
+        if self.question.kind == "choice":
+            value = self.input.value
+            self.input.param.update(options=self._choices(tr), value=value)
+        else:
+            self.input.param.update(label=tr._("Your answer"), placeholder=tr._("a number"))
+        self.check.label, self.show.label = tr._("Check"), tr._("Show answer")
+        self.sync(self._note)
 
     def _on_check(self, *_):
         with one_message():
@@ -302,14 +334,15 @@ class _QuestionCard:
 
     def sync(self, note: str = "") -> None:
         """Show this question's record: feedback, which buttons still apply, the last answer put back."""
-        qp = self.learner.progress.of(self.question.id)
+        qp, tr = self.learner.progress.of(self.question.id), self.learner.state.tr
+        self._note = note
         if not qp.started:  # a fresh question (Panel would have chosen the first choice), or Start again
             self.input.value = None if self.question.kind == "choice" else ""
         elif qp.last and self.input.value in (None, ""):  # after a reload: the answer the learner last checked
-            self.input.value = int(qp.last) if self.question.kind == "choice" else qp.last
+            self.input.value = int(qp.last) if self.question.kind == "choice" else tr.mark(qp.last)
         self.input.disabled = self.check.disabled = qp.right
         self.show.disabled = qp.right or bool(qp.shown)
-        self.feedback.object = feedback_html(self.question, qp, note)
+        self.feedback.object = feedback_html(self.question, qp, note, tr)
 
 
 class CheckView(pn.viewable.Viewer):
@@ -327,48 +360,37 @@ class CheckView(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         learner = self.learner
+        tr = learner.state.tr
         self._cards: dict[str, _QuestionCard] = {}
         html = dict(stylesheets=[CHECK_CSS], sizing_mode="stretch_width", margin=(0, 10))
-        intro = pn.pane.HTML(
-            "<h3>Check your understanding</h3>"
-            f"<p>Questions 1–{len(QUESTIONS)} count toward your progress. A question earns credit when you answer "
-            "it right before its answer is shown. After three wrong tries the answer is shown, and you can also "
-            "choose to see it sooner: either way that question earns no credit.</p>"
-            f"<p>{escape(PRECISION_RULE)}</p>"
-            f"<p class='privacy'>{escape(PRIVACY)}</p>",
-            **html)
+        self._intro = pn.pane.HTML(self._intro_html(tr), **html)
         self._score = pn.pane.HTML("", css_classes=["check-score"], **html)
         self._tasks = {t.id: pn.pane.HTML("", css_classes=["check-task", f"task-{t.id}"], **html) for t in TASKS}
-        tasks_intro = pn.pane.HTML(f"<h3>On the explorer</h3><p>{escape(TASK_RULE)}</p>", **html)
+        self._tasks_intro = pn.pane.HTML(self._tasks_intro_html(tr), **html)
         questions = [self._card(q).layout for q in QUESTIONS]
-        self._practice_toggle = pn.widgets.Toggle(label="Open the practice problems", stylesheets=[CHECK_CSS],
+        self._practice_toggle = pn.widgets.Toggle(label=tr._("Open the practice problems"), stylesheets=[CHECK_CSS],
                                                   width=280, margin=(4, 10))
         self._practice_toggle.param.watch(self._toggle_practice, "value")
         self._practice = pn.Column(visible=False, sizing_mode="stretch_width", margin=0)
-        practice_intro = pn.pane.HTML(
-            f"<h3>Practice — does not count</h3><p>{len(PRACTICE)} more problems to try. They do not count "
-            "toward your progress.</p>", css_classes=["check-practice"], **html)
-        lab_intro = pn.pane.HTML(
-            "<h3>Computational laboratory</h3><p>The notebook works this section's numbers step by step in plain "
-            "NumPy (the output 4.41 for “love”, 3.59 for “I”), then Module 2's five steps on its 3×3 example, with "
-            "exercises whose answers it checks. Open it in Jupyter: it needs only NumPy, and no network. It is also "
-            "in the project, as lab/attention_lab.ipynb.</p>", css_classes=["check-lab"], **html)
+        self._practice_intro = pn.pane.HTML(self._practice_html(tr), css_classes=["check-practice"], **html)
+        self._lab_intro = pn.pane.HTML(self._lab_html(tr), css_classes=["check-lab"], **html)
         # sent through the page's own session when pressed (embed=False): no address, so it works offline and
         # under any URL prefix, and costs the page nothing until then
         self._lab = pn.widgets.FileDownload(file=str(LAB_NOTEBOOK), filename=LAB_NOTEBOOK.name, embed=False,
-                                            label="Download the lab notebook", color="primary",
+                                            label=tr._("Download the lab notebook"), color="primary",
                                             stylesheets=[CHECK_CSS], css_classes=["check-lab-download"],
                                             sizing_mode="fixed", width=None, margin=(4, 10))  # as wide as its text
-        self._start = pn.widgets.Button(label="Start again", stylesheets=[CHECK_CSS], css_classes=["check-start-again"])
-        self._confirm = pn.widgets.Button(label="Yes, clear my progress", color="danger", visible=False,
+        self._start = pn.widgets.Button(label=tr._("Start again"), stylesheets=[CHECK_CSS],
+                                        css_classes=["check-start-again"])
+        self._confirm = pn.widgets.Button(label=tr._("Yes, clear my progress"), color="danger", visible=False,
                                           stylesheets=[CHECK_CSS])
-        self._keep = pn.widgets.Button(label="Keep it", visible=False, stylesheets=[CHECK_CSS])
+        self._keep = pn.widgets.Button(label=tr._("Keep it"), visible=False, stylesheets=[CHECK_CSS])
         self._start.on_click(lambda _: self._ask_to_clear(True))
         self._keep.on_click(lambda _: self._ask_to_clear(False))
         self._confirm.on_click(self._clear)
         self._layout = pn.Column(
-            intro, self._score, tasks_intro, *self._tasks.values(), *questions,
-            practice_intro, self._practice_toggle, self._practice, lab_intro, self._lab,
+            self._intro, self._score, self._tasks_intro, *self._tasks.values(), *questions,
+            self._practice_intro, self._practice_toggle, self._practice, self._lab_intro, self._lab,
             pn.Row(self._start, self._confirm, self._keep, margin=(10, 5)),
             # scrolls inside its tab, like the √d_k panel: the page itself never scrolls
             name="check", css_classes=["check"], sizing_mode="stretch_both", scroll=True,
@@ -376,8 +398,53 @@ class CheckView(pn.viewable.Viewer):
         learner.param.watch(self._on_progress, "progress")
         learner.param.watch(self._render_tasks, "following")
         learner.state.param.watch(self._render_tasks, list(TASK_INPUTS))
+        learner.state.param.watch(self._relabel, "lang")
         self._render_score()
         self._render_tasks()
+
+    @staticmethod
+    def _intro_html(tr: Translator) -> str:
+        return (f"<h3>{escape(tr._('Check your understanding'))}</h3>"
+                "<p>" + escape(tr._(
+                    "Questions 1–{n} count toward your progress. A question earns credit when you answer it right "
+                    "before its answer is shown. After three wrong tries the answer is shown, and you can also "
+                    "choose to see it sooner: either way that question earns no credit.", n=len(QUESTIONS))) +
+                f"</p><p>{escape(tr(PRECISION_RULE))}</p><p class='privacy'>{escape(tr(PRIVACY))}</p>")
+
+    @staticmethod
+    def _tasks_intro_html(tr: Translator) -> str:
+        return f"<h3>{escape(tr._('On the explorer'))}</h3><p>{escape(tr(TASK_RULE))}</p>"
+
+    @staticmethod
+    def _practice_html(tr: Translator) -> str:
+        return (f"<h3>{escape(tr._('Practice — does not count'))}</h3><p>" + escape(tr.ngettext(
+            "{n} more problem to try. It does not count toward your progress.",
+            "{n} more problems to try. They do not count toward your progress.", len(PRACTICE))) + "</p>")
+
+    @staticmethod
+    def _lab_html(tr: Translator) -> str:
+        return (f"<h3>{escape(tr._('Computational laboratory'))}</h3><p>" + escape(tr._(
+            "The notebook works this section's numbers step by step in plain NumPy (the output {love} for “love”, "
+            "{i} for “I”), then Module 2's five steps on its 3×3 example, with exercises whose answers it checks. "
+            "Open it in Jupyter: it needs only NumPy, and no network. It is also in the project, as {path}.",
+            love=tr.mark("4.41"), i=tr.mark("3.59"), path="lab/attention_lab.ipynb")) + "</p>")
+
+    def _relabel(self, *_):
+        tr = self.learner.state.tr
+        with one_message():
+            self._intro.object = self._intro_html(tr)
+            self._tasks_intro.object = self._tasks_intro_html(tr)
+            self._practice_intro.object = self._practice_html(tr)
+            self._lab_intro.object = self._lab_html(tr)
+            self._practice_toggle.label = (tr._("Close the practice problems") if self._practice_toggle.value
+                                           else tr._("Open the practice problems"))
+            self._lab.label = tr._("Download the lab notebook")
+            self._start.label, self._confirm.label, self._keep.label = (
+                tr._("Start again"), tr._("Yes, clear my progress"), tr._("Keep it"))
+            for card in self._cards.values():
+                card.relabel()
+            self._render_score()
+            self._render_tasks()
 
     def _card(self, q: Question) -> _QuestionCard:
         card = self._cards[q.id] = _QuestionCard(self.learner, q)
@@ -392,7 +459,9 @@ class CheckView(pn.viewable.Viewer):
         if not self._practice.objects:  # the first opening
             self._practice.objects = [self._card(q).layout for q in PRACTICE]
         self._practice.visible = event.new
-        self._practice_toggle.label = "Close the practice problems" if event.new else "Open the practice problems"
+        tr = self.learner.state.tr
+        self._practice_toggle.label = tr._("Close the practice problems") if event.new else tr._(
+            "Open the practice problems")
 
     def _ask_to_clear(self, asking: bool):
         self._confirm.visible = self._keep.visible = asking
@@ -414,11 +483,13 @@ class CheckView(pn.viewable.Viewer):
                 self._render_tasks()
 
     def _render_score(self):
-        self._score.object = f'<p role="status">Score: {escape(self.learner.score_text)}</p>'
+        tr = self.learner.state.tr
+        self._score.object = f'<p role="status">{escape(tr._("Score: {score}", score=tr(self.learner.score_text)))}</p>'
 
     def _render_tasks(self, *_):
         for task in TASKS:
-            text = task_html(task, self.learner.progress.task(task.id), self.learner.paused(task.id))
+            text = task_html(task, self.learner.progress.task(task.id), self.learner.paused(task.id),
+                             self.learner.state.tr)
             if self._tasks[task.id].object != text:
                 self._tasks[task.id].object = text
 

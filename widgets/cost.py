@@ -36,8 +36,8 @@ from bokeh.plotting import figure
 
 from core import CostMeasurement, measure_attention, score_matrix_size
 from core.cost import D_K, NN_ARRAYS
-from widgets.format import fmt
 from widgets.glyphs import draw
+from widgets.i18n import N_, Translator, translator
 from widgets.projections import styled
 from widgets.state import COST_SIZES, AttentionState
 
@@ -155,27 +155,32 @@ def cost_cache() -> CostCache:
     return cache
 
 
-def count_text(k: int) -> str:
-    """``10,000 (10⁴)``: a count with its power of ten when it is one."""
-    text = f"{k:,}"
+ENGLISH = translator("en")
+#: A size in bytes, decimal units as the course counts; a language may name them its own way (Mo in French).
+BYTE_UNITS = ((N_("{n} GB"), 1e9), (N_("{n} MB"), 1e6), (N_("{n} kB"), 1e3))
+
+
+def count_text(k: int, tr: Translator = ENGLISH) -> str:
+    """``10,000 (10⁴)``: a count with its power of ten when it is one (``10 000 (10⁴)`` in French)."""
+    text = tr.count(k)
     e = len(str(k)) - 1
     if k == 10 ** e and e >= 2:
         text += " (10" + str(e).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")) + ")"
     return text
 
 
-def bytes_text(b: float) -> str:
-    """Decimal units, as the course counts (10⁸ float64 entries = 800 MB)."""
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+def bytes_text(b: float, tr: Translator = ENGLISH) -> str:
+    """Decimal units, as the course counts (10⁸ float64 entries = 800 MB; 800 Mo in French)."""
+    for unit, size in BYTE_UNITS:
         if b >= size:
-            return f"{b / size:.3g} {unit}"
-    return f"{b:.0f} B"
+            return tr(N_(unit.msgid, n=tr.mark(f"{b / size:.3g}")))
+    return tr._("{n} B", n=f"{b:.0f}")
 
 
-def _loglog(name: str, title: str, y_label: str) -> figure:
-    fig = figure(name=name, title=title, width=262, height=250, x_axis_type="log", y_axis_type="log", tools="save",
-                 toolbar_location=None, x_range=Range1d(2, 6000), y_range=Range1d(1e-6, 1),
-                 x_axis_label="n (tokens)", y_axis_label=y_label)
+def _loglog(name: str) -> figure:
+    # its title and axis labels are the page's language (CostView._relabel)
+    fig = figure(name=name, title="", width=262, height=250, x_axis_type="log", y_axis_type="log", tools="save",
+                 toolbar_location=None, x_range=Range1d(2, 6000), y_range=Range1d(1e-6, 1))
     fig.title.text_font_size = "15px"
     fig.axis.axis_label_text_font_size = "14px"
     fig.axis.major_label_text_font_size = "14px"
@@ -198,8 +203,7 @@ class CostView(pn.viewable.Viewer):
         self._doc = pn.state.curdoc
         self._generation = 0
         self._syncing = False
-        self.n = styled(pn.widgets.DiscreteSlider(label="n (tokens)", options=list(COST_SIZES), value=s.cost_n,
-                                                  width=320))
+        self.n = styled(pn.widgets.DiscreteSlider(options=list(COST_SIZES), value=s.cost_n, width=320))
         self.n.param.watch(self._on_slider, "value")
         self.progress = styled(pn.indicators.Progress(value=0, max=1, width=220, visible=False,
                                                       css_classes=["cost-progress"], margin=(14, 8)))
@@ -210,17 +214,17 @@ class CostView(pn.viewable.Viewer):
         self._kept = ColumnDataSource(data=dict(x=[], y=[]))
         self._mem_ref = ColumnDataSource(data=dict(x=[], y=[]))
         self._image = ColumnDataSource(data=dict(image=[], dw=[], dh=[]))
-        self.time_fig = _loglog("cost-time", "Time of one call", "seconds")
+        self.time_fig = _loglog("cost-time")
         draw(self.time_fig, Line, self._time_ref, "x", "y", line_color="#444444", line_dash="dashed", line_width=2)
         draw(self.time_fig, Scatter, self._times, "x", "y", size=10, color="#0072B2")
-        self.memory_fig = _loglog("cost-memory", "Memory of one call", "bytes")
+        self.memory_fig = _loglog("cost-memory")
         draw(self.memory_fig, Line, self._mem_ref, "x", "y", line_color="#444444", line_dash="dashed", line_width=2)
         draw(self.memory_fig, Line, self._kept, "x", "y", line_color="#009E73", line_width=3)
         draw(self.memory_fig, Scatter, self._peaks, "x", "y", size=10, color="#D55E00", marker="square")
         self._mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
-        self.image_fig = figure(name="cost-image", title="Weights", width=262, height=262, tools="save",
+        self.image_fig = figure(name="cost-image", title="", width=262, height=262, tools="save",
                                 toolbar_location=None, x_range=Range1d(0, 1), y_range=Range1d(1, 0),
-                                x_axis_label="key", y_axis_label="query", x_axis_location="above")
+                                x_axis_location="above")
         self.image_fig.title.text_font_size = "15px"
         self.image_fig.axis.axis_label_text_font_size = "14px"
         self.image_fig.axis.major_label_text_font_size = "14px"
@@ -229,23 +233,44 @@ class CostView(pn.viewable.Viewer):
         self.image_fig.add_layout(ColorBar(color_mapper=self._mapper, width=12, major_label_text_font_size="14px",
                                            formatter=PrintfTickFormatter(format="%.2g")), "right")
         self.figures = styled(pn.pane.HTML("", name="cost-figures", sizing_mode="stretch_width"))
-        self.legend = styled(pn.pane.HTML(
-            "<p>Dashed: slope 2, through the largest n measured (on log-log axes, n² is a line of slope 2). "
-            "Blue: seconds of one <code>scaled_dot_product_attention</code> call; orange: the most memory it held at "
-            f"once (traced); green: its {len(NN_ARRAYS)} kept (n, n) arrays, 41 n² bytes. Random Q, K, V with "
-            f"d<sub>k</sub> = {D_K}, seed 0, measured on this server, each size once.</p>",
-            sizing_mode="stretch_width"))
+        self.legend = styled(pn.pane.HTML("", sizing_mode="stretch_width"))
+        self.heading = styled(pn.pane.HTML("", sizing_mode="stretch_width"))
+        self._relabel()
         self._layout = pn.Column(
-            styled(pn.pane.HTML(
-                "<h3>The n² cost</h3><p>Q Kᵀ holds one score for every pair of tokens: an n × n matrix, quadratic "
-                "in n in both time and memory. Module 2: <q>for n = 10 000 it is a hundred million entries per head "
-                "per layer</q>.</p>", sizing_mode="stretch_width")),
+            self.heading,
             pn.FlexBox(self.n, self.progress, self.progress_text, align_items="center"),
             pn.FlexBox(pn.pane.Bokeh(self.time_fig), pn.pane.Bokeh(self.memory_fig), pn.pane.Bokeh(self.image_fig)),
             self.legend, self.figures, margin=0, sizing_mode="stretch_width",
         )
         s.param.watch(self._on_n, "cost_n")
+        s.param.watch(self._on_lang, "lang")
         self._on_n()
+
+    def _relabel(self) -> None:
+        """The words of the n² cost in the page's language (its numbers are redrawn by _show)."""
+        tr = self.state.tr
+        self.n.name = tr._("n (tokens)")
+        for fig, title, y_label in ((self.time_fig, tr._("Time of one call"), tr._("seconds")),
+                                    (self.memory_fig, tr._("Memory of one call"), tr._("bytes"))):
+            fig.title.text = tr.in_plot(title)
+            fig.xaxis.axis_label, fig.yaxis.axis_label = tr.in_plot(tr._("n (tokens)")), tr.in_plot(y_label)
+        self.image_fig.xaxis.axis_label = tr.in_plot(tr._("key"))
+        self.image_fig.yaxis.axis_label = tr.in_plot(tr._("query"))
+        self.image_fig.title.text = tr.in_plot(tr._("Weights"))
+        self.legend.object = "<p>" + tr._(
+            "Dashed: slope 2, through the largest n measured (on log-log axes, n² is a line of slope 2). Blue: "
+            "seconds of one <code>scaled_dot_product_attention</code> call; orange: the most memory it held at once "
+            "(traced); green: its {arrays} kept (n, n) arrays, 41 n² bytes. Random Q, K, V with d<sub>k</sub> = "
+            "{d_k}, seed 0, measured on this server, each size once.", arrays=len(NN_ARRAYS), d_k=D_K) + "</p>"
+        self.heading.object = f"<h3>{escape(tr._('The n² cost'))}</h3><p>" + tr._(
+            "Q Kᵀ holds one score for every pair of tokens: an n × n matrix, quadratic in n in both time and memory. "
+            "Module 2: <q>for n = 10 000 it is a hundred million entries per head per layer</q>.") + "</p>"
+
+    def _on_lang(self, *_) -> None:
+        with pn.io.hold():
+            self._relabel()
+            if self._cache.measured(up_to=self.state.cost_n):
+                self._show()
 
     # --- measuring, off the event loop --------------------------------------------------------------------------
 
@@ -304,8 +329,9 @@ class CostView(pn.viewable.Viewer):
             self._show()
             return
         self.progress.param.update(value=done, max=len(todo), visible=True)
-        self.progress_text.object = (f"<p role='status'>Measuring n = {todo[done]:,} on the server ({done + 1} of "
-                                     f"{len(todo)})…</p>")
+        tr = self.state.tr
+        self.progress_text.object = "<p role='status'>" + escape(tr._(
+            "Measuring n = {n} on the server ({k} of {m})…", n=tr.count(todo[done]), k=done + 1, m=len(todo))) + "</p>"
         self.progress_text.visible = True
         if done:
             self._show()
@@ -314,7 +340,9 @@ class CostView(pn.viewable.Viewer):
         if generation != self._generation:
             return
         self.progress.visible = False
-        self.progress_text.object = f"<p role='alert'>Could not measure n = {n:,}: {escape(str(exc) or type(exc).__name__)}</p>"
+        tr = self.state.tr
+        self.progress_text.object = "<p role='alert'>" + escape(tr._(
+            "Could not measure n = {n}: {why}", n=tr.count(n), why=str(exc) or type(exc).__name__)) + "</p>"
 
     # --- drawing ------------------------------------------------------------------------------------------------
 
@@ -329,9 +357,10 @@ class CostView(pn.viewable.Viewer):
             self._image.data = dict(image=[image], dw=[n], dh=[n])
             self.image_fig.x_range.update(start=0, end=n)
             self.image_fig.y_range.update(start=n, end=0)
-            side = image.shape[0]
-            self.image_fig.title.text = (f"Weights, n = {n:,}" if side == n else
-                                         f"n = {n:,}: {side}² block means")  # fits the image's own width
+            side, tr = image.shape[0], self.state.tr
+            self.image_fig.title.text = tr.in_plot(  # short: it fits the image's own width
+                tr._("Weights, n = {n}", n=tr.count(n)) if side == n else
+                tr._("n = {n}: {side}² block means", n=tr.count(n), side=side))
         self.figures.object = self._figures_html(m, n)
 
     def _plot(self, done: list[CostMeasurement]) -> None:
@@ -355,21 +384,24 @@ class CostView(pn.viewable.Viewer):
             self._mem_ref.data = dict(x=[], y=[])
 
     def _figures_html(self, m: CostMeasurement | None, n: int) -> str:
+        tr = self.state.tr
         rows = []
-        for k, what in ((100, "Module 2: fine"), (10_000, "Module 2: a hundred million")):
+        for k, what in ((100, tr._("Module 2: fine")), (10_000, tr._("Module 2: a hundred million"))):
             size = score_matrix_size(k)
-            rows.append(f"<tr><th scope='row'>{k:,}</th><td>{count_text(size.entries)}</td>"
-                        f"<td>{bytes_text(size.bytes)}</td><td>{what}</td></tr>")
+            rows.append(f"<tr><th scope='row'>{tr.count(k)}</th><td>{count_text(size.entries, tr)}</td>"
+                        f"<td>{bytes_text(size.bytes, tr)}</td><td>{escape(what)}</td></tr>")
         size = score_matrix_size(n)
-        rows.append(f"<tr class='current'><th scope='row'>{n:,}</th><td>{count_text(size.entries)}</td>"
-                    f"<td>{bytes_text(size.bytes)}</td><td>your n</td></tr>")
-        here = "<p>Measuring…</p>" if m is None else (
-            f"<p>On this server, n = {n:,}: one call took {fmt(m.seconds * 1000, 2)} ms and held at most "
-            f"{bytes_text(m.peak_bytes)}; the (n, n) arrays it keeps ({', '.join(NN_ARRAYS)}) are "
-            f"{bytes_text(m.nn_bytes)}, 41 bytes per entry.</p>")
-        return ("<table class='nums'><caption>One (n, n) score matrix, per head per layer</caption><thead><tr>"
-                "<th scope='col'>n</th><th scope='col'>entries n²</th><th scope='col'>float64</th>"
-                "<th scope='col'></th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>" + here)
+        rows.append(f"<tr class='current'><th scope='row'>{tr.count(n)}</th><td>{count_text(size.entries, tr)}</td>"
+                    f"<td>{bytes_text(size.bytes, tr)}</td><td>{escape(tr._('your n'))}</td></tr>")
+        here = f"<p>{escape(tr._('Measuring…'))}</p>" if m is None else "<p>" + escape(tr._(
+            "On this server, n = {n}: one call took {ms} ms and held at most {peak}; the (n, n) arrays it keeps "
+            "({arrays}) are {kept}, 41 bytes per entry.", n=tr.count(n), ms=tr.num(m.seconds * 1000, 2),
+            peak=bytes_text(m.peak_bytes, tr), arrays=tr.list_sep.join(NN_ARRAYS),
+            kept=bytes_text(m.nn_bytes, tr))) + "</p>"
+        return (f"<table class='nums'><caption>{escape(tr._('One (n, n) score matrix, per head per layer'))}</caption>"
+                f"<thead><tr><th scope='col'>n</th><th scope='col'>{escape(tr._('entries n²'))}</th>"
+                "<th scope='col'>float64</th><th scope='col'></th></tr></thead><tbody>" + "".join(rows) + "</tbody>"
+                "</table>" + here)
 
     def __panel__(self):
         return self._layout

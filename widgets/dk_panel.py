@@ -10,7 +10,6 @@ import param
 from bokeh.models import ColumnDataSource, FixedTicker, Quad, Range1d, Text, VBar
 from bokeh.plotting import figure
 
-from widgets.format import fmt
 from widgets.glyphs import draw
 from widgets.state import AttentionState
 
@@ -56,42 +55,48 @@ class DkPanel(pn.viewable.Viewer):
         # its binding to the state neither is the session's state, nor every view and Bokeh model built on it.
         self.slider = pn.widgets.IntSlider.from_param(s.param.dk_experiment, name="d_k", start=1, end=MAX_D_K,
                                                       width=220)
-        self.typed = pn.widgets.IntInput.from_param(s.param.dk_experiment, name="d_k (type)", start=1,
-                                                    end=MAX_D_K, width=100)
-        self.redraw = pn.widgets.Button(label="New random draw", width=150,
-                                        description="Draw new random queries and keys (next seed)")
+        self.typed = pn.widgets.IntInput.from_param(s.param.dk_experiment, start=1, end=MAX_D_K, width=100)
+        self.redraw = pn.widgets.Button(width=150)
         self.redraw.on_click(lambda _: setattr(s, "dk_seed", s.dk_seed + 1))
-        self.dots_fig, self._dots, self._dots_note = _hist_figure("dk-dots", "q·k (unscaled)", "#D55E00")
+        self.dots_fig, self._dots, self._dots_note = _hist_figure("dk-dots", "", "#D55E00")
         self.scaled_fig, self._scaled, self._scaled_note = _hist_figure("dk-scaled", "q·k / √d_k", "#0072B2")
         self._example = ColumnDataSource(data=dict(x=[], top=[], color=[]))
-        # short: a projector's 20 px title must fit the 330 px figure
-        fig = figure(name="dk-softmax", title=f"softmax of {N_KEYS} scores", width=330, height=220,
+        # short: a projector's 20 px title must fit the 330 px figure (its text is the page's language, _render)
+        fig = figure(name="dk-softmax", title="", width=330, height=220,
                      tools="", toolbar_location=None, y_range=Range1d(0, 1.05), x_range=Range1d(-0.5, 2 * N_KEYS + 0.5))
         fig.title.text_font_size = "14px"
         fig.xaxis.ticker = FixedTicker(ticks=[(N_KEYS - 1) / 2, N_KEYS + 1 + (N_KEYS - 1) / 2])
-        fig.xaxis.major_label_overrides = {(N_KEYS - 1) / 2: "scaled", N_KEYS + 1 + (N_KEYS - 1) / 2: "unscaled"}
         fig.xaxis.major_label_text_font_size = "13px"
         fig.xgrid.visible = False
         draw(fig, VBar, self._example, "x", top="top", width=0.8, color="color")
         self.example_fig = fig
         self._summary = pn.pane.HTML("", name="dk-summary", sizing_mode="stretch_width", max_width=680)
+        self._intro = pn.pane.HTML("", sizing_mode="stretch_width", max_width=700)
         self._layout = pn.Column(
-            pn.pane.HTML("<h3>Why divide by √d<sub>k</sub>?</h3><p>Random queries and keys with independent "
-                         "unit-variance entries: q·k adds up d<sub>k</sub> such products, so its variance is "
-                         "d<sub>k</sub>; dividing by √d<sub>k</sub> brings it back to 1. Unscaled, the softmax "
-                         "saturates towards one-hot as d<sub>k</sub> grows.</p>", sizing_mode="stretch_width",
-                         max_width=700),
+            self._intro,
             # wrap, and scroll inside the tab: on a 1024 px screen the tab is narrower than three figures
             pn.FlexBox(self.slider, self.typed, self.redraw, align_items="center"),
             pn.FlexBox(pn.pane.Bokeh(self.dots_fig), pn.pane.Bokeh(self.scaled_fig), pn.pane.Bokeh(fig)),
             self._summary, name="dk-panel", sizing_mode="stretch_both", scroll=True,
         )
         s.require_scaling()
-        s.param.watch(self._render, "scaling")
+        s.param.watch(self._render, ["scaling", "lang"])
         self._render()
 
     def _render(self, *_):
-        e = self.state.scaling
+        e, tr = self.state.scaling, self.state.tr
+        fmt = tr.num
+        self._intro.object = (f"<h3>{tr._('Why divide by √d<sub>k</sub>?')}</h3><p>" + tr._(
+            "Random queries and keys with independent unit-variance entries: q·k adds up d<sub>k</sub> such products, "
+            "so its variance is d<sub>k</sub>; dividing by √d<sub>k</sub> brings it back to 1. Unscaled, the softmax "
+            "saturates towards one-hot as d<sub>k</sub> grows.") + "</p>")
+        self.typed.name = tr._("d_k (type)")
+        self.redraw.param.update(label=tr._("New random draw"),
+                                 description=tr._("Draw new random queries and keys (next seed)"))
+        self.dots_fig.title.text = tr._("q·k (unscaled)")
+        self.example_fig.title.text = tr._("softmax of {n} scores", n=N_KEYS)
+        self.example_fig.xaxis.major_label_overrides = {(N_KEYS - 1) / 2: tr._("scaled"),
+                                                        N_KEYS + 1 + (N_KEYS - 1) / 2: tr._("unscaled")}
         root = math.sqrt(e.d_k)
         for fig, src, note, samples, half, var, want in (
             (self.dots_fig, self._dots, self._dots_note, e.dots, SPREAD * root, e.var_dots, f"≈ d_k = {e.d_k}"),
@@ -102,20 +107,24 @@ class DkPanel(pn.viewable.Viewer):
             fig.x_range.update(start=-half, end=half)
             fig.y_range.update(start=0, end=float(top))
             src.data = dict(left=edges[:-1].tolist(), right=edges[1:].tolist(), top=counts.tolist())
-            note.data = dict(x=[-half * 0.95], y=[float(top) * 0.97], text=[f"variance {fmt(var, 2)} ({want})"])
+            note.data = dict(x=[-half * 0.95], y=[float(top) * 0.97],
+                             text=[tr._("variance {value} ({expected})", value=fmt(var, 2), expected=want)])
         self._example.data = dict(
             x=[*range(N_KEYS), *range(N_KEYS + 1, 2 * N_KEYS + 1)],
             top=[*e.example.tolist(), *e.example_unscaled.tolist()],
             color=["#0072B2"] * N_KEYS + ["#D55E00"] * N_KEYS,
         )
+        caption = tr._(
+            "Softmax over {n} scores, mean over {queries} random queries (d<sub>k</sub> = {d_k}, seed {seed}). "
+            "Uniform: largest weight {uniform}, entropy {bits} bits; one-hot: 1 and 0 bits.", n=N_KEYS,
+            queries=N_QUERIES, d_k=e.d_k, seed=e.seed, uniform=fmt(1 / N_KEYS, 3), bits=fmt(np.log2(N_KEYS), 2))
         self._summary.object = f"""
 <table class="dk-summary">
-<caption>Softmax over {N_KEYS} scores, mean over {N_QUERIES} random queries (d<sub>k</sub> = {e.d_k}, seed {e.seed}).
-Uniform: largest weight {fmt(1 / N_KEYS, 3)}, entropy {fmt(np.log2(N_KEYS), 2)} bits; one-hot: 1 and 0 bits.</caption>
-<thead><tr><th></th><th scope="col">largest weight</th><th scope="col">entropy (bits)</th></tr></thead>
+<caption>{caption}</caption>
+<thead><tr><th></th><th scope="col">{tr._("largest weight")}</th><th scope="col">{tr._("entropy (bits)")}</th></tr></thead>
 <tbody>
-<tr><th scope="row">scaled q·k/√d<sub>k</sub></th><td>{fmt(e.max_weight, 3)}</td><td>{fmt(e.entropy, 2)}</td></tr>
-<tr><th scope="row">unscaled q·k</th><td>{fmt(e.max_weight_unscaled, 3)}</td><td>{fmt(e.entropy_unscaled, 2)}</td></tr>
+<tr><th scope="row">{tr._("scaled")} q·k/√d<sub>k</sub></th><td>{fmt(e.max_weight, 3)}</td><td>{fmt(e.entropy, 2)}</td></tr>
+<tr><th scope="row">{tr._("unscaled")} q·k</th><td>{fmt(e.max_weight_unscaled, 3)}</td><td>{fmt(e.entropy_unscaled, 2)}</td></tr>
 </tbody></table>"""
 
     def __panel__(self):

@@ -32,7 +32,7 @@ from bokeh.models import CustomJS
 
 from widgets.channel import PositionChannel
 from widgets.charts import WeightBars
-from widgets.inspector import PLACEHOLDER, Readout
+from widgets.inspector import PLACEHOLDER, Readout, readout_script_words
 from widgets.matrix import cell_decimals
 from widgets.query_plot import MAX_LINE_WIDTH, PLANE, QueryPlot
 from widgets.row import OneRow
@@ -106,7 +106,7 @@ class DragChannel(PositionChannel):
         query_plot.figure.js_on_change("inner_width", script)
         # guided and step: the step-through hides numbers of steps not reached yet, so the preview must too
         self.state.param.watch(self._sync, ["tokens", "keys", "values", "selected", "scale", "causal", "guided",
-                                            "step", "mode"])
+                                            "step", "mode", "lang"])
         self.state.param.watch(self._confirm, "result")
 
     # --- what the page's script reads ---------------------------------------------------------------------------
@@ -122,6 +122,7 @@ class DragChannel(PositionChannel):
             allowed=[s.result.mask[i].tolist()],
             selected=[i], scale=[bool(s.scale)], scalar=[V.ndim == 1],
             revealed=[[s.revealed(step) for step in (1, 2, 3)]], placeholder=[PLACEHOLDER], guided=[bool(s.guided)],
+            words=[readout_script_words(s.lang)],
             plane=[list(PLANE)], grab=[GRAB_RADIUS], max_width=[MAX_LINE_WIDTH],
             cell_decimals=[cell_decimals(s.mode)],
         )

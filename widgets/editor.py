@@ -15,7 +15,7 @@ import numpy as np
 import panel as pn
 import param
 
-from widgets.format import fmt_short
+from widgets.i18n import N_, Translator
 from widgets.state import MAX_TOKENS, MIN_TOKENS, AttentionState
 from widgets.updates import one_message
 
@@ -34,28 +34,38 @@ MESSAGE_CSS = """
 """
 
 
-TRAP_SWITCH = "Score against values instead of keys (the trap)"
+#: The switches' labels, by the param each sets.
+SWITCH_LABELS = {"scale": N_("Divide by √d_k (scaling)"), "causal": N_("Causal mask (attend to earlier tokens only)"),
+                 "trap": N_("Score against values instead of keys (the trap)")}
 
 
-def switch(state: AttentionState, name: str, label: str, **params) -> pn.widgets.CheckBoxGroup:
-    """A checkbox for the boolean param ``name`` of ``state``, named by ``label``.
+def switch(state: AttentionState, name: str, **params) -> pn.widgets.CheckBoxGroup:
+    """A checkbox for the boolean param ``name`` of ``state``, named by ``SWITCH_LABELS[name]`` in the page's language.
 
     A one-box ``CheckBoxGroup``, not Panel's ``Checkbox``: Bokeh draws a ``Checkbox``'s text beside its box
-    with no ``<label>``, so the box has no accessible name; a group's boxes sit inside ``<label>``s.
+    with no ``<label>``, so the box has no accessible name; a group's boxes sit inside ``<label>``s. The box's
+    value is the param's name, so a new language changes only its label (:func:`relabel_switch`).
     """
-    box = pn.widgets.CheckBoxGroup(options=[label], value=[label] * bool(getattr(state, name)), **params)
+    box = pn.widgets.CheckBoxGroup(options={state.tr(SWITCH_LABELS[name]): name},
+                                   value=[name] * bool(getattr(state, name)), **params)
     box.param.watch(lambda e: setattr(state, name, bool(e.new)), "value")
-    state.param.watch(lambda e: setattr(box, "value", [label] * bool(e.new)), name)
+    state.param.watch(lambda e: setattr(box, "value", [name] * bool(e.new)), name)
     return box
+
+
+def relabel_switch(box: pn.widgets.CheckBoxGroup, tr: Translator) -> None:
+    """A :func:`switch`'s label in ``tr``'s language; its value stays."""
+    (name,) = box.options.values()
+    box.options = {tr(SWITCH_LABELS[name]): name}
 
 
 def _column(width: int) -> str:
     return "col-name" if width == NAME_WIDTH else "col-number"
 
 
-def _number_text(x: float) -> str:
-    # enough digits to retype the number; 4 decimals is what every other view shows
-    return fmt_short(float(x), 4)
+def _number_text(x: float, tr: Translator) -> str:
+    # enough digits to retype the number; 4 decimals is what every other view shows; read back in the same language
+    return tr.short(float(x), 4)
 
 
 class Editor(pn.viewable.Viewer):
@@ -74,20 +84,17 @@ class Editor(pn.viewable.Viewer):
         self._syncing = False
         self._inputs: dict[tuple[str, int | str, int | str], pn.widgets.TextInput] = {}
         self._row_messages: dict[int | str, pn.pane.HTML] = {}
-        self.preset = pn.widgets.Select.from_param(s.param.preset, name="Preset", width=260)
-        self.switches = pn.Column(
-            switch(s, "scale", "Divide by √d_k (scaling)", css_classes=["switch-scale"]),
-            switch(s, "causal", "Causal mask (attend to earlier tokens only)", css_classes=["switch-causal"]),
-            switch(s, "trap", TRAP_SWITCH, css_classes=["switch-trap"]),
-            margin=(0, 0, 6, 0),
-        )
-        self.add_button = pn.widgets.Button(label="Add token", width=110, description="Append a token (up to 8)")
+        self.preset = pn.widgets.Select.from_param(s.param.preset, width=260)
+        self._switches = {name: switch(s, name, css_classes=[f"switch-{name}"]) for name in SWITCH_LABELS}
+        self.switches = pn.Column(*self._switches.values(), margin=(0, 0, 6, 0))
+        self.add_button = pn.widgets.Button(width=110)
         self.add_button.on_click(lambda _: s.add_token())
         self._table = pn.Column(margin=0)
-        self._layout = pn.Column(
-            pn.pane.HTML("<h3>Edit the example</h3>", margin=(0, 10)),
-            self.preset, self.switches, self._table, name="editor", css_classes=["editor"],
-        )
+        self._heading = pn.pane.HTML("", margin=(0, 10))
+        self._layout = pn.Column(self._heading, self.preset, self.switches, self._table, name="editor",
+                                 css_classes=["editor"])
+        self._relabel()
+        s.param.watch(self._on_language, "lang")
         self._shape = None
         s.param.watch(self._on_data, ["tokens", "keys", "values"])
         # a drag moves q many times a second: then only the two q boxes change
@@ -96,6 +103,18 @@ class Editor(pn.viewable.Viewer):
         self._on_data()
 
     # --- building and syncing ----------------------------------------------------------
+    def _relabel(self) -> None:
+        tr = self.state.tr
+        self._heading.object = f"<h3>{tr._('Edit the example')}</h3>"
+        self.preset.param.update(name=tr._("Preset"), options=tr.options(self.state.param.preset.objects))
+        for box in self._switches.values():
+            relabel_switch(box, tr)
+        self.add_button.param.update(label=tr._("Add token"), description=tr._("Append a token (up to 8)"))
+
+    def _on_language(self, *_):
+        self._relabel()
+        self._shape = None  # the table's headers and the numbers' decimal mark
+        self._on_data()
     def _field(self, kind: str, row, axis, width=FIELD_WIDTH) -> pn.widgets.TextInput:
         w = pn.widgets.TextInput(width=width, margin=(2, 3), stylesheets=[EDITOR_CSS],
                                  css_classes=[f"field-{kind}-{row}-{axis}", _column(width)])
@@ -114,20 +133,21 @@ class Editor(pn.viewable.Viewer):
 
     def _build(self):
         s = self.state
+        tr = s.tr
         n, d_k = len(s.tokens), s.d_k
         vector = np.ndim(s.values) == 2
         d_v = s.d_v
         self._inputs.clear()
         self._row_messages.clear()
-        rows = [pn.Row(self._header("query q", NAME_WIDTH),
+        rows = [pn.Row(self._header(tr._("query q"), NAME_WIDTH),
                        *[self._field("q", "", a) for a in range(d_k)]),
                 self._message_pane("q"),
-                pn.Row(self._header("token", NAME_WIDTH),
+                pn.Row(self._header(tr._("token"), NAME_WIDTH),
                        *[self._header(f"k[{a + 1}]", FIELD_WIDTH) for a in range(d_k)],
                        *[self._header(f"v[{a + 1}]" if vector else "v", FIELD_WIDTH) for a in range(d_v)])]
         for i in range(n):
             remove = pn.widgets.Button(label="✕", width=34, margin=(2, 3), disabled=n <= MIN_TOKENS,
-                                       description=f"Remove token {i + 1}")
+                                       description=tr._("Remove token {n}", n=i + 1))
             remove.on_click(lambda _, i=i: self.state.remove_token(i))
             rows.append(pn.Row(self._field("name", i, "", NAME_WIDTH),
                                *[self._field("k", i, a) for a in range(d_k)],
@@ -144,11 +164,12 @@ class Editor(pn.viewable.Viewer):
             self._shape = shape
             self._build()
         V = np.asarray(s.values, dtype=float).reshape(len(s.tokens), -1)
-        texts = {("q", "", a): _number_text(c) for a, c in enumerate(s.query)}
+        tr = s.tr
+        texts = {("q", "", a): _number_text(c, tr) for a, c in enumerate(s.query)}
         for i, t in enumerate(s.tokens):
             texts[("name", i, "")] = t
-            texts.update({("k", i, a): _number_text(c) for a, c in enumerate(s.keys[i])})
-            texts.update({("v", i, a): _number_text(c) for a, c in enumerate(V[i])})
+            texts.update({("k", i, a): _number_text(c, tr) for a, c in enumerate(s.keys[i])})
+            texts.update({("v", i, a): _number_text(c, tr) for a, c in enumerate(V[i])})
         self._syncing = True
         try:
             for key, text in texts.items():
@@ -164,7 +185,7 @@ class Editor(pn.viewable.Viewer):
         try:
             for a, c in enumerate(self.state.query):
                 w = self._inputs[("q", "", a)]
-                w.value = _number_text(c)
+                w.value = _number_text(c, self.state.tr)
                 w.css_classes = [c for c in w.css_classes if c != "invalid"]
         finally:
             self._syncing = False
@@ -201,7 +222,7 @@ class Editor(pn.viewable.Viewer):
         for key, pane in self._row_messages.items():
             pane.visible = key == where
             if key == where:
-                pane.object = f'<div class="field-message" role="alert">{escape(self.state.message)}</div>'
+                pane.object = f'<div class="field-message" role="alert">{escape(self.state.tr(self.state.message))}</div>'
 
     def __panel__(self):
         return self._layout

@@ -13,6 +13,7 @@ import param
 from core import saturation, score_matrix_size
 from core.cost import D_K as COST_D_K
 from widgets.cost import cost_cache
+from widgets.i18n import N_
 from widgets.state import D_MODEL, HEAD_D_K, HEAD_TOKENS, ROLES, AttentionState
 
 #: CSV columns: one number per row, named by what it is and which tokens it belongs to.
@@ -148,18 +149,26 @@ class Export(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self.csv = pn.widgets.FileDownload(callback=lambda: io.StringIO(to_csv(self.state)), filename="attention.csv",
-                                           label="Numbers as CSV", color="primary", embed=False, width=260)
+                                           color="primary", embed=False, width=260)
         self.json = pn.widgets.FileDownload(callback=lambda: io.StringIO(to_json(self.state)),
-                                            filename="attention.json", label="Numbers as JSON",
-                                            color="primary", embed=False, width=260)
-        note = pn.pane.HTML(
-            "<p>The downloads hold q, the keys and values, the selected query's dot products, scores, weights and "
+                                            filename="attention.json", color="primary", embed=False, width=260)
+        self._note = pn.pane.HTML("", css_classes=["note"], sizing_mode="stretch_width")
+        self._layout = pn.Column(pn.Row(self.csv, self.json), self._note, sizing_mode="stretch_width")
+        self.state.param.watch(self._relabel, "lang")
+        self._relabel()
+
+    def _relabel(self, *_):
+        tr = self.state.tr
+        self.csv.label, self.json.label = tr._("Numbers as CSV"), tr._("Numbers as JSON")
+        self._note.object = "".join(f"<p>{tr(text)}</p>" for text in (
+            N_("The downloads hold q, the keys and values, the selected query's dot products, scores, weights and "
             "output, and the full weight matrix; from the Projections and Heads tabs, X, each head's W_Q, W_K, W_V, "
             "Q, K, V, scores, weights, outputs, largest weights and entropies, W_O and the output at the temperature "
-            "T; and the server's n² measurements up to your n.</p><p>For pictures, use the save button (↓) under "
-            "the query plot and under the matrix: each saves that figure as PNG.</p>",
-            css_classes=["note"], sizing_mode="stretch_width")
-        self._layout = pn.Column(pn.Row(self.csv, self.json), note, sizing_mode="stretch_width")
+            "T; and the server's n² measurements up to your n."),
+            N_("In every language the files are the same: numbers with a decimal point (0.5), at full precision, and "
+            "English names for the columns and keys, so any spreadsheet or program reads them."),
+            N_("For pictures, use the save button (↓) under the query plot and under the matrix: each saves that "
+            "figure as PNG.")))
 
     def __panel__(self):
         return self._layout

@@ -50,6 +50,7 @@ from panel.io.state import set_curdoc
 from server.logs import install_log_redaction
 from server.room_live import ROUTE as LIVE_ROUTE
 from server.rooms import RoomError, RoomRegistry, get_registry, normalize_code
+from widgets.i18n import N_, translator
 from widgets.address import address_of
 from widgets.browser import BrowserBridge
 from widgets.poll import FollowerPoll, PresenterPoll
@@ -113,17 +114,20 @@ class RoomControls(pn.viewable.Viewer):
         self._shown_version = 0  # the room's version this page's state (its server's numbers) shows
         self._settling = False  # a settle callback is scheduled
 
-        self._present = pn.widgets.Button(label="Present", color="primary", margin=(6, 8),
-                                          description="Let a class follow this page live")
+        tr = self.state.tr
+        self._present = pn.widgets.Button(label=tr._("Present"), color="primary", margin=(6, 8),
+                                          description=tr._("Let a class follow this page live"))
         self._present.on_click(self._on_present)
         # escaped: a notice can name what a link carried
-        self._notice = pn.pane.HTML(self.param.notice.rx.pipe(lambda text: f"<p>{escape(text)}</p>"),
+        self._notice = pn.pane.HTML(pn.bind(lambda text, lang: f"<p>{escape(translator(lang)(text))}</p>",
+                                            self.param.notice, self.state.param.lang),
                                     css_classes=["room-notice"], stylesheets=[ROOM_CSS], width=260, margin=(6, 8),
                                     visible=self.param.notice.rx.bool())
         # a row: the controls sit at the end of the page's header
         self._layout = pn.Row(self._present, self._notice, margin=0)
 
         self._watcher = self.state.param.watch(self._on_state_change, list(AttentionState.SHARED_PARAMS))
+        self.state.param.watch(self._relabel, "lang")
         if self.browser is not None:  # the join link is made of the page's address, which the browser reports
             self.browser.param.watch(lambda _: self.role == "presenter" and self._show_presenter(), "page_address")
         if ctx is not None:
@@ -131,18 +135,43 @@ class RoomControls(pn.viewable.Viewer):
             self._registry.start_sweeping()
         self._enter(_arg("room"), _arg("token"))
 
+    def _relabel(self, *_):
+        tr = self.state.tr
+        self._present.param.update(label=tr._("Present"), description=tr._("Let a class follow this page live"))
+        built = self.__dict__  # the cached controls this page has made
+        if "_stop" in built:
+            self._stop.param.update(label=tr._("Stop presenting"), description=tr._("End the room now"))
+        if "_qr_toggle" in built:
+            self._qr_toggle.label = tr._("QR code")
+        if "_poll_toggle" in built:
+            self._poll_toggle.label = tr._("Class poll")
+        if self._poll is not None:
+            self._poll.relabel()
+        if self.role == "presenter" and self._token:
+            self._show_presenter()
+        elif self.role == "follower":
+            if self._registry.get(self.code):
+                self._show_follower()
+            else:
+                self._card.object = self._followed_card()
+
+    def _followed_card(self) -> str:
+        return (f'<div class="room-label">{escape(self.state.tr._("Followed room"))}</div>'
+                f'<div class="room-code">{self._pretty_code()}</div>')
+
     # The controls of a presenter or a follower, made the first time the page is one: most pages never are,
     # and every Panel widget costs the server time to build the page.
 
     @cached_property
     def _stop(self) -> pn.widgets.Button:
-        stop = pn.widgets.Button(label="Stop presenting", margin=(6, 8), description="End the room now")
+        tr = self.state.tr
+        stop = pn.widgets.Button(label=tr._("Stop presenting"), margin=(6, 8), description=tr._("End the room now"))
         stop.on_click(self._on_stop)
         return stop
 
     @cached_property
     def _qr_toggle(self) -> pn.widgets.Toggle:
-        return pn.widgets.Toggle(label="QR code", value=False, margin=(6, 8))
+        return pn.widgets.Toggle(label=self.state.tr._("QR code"), value=False, margin=(6, 8))
 
     @cached_property
     def _qr(self) -> pn.pane.HTML:
@@ -151,14 +180,13 @@ class RoomControls(pn.viewable.Viewer):
 
     @cached_property
     def _poll_toggle(self) -> pn.widgets.Toggle:
-        toggle = pn.widgets.Toggle(label="Class poll", value=False, margin=(6, 8))
+        toggle = pn.widgets.Toggle(label=self.state.tr._("Class poll"), value=False, margin=(6, 8))
         toggle.param.watch(self._on_poll_toggle, "value")
         return toggle
 
     @cached_property
     def _toggle(self) -> pn.widgets.Button:
-        toggle = pn.widgets.Button(label="Explore on my own", margin=(6, 8),
-                                   description="Stop following; your changes stay on your page")
+        toggle = pn.widgets.Button(label=self.state.tr._("Explore on my own"), margin=(6, 8))
         toggle.on_click(self._on_toggle)
         return toggle
 
@@ -173,16 +201,20 @@ class RoomControls(pn.viewable.Viewer):
             return
         code = normalize_code(room_arg)
         if code is None:
-            self.notice = "The link's room code is not valid. This is the explorer on its own."
+            self.notice = N_("The link's room code is not valid. This is the explorer on its own.")
             return
         if room_arg != code and self._reload_with_code(code):
             return
-        refused = ""
+        refused = []
         if token:
             try:
                 room = self._registry.enter_as_presenter(code, token, self._session)
-            except RoomError as e:
-                refused = f"{e} "
+            except RoomError:
+                # the registry says why in English; the page says it in the learner's language
+                refused = [N_("This presenter link is not valid for room {code} on this server.", code=code)]
+                if not self._registry.secret.persistent:
+                    refused.append(N_("Presenter links stop working when the server restarts (it has no "
+                                      "EXPLORER_ROOM_SECRET); press Present to start a new room."))
             else:
                 self._token = token
                 self._set_role("presenter", code)
@@ -197,15 +229,18 @@ class RoomControls(pn.viewable.Viewer):
         try:
             room = self._registry.follow(code, self._session, self._offer)
         except RoomError:
-            self.notice = refused + (f"There is no room {code} on this server: it may have ended. "
-                                     "This is the explorer on its own.")
+            self.notice = N_("{refused} There is no room {code} on this server: it may have ended. This is the "
+                             "explorer on its own.", refused=refused, code=code) if refused else N_(
+                "There is no room {code} on this server: it may have ended. This is the explorer on its own.",
+                code=code)
             return
         if refused:
-            self.notice = refused + "Following the room instead."
+            self.notice = N_("{refused} Following the room instead.", refused=refused)
         self._room = room
         self._set_role("follower", code)
         # the poll's widgets are built when the room asks a question (at once if one is open now)
-        self._poll = FollowerPoll(self._registry, code, self._session, on_build=self._show_follower)
+        self._poll = FollowerPoll(self._registry, code, self._session, on_build=self._show_follower,
+                                  tr=lambda: self.state.tr)
         self.following = True
         self._take_room_view()
         self._show_follower()
@@ -221,7 +256,7 @@ class RoomControls(pn.viewable.Viewer):
         if self._doc is None or self._doc.session_context is None or self.browser is None:
             return False
         args = {name: _arg(name) for name in pn.state.session_args if not name.startswith("bokeh-")}
-        self.notice = f"Opening room {code[:3]} {code[3:]}…"
+        self.notice = N_("Opening room {code}…", code=f"{code[:3]} {code[3:]}")
         self.browser.navigate = "?" + urlencode({**args, "room": code})
         return True
 
@@ -251,7 +286,7 @@ class RoomControls(pn.viewable.Viewer):
             self._drop_poll()
             self._set_role("alone", "")
             self._token = None
-            self.notice = "Your room has ended. Press Present to start a new one."
+            self.notice = N_("Your room has ended. Press Present to start a new one.")
             self._layout[:] = [self._present, self._notice]
 
     def share_hand(self, event) -> None:
@@ -267,13 +302,16 @@ class RoomControls(pn.viewable.Viewer):
     def _show_presenter(self) -> None:
         link = self.join_link()
         pretty = self._pretty_code()
+        tr = self.state.tr
         self._card.object = (
-            f'<div class="room-label">Presenting · room</div><div class="room-code" aria-label="Room code '
-            f'{escape(self.code)}">{pretty}</div><div class="room-label">Join at</div>'
+            f'<div class="room-label">{escape(tr._("Presenting · room"))}</div><div class="room-code" '
+            f'aria-label="{escape(tr._("Room code {code}", code=self.code))}">{pretty}</div>'
+            f'<div class="room-label">{escape(tr._("Join at"))}</div>'
             f'<a class="room-link" href="{escape(link)}">{escape(link)}</a>'
             # without EXPLORER_ROOM_SECRET the server signs presenter links with a key drawn at its start
             + ('' if self._registry.secret.persistent else
-               '<div class="room-label room-lasts">Your presenter link lasts until the server restarts</div>')
+               f'<div class="room-label room-lasts">{escape(tr._("Your presenter link lasts until the server restarts"))}'
+               '</div>')
         )
         self._qr.object = qr_svg(link)
         # stacked, so the header grows taller rather than wider when the QR code is shown; laid out once (the
@@ -288,7 +326,8 @@ class RoomControls(pn.viewable.Viewer):
         if self.role != "presenter" or not self._token:
             return
         if self._poll is None and event.new:
-            self._poll = PresenterPoll(self._registry, self.code, self._token, self._session)
+            self._poll = PresenterPoll(self._registry, self.code, self._token, self._session,
+                                       tr=lambda: self.state.tr)
             self._presenter_controls.append(self._poll.__panel__())
         if self._poll is not None:
             self._poll.__panel__().visible = event.new
@@ -317,7 +356,7 @@ class RoomControls(pn.viewable.Viewer):
         self._drop_poll()
         self._token = None
         self._set_role("alone", "")
-        self.notice = "The room has ended; followers keep their last view."
+        self.notice = N_("The room has ended; followers keep their last view.")
         self._layout[:] = [self._present, self._notice]
 
     # -- follower -------------------------------------------------------------------------------------------------
@@ -446,9 +485,9 @@ class RoomControls(pn.viewable.Viewer):
     def _on_room_ended(self) -> None:
         self._catch_up()  # the learner keeps the view they see
         self.following = False
-        self.notice = f"Room {self.code} has ended. You keep the last view."
+        self.notice = N_("Room {code} has ended. You keep the last view.", code=self.code)
         self._drop_poll()
-        self._card.object = f'<div class="room-label">Followed room</div><div class="room-code">{self._pretty_code()}</div>'
+        self._card.object = self._followed_card()
         self._layout[:] = [self._card, self._notice]
 
     def _on_toggle(self, _event) -> None:
@@ -475,14 +514,16 @@ class RoomControls(pn.viewable.Viewer):
         self._sync_live()
         if self.role != "follower" or not self._registry.get(self.code):
             return
-        code = self._pretty_code()
+        code, tr = self._pretty_code(), self.state.tr
         if self.following:
-            self._card.object = f'<div class="room-label">Following room</div><div class="room-code">{code}</div>'
-            self._toggle.label = "Explore on my own"
-        else:
-            self._card.object = (f'<div class="room-label">Exploring on your own · room</div>'
+            self._card.object = (f'<div class="room-label">{escape(tr._("Following room"))}</div>'
                                  f'<div class="room-code">{code}</div>')
-            self._toggle.label = "Follow again"
+            self._toggle.param.update(label=tr._("Explore on my own"),
+                                      description=tr._("Stop following; your changes stay on your page"))
+        else:
+            self._card.object = (f'<div class="room-label">{escape(tr._("Exploring on your own · room"))}</div>'
+                                 f'<div class="room-code">{code}</div>')
+            self._toggle.param.update(label=tr._("Follow again"), description=tr._("Take the presenter's view again"))
         poll = [self._poll.__panel__()] if isinstance(self._poll, FollowerPoll) and self._poll.built else []
         self._layout[:] = [self._card, self._toggle, self._notice, *poll]
 

@@ -11,13 +11,13 @@ import numpy as np
 import panel as pn
 import param
 
-from widgets.format import fmt, fmt_short
+from widgets.i18n import N_, Translator
 from widgets.presentation import KATEX_CSS
 from widgets.state import AttentionState
 
 #: KaTeX draws at 1.21em of its host: the formulas' main line is the page's formula size (22 px on a projector).
 FORMULA_CSS = ":host { font-size: calc(var(--ae-formula, 19px) / 1.21); overflow-x: auto; }"
-STEP_TITLES = {1: "1. Score", 2: "2. Normalise", 3: "3. Combine"}
+STEP_TITLES = {1: N_("1. Score"), 2: N_("2. Normalise"), 3: N_("3. Combine")}
 #: Terms per line in long sums, so 8 tokens still fit beside the inspector.
 TERMS_PER_LINE = 3
 
@@ -31,14 +31,19 @@ def latex_text(name: str) -> str:
     return r"\text{" + "".join(special.get(c, c) for c in name) + "}"
 
 
-def _vec(v) -> str:
-    v = np.atleast_1d(np.asarray(v, dtype=float))
-    return fmt_short(v[0]) if v.size == 1 else "(" + ",\\ ".join(fmt_short(c) for c in v) + ")"
+def _tex(text: str) -> str:
+    return text.replace(",", "{,}")  # a decimal comma: no space after it in TeX
 
 
-def _out(v) -> str:
+def _vec(v, tr: Translator, short: bool = True) -> str:
     v = np.atleast_1d(np.asarray(v, dtype=float))
-    return fmt(v[0]) if v.size == 1 else "(" + ",\\ ".join(fmt(c) for c in v) + ")"
+    write = tr.short if short else tr.num
+    sep = r";\ " if tr.decimal == "," else r",\ "
+    return _tex(write(v[0])) if v.size == 1 else "(" + sep.join(_tex(write(c)) for c in v) + ")"
+
+
+def _out(v, tr: Translator) -> str:
+    return _vec(v, tr, short=False)
 
 
 def _sum_lines(lhs: str, terms: list[str], rhs: str) -> str:
@@ -65,20 +70,25 @@ def recipe_latex(state: AttentionState, step: int) -> str:
         If ``step`` is not 1, 2 or 3.
     """
     s, r, i = state, state.result, state.selected
+    tr = s.tr
+
+    def fmt(x):
+        return _tex(tr.num(x))
     names = [latex_text(t) for t in s.tokens]
     masked = ~r.mask[i]
     if step == 1:
         root = f"\\sqrt{{{s.d_k}}}"
-        head = r"s_i &= \frac{q \cdot k_i}{\sqrt{d_k}}" if s.scale else r"s_i &= q \cdot k_i \quad \text{(scaling off)}"
+        head = (r"s_i &= \frac{q \cdot k_i}{\sqrt{d_k}}" if s.scale
+                else r"s_i &= q \cdot k_i \quad " + latex_text(tr._("(scaling off)")))
         lines = [head]
         for j, name in enumerate(names):
             if masked[j]:
-                lines.append(f"s_{{{name}}} &= -\\infty \\quad \\text{{(masked: a later token)}}")
+                lines.append(f"s_{{{name}}} &= -\\infty \\quad {latex_text(tr._('(masked: a later token)'))}")
             elif s.scale:
-                lines.append(f"s_{{{name}}} &= \\frac{{{_vec(s.query)} \\cdot {_vec(s.keys[j])}}}{{{root}}} = "
+                lines.append(f"s_{{{name}}} &= \\frac{{{_vec(s.query, tr)} \\cdot {_vec(s.keys[j], tr)}}}{{{root}}} = "
                              f"\\frac{{{fmt(r.dots[i, j])}}}{{{fmt(np.sqrt(s.d_k))}}} = {fmt(r.scores[i, j])}")
             else:
-                lines.append(f"s_{{{name}}} &= {_vec(s.query)} \\cdot {_vec(s.keys[j])} = {fmt(r.scores[i, j])}")
+                lines.append(f"s_{{{name}}} &= {_vec(s.query, tr)} \\cdot {_vec(s.keys[j], tr)} = {fmt(r.scores[i, j])}")
         return "\\begin{aligned}" + r" \\ ".join(lines) + "\\end{aligned}"
     if step == 2:
         lines = [r"a_i &= \mathrm{softmax}(s)_i = \frac{e^{s_i - m}}{\sum_j e^{s_j - m}}, \quad m = \max_j s_j = "
@@ -88,15 +98,15 @@ def recipe_latex(state: AttentionState, step: int) -> str:
         lines.append(_sum_lines(r"\textstyle\sum_j e^{s_j - m}", terms, fmt(r.exp_sum[i])))
         for j, name in enumerate(names):
             if masked[j]:
-                lines.append(f"a_{{{name}}} &= 0 \\quad \\text{{(masked)}}")
+                lines.append(f"a_{{{name}}} &= 0 \\quad {latex_text(tr._('(masked)'))}")
             else:
                 lines.append(f"a_{{{name}}} &= \\frac{{{fmt(r.exp[i, j])}}}{{{fmt(r.exp_sum[i])}}} = "
                              f"{fmt(r.weights[i, j])}")
         return "\\begin{aligned}" + r" \\ ".join(lines) + "\\end{aligned}"
     if step == 3:
-        terms = [f"{fmt(r.weights[i, j])} \\cdot {_vec(s.values[j])}" for j in range(len(names))]
-        lines = [r"\text{output} &= \textstyle\sum_i a_i v_i",
-                 _sum_lines("", terms, _out(r.output[i]))]
+        terms = [f"{fmt(r.weights[i, j])} \\cdot {_vec(s.values[j], tr)}" for j in range(len(names))]
+        lines = [latex_text(tr._("output")) + r" &= \textstyle\sum_i a_i v_i",
+                 _sum_lines("", terms, _out(r.output[i], tr))]
         return "\\begin{aligned}" + r" \\ ".join(lines) + "\\end{aligned}"
     raise ValueError(f"step must be 1, 2 or 3, got {step!r}")
 
@@ -115,16 +125,20 @@ class Formula(pn.viewable.Viewer):
         super().__init__(**params)
         self._panes = {k: pn.pane.LaTeX("", renderer="katex", stylesheets=[KATEX_CSS, FORMULA_CSS],
                                         name=f"formula-step-{k}") for k in STEP_TITLES}
+        self._heading = pn.pane.HTML("", margin=(0, 10))
+        self._titles = {k: pn.pane.HTML("", margin=(6, 10, 0, 10)) for k in STEP_TITLES}
         self._layout = pn.Column(
-            pn.pane.HTML("<h3>The recipe with your numbers</h3>", margin=(0, 10)),
-            *[item for k, title in STEP_TITLES.items()
-              for item in (pn.pane.HTML(f"<strong>{title}</strong>", margin=(6, 10, 0, 10)), self._panes[k])],
+            self._heading, *[item for k in STEP_TITLES for item in (self._titles[k], self._panes[k])],
             name="formula", css_classes=["formula"],
         )
-        self.state.param.watch(self._render, "result")
+        self.state.param.watch(self._render, ["result", "lang"])
         self._render()
 
     def _render(self, *_):
+        tr = self.state.tr
+        self._heading.object = f"<h3>{tr._('The recipe with your numbers')}</h3>"
+        for k, title in STEP_TITLES.items():
+            self._titles[k].object = f"<strong>{tr(title)}</strong>"
         for k, latex in zip(STEP_TITLES, recipe_steps_latex(self.state)):
             self._panes[k].object = f"$${latex}$$"
 

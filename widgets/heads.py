@@ -16,9 +16,8 @@ import param
 from bokeh.models import Plot
 from bokeh.palettes import Cividis256
 
-from core import PREVIOUS_AND_SELF_2D
 from widgets.cost import CostView
-from widgets.format import fmt, fmt_short
+from widgets.i18n import N_, Translator, translator
 from widgets.projections import HEADS_CSS, styled
 from widgets.state import HEAD_TOKENS, MAX_HEADS, AttentionState
 
@@ -30,12 +29,17 @@ def _cell_color(w: float) -> str:
     return Cividis256[min(255, max(0, int(w * 256)))]
 
 
-def head_svg(weights: np.ndarray, mode: str, label: str) -> str:
+#: What a head attends to, read from its weights (HeadsView._names).
+HEAD_NAMES = {"itself": N_("itself"), "previous token": N_("previous token")}
+
+
+def head_svg(weights: np.ndarray, mode: str, label: str, tr: Translator | None = None) -> str:
     """One head's (n, n) weights as an SVG grid: a row per query, a column per key, each weight printed.
 
     Colours are Cividis on 0..1 (as the Matrix tab), and the ink of each number is chosen for its cell, so the
-    colour is never the only cue.
+    colour is never the only cue. Numbers and the screen reader's label in ``tr``'s language (English by default).
     """
+    tr = tr or translator("en")
     num = NUM_PX[mode]
     cell, name = round(num * 2.7), round(num * 3.0)  # two heads side by side on a 1024 px projector
     n = len(HEAD_TOKENS)
@@ -52,11 +56,16 @@ def head_svg(weights: np.ndarray, mode: str, label: str) -> str:
             ink = "ink-light" if w < 0.55 else "ink-dark"  # Cividis is dark below ~0.55
             parts += [f'<rect class="cell" x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{_cell_color(w)}"/>',
                       f'<text class="{ink}" x="{x + cell / 2}" y="{y + cell / 2}" text-anchor="middle" '
-                      f'dominant-baseline="middle">{fmt(w, 2)}</text>']
-    text = "; ".join(f"{t}: " + ", ".join(f"{k} {fmt(w, 2)}" for k, w in zip(HEAD_TOKENS, row))
-                     for t, row in zip(HEAD_TOKENS, weights))
-    return (f'<svg width="{width}" height="{height}" role="img" aria-label="{escape(label)} weights, query by key: '
-            f'{escape(text)}">{"".join(parts)}</svg>')
+                      f'dominant-baseline="middle">{tr.num(w, 2)}</text>']
+    # rows apart by "; ", or by " | " where a list's entries are already apart by ";" (a decimal comma)
+    rows_sep = "; " if tr.list_sep.strip() != ";" else " | "
+    text = rows_sep.join(f"{t}: " + tr.list_sep.join(f"{k} {tr.num(w, 2)}" for k, w in zip(HEAD_TOKENS, row))
+                         for t, row in zip(HEAD_TOKENS, weights))
+    aria = tr._("{head} weights, query by key: {list}", head=label, list=text)
+    # direction="ltr": a figure is drawn left to right in a right-to-left page too (its text anchors would flip)
+    return (f'<svg width="{width}" height="{height}" direction="ltr" role="img" aria-label="{escape(aria)}">'
+            f'{"".join(parts)}</svg>')
+
 
 
 class HeadsView(pn.viewable.Viewer):
@@ -73,18 +82,16 @@ class HeadsView(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         self._syncing = False
-        self.count = styled(pn.widgets.RadioButtonGroup(label="Heads", options=[str(h) for h in range(1, MAX_HEADS + 1)],
+        self.count = styled(pn.widgets.RadioButtonGroup(options=[str(h) for h in range(1, MAX_HEADS + 1)],
                                                         value=str(s.heads)))
         self.count.param.watch(lambda e: self._syncing or self.state.set_heads(int(e.new)), "value")
-        self.preset = styled(pn.widgets.Button(label="Two heads: previous token, itself", color="primary",
-                                               description=PREVIOUS_AND_SELF_2D.note))
+        self.preset = styled(pn.widgets.Button(color="primary"))
         self.preset.on_click(lambda _: self.state.load_heads_preset())
-        self.new_draw = styled(pn.widgets.Button(label="New draw", description="Random projections for every head"))
+        self.new_draw = styled(pn.widgets.Button())
         self.new_draw.on_click(lambda _: self.state.new_heads_draw())
         self.explore = []
         for h in range(MAX_HEADS):
-            button = styled(pn.widgets.Button(label=f"Explore head {h + 1}", visible=h < s.heads,
-                                              description=f"Show head {h + 1}'s queries and keys in the explorer"))
+            button = styled(pn.widgets.Button(visible=h < s.heads))
             button.on_click(lambda _, h=h: self.state.show_head_in_explorer(h))
             self.explore.append(button)
         self.matrices = styled(pn.pane.HTML("", name="heads-matrices", sizing_mode="stretch_width"))
@@ -93,32 +100,64 @@ class HeadsView(pn.viewable.Viewer):
         self._inputs: dict[tuple[int, int], pn.widgets.TextInput] = {}
         self.field_message = styled(pn.pane.HTML("", visible=False, sizing_mode="stretch_width"))
 
-        def text(html: str) -> pn.pane.HTML:
-            return styled(pn.pane.HTML(html, sizing_mode="stretch_width", margin=(0, 5)))
+        def text() -> pn.pane.HTML:
+            return styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
 
+        self._texts = [text() for _ in range(3)]
+        self._count_label = styled(pn.pane.HTML("", margin=(8, 5)))
+        self._relabel()
         self._layout = pn.Column(
-            text("<h3>Multi-head attention</h3><p>Concat(head₁, …, head<sub>h</sub>) W<sub>O</sub> (Vaswani et al., "
-                 "2017, Sec. 3.2.2): each head has its own W<sub>Q</sub>, W<sub>K</sub>, W<sub>V</sub> "
-                 "(d<sub>k</sub> = d<sub>v</sub> = 2), so two heads can attend to different tokens.</p>"),
-            pn.FlexBox(styled(pn.pane.HTML("<span class='label'>Heads</span>", margin=(8, 5))), self.count,
-                       self.preset, self.new_draw, align_items="center"),
+            self._texts[0],
+            pn.FlexBox(self._count_label, self.count, self.preset, self.new_draw, align_items="center"),
             self.matrices,
             pn.FlexBox(*self.explore, align_items="center"),
-            text("<p class='note'><strong>Explore head i</strong> loads that head into the explorer on the left: its "
-                 "keys K = X W<sub>K</sub>, its values V = X W<sub>V</sub>, and the selected token's query "
-                 "q = x W<sub>Q</sub> (love's, unless I or NLP is selected), and the Projections tab then shows that "
-                 "head. The explorer shows one query at a time (its other rows use their keys as queries) and divides "
-                 "by √d<sub>k</sub>: its numbers for the selected token are the head's when T = √d<sub>k</sub>.</p>"),
+            self._texts[1],
             self.output,
-            text("<h4>W<sub>O</sub></h4><p>Rows 2i − 1 and 2i take head i's output; the default averages the heads "
-                 "(changing the number of heads sets it again).</p>"),
+            self._texts[2],
             self._w_o, self.field_message,
             CostView(state=s),
             name="heads", css_classes=["heads-tab"], sizing_mode="stretch_both", scroll=True, stylesheets=[HEADS_CSS],
         )
+        s.param.watch(self._on_lang, "lang")
         s.param.watch(self._render, ["embeddings", "projections", "heads", "w_o", "temperature", "mode"])
         s.param.watch(self._on_message, "message")
         self._render()
+
+    def _relabel(self) -> None:
+        """The tab's own words in the page's language (its numbers are redrawn by _render)."""
+        tr = self.state.tr
+        self._count_label.object = f"<span class='label'>{escape(tr._('Heads'))}</span>"
+        self.count.label = tr._("Heads")
+        names = tr.list_sep.join((tr(HEAD_NAMES["previous token"]), tr(HEAD_NAMES["itself"])))
+        # the tooltip is the core's description of the preset (core.PREVIOUS_AND_SELF_2D.note), as the catalogs hold it
+        self.preset.param.update(label=tr._("Two heads: {names}", names=names), description=tr._(
+            "Two heads on \"I love NLP\", embeddings 60° apart. Head 1 turns each query back by 60°, onto the "
+            "previous token (I, which has none, stays nearest to itself); head 2 asks for the token itself. Both "
+            "read V = X, and W_O averages them: each output lies between the previous token's embedding and the "
+            "token's own."))
+        self.new_draw.param.update(label=tr._("New draw"), description=tr._("Random projections for every head"))
+        for h, button in enumerate(self.explore):
+            button.param.update(label=tr._("Explore head {n}", n=h + 1),
+                                description=tr._("Show head {n}'s queries and keys in the explorer", n=h + 1))
+        self._texts[0].object = f"<h3>{escape(tr._('Multi-head attention'))}</h3><p>" + tr._(
+            "Concat(head₁, …, head<sub>h</sub>) W<sub>O</sub> (Vaswani et al., 2017, Sec. 3.2.2): each head has its "
+            "own W<sub>Q</sub>, W<sub>K</sub>, W<sub>V</sub> (d<sub>k</sub> = d<sub>v</sub> = 2), so two heads can "
+            "attend to different tokens.") + "</p>"
+        self._texts[1].object = "<p class='note'>" + tr._(
+            "<strong>Explore head i</strong> loads that head into the explorer on the left: its keys "
+            "K = X W<sub>K</sub>, its values V = X W<sub>V</sub>, and the selected token's query q = x W<sub>Q</sub> "
+            "(love's, unless I or NLP is selected), and the Projections tab then shows that head. The explorer "
+            "shows one query at a time (its other rows use their keys as queries) and divides by √d<sub>k</sub>: "
+            "its numbers for the selected token are the head's when T = √d<sub>k</sub>.") + "</p>"
+        self._texts[2].object = "<h4>W<sub>O</sub></h4><p>" + tr._(
+            "Rows 2i − 1 and 2i take head i's output; the default averages the heads (changing the number of heads "
+            "sets it again).") + "</p>"
+
+    def _on_lang(self, *_) -> None:
+        with pn.io.hold():
+            self._relabel()
+            self._build_w_o(len(self.state.w_o))  # the rows' labels
+            self._render()
 
     def _field(self, row: int, col: int) -> pn.widgets.TextInput:
         w = styled(pn.widgets.TextInput(width=84, margin=(2, 3), css_classes=[f"field-wo-{row}-{col}"]))
@@ -130,8 +169,10 @@ class HeadsView(pn.viewable.Viewer):
         self._inputs.clear()
 
         def label(html):
-            return styled(pn.pane.HTML(f"<span class='label'>{html}</span>", width=110, margin=(6, 3)))
-        grid = [pn.Row(label(f"head {r // 2 + 1} [{r % 2 + 1}]"), self._field(r, 0), self._field(r, 1), margin=0)
+            return styled(pn.pane.HTML(f"<span class='label'>{escape(html)}</span>", width=110, margin=(6, 3)))
+        tr = self.state.tr
+        grid = [pn.Row(label(tr._("head {n}", n=r // 2 + 1) + f" [{r % 2 + 1}]"), self._field(r, 0), self._field(r, 1),
+                       margin=0)
                 for r in range(rows)]
         self._w_o[:] = [pn.FlexBox(*grid)]
 
@@ -143,7 +184,7 @@ class HeadsView(pn.viewable.Viewer):
                 w = self._inputs[key]
                 w.css_classes = [*w.css_classes, "invalid"]
                 self.field_message.object = (f'<div class="field-message" role="alert">'
-                                             f'{escape(self.state.message)}</div>')
+                                             f'{escape(self.state.tr(self.state.message))}</div>')
                 self.field_message.visible = True
 
     def _on_message(self, *_) -> None:
@@ -152,13 +193,15 @@ class HeadsView(pn.viewable.Viewer):
 
     def _render(self, *_) -> None:
         s = self.state
+        tr = s.tr
         r = s.head_attention()
         names = self._names(r)
         figures = []
         for h, head in enumerate(r.heads):
-            label = f"Head {h + 1}" + (f": {names[h]}" if names[h] else "")
+            label = (tr._("Head {n}: {name}", n=h + 1, name=tr(HEAD_NAMES[names[h]])) if names[h] else
+                     tr._("Head {n}", n=h + 1))
             figures.append(f"<figure data-head='{h}'><figcaption>{escape(label)}</figcaption>"
-                           f"{head_svg(head.attention.weights, s.mode, label)}</figure>")
+                           f"{head_svg(head.attention.weights, s.mode, label, tr)}</figure>")
         self.matrices.object = f"<div class='heads'>{''.join(figures)}</div>"
         for h, button in enumerate(self.explore):
             button.visible = h < s.heads
@@ -168,7 +211,7 @@ class HeadsView(pn.viewable.Viewer):
             if len(self._inputs) != s.w_o.size:
                 self._build_w_o(len(s.w_o))
             for (i, j), w in self._inputs.items():
-                w.value = fmt_short(float(s.w_o[i, j]))
+                w.value = tr.short(float(s.w_o[i, j]))
                 w.css_classes = [c for c in w.css_classes if c != "invalid"]
         finally:
             self._syncing = False
@@ -187,18 +230,19 @@ class HeadsView(pn.viewable.Viewer):
         return out
 
     def _output_html(self, r) -> str:
-        h = len(r.heads)
-        head_cols = "".join(f"<th scope='col' colspan='2'>head {i + 1}</th>" for i in range(h))
+        h, tr = len(r.heads), self.state.tr
+        head_cols = "".join(f"<th scope='col' colspan='2'>{escape(tr._('head {n}', n=i + 1))}</th>" for i in range(h))
         sub = "".join("<th scope='col'>[1]</th><th scope='col'>[2]</th>" for _ in range(h + 1))
         rows = []
         for i, t in enumerate(HEAD_TOKENS):
-            concat = "".join(f"<td>{fmt(x)}</td>" for x in r.concat[i])
-            out = "".join(f"<td>{fmt(x)}</td>" for x in r.output[i])
+            concat = "".join(f"<td>{tr.num(x)}</td>" for x in r.concat[i])
+            out = "".join(f"<td>{tr.num(x)}</td>" for x in r.output[i])
             rows.append(f"<tr><th scope='row'>{escape(t)}</th>{concat}{out}</tr>")
-        return ("<div style='overflow-x: auto'><table class='nums'><caption>Concat(head₁, …, head<sub>h</sub>), then "
-                f"× W<sub>O</sub> (T = {fmt(self.state.temperature)})</caption><thead><tr><th></th>{head_cols}"
-                f"<th scope='col' colspan='2'>output</th></tr><tr><th></th>{sub}</tr></thead><tbody>{''.join(rows)}"
-                "</tbody></table></div>")
+        caption = tr._("Concat(head₁, …, head<sub>h</sub>), then × W<sub>O</sub> (T = {t})",
+                       t=tr.num(self.state.temperature))
+        return ("<div style='overflow-x: auto'><table class='nums'><caption>" + caption + "</caption><thead><tr>"
+                f"<th></th>{head_cols}<th scope='col' colspan='2'>{escape(tr._('output'))}</th></tr><tr><th></th>"
+                f"{sub}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 
     def __panel__(self):
         return self._layout

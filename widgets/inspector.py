@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 from html import escape
 
@@ -10,7 +12,8 @@ import panel as pn
 import param
 from bokeh.models import CustomJS, Div
 
-from widgets.format import fmt, fmt_entry, fmt_vec, sqrt_text, token_color
+from widgets.format import sqrt_text, token_color
+from widgets.i18n import Translator, translator
 from widgets.presentation import APP_CSS
 from widgets.state import AttentionState
 
@@ -46,6 +49,30 @@ def replace_text_in_place(div: Div) -> None:
     div.js_on_change("text", CustomJS(code=_TEXT_ONLY))
 
 
+@functools.cache
+def readout_words(lang: str) -> dict[str, str]:
+    """The readout's templates in ``lang``: :meth:`Readout.text` fills them, and so does the page's drag preview
+    (static/drag.js's readoutText), so both write the same text."""
+    tr = translator(lang)
+    return {
+        "query": tr._('Query of "{token}": q = {q}'),
+        "dots": tr._("Dot products q·k: {list}"),
+        "scores": tr._("Scores s = {scale}: {list}"),
+        "scaled": tr._("q·k / {root}"),
+        "unscaled": tr._("q·k (unscaled)"),
+        "weights": tr._("Weights a = softmax(s): {list}"),
+        "output": tr._("Output Σ aᵢvᵢ = {value}"),
+        "masked": tr._("masked"),
+        "output_word": tr._("output"),
+    }
+
+
+@functools.cache
+def readout_script_words(lang: str) -> str:
+    """:func:`readout_words` and the number format, as the JSON the page's script reads (``drag-inputs``)."""
+    return json.dumps({**readout_words(lang), **translator(lang).number_format()}, ensure_ascii=False)
+
+
 class Inspector(pn.viewable.Viewer):
     """A table of every step for the selected query q: q·k_i, ÷√d_k, − max, exp, ÷ Σ, a_i v_i, Σ.
 
@@ -57,17 +84,18 @@ class Inspector(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         self._pane = pn.pane.HTML("", name="inspector", css_classes=["inspector"], width=760)
-        self.state.param.watch(self._render, ["result", "guided", "step"])
+        self.state.param.watch(self._render, ["result", "guided", "step", "lang"])
         self._render()
 
     def _render(self, *_):
         s = self.state
+        tr = s.tr
         r, i = s.result, s.selected
         # Step-through: numbers of steps not reached yet become a "?" of the same cell (the layout stays).
         shown = [s.revealed(k) for k in (1, 1, 2, 2, 2, 1, 3)]
 
         def cell(k, x):
-            return fmt_entry(x) if shown[k] else PLACEHOLDER
+            return tr.entry(x) if shown[k] else PLACEHOLDER
         root = sqrt_text(s.d_k)
         token = escape(s.tokens[i])
         values = np.asarray(s.values, dtype=float)
@@ -79,25 +107,26 @@ class Inspector(pn.viewable.Viewer):
                      values[j], products[j])
             rows.append(
                 f'<tr><th scope="row"><span class="token" style="--token:{token_color(j)}">{escape(t)}</span> '
-                f'<span class="vec">{fmt_vec(s.keys[j], 0)}</span></th>'
+                f'<span class="vec">{tr.vec(s.keys[j], 0)}</span></th>'
                 + "".join(f"<td>{cell(k, c)}</td>" for k, c in enumerate(cells)) + "</tr>"
             )
-        scale_head = f"÷ {root}" if s.scale else "(no scaling)"
+        scale_head = f"÷ {root}" if s.scale else escape(tr._("(no scaling)"))
+        title = escape(tr._("Inspector: query of “{token}”, q = {q}", token=s.tokens[i], q=tr.vec(s.query, 3)))
         self._pane.object = f"""
-<h3>Inspector: query of “{token}”, q = {fmt_vec(s.query, 3)}</h3>
-<div class="scroll" tabindex="0" role="region" aria-label="Every step of the selected query">
+<h3>{title}</h3>
+<div class="scroll" tabindex="0" role="region" aria-label="{escape(tr._("Every step of the selected query"))}">
 <table class="steps">
-<thead><tr><th scope="col">key k<sub>i</sub></th>
+<thead><tr><th scope="col">{escape(tr._("key"))} k<sub>i</sub></th>
 <th scope="col">1. q·k<sub>i</sub></th><th scope="col">2. s<sub>i</sub> = {scale_head}</th>
 <th scope="col">3. s<sub>i</sub> − max</th><th scope="col">4. exp</th>
 <th scope="col">5. a<sub>i</sub> = exp ÷ Σ</th><th scope="col">v<sub>i</sub></th>
 <th scope="col">6. a<sub>i</sub>·v<sub>i</sub></th></tr></thead>
 <tbody>{''.join(rows)}</tbody>
-<tfoot><tr><th scope="row">Σ / max</th><td></td><td>max {fmt(r.row_max[i])}</td><td></td>
+<tfoot><tr><th scope="row">Σ / max</th><td></td><td>max {tr.num(r.row_max[i])}</td><td></td>
 <td>Σ {cell(3, r.exp_sum[i])}</td><td>Σ {cell(4, r.weights[i].sum())}</td><td></td>
 <td>Σ {cell(6, r.output[i])}</td></tr></tfoot>
 </table></div>
-<p class="output">7. output = {" + ".join(cell(6, c) for c in products)} = {cell(6, r.output[i])}</p>"""
+<p class="output">7. {escape(tr._("output"))} = {" + ".join(cell(6, c) for c in products)} = {cell(6, r.output[i])}</p>"""
 
     def __panel__(self):
         return self._pane
@@ -121,37 +150,46 @@ class Readout(pn.viewable.Viewer):
             # Not live: it changes on every pixel of a drag; the Announcer speaks for it, throttled. Focusable:
             # where the plot leaves it fewer lines than it has (a projector's large text, a short screen) it
             # scrolls inside itself, and a keyboard must reach those lines too.
-            html_attributes={"role": "region", "aria-label": "Current numbers", "data-testid": "readout",
-                             "tabindex": "0"},
+            html_attributes={"role": "region", "aria-label": self.state.tr._("Current numbers"),
+                             "data-testid": "readout", "tabindex": "0"},
             styles={"white-space": "pre-line", "font-size": "var(--ae-num, 16px)", "line-height": "1.35",
                     "font-variant-numeric": "tabular-nums", "color": "var(--ae-fg, #111)"},
         )
         replace_text_in_place(self.div)
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
         self.state.param.watch(self._render, ["result", "guided", "step"])
+        self.state.param.watch(self._relabel, "lang")
         self._render()
 
     @staticmethod
     def text(state: AttentionState) -> str:
         r, i, tokens = state.result, state.selected, state.tokens
+        tr: Translator = state.tr
+        words = readout_words(tr.lang)
         out = r.output[i]
 
         def per_token(row, step=1):
-            return ", ".join(f"{t} {fmt_entry(x) if state.revealed(step) else PLACEHOLDER}" for t, x in zip(tokens, row))
+            return tr.list_sep.join(f"{tr.name(t)} {tr.entry(x) if state.revealed(step) else PLACEHOLDER}"
+                                    for t, x in zip(tokens, row))
 
-        scale = f"q·k / {sqrt_text(state.d_k)}" if state.scale else "q·k (unscaled)"
-        return (
-            f'Query of "{tokens[i]}": q = {fmt_vec(state.query, 3)}\n'
-            f"Dot products q·k: {per_token(r.dots[i])}\n"
-            f"Scores s = {scale}: {per_token(r.scores[i])}\n"
-            f"Weights a = softmax(s): {per_token(r.weights[i], 2)}\n"
-            + (f"Output Σ aᵢvᵢ = {PLACEHOLDER}" if not state.revealed(3)
-               else f"Output Σ aᵢvᵢ = {fmt(out)} ≈ {out:.2f}" if np.ndim(out) == 0
-               else f"Output Σ aᵢvᵢ = {fmt_vec(out, 4)} ≈ {fmt_vec(out, 2)}")
-        )
+        scale = words["scaled"].format(root=sqrt_text(state.d_k)) if state.scale else words["unscaled"]
+        value = (PLACEHOLDER if not state.revealed(3)
+                 else f"{tr.num(out)} ≈ {tr.num(out, 2)}" if np.ndim(out) == 0
+                 else f"{tr.vec(out, 4)} ≈ {tr.vec(out, 2)}")
+        return "\n".join((
+            words["query"].format(token=tr.name(tokens[i]), q=tr.vec(state.query, 3)),
+            words["dots"].format(list=per_token(r.dots[i])),
+            words["scores"].format(scale=scale, list=per_token(r.scores[i])),
+            words["weights"].format(list=per_token(r.weights[i], 2)),
+            words["output"].format(value=value),
+        ))
 
     def _render(self, *_):
         self.div.text = self.text(self.state)
+
+    def _relabel(self, *_):
+        self.div.html_attributes = {**self.div.html_attributes, "aria-label": self.state.tr._("Current numbers")}
+        self._render()
 
     def __panel__(self):
         return self._layout
@@ -184,18 +222,20 @@ class Announcer(pn.viewable.Viewer):
         replace_text_in_place(self.div)
         self._layout = pn.pane.Bokeh(self.div, width=1, height=1, margin=0)
         self._first = self._last = None
-        self.state.param.watch(self._changed, ["result", "guided", "step"])
+        self.state.param.watch(self._changed, ["result", "guided", "step", "lang"])
 
     @staticmethod
     def text(state: AttentionState) -> str:
         r, i, tokens = state.result, state.selected, state.tokens
-        parts = [f'Query of "{tokens[i]}".']
+        tr = state.tr
+        parts = [tr._('Query of "{token}".', token=tokens[i])]
         if state.revealed(2):
-            parts.append("Weights: " + ", ".join(f"{t} {fmt(x)}" for t, x in zip(tokens, r.weights[i])) + ".")
+            parts.append(tr._("Weights: {list}.", list=tr.list_sep.join(f"{t} {tr.num(x)}"
+                                                                        for t, x in zip(tokens, r.weights[i]))))
         if state.revealed(3):
-            parts.append(f"Output {fmt_entry(r.output[i])}.")
+            parts.append(tr._("Output {value}.", value=tr.entry(r.output[i])))
         if state.guided:
-            parts.insert(0, f"Step {state.step} of 3.")
+            parts.insert(0, tr._("Step {step} of 3.", step=state.step))
         return " ".join(parts)
 
     def _changed(self, *_):

@@ -14,7 +14,6 @@ from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMap
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
-from widgets.format import fmt, fmt_vec
 from widgets.glyphs import draw
 from widgets.presentation import PROJECTOR_FONT_STEP, PROJECTOR_MIN_FONT
 from widgets.state import AttentionState, show_step
@@ -69,10 +68,9 @@ class AttentionMatrix(pn.viewable.Viewer):
         self._highlight = ColumnDataSource(data=dict(x=[], y=[], width=[]))
         mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
         fig = figure(
-            name="attention-matrix", title="Attention weights (click a row)",
+            name="attention-matrix", title="",
             width=640, height=400, tools="save", toolbar_location="below", x_range=Range1d(-0.5, 4.5),
-            y_range=Range1d(2.5, -0.5),
-            x_axis_label="key", y_axis_label="query", x_axis_location="above",
+            y_range=Range1d(2.5, -0.5), x_axis_location="above",
         )
         fig.toolbar.logo = None
         fig.title.text_font_size = "16px"
@@ -103,14 +101,16 @@ class AttentionMatrix(pn.viewable.Viewer):
         self._reveal = ([cells, labels, sums], [blank, unknown])
         self._reveal_output = [outputs]
         self._colorbar = ColorBar(color_mapper=mapper, ticker=FixedTicker(ticks=[0, 0.25, 0.5, 0.75, 1]),
-                                  major_label_text_font_size="13px", title="weight", width=16)
+                                  major_label_text_font_size="13px", width=16)
         fig.add_layout(self._colorbar, "right")
         fig.on_event(events.Tap, self._on_tap)
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
-        self.state.param.watch(self._render, ["plotted", "tokens", "mode"])
+        self.state.param.watch(self._render_words, "lang")
+        self.state.param.watch(self._render, ["plotted", "tokens", "mode", "lang"])
         self.state.param.watch(self._show_step, ["guided", "step"])
         self._laid_out = None
+        self._render_words()
         self._render()
         self._show_step()
 
@@ -127,29 +127,40 @@ class AttentionMatrix(pn.viewable.Viewer):
             with one_message():
                 self.state.select_row(row)
 
+    def _render_words(self, *_):
+        """The title, the axes' and the colour bar's words, and its ticks' numbers, in the page's language."""
+        fig, tr = self.figure, self.state.tr
+        fig.title.text = tr.in_plot(tr._("Attention weights (click a row)"))
+        fig.xaxis.axis_label, fig.yaxis.axis_label = tr.in_plot(tr._("key")), tr.in_plot(tr._("query"))
+        self._colorbar.title = tr.in_plot(tr._("weight"))
+        # a tick's number, as the language writes it (0,25)
+        self._colorbar.major_label_overrides = {t: tr.short(t) for t in (0, 0.25, 0.5, 0.75, 1)}
+
     def _geometry(self) -> tuple[float, float]:
         """(cell width in px, output column in cells) for the numbers and names now shown."""
-        s, mode = self.state, self.state.mode
+        s, mode, tr = self.state, self.state.mode, self.state.tr
         r, dec = s.plotted, cell_decimals(mode)
         cell, axis = _font(CELL_FONT, mode), _font(AXIS_FONT, mode)
-        widest = max([_text_px(fmt(1.0, dec), cell), *(_text_px(t, axis) for t in s.tokens), _text_px("sum", axis)])
+        widest = max([_text_px(tr.num(1.0, dec), cell), *(_text_px(t, axis) for t in s.tokens),
+                      _text_px(tr._("sum"), axis)])
         cell_px = widest + 12
         outputs = [_text_px(self._output_text(o, dec), cell) for o in r.output]
-        return cell_px, max(1.0, (max(outputs) + 12) / cell_px)
+        # the column is at least as wide as its heading too, which some languages write longer than its numbers
+        return cell_px, max(1.0, (max(outputs) + 12) / cell_px, _text_px(tr._("output"), axis) / cell_px)
 
-    @staticmethod
-    def _output_text(o, dec: int) -> str:
-        return fmt(o, dec) if np.ndim(o) == 0 else fmt_vec(o, dec)
+    def _output_text(self, o, dec: int) -> str:
+        tr = self.state.tr
+        return tr.num(o, dec) if np.ndim(o) == 0 else tr.vec(o, dec, isolate=False)
 
     def _render_axes(self, cell_px: float, out: float) -> None:
-        n, fig, mode = len(self.state.tokens), self.figure, self.state.mode
+        n, fig, mode, tr = len(self.state.tokens), self.figure, self.state.mode, self.state.tr
         self._out_x = n + 0.5 + out / 2
         for rng, (start, end) in ((fig.x_range, (-0.5, n + 0.5 + out)), (fig.y_range, (n - 0.5, -0.5))):
             if (rng.start, rng.end) != (start, end):  # row 0 on top, as in a matrix
                 rng.update(start=start, end=end)
         names = {i: t for i, t in enumerate(self.state.tokens)}
         fig.xaxis.ticker = FixedTicker(ticks=[*range(n + 1), self._out_x])
-        fig.xaxis.major_label_overrides = {**names, n: "sum", self._out_x: "output"}
+        fig.xaxis.major_label_overrides = {**names, n: tr._("sum"), self._out_x: tr._("output")}
         fig.yaxis.ticker = FixedTicker(ticks=list(range(n)))
         fig.yaxis.major_label_overrides = names
         self._colorbar.visible = mode != "projector"
@@ -160,25 +171,27 @@ class AttentionMatrix(pn.viewable.Viewer):
                                   min_height=round(n * max(2.2 * _font(CELL_FONT, mode), 40) + 4 * axis + 60))
 
     def _render(self, *_):
-        r = self.state.plotted
+        r, tr = self.state.plotted, self.state.tr
         w, n = r.weights, r.weights.shape[0]
         dec = cell_decimals(self.state.mode)
         # the axes, ticks and smallest size change with the names, the mode and the outputs' width only
         cell_px, out = self._geometry()
-        if (tuple(self.state.tokens), self.state.mode, cell_px, out) != self._laid_out:
-            self._laid_out = (tuple(self.state.tokens), self.state.mode, cell_px, out)
+        laid_out = (tuple(self.state.tokens), self.state.mode, self.state.lang, cell_px, out)
+        if laid_out != self._laid_out:
+            self._laid_out = laid_out
             self._render_axes(cell_px, out)
         rows, cols = (a.ravel() for a in np.indices(w.shape))
         allowed = r.mask.ravel()
         ok = w.ravel()[allowed]
         self._cells.data = dict(
-            x=cols[allowed].tolist(), y=rows[allowed].tolist(), weight=ok.tolist(), label=[fmt(a, dec) for a in ok],
+            x=cols[allowed].tolist(), y=rows[allowed].tolist(), weight=ok.tolist(),
+            label=[tr.num(a, dec) for a in ok],
             # Cividis is dark below ~0.55 and light above: pick the readable ink.
             text_color=["white" if a < 0.55 else "black" for a in ok],
         )
         self._masked.data = dict(x=cols[~allowed].tolist(), y=rows[~allowed].tolist(),
-                                 label=["masked"] * int((~allowed).sum()))
-        self._sums.data = dict(x=[n] * n, y=list(range(n)), label=[fmt(s, dec) for s in w.sum(axis=1)])
+                                 label=[tr._("masked")] * int((~allowed).sum()))
+        self._sums.data = dict(x=[n] * n, y=list(range(n)), label=[tr.num(s, dec) for s in w.sum(axis=1)])
         self._outputs.data = dict(x=[self._out_x] * n, y=list(range(n)),
                                   label=[self._output_text(o, dec) for o in r.output])
         end = self.figure.x_range.end

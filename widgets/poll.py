@@ -30,6 +30,8 @@ from panel.io.state import set_curdoc
 
 from server.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, number_bin
 from server.rooms import RoomError, RoomRegistry
+from widgets.i18n import N_, Text, Translator, translator
+from widgets.check import answer_text, title_of
 from widgets.questions import BY_ID, MAX_NUMBER_CHARS, PRACTICE, QUESTIONS, Question
 
 POLL_CSS = (Path(__file__).resolve().parents[1] / "static" / "poll.css").read_text()
@@ -37,41 +39,50 @@ LETTERS = "ABCDEFGH"
 #: Bins the presenter's histogram shows; the others are summed up in one line.
 MAX_BINS = 8
 #: How the presenter's card names a poll's state.
-STATE_NAMES = {OPEN: "open", CLOSED: "closed", REVEALED: "answer shown"}
+STATE_NAMES = {OPEN: N_("open"), CLOSED: N_("closed"), REVEALED: N_("answer shown")}
+ENGLISH = translator("en")
+#: The registry's refusals (server/ holds no page texts), as each page says them in its own language.
+REFUSALS = {str(t): t for t in (
+    N_("Choose one of the answers first."), N_("That number has too many digits."), N_("There is no such question."),
+    N_("That poll is over: the presenter has asked another question."), N_("The presenter has closed this poll."),
+    N_("You have already answered this poll: each page answers once."), N_("This room has ended."),
+    N_("Only a page following the room answers its poll."), N_("There is no poll to answer."))}
+
+
+def refusal(error: Exception, tr: Translator) -> str:
+    """A registry's refusal in the page's language (a text it does not know, as it is)."""
+    message = error.args[0] if error.args else ""
+    return tr(message if isinstance(message, Text) else REFUSALS.get(str(message), str(message)))
 #: A card floats over the page (static/poll.css sets its real width): a fixed size here keeps the header row it
 #: belongs to from stretching to make room for it, as it would for a card whose parts stretch.
 CARD = dict(sizing_mode="fixed", width=540, margin=0)
 
 
-def title_of(q: Question) -> str:
-    """How the poll names a question: "Question 5" or "Practice problem 2"."""
-    return f"Question {q.number}" if q.counts else f"Practice problem {q.number}"
-
-
-def choice_label(q: Question, i: int) -> str:
+def choice_label(q: Question, i: int, tr: Translator = ENGLISH) -> str:
     """Choice ``i`` as the poll shows it on every page, lettered so that a class can talk about it."""
-    return f"{LETTERS[i]}. {q.choices[i].text}"
+    return f"{LETTERS[i]}. {tr(q.choices[i].text)}"
 
 
-def given_text(q: Question, given, short: bool = False) -> str:
+def given_text(q: Question, given, short: bool = False, tr: Translator = ENGLISH) -> str:
     """A follower's own answer as their page quotes it back: a choice with its text, or only its letter."""
     if q.kind == "choice":
-        return LETTERS[given] if short else choice_label(q, given)
+        return LETTERS[given] if short else choice_label(q, given, tr)
     text = str(given).strip()
     return text if len(text) <= MAX_NUMBER_CHARS else text[:MAX_NUMBER_CHARS] + "…"
 
 
-def question_options() -> dict[str, dict[str, str]]:
+def question_options(tr: Translator = ENGLISH) -> dict[str, dict[str, str]]:
     """The presenter's choice of question, in two groups: the fourteen that count and the practice problems."""
     def label(q):
         # short enough for the select box of a projector's card; the whole prompt shows beneath it
-        short = q.prompt if len(q.prompt) <= 44 else q.prompt[:43].rstrip() + "…"
-        return f"{title_of(q)} · {short}"
-    return {"Questions that count": {label(q): q.id for q in QUESTIONS},
-            "Practice problems (do not count)": {label(q): q.id for q in PRACTICE}}
+        prompt = tr(q.prompt)
+        short = prompt if len(prompt) <= 44 else prompt[:43].rstrip() + "…"
+        return f"{tr(title_of(q))} · {short}"
+    return {tr._("Questions that count"): {label(q): q.id for q in QUESTIONS},
+            tr._("Practice problems (do not count)"): {label(q): q.id for q in PRACTICE}}
 
 
-def counts_html(q: Question, counts: PollCounts | None, revealed: bool) -> str:
+def counts_html(q: Question, counts: PollCounts | None, revealed: bool, tr: Translator = ENGLISH) -> str:
     """The presenter's counts: one bar per choice, or per number given (rounded to the question's places).
 
     The right choice (or the right answer's bin) is marked only once revealed: the projector shows the
@@ -81,39 +92,42 @@ def counts_html(q: Question, counts: PollCounts | None, revealed: bool) -> str:
         return ""
     answers, pages = counts.answers, counts.pages
     head = (f'<p class="poll-total" role="status"><strong>{answers}</strong> '
-            f'{"answer" if answers == 1 else "answers"} · {pages} {"page" if pages == 1 else "pages"} following</p>')
+            + escape(tr.ngettext("answer", "answers", answers)) + " · "
+            + escape(tr.ngettext("{n} page following", "{n} pages following", pages)) + "</p>")
     if q.kind == "choice":
-        rows = [(choice_label(q, i), n, i == q.answer) for i, n in enumerate(counts.choices)]
+        rows = [(choice_label(q, i, tr), n, i == q.answer) for i, n in enumerate(counts.choices)]
     else:
         right_bin = number_bin(q, str(q.answer))
         bins = sorted(counts.numbers, key=lambda kv: -kv[1])[:MAX_BINS]
         shown = {v for v, _ in bins}
-        rows = [(v, n, v == right_bin) for v, n in counts.numbers if v in shown]
+        rows = [(tr.mark(v), n, v == right_bin) for v, n in counts.numbers if v in shown]
         rest = sum(n for v, n in counts.numbers if v not in shown)
     top = max([n for _, n, _ in rows], default=0) or 1
     items = []
     for label, n, right in rows:
         mark = ' class="right"' if revealed and right else ""
-        tick = '<span class="poll-tick" aria-label="the answer">✓</span>' if revealed and right else ""
+        tick = (f'<span class="poll-tick" aria-label="{escape(tr._("the answer"))}">✓</span>' if revealed and right
+                else "")
         bar = f'<span class="poll-bar" style="width:{100 * n / top:.1f}%"></span>'
         # a choice's text lies over its bar, so the projector shows each choice and its count on one row
         items.append(f'<li{mark}>{bar}<span class="poll-label">{escape(label)}</span>'
                      f'<span class="poll-n">{n}</span>{tick}</li>')
     if q.kind == "number" and not rows:
-        items.append('<li class="poll-empty">No numbers yet.</li>')
+        items.append(f'<li class="poll-empty">{escape(tr._("No numbers yet."))}</li>')
     more = ""
     if q.kind == "number":
         if rest:
-            more = f'<p class="poll-more">{rest} more at other values.</p>'
-        more += (f'<p class="poll-more">Rounded to {q.decimals} decimal places.'
-                 + (f" Right by the number rule: <strong>{counts.right}</strong>.</p>" if revealed else "</p>"))
+            more = f'<p class="poll-more">{escape(tr._("{n} more at other values.", n=rest))}</p>'
+        more += (f'<p class="poll-more">{escape(tr._("Rounded to {n} decimal places.", n=q.decimals))}'
+                 + (f" {escape(tr._('Right by the number rule:'))} <strong>{counts.right}</strong>.</p>"
+                    if revealed else "</p>"))
     return f'{head}<ul class="poll-counts poll-{q.kind}">{"".join(items)}</ul>{more}'
 
 
-def answer_html(q: Question) -> str:
+def answer_html(q: Question, tr: Translator = ENGLISH) -> str:
     """The answer and its "Why", as every page shows them once revealed."""
-    return (f'<p class="poll-answer"><strong>Answer:</strong> {escape(q.answer_text)}</p>'
-            f'<p class="poll-why"><strong>Why:</strong> {escape(q.why)}</p>')
+    return (f'<p class="poll-answer"><strong>{escape(tr._("Answer:"))}</strong> {escape(answer_text(q, tr))}</p>'
+            f'<p class="poll-why"><strong>{escape(tr._("Why:"))}</strong> {escape(tr(q.why))}</p>')
 
 
 class _OnPage:
@@ -170,7 +184,8 @@ class FollowerCard(pn.custom.JSComponent):
     #: What the card shows, as one value so that each change is one update of the page: ``id`` (the room's poll;
     #: a new one shows itself, even if hidden), ``title``, ``prompt``, ``kind`` ("choice" or "number"),
     #: ``choices`` (lettered labels), ``can_answer`` (show the choices or the number box, and Send) and
-    #: ``status``, the lines under the question as ``[css class, text, bold text, text after]``.
+    #: ``status``, the lines under the question as ``[css class, text, bold text, text after]``, and ``words``,
+    #: the card's own labels in the page's language.
     poll = param.Dict(default={}, doc="What the card shows (see above); empty: no poll.")
 
     _esm = """
@@ -190,12 +205,11 @@ export function render({ model }) {
   prompt.id = "poll-prompt"
   const choices = make("fieldset", "poll-choices")
   choices.setAttribute("aria-labelledby", "poll-prompt")
-  const number = make("label", "poll-number", "Your answer")
+  const number = make("label", "poll-number"), numberText = make("span")
   const input = make("input")
-  Object.assign(input, {type: "text", inputMode: "decimal", maxLength: %(max)d, placeholder: "a number",
-                        autocomplete: "off"})
-  number.append(input)
-  const send = make("button", "poll-send primary", "Send my answer")
+  Object.assign(input, {type: "text", inputMode: "decimal", maxLength: %(max)d, autocomplete: "off"})
+  number.append(numberText, input)
+  const send = make("button", "poll-send primary")
   send.type = "button"
   const status = make("div", "poll-status")
   status.setAttribute("role", "status")
@@ -221,8 +235,12 @@ export function render({ model }) {
         return label
       }))
     }
+    const words = poll.words  // the page's language: the server's catalogs
+    numberText.textContent = words.your_answer
+    input.placeholder = words.a_number
+    send.textContent = words.send
     title.textContent = poll.title
-    hide.textContent = hidden ? "Show" : "Hide"
+    hide.textContent = hidden ? words.show : words.hide
     hide.setAttribute("aria-expanded", String(!hidden))
     body.hidden = hidden
     prompt.textContent = poll.prompt
@@ -273,9 +291,10 @@ class FollowerPoll(pn.viewable.Viewer):
     view = param.ClassSelector(class_=PollView, allow_None=True, doc="The room's poll as this page last heard it.")
 
     def __init__(self, registry: RoomRegistry, code: str, key: object, on_build: Callable[[], None] | None = None,
-                 **params):
+                 tr: Callable[[], Translator] | None = None, **params):
         super().__init__(**params)
         self._registry, self._code, self._key, self._on_build = registry, code, key, on_build
+        self._tr = tr or (lambda: ENGLISH)  # the page's language, now
         self._mine: dict[int, object] = {}  # poll id -> what this page answered (kept on its own server only)
         self.card: FollowerCard | None = None
         self.on_page = _OnPage(self._take)
@@ -317,35 +336,45 @@ class FollowerPoll(pn.viewable.Viewer):
         self._render()
         self.card.visible = True
 
+    def relabel(self) -> None:
+        """The card in the page's language, after a switch."""
+        if self.card is not None and self.view is not None:
+            self._render()
+
     def _render(self, note: str = "") -> None:
-        view = self.view
+        view, tr = self.view, self._tr()
         q, state = view.question, view.state
         answered = view.id in self._mine
         mine = self._mine.get(view.id)
         lines = [["poll-note", note, "", ""]] if note else []
         if answered:
-            text = given_text(q, mine)
-            yours = (text, "" if text.endswith(".") else ".")  # a choice ends with its own full stop
+            text = given_text(q, mine, tr=tr)
+            yours = (text, "" if text.endswith((".", "。")) else tr._("."))  # a choice ends with its own full stop
         if state == OPEN:
-            lines.append(["", "The presenter reveals the answer when the class is done. Your answer is in: ", *yours]
-                         if answered else
-                         ["", "Answer once. The presenter sees only how many gave each answer, never who.", "", ""])
+            lines.append(["", tr._("The presenter reveals the answer when the class is done. Your answer is in: "),
+                          *yours] if answered else
+                         ["", tr._("Answer once. The presenter sees only how many gave each answer, never who."),
+                          "", ""])
         elif state == CLOSED:
-            lines.append(["", "The presenter has closed the poll. Your answer: ", *yours] if answered else
-                         ["", "The presenter has closed the poll before you answered.", "", ""])
+            lines.append(["", tr._("The presenter has closed the poll. Your answer: "), *yours] if answered else
+                         ["", tr._("The presenter has closed the poll before you answered."), "", ""])
         else:
-            lines += [["poll-answer", "", "Answer: ", q.answer_text], ["poll-why", "", "Why: ", q.why]]
+            lines += [["poll-answer", "", tr._("Answer: "), answer_text(q, tr)],
+                      ["poll-why", "", tr._("Why: "), tr(q.why)]]
             if answered:
                 right = q.grade(mine).ok
-                lines.append([f"poll-yours {'right' if right else 'wrong'}", "Your answer, ",
-                              given_text(q, mine, short=True), ", is right." if right else ", is not the answer."])
+                lines.append([f"poll-yours {'right' if right else 'wrong'}", tr._("Your answer, "),
+                              given_text(q, mine, short=True, tr=tr),
+                              tr._(", is right.") if right else tr._(", is not the answer.")])
             else:
-                lines.append(["", "You did not answer this one.", "", ""])
+                lines.append(["", tr._("You did not answer this one."), "", ""])
         # once answered (or closed) the card shrinks to the question and its status: the explorer shows again
         self.card.poll = dict(
-            id=view.id, title=f"Class poll · {title_of(q)}", prompt=q.prompt, kind=q.kind,
-            choices=[choice_label(q, i) for i in range(len(q.choices))], can_answer=state == OPEN and not answered,
-            status=lines)
+            id=view.id, title=tr._("Class poll · {question}", question=tr(title_of(q))), prompt=tr(q.prompt),
+            kind=q.kind, choices=[choice_label(q, i, tr) for i in range(len(q.choices))],
+            can_answer=state == OPEN and not answered, status=lines,
+            words=dict(your_answer=tr._("Your answer"), a_number=tr._("a number"), send=tr._("Send my answer"),
+                       show=tr._("Show"), hide=tr._("Hide")))
 
     def _on_answer(self, poll_id, given) -> None:
         """The page's answer, as its card sent it: the registry judges it; this page then says what happened."""
@@ -358,7 +387,7 @@ class FollowerPoll(pn.viewable.Viewer):
             self._registry.answer_poll(self._code, self._key, poll_id, given)
         except PollRefused as e:
             with pn.io.hold():
-                self._render(note=str(e))
+                self._render(note=refusal(e, self._tr()))
             return
         self._mine[poll_id] = given  # the poll the room counted it for
         with pn.io.hold():
@@ -386,28 +415,31 @@ class PresenterPoll(pn.viewable.Viewer):
     view = param.ClassSelector(class_=PollView, allow_None=True, doc="The room's poll; None before the first.")
     counts = param.ClassSelector(class_=PollCounts, allow_None=True, doc="How the room has answered it so far.")
 
-    def __init__(self, registry: RoomRegistry, code: str, token: str, key: object, **params):
+    def __init__(self, registry: RoomRegistry, code: str, token: str, key: object,
+                 tr: Callable[[], Translator] | None = None, **params):
         super().__init__(**params)
         self._registry, self._code, self._key = registry, code, key
+        self._tr = tr or (lambda: ENGLISH)  # the page's language, now
+        t = self._tr()
         self._token = token  # never a param: it would reach the page
         css = dict(stylesheets=[POLL_CSS])
-        self._title = pn.pane.HTML("<h3>Class poll</h3>", css_classes=["poll-title"], sizing_mode="stretch_width",
+        self._title = pn.pane.HTML("", css_classes=["poll-title"], sizing_mode="stretch_width",
                                    margin=(4, 10), **css)
-        self._pick = pn.widgets.Select(label="Question to ask", groups=question_options(), sizing_mode="stretch_width",
-                                       margin=(0, 10), **css)
+        self._pick = pn.widgets.Select(label=t._("Question to ask"), groups=question_options(t),
+                                       sizing_mode="stretch_width", margin=(0, 10), **css)
         self._pick.param.watch(lambda _: self._render(), "value")  # the whole prompt of the question picked
-        self._ask = pn.widgets.Button(label="Ask the room", color="primary", margin=(6, 10), **css)
+        self._ask = pn.widgets.Button(label=t._("Ask the room"), color="primary", margin=(6, 10), **css)
         self._ask.on_click(self._on_ask)
         self._prompt = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), **css)
         self._counts = pn.pane.HTML("", css_classes=["poll-results"], sizing_mode="stretch_width", margin=(0, 10),
                                     **css)
-        self._close = pn.widgets.Button(label="Close the poll", margin=(6, 10), **css)
-        self._reveal = pn.widgets.Button(label="Reveal the answer", color="primary", margin=(6, 10), **css)
-        self._next = pn.widgets.Button(label="Ask another question", margin=(6, 10), **css)
+        self._close = pn.widgets.Button(label=t._("Close the poll"), margin=(6, 10), **css)
+        self._reveal = pn.widgets.Button(label=t._("Reveal the answer"), color="primary", margin=(6, 10), **css)
+        self._next = pn.widgets.Button(label=t._("Ask another question"), margin=(6, 10), **css)
         self._close.on_click(lambda _: self._step(self._registry.close_poll))
         self._reveal.on_click(lambda _: self._step(self._registry.reveal_poll))
         self._next.on_click(lambda _: self._show_picker(True))
-        self._back = pn.widgets.Button(label="Back to the poll", margin=(6, 10), **css)
+        self._back = pn.widgets.Button(label=t._("Back to the poll"), margin=(6, 10), **css)
         self._back.on_click(lambda _: self._show_picker(False))
         self._note = pn.pane.HTML("", css_classes=["poll-status"], sizing_mode="stretch_width", margin=(0, 10), **css)
         self._layout = pn.Column(
@@ -428,7 +460,7 @@ class PresenterPoll(pn.viewable.Viewer):
         try:
             self._registry.ask(self._code, self._token, self._pick.value)
         except (RoomError, PollRefused) as e:
-            self._note.object = f'<p class="poll-note">{escape(str(e))}</p>'
+            self._note.object = f'<p class="poll-note">{escape(refusal(e, self._tr()))}</p>'
             return
         self._picking = False  # the registry's call (self._take) shows the poll
 
@@ -452,22 +484,35 @@ class PresenterPoll(pn.viewable.Viewer):
             self._picking = False
         self._render()
 
+    def relabel(self) -> None:
+        """The card in the page's language, after a switch."""
+        t = self._tr()
+        with pn.io.hold():
+            value = self._pick.value
+            self._pick.param.update(label=t._("Question to ask"), groups=question_options(t), value=value)
+            for button, label in ((self._ask, t._("Ask the room")), (self._close, t._("Close the poll")),
+                                  (self._reveal, t._("Reveal the answer")), (self._next, t._("Ask another question")),
+                                  (self._back, t._("Back to the poll"))):
+                button.label = label
+            self._render()
+
     def _render(self) -> None:
-        view, counts = self.view, self.counts
+        view, counts, tr = self.view, self.counts, self._tr()
         picking = self._picking or view is None  # choosing the next question, or the first
         self._pick.visible = self._ask.visible = picking
         self._back.visible = picking and view is not None
         if picking:
-            self._title.object = "<h3>Class poll</h3>"
-            self._prompt.object = f'<p class="poll-prompt">{escape(BY_ID[self._pick.value].prompt)}</p>'
+            self._title.object = f"<h3>{escape(tr._('Class poll'))}</h3>"
+            self._prompt.object = f'<p class="poll-prompt">{escape(tr(BY_ID[self._pick.value].prompt))}</p>'
             self._counts.object = ""
             self._close.visible = self._reveal.visible = self._next.visible = False
         else:
             q, state = view.question, view.state
-            self._title.object = f"<h3>Class poll · {escape(title_of(q))} · {STATE_NAMES[state]}</h3>"
-            self._prompt.object = f'<p class="poll-prompt">{escape(q.prompt)}</p>'
-            self._counts.object = counts_html(q, counts, state == REVEALED) + (answer_html(q) if state == REVEALED
-                                                                                else "")
+            self._title.object = "<h3>" + escape(tr._("Class poll · {question} · {state}", question=tr(title_of(q)),
+                                                      state=tr(STATE_NAMES[state]))) + "</h3>"
+            self._prompt.object = f'<p class="poll-prompt">{escape(tr(q.prompt))}</p>'
+            self._counts.object = counts_html(q, counts, state == REVEALED, tr) + (
+                answer_html(q, tr) if state == REVEALED else "")
             self._close.visible = state == OPEN
             self._reveal.visible = state == CLOSED
             self._next.visible = state in (CLOSED, REVEALED)

@@ -46,7 +46,9 @@ def _katex_css() -> str:
     # --ae-script-min (static/theme.css) keeps them at the 20 px the back of the room can read
     scripts = "".join(f".katex .sizing.reset-size6.size{n}{{font-size:max({f}em,var(--ae-script-min,0px))}}"
                       for n, f in ((3, 0.7), (1, 0.5)))
-    return re.sub(r"@font-face\{[^}]*\}", "", css) + "span.katex-html { display: inline; }" + scripts
+    # mathematics is written left to right in a right-to-left page too (an Arabic page's formulas came out mirrored)
+    return (re.sub(r"@font-face\{[^}]*\}", "", css) + "span.katex-html { display: inline; } .katex { direction: ltr; }"
+            + scripts)
 
 
 #: KaTeX's layout, for each LaTeX pane (see :func:`_katex_css`).
@@ -82,6 +84,12 @@ def _px(size) -> float | None:
     return float(m.group(1)) if m else None
 
 
+def _left_to_right(figures) -> None:
+    # a plot is mathematics: in a right-to-left page its canvas would write "−1" as "1−"
+    for fig in figures:
+        fig.styles = {**fig.styles, "direction": "ltr"}
+
+
 class FigureStyler(param.Parameterized):
     """Restyles Bokeh figures for the state's ``mode`` and ``theme`` by setting model properties.
 
@@ -104,12 +112,14 @@ class FigureStyler(param.Parameterized):
         self._original: dict[str, tuple[object, dict[str, object]]] | None = None
         self._interp = LinearInterpolator(x=list(PROJECTOR_LINE_WIDTHS[0]), y=list(PROJECTOR_LINE_WIDTHS[1]),
                                           clip=False)
+        _left_to_right(self.figures)
         self._min_border = {fig.id: fig.min_border_bottom for fig in self.figures}
         self.state.param.watch(self.apply, ["mode", "theme"])
         self.apply()
 
     def add(self, figures: list[Plot]) -> None:
         """Restyle ``figures`` too, from now on (views built after the page, e.g. a tab's when first shown)."""
+        _left_to_right(figures)
         self._min_border.update({fig.id: fig.min_border_bottom for fig in figures})
         self.figures = [*self.figures, *figures]
         added = {} if self._original is None else self._remember(figures)

@@ -21,6 +21,7 @@ takes the dragged value at the release, when the page's address, a room's follow
 
 from __future__ import annotations
 
+import json
 import math
 from html import escape
 from pathlib import Path
@@ -36,8 +37,10 @@ from bokeh.models import (
 from bokeh.plotting import figure
 
 from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention, temperature_sweep
+from core.projections import _combination
 from widgets.channel import PositionChannel
-from widgets.format import fmt, fmt_short, token_color
+from widgets.format import token_color
+from widgets.i18n import N_, Translator, translator
 from widgets.glyphs import draw
 from widgets.presentation import COMPONENT_CSS
 from widgets.query_plot import label_sides
@@ -66,9 +69,16 @@ COURSE_VALUES = I_LOVE_NLP.values
 ROLE_MARKERS = ("circle", "square", "triangle")
 
 
-def t_label(t: float) -> str:
-    """How the page writes a temperature: ``0.01``, ``1.4142 = √d_k``."""
-    return f"{fmt(t)} = √d_k" if t == DEFAULT_TEMPERATURE else fmt_short(t)
+ENGLISH = translator("en")
+#: The drag's status line, here and in the page's preview (projections.js, statusText).
+OUTPUTS = N_("Outputs Σ aⱼvⱼ: {outputs}")
+#: The presets' buttons in the page's language ("Q = K = V = X" is written the same in every language).
+PRESET_LABELS = {"Section 6": N_("Section 6")}
+
+
+def t_label(t: float, tr: Translator = ENGLISH) -> str:
+    """How the page writes a temperature: ``0.01``, ``1.4142 = √d_k`` (``0,01`` in French)."""
+    return f"{tr.num(t)} = √d_k" if t == DEFAULT_TEMPERATURE else tr.short(t)
 
 
 def nearest_stop(t: float) -> float:
@@ -82,12 +92,39 @@ def styled(widget):
     return widget
 
 
-def projection_status(result, handle: str = "", at=None) -> str:
+def projection_status(result, handle: str = "", at=None, tr: Translator = ENGLISH) -> str:
     """The outputs of each token in one line, after the dragged ``handle`` and where it is (``at``) during a
-    drag: the server's answer to a position, and the page's text for it (projections.js, statusText)."""
-    points = [f"({fmt(o[0])}, {fmt(o[1])})" for o in result.attention.output]
-    where = f"{handle} ({fmt(at[0], 2)}, {fmt(at[1], 2)}) → " if handle else ""
-    return where + "Outputs Σ aⱼvⱼ: " + " · ".join(f"{t} {p}" for t, p in zip(HEAD_TOKENS, points))
+    drag: the server's answer to a position, and the page's text for it (projections.js, statusText), in the
+    page's language."""
+    points = [tr.vec(o, 4) for o in result.attention.output]
+    where = f"{handle} {tr.vec(at, 2)} → " if handle else ""
+    return where + tr(N_(OUTPUTS.msgid, outputs=" · ".join(f"{t} {p}" for t, p in zip(HEAD_TOKENS, points))))
+
+
+def reach_reason(reach, X, values, tr: Translator = ENGLISH) -> str:
+    """Why the values are (or are not) reachable with a linear W_V, as :func:`core.linear_values_reachable`
+    says it, in the page's language (the core returns its English sentence with the numbers it is made of)."""
+    names, n = HEAD_TOKENS, len(HEAD_TOKENS)
+    v = np.asarray(values, dtype=float)
+    if reach.reachable:
+        if np.linalg.matrix_rank(np.asarray(X, dtype=float)) < np.shape(X)[1]:
+            return tr._("Reachable: W_V = {w} (one of many: X's columns are dependent) gives the values {values}.",
+                        w=tr.vec(reach.W_V, short=True), values=tr.list_sep.join(tr.short(x) for x in v))
+        return tr._("Reachable: W_V = {w} gives the values {values}.", w=tr.vec(reach.W_V, short=True),
+                    values=tr.list_sep.join(tr.short(x) for x in v))
+    c = reach.dependency
+    j = next(i for i in range(n) if abs(c[i] + 1) < 1e-12)
+    others = [i for i in range(n) if i != j]
+    x_side = tr.mark(_combination(c[others], [f"x_{names[i]}" for i in others]))
+    v_side = tr.mark(_combination(c[others], [f"v_{names[i]}" for i in others]))
+    products = c[others] * v[others]
+    forced = tr.short(float(products.sum()))
+    terms = tr.mark(_combination(products, [""] * len(others)))
+    need = forced if terms in (forced, "0") else f"{terms} = {forced}"
+    return tr._("Not reachable with a linear W_V: x_{token} = {x_side}, so every W_V gives v_{token} = {v_side}; "
+                "the values need {need} there, not {value}. Linearly independent embeddings (d_model ≥ {n} here) "
+                "make any values reachable.", token=names[j], x_side=x_side, v_side=v_side, need=need,
+                value=tr.short(v[j]), n=n)
 
 
 def handle_names(role: int) -> dict[str, list[str]]:
@@ -181,7 +218,7 @@ class ProjectionChannel(PositionChannel):
         self._open_channel("projection-channel")  # _pending: ((plane, index), x, y, seq) not yet taken
         self._target = None  # (plane, index) of the handle being dragged
         self._release = False
-        self.state.param.watch(self._sync, ["embeddings", "projections", "head", "temperature"])
+        self.state.param.watch(self._sync, ["embeddings", "projections", "head", "temperature", "lang"])
         self.param.watch(self._sync, "role")
 
     def _inputs(self) -> dict:
@@ -190,7 +227,9 @@ class ProjectionChannel(PositionChannel):
         return dict(X=[np.asarray(s.embeddings, dtype=float).tolist()],
                     W=[np.asarray(s.projections[s.head], dtype=float).tolist()], T=[float(s.temperature)],
                     tokens=[list(HEAD_TOKENS)], role=[self.role], grab=[GRAB], names_x=[names["x"]],
-                    names_w=[names["w"]])
+                    names_w=[names["w"]],
+                    # as JSON text: a dict in a data source reaches the page as a Map
+                    words=[json.dumps({**s.tr.number_format(), "outputs": s.tr(OUTPUTS)}, ensure_ascii=False)])
 
     def _sync(self, *_):
         self.inputs.data = self._inputs()
@@ -241,7 +280,7 @@ class ProjectionChannel(PositionChannel):
                 ok = s.move_embedding(index, x, y) if plane == "x" else s.move_basis_image(self.role, index, x, y)
                 if s.embeddings is X and s.projections is P:
                     self._refresh()  # nothing changed: the page's preview gives way to what the state holds
-                self._answer(seq, projection_status(s.head_self_attention()) if ok else "")
+                self._answer(seq, projection_status(s.head_self_attention(), tr=s.tr) if ok else "")
             else:
                 X, W = np.array(s.embeddings, dtype=float), np.array(s.projections[s.head], dtype=float)
                 if plane == "x":
@@ -250,7 +289,7 @@ class ProjectionChannel(PositionChannel):
                     W[self.role, index] = (x, y)
                 try:
                     text = projection_status(self_attention(X, W[0], W[1], W[2], temperature=s.temperature),
-                                             handle_names(self.role)[plane][index], (x, y))
+                                             handle_names(self.role)[plane][index], (x, y), s.tr)
                 except ValueError as exc:  # products too large for float64: the release will say so
                     text = str(exc)
                 self._answer(seq, text)
@@ -281,7 +320,7 @@ class ProjectionsView(pn.viewable.Viewer):
         self._basis = ColumnDataSource(data=dict(x0=[], y0=[], x=[], y=[], label=[], **_PLACED), name="projection-basis")
         self._qkv = ColumnDataSource(data=dict(x=[], y=[], marker=[], color=[], alpha=[], label=[], **_PLACED),
                                      name="projection-qkv")
-        self.x_fig = _plane("projection-x", "Embeddings X")
+        self.x_fig = _plane("projection-x", s.tr.in_plot(s.tr._("Embeddings X")))
         draw(self.x_fig, Scatter, self._x_points, "x", "y", size=15, color="color", marker="circle")
         draw(self.x_fig, Text, self._x_points, "x", "y", text="label", x_offset="dx", y_offset="dy",
              text_align="align", text_baseline="baseline", text_font_size="14px",
@@ -305,17 +344,16 @@ class ProjectionsView(pn.viewable.Viewer):
         self._wire_drag()
 
         # --- controls ------------------------------------------------------------------------------------------
-        self.presets = [styled(pn.widgets.Button(label=name, description=f"Load {name} into X and this head"))
+        tr = s.tr
+        self.presets = [styled(pn.widgets.Button(label=tr(PRESET_LABELS.get(name, name))))
                         for name in PROJECTION_CHOICES[:2]]
         for button, name in zip(self.presets, PROJECTION_CHOICES):
             button.on_click(lambda _, name=name: self.state.load_projection_preset(name))
-        self.new_draw = styled(pn.widgets.Button(label="New draw", color="primary",
-                                                 description="Random W_Q, W_K, W_V (the next seed)"))
+        self.new_draw = styled(pn.widgets.Button(label=tr._("New draw"), color="primary"))
         self.new_draw.on_click(lambda _: self.state.new_projection_draw())
-        self.role = styled(pn.widgets.RadioButtonGroup(options=list(ROLES), value=ROLES[0], label="Drag the rows of",
-                                                       description="Which W the right plane shows and edits"))
+        self.role = styled(pn.widgets.RadioButtonGroup(options=list(ROLES), value=ROLES[0]))
         self.role.param.watch(self._on_role, "value")
-        self.head_choice = styled(pn.widgets.RadioButtonGroup(options=["Head 1"], value="Head 1",
+        self.head_choice = styled(pn.widgets.RadioButtonGroup(options=self._head_options(), value=s.head,
                                                               visible=s.heads > 1))
         self.head_choice.param.watch(self._on_head, "value")
         self._inputs: dict[tuple, TextInput] = {}
@@ -325,21 +363,24 @@ class ProjectionsView(pn.viewable.Viewer):
         grids += [self._grid(name, f"w{k}", ["e₁", "e₂"], 2) for k, name in enumerate(ROLES)]
 
         self.t_slider = styled(pn.widgets.DiscreteSlider(
-            label="Temperature T", options={t_label(t): t for t in T_STOPS}, value=DEFAULT_TEMPERATURE, width=300))
+            label=tr._("Temperature T"), options={t_label(t, tr): t for t in T_STOPS}, value=DEFAULT_TEMPERATURE,
+            width=300))
         self.t_slider.param.watch(self._on_t_slider, "value")
         self.t_input = self._field(("t",), "field-t", width=110)
-        self.t_reset = styled(pn.widgets.Button(label="T = √d_k", description="The paper's scaling: T = √2"))
+        self.t_reset = styled(pn.widgets.Button(label="T = √d_k"))
         self.t_reset.on_click(lambda _: self.state.set_temperature(DEFAULT_TEMPERATURE))
-        self.t_row = styled(pn.widgets.RadioButtonGroup(options=list(HEAD_TOKENS), value=HEAD_TOKENS[1],
-                                                        label="Row"))
+        self.t_row = styled(pn.widgets.RadioButtonGroup(options=list(HEAD_TOKENS), value=HEAD_TOKENS[1]))
         self.t_row.param.watch(self._render_limits, "value")
         # Bokeh Divs rather than Panel HTML panes: both change at every release, and a pane's update cost ~3 ms
         self.limits = Div(name="projection-limits", sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
         self.reachable = Div(sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
         self.title = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
 
-        def text(html: str) -> pn.pane.HTML:
-            return styled(pn.pane.HTML(html, sizing_mode="stretch_width", margin=(0, 5)))
+        def text() -> pn.pane.HTML:
+            return styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
+        self._texts = [text() for _ in range(4)]
+        self._row_label = styled(pn.pane.HTML("", margin=(8, 5)))
+        self._relabel()
 
         self._layout = pn.Column(
             self.title,
@@ -352,29 +393,16 @@ class ProjectionsView(pn.viewable.Viewer):
                        max_width=820, margin=(0, 8, 0, 0)),
             pn.pane.Bokeh(self.status, sizing_mode="stretch_width"),
             pn.pane.Bokeh(self.numbers, sizing_mode="stretch_width"),
-            text("<p>q = x W<sub>Q</sub> asks, k = x W<sub>K</sub> offers, v = x W<sub>V</sub> is read: <q>three "
-                 "different learned linear projections of the same input</q> (Module 2). Drag an embedding x (left), "
-                 "or the tip of e₁W or e₂W (right) for the W chosen above: those two arrows are the rows of W, "
-                 "since x W = x₁ (e₁W) + x₂ (e₂W). The chosen W's points are solid and named.</p>"),
-            text("<p class='note'><strong>Q = K = V = X</strong> (the first preset) computes, but the roles are "
-                 "indistinguishable: the scores X Xᵀ are symmetric, s(I, love) = s(love, I) for every pair, and "
-                 "x·x = |x|² makes each token score itself highly. Module 2: skip the projections and <q>you have "
-                 "removed the learning surface</q>. Learned W<sub>Q</sub> ≠ W<sub>K</sub> break the symmetry: "
-                 "drag e₁W<sub>Q</sub> and watch the scores table lose it.</p>"),
-            pn.pane.Bokeh(self.reachable, sizing_mode="stretch_width"),
-            text("<h4>The numbers</h4><p>Type a number and press Enter: X (one row per token), and the shown head's "
-                 "W<sub>Q</sub>, W<sub>K</sub>, W<sub>V</sub> (row r is e<sub>r</sub>W).</p>"),
+            self._texts[0], self._texts[1], pn.pane.Bokeh(self.reachable, sizing_mode="stretch_width"), self._texts[2],
             pn.FlexBox(*grids), self.field_message,
-            text("<h4>Temperature: s = q·k / T</h4><p>T = √d<sub>k</sub> = 1.4142 is the paper's scaling. As T → 0 "
-                 "the softmax becomes argmax: all the weight on the largest score (equal scores share it), and the "
-                 "output is that token's value. As T → ∞ every weight tends to 1/3 (entropy ln 3 = 1.0986 nats) and "
-                 "the output to the mean of the values.</p>"),
+            self._texts[3],
             pn.FlexBox(self.t_slider, self.t_input, self.t_reset, align_items="center"),
-            pn.FlexBox(styled(pn.pane.HTML("<span class='label'>Row</span>", margin=(8, 5))), self.t_row,
-                       align_items="center"), pn.pane.Bokeh(self.limits, sizing_mode="stretch_width"),
+            pn.FlexBox(self._row_label, self.t_row, align_items="center"),
+            pn.pane.Bokeh(self.limits, sizing_mode="stretch_width"),
             name="projections", css_classes=["heads-tab"], sizing_mode="stretch_both", scroll=True,
             stylesheets=[HEADS_CSS],
         )
+        s.param.watch(self._on_lang, "lang")
         s.param.watch(self._render, ["embeddings", "projections", "head", "temperature", "mode"])
         s.param.watch(self._on_heads, "heads")
         s.param.watch(self._on_message, ["message", "message_field"])
@@ -398,6 +426,51 @@ class ProjectionsView(pn.viewable.Viewer):
             formatter.args = {**formatter.args, "attach": attach}
             formatter.code = formatter.code.replace("place.execute(fig);", "{ place.execute(fig); attach.execute(fig); }")
         c.confirmed.js_on_change("data", CustomJS(args=models, code=PROJECTIONS_JS + bundle + "onProjectionAnswer(a);"))
+
+    def _head_options(self) -> dict:
+        tr = self.state.tr
+        return {tr._("Head {n}", n=h + 1): h for h in range(self.state.heads)}
+
+    def _relabel(self) -> None:
+        """The tab's own words in the page's language (its numbers are redrawn by _render)."""
+        tr = self.state.tr
+        for button, name in zip(self.presets, PROJECTION_CHOICES):
+            label = tr(PRESET_LABELS.get(name, name))
+            button.param.update(label=label, description=tr._("Load {name} into X and this head", name=label))
+        self.new_draw.param.update(label=tr._("New draw"), description=tr._("Random W_Q, W_K, W_V (the next seed)"))
+        self.role.param.update(label=tr._("Drag the rows of"), description=tr._("Which W the right plane shows and edits"))
+        self.t_slider.param.update(label=tr._("Temperature T"), options={t_label(t, tr): t for t in T_STOPS},
+                                   value=self.t_slider.value)
+        self.t_reset.description = tr._("The paper's scaling: T = √2")
+        self.x_fig.title.text = tr.in_plot(tr._("Embeddings X"))
+        self.t_row.label = tr._("Row")
+        self._row_label.object = f"<span class='label'>{escape(tr._('Row'))}</span>"
+        self._texts[0].object = "<p>" + tr._(
+            "q = x W<sub>Q</sub> asks, k = x W<sub>K</sub> offers, v = x W<sub>V</sub> is read: <q>three different "
+            "learned linear projections of the same input</q> (Module 2). Drag an embedding x (left), or the tip of "
+            "e₁W or e₂W (right) for the W chosen above: those two arrows are the rows of W, since x W = x₁ (e₁W) + "
+            "x₂ (e₂W). The chosen W's points are solid and named.") + "</p>"
+        self._texts[1].object = "<p class='note'>" + tr._(
+            "<strong>Q = K = V = X</strong> (the first preset) computes, but the roles are indistinguishable: the "
+            "scores X Xᵀ are symmetric, s(I, love) = s(love, I) for every pair, and x·x = |x|² makes each token "
+            "score itself highly. Module 2: skip the projections and <q>you have removed the learning surface</q>. "
+            "Learned W<sub>Q</sub> ≠ W<sub>K</sub> break the symmetry: drag e₁W<sub>Q</sub> and watch the scores "
+            "table lose it.") + "</p>"
+        self._texts[2].object = f"<h4>{escape(tr._('The numbers'))}</h4><p>" + tr._(
+            "Type a number and press Enter: X (one row per token), and the shown head's W<sub>Q</sub>, "
+            "W<sub>K</sub>, W<sub>V</sub> (row r is e<sub>r</sub>W).") + "</p>"
+        self._texts[3].object = (f"<h4>{escape(tr._('Temperature: s = q·k / T'))}</h4><p>" + tr._(
+            "T = √d<sub>k</sub> = {sqrt2} is the paper's scaling. As T → 0 the softmax becomes argmax: all the "
+            "weight on the largest score (equal scores share it), and the output is that token's value. As T → ∞ "
+            "every weight tends to 1/3 (entropy ln 3 = {ln3} nats) and the output to the mean of the values.",
+            sqrt2=tr.num(DEFAULT_TEMPERATURE), ln3=tr.num(math.log(3))) + "</p>")
+
+    def _on_lang(self, *_) -> None:
+        self._reach_for = None  # the note on the course's values is in words: written again in the new language
+        with pn.io.hold():
+            self._relabel()
+            self._on_heads()
+            self._render()
 
     def _field(self, key: tuple, css: str, width: int = 84) -> TextInput:
         # Bokeh's own text box, not Panel's: a release sets two of them, and Panel's widget cost ~0.7 ms a set
@@ -441,8 +514,8 @@ class ProjectionsView(pn.viewable.Viewer):
         self._render()
 
     def _on_head(self, event) -> None:
-        if not self._syncing and event.new:
-            self.state.select_head(int(event.new.split()[-1]) - 1)
+        if not self._syncing and event.new is not None:
+            self.state.select_head(int(event.new))
 
     def _on_t_slider(self, event) -> None:
         if not self._syncing:
@@ -452,8 +525,7 @@ class ProjectionsView(pn.viewable.Viewer):
         s = self.state
         self._syncing = True
         try:
-            self.head_choice.param.update(options=[f"Head {h + 1}" for h in range(s.heads)],
-                                          value=f"Head {s.head + 1}", visible=s.heads > 1)
+            self.head_choice.param.update(options=self._head_options(), value=s.head, visible=s.heads > 1)
         finally:
             self._syncing = False
 
@@ -462,7 +534,8 @@ class ProjectionsView(pn.viewable.Viewer):
             self.field_message.visible = False
 
     def _show_message(self) -> None:
-        self.field_message.object = f'<div class="field-message" role="alert">{escape(self.state.message)}</div>'
+        self.field_message.object = (f'<div class="field-message" role="alert">'
+                                     f'{escape(self.state.tr(self.state.message))}</div>')
         self.field_message.visible = True
 
     # --- rendering --------------------------------------------------------------------------------------------------
@@ -503,9 +576,10 @@ class ProjectionsView(pn.viewable.Viewer):
                               label=[t if k == role else "" for k in range(3) for t in HEAD_TOKENS],
                               **qkv_place)
         self.numbers.text = self._numbers_html(r)
-        self.status.text = projection_status(r)
-        head = f" · head {s.head + 1} of {s.heads}" if s.heads > 1 else ""
-        title = f"<h3>Q = X W<sub>Q</sub>, K = X W<sub>K</sub>, V = X W<sub>V</sub>{head}</h3>"
+        tr = s.tr
+        self.status.text = projection_status(r, tr=tr)
+        head = " · " + tr._("head {n} of {m}", n=s.head + 1, m=s.heads) if s.heads > 1 else ""
+        title = f"<h3>Q = X W<sub>Q</sub>, K = X W<sub>K</sub>, V = X W<sub>V</sub>{escape(head)}</h3>"
         if self.title.object != title:  # a pane's update costs about a millisecond even for the same text
             self.title.object = title
         if self._reach_for is not s.embeddings:  # a drag of W's rows leaves X, and this note, as they were
@@ -516,19 +590,21 @@ class ProjectionsView(pn.viewable.Viewer):
 
     def _render_reachable(self, X) -> None:
         reach = linear_values_reachable(X, COURSE_VALUES, HEAD_TOKENS)
-        self.reachable.text = (
-            "<p class='note'><strong>Why not the course's values 2, 6, 4?</strong> With two embedding dimensions, "
-            "three embeddings are always linearly dependent, and a linear W<sub>V</sub> keeps that dependency in the "
-            f"values. For this X (each value's first coordinate): {escape(reach.reason)} What it would take: a third "
-            "embedding dimension, x<sub>NLP</sub> = (1, 1, 1) with W<sub>V</sub> = (2, 6, −4) (the core's "
-            "SECTION_6), or a non-linear map.</p>")
+        tr = self.state.tr
+        self.reachable.text = "<p class='note'>" + tr._(
+            "<strong>Why not the course's values 2, 6, 4?</strong> With two embedding dimensions, three embeddings "
+            "are always linearly dependent, and a linear W<sub>V</sub> keeps that dependency in the values. For this "
+            "X (each value's first coordinate): {reason} What it would take: a third embedding dimension, "
+            "x<sub>NLP</sub> = {x} with W<sub>V</sub> = {w} (the core's SECTION_6), or a non-linear map.",
+            reason=escape(reach_reason(reach, X, COURSE_VALUES, tr)),
+            x=tr.vec((1, 1, 1), short=True), w=tr.vec((2, 6, -4), short=True).replace("-", "−")) + "</p>"
 
     def _numbers_html(self, r) -> str:
         """Scores, weights, outputs, largest weights and entropies; each cell names what it holds, for the drag."""
         a = r.attention
         sat = saturation(a.weights)
         tokens = [escape(t) for t in HEAD_TOKENS]
-        T = self.state.temperature
+        T, tr = self.state.temperature, self.state.tr
 
         def table(caption, columns, rows):
             head = "".join(f"<th scope='col'>{c}</th>" for c in columns)
@@ -536,23 +612,25 @@ class ProjectionsView(pn.viewable.Viewer):
                     + "".join(rows) + "</tbody></table>")
 
         def cells(m, i, values):
-            return "".join(f"<td data-m='{m}' data-i='{i}' data-j='{j}'>{fmt(x)}</td>" for j, x in enumerate(values))
+            return "".join(f"<td data-m='{m}' data-i='{i}' data-j='{j}'>{tr.num(x)}</td>" for j, x in enumerate(values))
 
         scores = [f"<tr><th scope='row'>q {t}</th>{cells('scores', i, a.scores[i])}</tr>" for i, t in enumerate(tokens)]
         weights = [f"<tr><th scope='row'>q {t}</th>{cells('weights', i, a.weights[i])}</tr>" for i, t in enumerate(tokens)]
         outputs = [f"<tr><th scope='row'>{t}</th>{cells('output', i, a.output[i])}"
-                   f"<td data-m='maxWeight' data-i='{i}'>{fmt(sat.max_weight[i])}</td>"
-                   f"<td data-m='entropy' data-i='{i}'>{fmt(sat.entropy[i])}</td></tr>" for i, t in enumerate(tokens)]
+                   f"<td data-m='maxWeight' data-i='{i}'>{tr.num(sat.max_weight[i])}</td>"
+                   f"<td data-m='entropy' data-i='{i}'>{tr.num(sat.entropy[i])}</td></tr>" for i, t in enumerate(tokens)]
         keys = [f"k {t}" for t in tokens]
         return ("<div class='tables'>"
-                + table(f"Scores s = q·k / T (T = {fmt(T)})", keys, scores)
-                + table("Weights a = softmax(s)", keys, weights)
-                + table("Output Σ aⱼvⱼ, largest weight, entropy (nats)", ["[1]", "[2]", "max a", "H"], outputs)
+                + table(escape(tr._("Scores s = q·k / T (T = {t})", t=tr.num(T))), keys, scores)
+                + table(escape(tr._("Weights a = softmax(s)")), keys, weights)
+                + table(escape(tr._("Output Σ aⱼvⱼ, largest weight, entropy (nats)")), ["[1]", "[2]", "max a", "H"],
+                        outputs)
                 + "</div>")
 
     def _render_limits(self, *_) -> None:
         """The chosen row's weights and output as T goes from nearly 0 to nearly ∞, and at the current T."""
         s = self.state
+        tr = s.tr
         i = HEAD_TOKENS.index(self.t_row.value)
         p = s.head_self_attention().projections  # the render's own, kept by the state
         # every temperature in one core call: one at a time, the table was a sixth of a drag's release
@@ -562,28 +640,31 @@ class ProjectionsView(pn.viewable.Viewer):
         for k, t in enumerate(r.temperatures.tolist()):
             current = " class='current'" if t == s.temperature else ""
             # √d_k's row by name only: its number is in the scores' caption, and the table fits a projector
-            head = f"<tr{current}><th scope='row'>{'√d_k' if t == DEFAULT_TEMPERATURE else fmt_short(t)}</th>"
-            weights.append(head + "".join(f"<td>{fmt(w)}</td>" for w in r.weights[k]) + "</tr>")
-            outputs.append(head + "".join(f"<td>{fmt(o)}</td>" for o in r.output[k])
-                           + f"<td>{fmt(float(sat.max_weight[k]))}</td><td>{fmt(float(sat.entropy[k]))}</td></tr>")
-        token = escape(self.t_row.value)
+            head = f"<tr{current}><th scope='row'>{'√d_k' if t == DEFAULT_TEMPERATURE else tr.short(t)}</th>"
+            weights.append(head + "".join(f"<td>{tr.num(w)}</td>" for w in r.weights[k]) + "</tr>")
+            outputs.append(head + "".join(f"<td>{tr.num(o)}</td>" for o in r.output[k])
+                           + f"<td>{tr.num(float(sat.max_weight[k]))}</td><td>{tr.num(float(sat.entropy[k]))}</td></tr>")
+        token = self.t_row.value
         keys = "".join(f"<th scope='col'>a {escape(t)}</th>" for t in HEAD_TOKENS)
         # two tables, side by side when the tab is wide enough: each fits a 1024 px projector on its own
         self.limits.text = (
             "<div class='tables'>"
-            f"<table class='nums'><caption>Query of {token}: weights as T changes</caption>"
+            f"<table class='nums'><caption>{escape(tr._('Query of {token}: weights as T changes', token=token))}"
+            "</caption>"
             f"<thead><tr><th scope='col'>T</th>{keys}</tr></thead><tbody>{''.join(weights)}</tbody></table>"
-            f"<table class='nums'><caption>Its output, largest weight, entropy H (nats)</caption>"
-            "<thead><tr><th scope='col'>T</th><th scope='col'>out [1]</th><th scope='col'>out [2]</th>"
+            f"<table class='nums'><caption>{escape(tr._('Its output, largest weight, entropy H (nats)'))}</caption>"
+            f"<thead><tr><th scope='col'>T</th><th scope='col'>{escape(tr._('out [1]'))}</th>"
+            f"<th scope='col'>{escape(tr._('out [2]'))}</th>"
             "<th scope='col'>max a</th><th scope='col'>H</th></tr></thead>"
             f"<tbody>{''.join(outputs)}</tbody></table></div>"
-            "<p>The current T is outlined.</p>")
+            f"<p>{escape(tr._('The current T is outlined.'))}</p>")
 
     def _sync_inputs(self, X, W) -> None:
         s = self.state
-        texts = {("x", i, c): fmt_short(X[i, c]) for i in range(3) for c in range(2)}
-        texts.update({(f"w{k}", i, c): fmt_short(W[k, i, c]) for k in range(3) for i in range(2) for c in range(2)})
-        texts[("t",)] = fmt_short(s.temperature)
+        tr = s.tr
+        texts = {("x", i, c): tr.short(X[i, c]) for i in range(3) for c in range(2)}
+        texts.update({(f"w{k}", i, c): tr.short(W[k, i, c]) for k in range(3) for i in range(2) for c in range(2)})
+        texts[("t",)] = tr.short(s.temperature)
         self._syncing = True
         try:
             for key, text in texts.items():  # only the boxes that differ: each set is a change the page is sent
@@ -595,8 +676,8 @@ class ProjectionsView(pn.viewable.Viewer):
             nearest = nearest_stop(s.temperature)
             if self.t_slider.value != nearest:
                 self.t_slider.value = nearest
-            if self.head_choice.value != f"Head {s.head + 1}":
-                self.head_choice.value = f"Head {s.head + 1}"
+            if self.head_choice.value != s.head:
+                self.head_choice.value = s.head
         finally:
             self._syncing = False
         if self.field_message.visible:  # a Panel pane's set costs a fraction of a millisecond, even unchanged

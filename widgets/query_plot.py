@@ -11,7 +11,8 @@ from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, MultiLine, Range1d, Scatter, SingleIntervalTicker, Text
 from bokeh.plotting import figure
 
-from widgets.format import fmt_short, fmt_vec, token_color
+from widgets.format import token_color
+from widgets.i18n import N_
 from widgets.glyphs import draw
 from widgets.state import AttentionState, show_step
 
@@ -99,10 +100,10 @@ class QueryPlot(pn.viewable.Viewer):
         self._query = ColumnDataSource(data=dict(x=[], y=[], label=[], marker=[], angle=[]))
         self._lines = ColumnDataSource(data=dict(xs=[], ys=[], width=[], color=[]))
         fig = figure(
-            name="query-plot", title="Drag q (or click); drag a key",
+            name="query-plot", title="",
             x_range=Range1d(*PLANE, bounds=PLANE), y_range=Range1d(*PLANE, bounds=PLANE),
             width=460, height=460, tools="save", toolbar_location="below",
-            x_axis_label="dimension 1", y_axis_label="dimension 2", match_aspect=True,
+            match_aspect=True,
         )
         fig.toolbar.logo = None
         # a tick a unit, a grid line every half: nine labels of 20 px collide on a 300 px phone or projector plot
@@ -132,22 +133,25 @@ class QueryPlot(pn.viewable.Viewer):
         # its label clear of its own, larger or smaller, markers (screen px: offsets, then q's)
         self._q_label = q_label.glyph
         key_labels.glyph.text, q_label.glyph.text = "token", value("q")
-        self._titles = (fig.title.text, "Drag q, or a key")
+        self._titles = (N_("Drag q (or click); drag a key"), N_("Drag q, or a key"))
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_keys, ["tokens", "keys"])
         self.state.param.watch(self._render_query, "plotted")
         self.state.param.watch(self._show_step, ["guided", "step"])
-        self.state.param.watch(self._label_for_mode, "mode")
+        self.state.param.watch(self._label_for_mode, ["mode", "lang"])  # and the keys' labels
+        self.state.param.watch(self._render_query, "lang")
         self._label_for_mode()
         self._render_query()
         self._show_step()
 
     def _label_for_mode(self, *_):
-        projector = self.state.mode == "projector"
+        projector, tr = self.state.mode == "projector", self.state.tr
         dx, dy = LABEL_OFFSETS[self.state.mode]
         self._q_label.update(x_offset=-dx - 2, y_offset=dy + 10)  # left of q and below it
-        self.figure.title.text = self._titles[projector]
+        self.figure.title.text = tr.in_plot(tr(self._titles[projector]))
+        self.figure.xaxis.axis_label = tr.in_plot(tr._("dimension {n}", n=1))
+        self.figure.yaxis.axis_label = tr.in_plot(tr._("dimension {n}", n=2))
         self._render_keys()
 
     def _show_step(self, *_):
@@ -160,7 +164,7 @@ class QueryPlot(pn.viewable.Viewer):
         self._keys.data = dict(
             x=K[:, 0].tolist(), y=K[:, 1].tolist(), token=list(s.tokens),
             color=[token_color(i) for i in range(len(s.tokens))],
-            label=[f"{t} ({', '.join(fmt_short(c, 2) for c in k)})" for t, k in zip(s.tokens, K)],
+            label=[f"{t} {s.tr.vec(k, 2, isolate=False, short=True)}" for t, k in zip(s.tokens, K)],
             dx=[mx * sx for sx, _ in sides], dy=[-my * sy for _, sy in sides],  # screen y runs down
             align=["left" if sx > 0 else "right" for sx, _ in sides],
             baseline=["bottom" if sy > 0 else "top" for _, sy in sides],
@@ -170,7 +174,7 @@ class QueryPlot(pn.viewable.Viewer):
         s = self.state
         K, (qx, qy), w = s.keys, s.query, s.plotted.weights[s.selected]
         (x, y), angle = edge_point(qx, qy)
-        self._query.data = dict(x=[x], y=[y], label=[f"q {fmt_vec((qx, qy), 2)}"],
+        self._query.data = dict(x=[x], y=[y], label=[f"q {s.tr.vec((qx, qy), 2, isolate=False)}"],
                                 marker=["circle" if angle is None else "triangle"], angle=[angle or 0.0])
         self._lines.data = dict(
             xs=[[qx, k[0]] for k in K], ys=[[qy, k[1]] for k in K],

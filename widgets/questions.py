@@ -20,26 +20,27 @@ from dataclasses import dataclass, field, replace
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
 from types import MappingProxyType
 
+from widgets.text import N_, Text
+
 #: Wrong tries after which the answer is shown and the question can no longer earn credit.
 MAX_TRIES = 3
 KINDS = ("choice", "number")
 
 # --- the credit lines (the course's own rules, word for word as the page says them) ------------------------------
-RIGHT_CREDIT = "Right on try {n} — credit."
-RIGHT_AFTER_SHOWN = "Right — the answer had already been shown, so no credit this time."
-SHOWN_AFTER_TRIES = "Answer shown after three tries — this one no longer earns credit."
-SHOWN_ASKED = "You chose to see the answer — this one earns no credit."
-WRONG = "Not yet — {used} of {most} tries used. A right answer on try {next} still earns credit."
-WRONG_AFTER_SHOWN = "Not right — compare with the answer shown below."
+RIGHT_CREDIT = N_("Right on try {n} — credit.")  # templates: credit_line fills their {placeholders}
+RIGHT_AFTER_SHOWN = N_("Right — the answer had already been shown, so no credit this time.")
+SHOWN_AFTER_TRIES = N_("Answer shown after three tries — this one no longer earns credit.")
+SHOWN_ASKED = N_("You chose to see the answer — this one earns no credit.")
+WRONG = N_("Not yet — {used} of {most} tries used. A right answer on try {next} still earns credit.")
 # practice problems: the same flow, nothing to earn
-PRACTICE_RIGHT = "Right on try {n}. Practice problems do not count toward your progress."
-PRACTICE_SHOWN = "Answer shown. Practice problems do not count toward your progress."
-PRACTICE_WRONG = "Not yet — try again, or show the answer."
-REPEATED = "You have already tried that answer: try another one."
-CHOOSE_FIRST = "Choose one of the answers first."
+PRACTICE_RIGHT = N_("Right on try {n}. Practice problems do not count toward your progress.")
+PRACTICE_SHOWN = N_("Answer shown. Practice problems do not count toward your progress.")
+PRACTICE_WRONG = N_("Not yet — try again, or show the answer.")
+REPEATED = N_("You have already tried that answer: try another one.")
+CHOOSE_FIRST = N_("Choose one of the answers first.")
 
 #: The number rule, as one sentence on the page. Its example (√2 = 1.41421…) is no question's answer.
-PRECISION_RULE = ("Number answers need at least the decimal places a question asks for, rounded as usual "
+PRECISION_RULE = N_("Number answers need at least the decimal places a question asks for, rounded as usual "
                   "(asked for 3 places, √2 is 1.414 or 1.4142, not 1.41), any further decimals must be right too "
                   "(rounded or cut off), and an exact answer may be typed as it is, such as 12 or 12.0.")
 
@@ -110,10 +111,11 @@ class Question:
         """The right answer as the page shows it."""
         return self.choices[self.answer].text if self.kind == "choice" else str(self.answer)
 
-    def grade(self, given) -> Grade:
-        """Grade ``given``: a choice's index (int or its digits as text) or the text typed in the number box."""
+    def grade(self, given, decimal: str | None = None) -> Grade:
+        """Grade ``given``: a choice's index (int or its digits as text) or the text typed in the number box,
+        with the page's ``decimal`` mark (see :func:`parse_number`)."""
         if self.kind == "number":
-            return check_number(given, self.answer, self.decimals, self.exact)
+            return check_number(given, self.answer, self.decimals, self.exact, decimal)
         if isinstance(given, str) and given.strip().isdigit():
             given = int(given)
         if isinstance(given, bool) or not isinstance(given, int) or not 0 <= given < len(self.choices):
@@ -121,11 +123,13 @@ class Question:
         return Grade(given == self.answer, str(given), self.choices[given].feedback)
 
 
-def parse_number(text) -> tuple[Decimal, int]:
+def parse_number(text, decimal: str | None = None) -> tuple[Decimal, int]:
     """The number typed in ``text`` and how many decimal places it was typed with.
 
     Plain decimals only: an optional sign, digits, one point (or comma) — ``.731``, ``-2``, ``6,0``. Raises
-    ValueError with a message for the learner otherwise (empty text, words, ``1e3``, ``nan``).
+    ValueError with a message for the learner (a :class:`~widgets.text.Text`) otherwise (empty text, words,
+    ``1e3``, ``nan``). ``decimal``: the page's decimal mark. Where it is a comma (French, Spanish, German) a
+    point is refused, with how to write the number, never misread (such a reader may mean 0.500 by ``0.5``).
 
     >>> parse_number(" .731 ")
     (Decimal('0.731'), 3)
@@ -136,16 +140,19 @@ def parse_number(text) -> tuple[Decimal, int]:
         text = "" if text is None else str(text)
     t = text.strip().replace("\u2212", "-")  # a typographic minus, as pasted from the course page
     if not t:
-        raise ValueError("Type a number first.")
+        raise ValueError(N_("Type a number first."))
     if len(t) > MAX_NUMBER_CHARS or not _NUMBER.fullmatch(t):
         shown = t if len(t) <= 20 else t[:20] + "…"
-        raise ValueError(f"“{shown}” is not a number: type digits with at most one decimal point, such as 0.5 or -2.")
+        raise ValueError(N_("“{shown}” is not a number: type digits with at most one decimal point, such as 0.5 "
+                            "or -2.", shown=shown))
+    if decimal == "," and "." in t:
+        raise ValueError(N_("Write the decimal mark as a comma: {number}.", number=t.replace(".", ",")))
     t = t.replace(",", ".")
     places = len(t.partition(".")[2])
     return Decimal(t if t[-1] != "." else t[:-1]) + 0, places  # + 0 turns -0 into 0
 
 
-def check_number(text, answer, decimals: int, exact=None) -> Grade:
+def check_number(text, answer, decimals: int, exact=None, decimal: str | None = None) -> Grade:
     """Grade the text typed for a number question whose answer is ``answer`` at ``decimals`` places.
 
     The rule (:data:`PRECISION_RULE`): right when the typed number is the exact value (``exact``; an integer
@@ -160,21 +167,22 @@ def check_number(text, answer, decimals: int, exact=None) -> Grade:
     [True, True, False]
     """
     try:
-        x, places = parse_number(text)
+        x, places = parse_number(text, decimal)
     except ValueError as exc:
-        return Grade(None, "", str(exc))
-    key = format(x, "f")
+        return Grade(None, "", exc.args[0])
+    key = format(x, "f")  # the answer's canonical form, with a point in every language
+    typed = key.replace(".", decimal) if decimal and decimal != "." else key
     target = Decimal(str(answer))
     value = Decimal(str(exact)) if exact is not None else target if decimals == 0 else None
     if value is not None and x == value:
         return Grade(True, key)
     if places < decimals:
         # said of every answer with too few places, right or wrong, so it tells nothing about the answer
-        return Grade(False, key, f"Not precise enough: this question asks for {decimals} decimal places, and "
-                                 f"{key} has {places}.")
+        return Grade(False, key, N_("Not precise enough: this question asks for {decimals} decimal places, and "
+                                    "{number} has {places}.", decimals=decimals, number=typed, places=places))
     # Likewise for every wrong answer with more places than asked (a whole-number question says nothing).
-    wrong = Grade(False, key, f"With more than {decimals} decimal places, every one of them must be right."
-                  if places > decimals > 0 else "")
+    wrong = Grade(False, key, N_("With more than {decimals} decimal places, every one of them must be right.",
+                                 decimals=decimals) if places > decimals > 0 else "")
     try:
         rounded = x.quantize(Decimal(1).scaleb(-decimals), ROUND_HALF_UP)
     except InvalidOperation:  # far too many digits for the precision: not this answer
@@ -192,219 +200,219 @@ def check_number(text, answer, decimals: int, exact=None) -> Grade:
 # Section 6, "Check your understanding": the fourteen questions that count, in the course's order.
 QUESTIONS: tuple[Question, ...] = (
     Question(
-        "key-role", 1, "choice", "In the query / key / value picture, what is a key for?",
+        "key-role", 1, "choice", N_("In the query / key / value picture, what is a key for?"),
         answer=1,
         choices=(
-            Choice("It is what its token hands over once the token is judged relevant.",
-                   "That is a value's job: values are what gets retrieved, while keys are only compared."),
-            Choice("It is compared with a query to score how relevant its token is, and is never handed over "
-                   "itself."),
-            Choice("It is what the current token is asking for.",
-                   "That is the query: the request being made, not what a token offers to be matched against."),
-            Choice("It keeps a running count of how often its token has been attended to.",
-                   "Attention keeps no such count: a key exists only to be compared with a query."),
+            Choice(N_("It is what its token hands over once the token is judged relevant."),
+                   N_("That is a value's job: values are what gets retrieved, while keys are only compared.")),
+            Choice(N_("It is compared with a query to score how relevant its token is, and is never handed over "
+                   "itself.")),
+            Choice(N_("It is what the current token is asking for."),
+                   N_("That is the query: the request being made, not what a token offers to be matched against.")),
+            Choice(N_("It keeps a running count of how often its token has been attended to."),
+                   N_("Attention keeps no such count: a key exists only to be compared with a query.")),
         ),
-        why="A key is matched against a query to give a relevance score. It is never the result itself: "
-            "what gets handed over is the value.",
+        why=N_("A key is matched against a query to give a relevance score. It is never the result itself: "
+            "what gets handed over is the value."),
     ),
     Question(
         "two-queries", 2, "choice",
-        "Queries q_A and q_B are different, but both look at the very same keys and values. Can their attention "
-        "outputs differ?",
+        N_("Queries q_A and q_B are different, but both look at the very same keys and values. Can their attention "
+        "outputs differ?"),
         answer=3,
         choices=(
-            Choice("No: the query has no effect on the output, only the keys and values do.",
-                   "The query is what sets every key's relevance score, so it acts directly on the output."),
-            Choice("No: attention gives the same output whatever its inputs are.",
-                   "Attention responds to all three of its inputs, the query included: its output is not fixed."),
-            Choice("Only if the keys or the values change as well.",
-                   "Nothing else needs to change: with the keys and values left as they are, a new query alone "
-                   "changes which of them are emphasised."),
-            Choice("Yes: each key's relevance is judged from the query, so another query can weight the values "
-                   "differently."),
+            Choice(N_("No: the query has no effect on the output, only the keys and values do."),
+                   N_("The query is what sets every key's relevance score, so it acts directly on the output.")),
+            Choice(N_("No: attention gives the same output whatever its inputs are."),
+                   N_("Attention responds to all three of its inputs, the query included: its output is not fixed.")),
+            Choice(N_("Only if the keys or the values change as well."),
+                   N_("Nothing else needs to change: with the keys and values left as they are, a new query alone "
+                   "changes which of them are emphasised.")),
+            Choice(N_("Yes: each key's relevance is judged from the query, so another query can weight the values "
+                   "differently.")),
         ),
-        why="Relevance is judged from the query. In this section the queries of “I” and “love” used the same "
-            "keys and values and still gave different outputs: 3.59 and 4.41.",
-        hint="Look back at the two worked examples, for “I” and for “love”: same keys, same values. What were "
-             "their outputs?",
+        why=N_("Relevance is judged from the query. In this section the queries of “I” and “love” used the same "
+            "keys and values and still gave different outputs: 3.59 and 4.41."),
+        hint=N_("Look back at the two worked examples, for “I” and for “love”: same keys, same values. What were "
+             "their outputs?"),
     ),
     Question(
-        "self-sources", 3, "choice", "In self-attention, what are a token's query, key and value computed from?",
+        "self-sources", 3, "choice", N_("In self-attention, what are a token's query, key and value computed from?"),
         answer=0,
         choices=(
-            Choice("All three are learned projections of the tokens of the same input sequence, and every position "
-                   "attends back over that sequence, itself included."),
-            Choice("The queries come from one sequence (a decoder), the keys and values from another (an encoder).",
-                   "That is cross-attention, where a decoder attends to a separate encoder's output, not "
-                   "self-attention."),
-            Choice("The queries come from the tokens, but the keys and values are constants shared by every token.",
-                   "Keys and values are learned projections of each token too, not fixed constants shared by all."),
-            Choice("The values come from the tokens, but the queries and keys are hyperparameters set by hand.",
-                   "Nobody sets queries or keys by hand: both are learned projections of each token's embedding."),
+            Choice(N_("All three are learned projections of the tokens of the same input sequence, and every position "
+                   "attends back over that sequence, itself included.")),
+            Choice(N_("The queries come from one sequence (a decoder), the keys and values from another (an encoder)."),
+                   N_("That is cross-attention, where a decoder attends to a separate encoder's output, not "
+                   "self-attention.")),
+            Choice(N_("The queries come from the tokens, but the keys and values are constants shared by every token."),
+                   N_("Keys and values are learned projections of each token too, not fixed constants shared by all.")),
+            Choice(N_("The values come from the tokens, but the queries and keys are hyperparameters set by hand."),
+                   N_("Nobody sets queries or keys by hand: both are learned projections of each token's embedding.")),
         ),
-        why="In self-attention the queries, keys and values are all derived from the same sequence, and each "
-            "position attends over that whole sequence, including itself.",
-        hint="The word “self” tells you where all three vectors come from.",
+        why=N_("In self-attention the queries, keys and values are all derived from the same sequence, and each "
+            "position attends over that whole sequence, including itself."),
+        hint=N_("The word “self” tells you where all three vectors come from."),
     ),
     Question(
-        "recipe-order", 4, "choice", "In which order does the attention recipe take its three steps?",
+        "recipe-order", 4, "choice", N_("In which order does the attention recipe take its three steps?"),
         answer=2,
         choices=(
-            Choice("Normalise the values, combine the queries, then score the keys.",
-                   "The order is scrambled, and which vector plays which part is mixed up as well."),
-            Choice("Combine the keys with the values, score the result against the query, then normalise.",
-                   "Nothing is combined before scoring: the query is scored against the keys first."),
-            Choice("Score the query against every key, normalise the scores with softmax, then combine the values "
-                   "using those weights."),
-            Choice("Score the values against one another, normalise the queries, then combine the keys.",
-                   "Values are not scored against each other and queries are not normalised: every part here is "
-                   "given to the wrong vector."),
+            Choice(N_("Normalise the values, combine the queries, then score the keys."),
+                   N_("The order is scrambled, and which vector plays which part is mixed up as well.")),
+            Choice(N_("Combine the keys with the values, score the result against the query, then normalise."),
+                   N_("Nothing is combined before scoring: the query is scored against the keys first.")),
+            Choice(N_("Score the query against every key, normalise the scores with softmax, then combine the values "
+                   "using those weights.")),
+            Choice(N_("Score the values against one another, normalise the queries, then combine the keys."),
+                   N_("Values are not scored against each other and queries are not normalised: every part here is "
+                   "given to the wrong vector.")),
         ),
-        why="Score (the query against each key), normalise (softmax turns the scores into weights), combine "
-            "(add up the values, each multiplied by its weight).",
+        why=N_("Score (the query against each key), normalise (softmax turns the scores into weights), combine "
+            "(add up the values, each multiplied by its weight)."),
     ),
     Question(
         "why-scale", 5, "choice",
-        "Scaled dot-product attention divides every score by √d_k. Why not use the raw dot products as they are?",
+        N_("Scaled dot-product attention divides every score by √d_k. Why not use the raw dot products as they are?"),
         answer=1,
         choices=(
-            Choice("Dividing turns the scores into a probability distribution, so no softmax is needed.",
-                   "Softmax still has to follow: scaling on its own does not make the scores a probability "
-                   "distribution."),
-            Choice("As d_k grows, so does the variance of the raw dot product; dividing by √d_k holds the scores' "
-                   "spread roughly constant, which keeps softmax from saturating where its gradients almost vanish."),
-            Choice("It makes every attention weight equal.",
-                   "Scaling narrows the spread of the scores without flattening them: differences in relevance "
-                   "still come through after softmax."),
-            Choice("It turns negative dot products into positive ones.",
-                   "The sign of the entries has nothing to do with it: the factor is about the spread of the dot "
-                   "product growing with d_k, whatever the signs."),
+            Choice(N_("Dividing turns the scores into a probability distribution, so no softmax is needed."),
+                   N_("Softmax still has to follow: scaling on its own does not make the scores a probability "
+                   "distribution.")),
+            Choice(N_("As d_k grows, so does the variance of the raw dot product; dividing by √d_k holds the scores' "
+                   "spread roughly constant, which keeps softmax from saturating where its gradients almost vanish.")),
+            Choice(N_("It makes every attention weight equal."),
+                   N_("Scaling narrows the spread of the scores without flattening them: differences in relevance "
+                   "still come through after softmax.")),
+            Choice(N_("It turns negative dot products into positive ones."),
+                   N_("The sign of the entries has nothing to do with it: the factor is about the spread of the dot "
+                   "product growing with d_k, whatever the signs.")),
         ),
-        why="With independent unit-variance entries, q·k has variance d_k. Dividing by √d_k brings the spread "
+        why=N_("With independent unit-variance entries, q·k has variance d_k. Dividing by √d_k brings the spread "
             "back to about 1 whatever d_k is, which keeps softmax out of its saturated region, where gradients "
-            "are close to zero.",
-        hint="The formula card recalled in this section says what dividing by √d_k restores about the scores' "
-             "variance.",
+            "are close to zero."),
+        hint=N_("The formula card recalled in this section says what dividing by √d_k restores about the scores' "
+             "variance."),
     ),
     Question(
         "softmax-guarantee", 6, "choice",
-        "What does softmax guarantee about the attention weights a₁, …, aₙ it returns?",
+        N_("What does softmax guarantee about the attention weights a₁, …, aₙ it returns?"),
         answer=2,
         choices=(
-            Choice("They are all equal.",
-                   "They are equal only when the scores are equal; in general they differ with relevance."),
-            Choice("Exactly one of them is 1 and all the others are 0.",
-                   "That one-hot result is only an extreme limit: ordinary softmax gives every candidate some "
-                   "weight, in different amounts."),
-            Choice("Each lies between 0 and 1, and together they add up to exactly 1: a probability distribution."),
-            Choice("Some can be negative, when their scores are negative.",
-                   "They are never negative: each is e^(s_i), which is positive, divided by a positive sum."),
+            Choice(N_("They are all equal."),
+                   N_("They are equal only when the scores are equal; in general they differ with relevance.")),
+            Choice(N_("Exactly one of them is 1 and all the others are 0."),
+                   N_("That one-hot result is only an extreme limit: ordinary softmax gives every candidate some "
+                   "weight, in different amounts.")),
+            Choice(N_("Each lies between 0 and 1, and together they add up to exactly 1: a probability distribution.")),
+            Choice(N_("Some can be negative, when their scores are negative."),
+                   N_("They are never negative: each is e^(s_i), which is positive, divided by a positive sum.")),
         ),
-        why="Softmax always returns a probability distribution: every weight lies between 0 and 1 (strictly, in "
-            "practice) and the weights add up to exactly 1.",
+        why=N_("Softmax always returns a probability distribution: every weight lies between 0 and 1 (strictly, in "
+            "practice) and the weights add up to exactly 1."),
     ),
     Question(
         "weighted-output", 7, "number",
-        "Two keys carry the weights a₁ = 0.731 and a₂ = 0.269 (question 9 works out where 0.731 comes from), "
-        "and their values are v₁ = 10 and v₂ = 2. What output does attention give? Round it to 2 decimal places.",
+        N_("Two keys carry the weights a₁ = 0.731 and a₂ = 0.269 (question 9 works out where 0.731 comes from), "
+        "and their values are v₁ = 10 and v₂ = 2. What output does attention give? Round it to 2 decimal places."),
         answer="7.85", decimals=2, exact="7.848",  # 0.731 × 10 + 0.269 × 2, exactly
-        why="output = 0.731 × 10 + 0.269 × 2 = 7.31 + 0.538 = 7.848 ≈ 7.85.",
-        hint="Multiply each weight by its value, then add: a₁v₁ + a₂v₂.",
+        why=N_("output = 0.731 × 10 + 0.269 × 2 = 7.31 + 0.538 = 7.848 ≈ 7.85."),
+        hint=N_("Multiply each weight by its value, then add: a₁v₁ + a₂v₂."),
     ),
     Question(
         "row-sum", 8, "choice",
-        "Take this section's 3 × 3 self-attention matrix. What do the three weights in any one of its rows add up "
-        "to?",
+        N_("Take this section's 3 × 3 self-attention matrix. What do the three weights in any one of its rows add up "
+        "to?"),
         answer=1,
         choices=(
-            Choice("3, the number of columns.",
-                   "Each row is one query's softmax over all the keys, and a softmax totals 1 however many columns "
-                   "there are."),
-            Choice("1, in every row."),
-            Choice("A different total in each row, depending on its query.",
-                   "Adding up to 1 is guaranteed by softmax, so it holds for every row alike: the total does not "
-                   "vary."),
-            Choice("0.",
-                   "Softmax weights are never negative and add up to 1; they could only total 0 if every weight "
-                   "were 0, which softmax never gives."),
+            Choice(N_("3, the number of columns."),
+                   N_("Each row is one query's softmax over all the keys, and a softmax totals 1 however many columns "
+                   "there are.")),
+            Choice(N_("1, in every row.")),
+            Choice(N_("A different total in each row, depending on its query."),
+                   N_("Adding up to 1 is guaranteed by softmax, so it holds for every row alike: the total does not "
+                   "vary.")),
+            Choice(N_("0."),
+                   N_("Softmax weights are never negative and add up to 1; they could only total 0 if every weight "
+                   "were 0, which softmax never gives.")),
         ),
-        why="Every row holds one query's softmax distribution over the keys, so softmax's guarantee makes each row "
-            "add up to exactly 1.",
+        why=N_("Every row holds one query's softmax distribution over the keys, so softmax's guarantee makes each row "
+            "add up to exactly 1."),
     ),
     Question(
         "two-key-softmax", 9, "number",
-        "Two keys have the scaled scores s₁ = 1.0 and s₂ = 0.0. What is a₁, the softmax weight of key 1? "
-        "Round to 3 decimal places.",
+        N_("Two keys have the scaled scores s₁ = 1.0 and s₂ = 0.0. What is a₁, the softmax weight of key 1? "
+        "Round to 3 decimal places."),
         answer="0.731", decimals=3, exact=repr(1 / (1 + math.exp(-1.0))),
-        why="Subtract the larger score (1.0): (0, −1.0). Exponentiate: (1, 0.3679). Add: 1.3679. "
-            "a₁ = 1 / 1.3679 ≈ 0.731.",
-        hint="To keep the numbers small, subtract the larger score from both before exponentiating: (0, −1.0).",
+        why=N_("Subtract the larger score (1.0): (0, −1.0). Exponentiate: (1, 0.3679). Add: 1.3679. "
+            "a₁ = 1 / 1.3679 ≈ 0.731."),
+        hint=N_("To keep the numbers small, subtract the larger score from both before exponentiating: (0, −1.0)."),
     ),
     Question(
         "dot-product", 10, "number",
-        "q = (2, 0) and k = (3, 1); note that q's second entry is zero. What is the raw dot product q·k?",
+        N_("q = (2, 0) and k = (3, 1); note that q's second entry is zero. What is the raw dot product q·k?"),
         answer="6", decimals=0, exact="6",
-        why="q·k = 2 × 3 + 0 × 1 = 6.",
-        hint="Multiply the entries that line up, then add: 2 × 3 + 0 × 1.",
+        why=N_("q·k = 2 × 3 + 0 × 1 = 6."),
+        hint=N_("Multiply the entries that line up, then add: 2 × 3 + 0 × 1."),
     ),
     Question(
         "output-between", 11, "choice",
-        "The worked example found the output of query “love” to be about 4.41, from the values 2, 6 and 4 "
-        "(I, love and NLP). What is true of that output?",
+        N_("The worked example found the output of query “love” to be about 4.41, from the values 2, 6 and 4 "
+        "(I, love and NLP). What is true of that output?"),
         answer=3,
         choices=(
-            Choice("It is the plain average of 2, 6 and 4.",
-                   "Averaging 2, 6 and 4 without weights gives 4.0, not 4.41; and here the weights were not equal: "
-                   "love and NLP each outweighed I."),
-            Choice("It has to equal one of the three values.",
-                   "A weighted sum blends the values; it does not have to land on any one of them."),
-            Choice("It could just as well have come out above 6, the largest value.",
-                   "A weighted average never goes past its largest input (6 here); 4.41 is well below it."),
-            Choice("It lies between the smallest and the largest value, pulled towards 6 and 4, which carry most of "
-                   "the weight, and away from 2."),
+            Choice(N_("It is the plain average of 2, 6 and 4."),
+                   N_("Averaging 2, 6 and 4 without weights gives 4.0, not 4.41; and here the weights were not equal: "
+                   "love and NLP each outweighed I.")),
+            Choice(N_("It has to equal one of the three values."),
+                   N_("A weighted sum blends the values; it does not have to land on any one of them.")),
+            Choice(N_("It could just as well have come out above 6, the largest value."),
+                   N_("A weighted average never goes past its largest input (6 here); 4.41 is well below it.")),
+            Choice(N_("It lies between the smallest and the largest value, pulled towards 6 and 4, which carry most of "
+                   "the weight, and away from 2.")),
         ),
-        why="A weighted sum of values, with weights that add up to 1, always lies between the smallest and the "
+        why=N_("A weighted sum of values, with weights that add up to 1, always lies between the smallest and the "
             "largest value. 4.41 lies between 2 and 6, pulled up by 6 and 4, which carry most of the weight, and "
-            "held down only a little by 2, which carries the least.",
-        hint="Attention gives a weighted average. How does 4.41 compare with the unweighted average of 2, 6 and 4, "
-             "which is 4.0?",
+            "held down only a little by 2, which carries the least."),
+        hint=N_("Attention gives a weighted average. How does 4.41 compare with the unweighted average of 2, 6 and 4, "
+             "which is 4.0?"),
     ),
     Question(
         "scaled-score", 12, "number",
-        "q = (2, 0), k = (3, 1) and d_k = 2. What is the scaled score q·k / √d_k? Round to 3 decimal places.",
+        N_("q = (2, 0), k = (3, 1) and d_k = 2. What is the scaled score q·k / √d_k? Round to 3 decimal places."),
         answer="4.243", decimals=3, exact=repr(6 / math.sqrt(2)),
-        why="q·k = 6 and √2 ≈ 1.4142, so 6 / 1.4142 ≈ 4.243.",
-        hint="The raw dot product is 6 (question 10): divide it by √2.",
+        why=N_("q·k = 6 and √2 ≈ 1.4142, so 6 / 1.4142 ≈ 4.243."),
+        hint=N_("The raw dot product is 6 (question 10): divide it by √2."),
     ),
     Question(
         "values-trap", 13, "choice",
-        "A student scores each key with q·vᵢ (against the values) instead of q·kᵢ (against the keys). What is "
-        "wrong with that?",
+        N_("A student scores each key with q·vᵢ (against the values) instead of q·kᵢ (against the keys). What is "
+        "wrong with that?"),
         answer=0,
         choices=(
-            Choice("Relevance would then depend on the very content to be retrieved instead of on a description "
-                   "built for matching: keys and values do different jobs."),
-            Choice("Nothing: keys and values are interchangeable, so the scores come out the same.",
-                   "Keys and values are there for different jobs, so putting one in place of the other changes "
-                   "what a score measures."),
-            Choice("Values are always single numbers, so q·v can never be computed.",
-                   "In general self-attention values can be vectors as easily as numbers; this section's example "
-                   "only used single numbers to keep things simple."),
-            Choice("Softmax only accepts scores that were computed from keys.",
-                   "Softmax normalises whatever numbers it is given: what is wrong is what the score stands for, and "
-                   "softmax itself sets no such limit."),
+            Choice(N_("Relevance would then depend on the very content to be retrieved instead of on a description "
+                   "built for matching: keys and values do different jobs.")),
+            Choice(N_("Nothing: keys and values are interchangeable, so the scores come out the same."),
+                   N_("Keys and values are there for different jobs, so putting one in place of the other changes "
+                   "what a score measures.")),
+            Choice(N_("Values are always single numbers, so q·v can never be computed."),
+                   N_("In general self-attention values can be vectors as easily as numbers; this section's example "
+                   "only used single numbers to keep things simple.")),
+            Choice(N_("Softmax only accepts scores that were computed from keys."),
+                   N_("Softmax normalises whatever numbers it is given: what is wrong is what the score stands for, and "
+                   "softmax itself sets no such limit.")),
         ),
-        why="Keys are built for matching and values for being retrieved. Scoring against the values makes "
+        why=N_("Keys are built for matching and values for being retrieved. Scoring against the values makes "
             "relevance depend on the content that would be handed over, instead of on a description meant for "
-            "comparison.",
+            "comparison."),
     ),
     Question(
         "orthogonal-score", 14, "number",
-        "q = (1, 1), k = (1, −1) and d_k = 2. What is the scaled score q·k / √d_k? Round to 3 decimal places.",
+        N_("q = (1, 1), k = (1, −1) and d_k = 2. What is the scaled score q·k / √d_k? Round to 3 decimal places."),
         answer="0.000", decimals=3, exact="0",
-        why="q·k = 1 × 1 + 1 × (−1) = 0, and 0 / √2 = 0: q and k are orthogonal, so their score is exactly zero, "
-            "scaled or not.",
-        hint="Start with the raw dot product: 1 × 1 + 1 × (−1).",
+        why=N_("q·k = 1 × 1 + 1 × (−1) = 0, and 0 / √2 = 0: q and k are orthogonal, so their score is exactly zero, "
+            "scaled or not."),
+        hint=N_("Start with the raw dot product: 1 × 1 + 1 × (−1)."),
     ),
 )
 
@@ -412,53 +420,53 @@ QUESTIONS: tuple[Question, ...] = (
 # and reasons; the wrong choices and their explanations here are this app's own.
 PRACTICE: tuple[Question, ...] = (
     Question(
-        "practice-blended", 1, "choice", "Which vectors are blended together to make the attention output?",
+        "practice-blended", 1, "choice", N_("Which vectors are blended together to make the attention output?"),
         answer=2, counts=False,
         choices=(
-            Choice("The keys, weighted by the attention weights.",
-                   "Keys are only compared with the query to give the scores; they are not part of the output."),
-            Choice("The queries of every token.", "The query makes the request; it is not mixed into the output."),
-            Choice("The values, each in the proportion of its attention weight."),
-            Choice("The raw scores q·kᵢ.", "The scores only decide the weights; what gets mixed is the values."),
+            Choice(N_("The keys, weighted by the attention weights."),
+                   N_("Keys are only compared with the query to give the scores; they are not part of the output.")),
+            Choice(N_("The queries of every token."), N_("The query makes the request; it is not mixed into the output.")),
+            Choice(N_("The values, each in the proportion of its attention weight.")),
+            Choice(N_("The raw scores q·kᵢ."), N_("The scores only decide the weights; what gets mixed is the values.")),
         ),
-        why="Attention's output adds up the values, each in the proportion its softmax weight gives.",
+        why=N_("Attention's output adds up the values, each in the proportion its softmax weight gives."),
     ),
     Question(
-        "practice-dot", 2, "number", "q = (1, 2) and k = (2, 1). What is the raw dot product q·k?",
+        "practice-dot", 2, "number", N_("q = (1, 2) and k = (2, 1). What is the raw dot product q·k?"),
         answer="4", decimals=0, exact="4", counts=False,
-        why="q·k = 1 × 2 + 2 × 1 = 4.",
-        hint="1 × 2 + 2 × 1.",
+        why=N_("q·k = 1 × 2 + 2 × 1 = 4."),
+        hint=N_("1 × 2 + 2 × 1."),
     ),
     Question(
         "practice-scale", 3, "number",
-        "A raw dot product of 8, with d_k = 4: what is it after dividing by √d_k? Round to 3 decimal places.",
+        N_("A raw dot product of 8, with d_k = 4: what is it after dividing by √d_k? Round to 3 decimal places."),
         answer="4.000", decimals=3, exact="4", counts=False,
-        why="√4 = 2, and 8 / 2 = 4.",
-        hint="√4 = 2: divide 8 by it.",
+        why=N_("√4 = 2, and 8 / 2 = 4."),
+        hint=N_("√4 = 2: divide 8 by it."),
     ),
     Question(
         "practice-softmax", 4, "number",
-        "Two scaled scores are s₁ = 2.0 and s₂ = 0.0. What is the softmax weight a₁? Round to 3 decimal places.",
+        N_("Two scaled scores are s₁ = 2.0 and s₂ = 0.0. What is the softmax weight a₁? Round to 3 decimal places."),
         answer="0.881", decimals=3, exact=repr(1 / (1 + math.exp(-2.0))), counts=False,
-        why="Subtract the larger score: (0, −2.0). Exponentiate: (1, 0.1353). Add: 1.1353. "
-            "a₁ = 1 / 1.1353 ≈ 0.881.",
-        hint="Subtract the larger score (2.0) from both first, then exponentiate and normalise.",
+        why=N_("Subtract the larger score: (0, −2.0). Exponentiate: (1, 0.1353). Add: 1.1353. "
+            "a₁ = 1 / 1.1353 ≈ 0.881."),
+        hint=N_("Subtract the larger score (2.0) from both first, then exponentiate and normalise."),
     ),
     Question(
         "practice-queries", 5, "choice",
-        "Two queries differ, while the keys and values they attend over are the same. Can their outputs differ?",
+        N_("Two queries differ, while the keys and values they attend over are the same. Can their outputs differ?"),
         answer=1, counts=False,
         choices=(
-            Choice("No: with the same keys and values, the output is fixed.",
-                   "The query sets every score, so the same keys and values do not fix the output."),
-            Choice("Yes: the query alone sets each key's relevance, so another query can move the weights, and "
-                   "with them the output."),
-            Choice("Only when d_k is larger than 2.",
-                   "The size of the vectors has nothing to do with it: even this section's d_k = 2 example gives "
-                   "different outputs for different queries."),
+            Choice(N_("No: with the same keys and values, the output is fixed."),
+                   N_("The query sets every score, so the same keys and values do not fix the output.")),
+            Choice(N_("Yes: the query alone sets each key's relevance, so another query can move the weights, and "
+                   "with them the output.")),
+            Choice(N_("Only when d_k is larger than 2."),
+                   N_("The size of the vectors has nothing to do with it: even this section's d_k = 2 example gives "
+                   "different outputs for different queries.")),
         ),
-        why="Every score depends on the query: with the keys and values fixed, changing the query alone changes "
-            "the output, as the worked examples for “I” and “love” show.",
+        why=N_("Every score depends on the query: with the keys and values fixed, changing the query alone changes "
+            "the output, as the worked examples for “I” and “love” show."),
     ),
 )
 
@@ -486,14 +494,14 @@ class Task:
 
 
 TASKS: tuple[Task, ...] = (
-    Task("nlp", 1, "Start from the query of “love”, q = (0, 1). Drag q towards k_NLP = (1, 1) until NLP carries "
-                   "the largest of the three weights, and watch the output move towards v_NLP = 4."),
-    Task("rows", 2, "Select each row of the attention matrix (click it, or press 1, 2, 3) and compare it with the "
+    Task("nlp", 1, N_("Start from the query of “love”, q = (0, 1). Drag q towards k_NLP = (1, 1) until NLP carries "
+                   "the largest of the three weights, and watch the output move towards v_NLP = 4.")),
+    Task("rows", 2, N_("Select each row of the attention matrix (click it, or press 1, 2, 3) and compare it with the "
                     "worked examples: row “love” reads about (0.20, 0.40, 0.40), and every row's weights add up "
-                    "to 1."),
+                    "to 1.")),
 )
 #: When the tasks count: on the numbers the course gives and the page shows, done by the learner.
-TASK_RULE = ("The tasks tick themselves as you work on the explorer, on the Section 6 example as the course gives "
+TASK_RULE = N_("The tasks tick themselves as you work on the explorer, on the Section 6 example as the course gives "
              "it: its keys and values unedited, scaling by √d_k on, no causal mask, the numbers shown (not hidden "
              "by the step-through), and not while your page follows a presenter.")
 #: Decimals the page shows weights and outputs with: a task is judged on the numbers as the learner reads them.
@@ -561,14 +569,14 @@ def credit_line(question: Question, qp: QuestionProgress) -> str:
     """The line under a question: its credit, or how many tries are left; empty before the first answer."""
     if not question.counts:
         if qp.right:
-            return PRACTICE_RIGHT.format(n=qp.tries)
+            return N_(PRACTICE_RIGHT.msgid, n=qp.tries)
         return PRACTICE_SHOWN if qp.shown else PRACTICE_WRONG if qp.tries else ""
     if qp.right:
-        return RIGHT_CREDIT.format(n=qp.tries) if qp.credit else RIGHT_AFTER_SHOWN
+        return N_(RIGHT_CREDIT.msgid, n=qp.tries) if qp.credit else RIGHT_AFTER_SHOWN
     if qp.shown:
         return SHOWN_AFTER_TRIES if qp.shown == SHOWN_BY_TRIES else SHOWN_ASKED
     if qp.tries:
-        return WRONG.format(used=qp.tries, most=MAX_TRIES, next=qp.tries + 1)
+        return N_(WRONG.msgid, used=qp.tries, most=MAX_TRIES, next=qp.tries + 1)
     return ""
 
 
@@ -604,8 +612,8 @@ class Progress:
     def with_task(self, task_id: str, record: TaskRecord) -> Progress:
         return replace(self, tasks={**self.tasks, task_id: record})
 
-    def answer(self, question: Question, given) -> tuple[Progress, Outcome]:
-        """Check ``given`` for ``question`` and apply the credit rules.
+    def answer(self, question: Question, given, decimal: str | None = None) -> tuple[Progress, Outcome]:
+        """Check ``given`` (typed with the page's ``decimal`` mark) for ``question`` and apply the credit rules.
 
         Credit when right before the answer was shown. The third wrong try shows the answer. A question answered
         right is done. Not tries: refused input (a word in a number box, no choice made) and the same wrong
@@ -614,7 +622,7 @@ class Progress:
         qp = self.of(question.id)
         if qp.right:
             return self, Outcome("done", credit_line(question, qp))
-        grade = question.grade(given)
+        grade = question.grade(given, decimal)
         if grade.ok is None:
             return self, Outcome("refused", grade.feedback)
         if not grade.ok and qp.tries and grade.key == qp.last:
@@ -644,7 +652,7 @@ class Progress:
 
     def score_text(self, questions=QUESTIONS) -> str:
         n, m = self.score(questions)
-        return f"{n} of {m} with credit"
+        return N_("{n} of {m} with credit", n=n, m=m)
 
     def merged(self, other: Progress) -> Progress:
         """This progress and ``other`` (the same learner's, from another tab or the browser's store) together.

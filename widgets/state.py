@@ -18,6 +18,7 @@ from core import (
 from core.cost import MAX_N, MIN_N
 from core.projections import IDENTITY as IDENTITY_PROJECTION
 from core.scaling import MAX_D_K
+from widgets.i18n import LANGUAGES, PSEUDO, N_, Translator, translator
 
 #: Largest coordinate a learner may set; beyond it the numbers stop being instructive.
 MAX_ABS_COORD = 1e6
@@ -30,6 +31,8 @@ STEPS = ("score", "normalise", "combine")
 #: Preset names in the selector: the course's presets, then whatever the learner edits.
 DEFAULT_PRESET = next(iter(PRESETS))
 CUSTOM = "Custom"
+# the names the page shows for core's presets (PRESETS) and for an edited example
+N_("Custom"), N_("Section 6: scalar values"), N_("Module 2: vector values")
 MIN_TOKENS, MAX_TOKENS = 2, 8
 MAX_TOKEN_CHARS = 16
 #: Token names are words: letters, digits, spaces and a little punctuation. Anything
@@ -50,33 +53,45 @@ def shown(text) -> str:
     return repr(text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…")
 
 
-def parse_coordinate(text) -> float:
+def parse_coordinate(text, decimal: str = ".") -> float:
     """The number a learner typed, or ValueError saying why it cannot be a coordinate.
 
     Accepts ints, floats and text in :data:`NUMBER`'s forms, the same in the editor and the page
     address: "1.5", " -2 ", "−2" (the minus sign), ".5", "5.", "3e-2", and digits of any script or
     full-width ("１"), which mean the same digits. Refuses empty text, anything else ("1_000", "1,5",
     "0x10", "1 000", "inf", "nan"), ±inf and |x| > MAX_ABS_COORD.
+
+    ``decimal`` is the decimal mark of the learner's language (``","``: "1,5" is 1.5 and "1.5" is refused, since
+    a German or French reader may mean 1.500 by it); the page address always uses ``"."``. The ValueError's
+    argument is a :class:`~widgets.i18n.Text`, shown in each page's language.
     """
     if isinstance(text, str):
         t = unicodedata.normalize("NFKC", text).strip().replace("\u2212", "-")
         if not t:
-            raise ValueError("is empty: type a number")
+            raise ValueError(N_("is empty: type a number"))
+        if decimal != ".":
+            t = t.replace(".", "_").replace(decimal, ".")  # a dot is then refused below, as any stray character
         if not NUMBER.fullmatch(t):
             if t.lower().lstrip("+-") in ("nan", "inf", "infinity"):
-                raise ValueError(f"{shown(text)} is not a finite number")
-            raise ValueError(f"{shown(text)} is not a number: write it like 1.5, -2 or 3e-2, without _, "
-                             "spaces or commas between digits")
+                raise ValueError(N_("{text} is not a finite number", text=shown(text)))
+            raise ValueError(N_("{text} is not a number: write it like {a}, {b} or {c}, without _, spaces or "
+                                "other marks between digits", text=shown(text), a="1.5".replace(".", decimal),
+                                b="-2", c="3e-2"))
         x = float(t)
     elif isinstance(text, bool) or not isinstance(text, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{shown(text)} is not a number")
+        raise ValueError(N_("{text} is not a number", text=shown(text)))
     else:
         x = float(text)
     if not math.isfinite(x):
-        raise ValueError(f"{shown(text)} is not a finite number")
+        raise ValueError(N_("{text} is not a finite number", text=shown(text)))
     if abs(x) > MAX_ABS_COORD:
-        raise ValueError(f"{shown(text)} is outside ±{MAX_ABS_COORD:g}")
+        raise ValueError(N_("{text} is outside ±{limit}", text=shown(text), limit=f"{MAX_ABS_COORD:g}"))
     return x
+
+
+def why(exc: ValueError):
+    """What a ValueError of :func:`parse_coordinate` says, still translatable (``str(exc)`` is English only)."""
+    return exc.args[0] if exc.args and isinstance(exc.args[0], str) else str(exc)
 
 
 def set_together(obj: param.Parameterized, **values) -> None:
@@ -173,6 +188,9 @@ class AttentionState(param.Parameterized):
     guided = param.Boolean(default=False, doc="Step-through: hide the numbers of steps not yet reached.")
     step = param.Integer(default=1, bounds=(1, len(STEPS)), doc="Guided step: 1 score, 2 normalise, 3 combine.")
     notice = param.String(default="", doc="Which parts of the page address were ignored, and why.")
+    lang = param.Selector(default="en", objects=[*LANGUAGES, PSEUDO], doc=(
+        "The page's language (widgets/i18n.py): its words and how it writes and reads numbers. Each page's own, "
+        "also in a room: a room shares the view, not the words."))
 
     result = param.ClassSelector(class_=AttentionResult, constant=True, doc="Core output for `queries`.")
     previewing = param.Boolean(default=False, doc=(
@@ -231,7 +249,10 @@ class AttentionState(param.Parameterized):
     #: Params never followed: derived ones, feedback about the page's own input or address, and the page's
     #: own look (a follower chooses projector mode and theme for their own screen).
     LOCAL_PARAMS = ("name", "message", "message_field", "notice", "result", "trap_result", "trap_error",
-                    "scaling", "mode", "theme", "previewing", "plotted")
+                    "scaling", "mode", "theme", "lang", "previewing", "plotted")
+
+    #: Whether ``lang`` was chosen on the page or by its link (the address then keeps it), not by the browser.
+    lang_chosen = False
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -277,6 +298,15 @@ class AttentionState(param.Parameterized):
         return Q
 
     @property
+    def tr(self) -> Translator:
+        """The page's language: its messages and number format (shared by every page in that language)."""
+        return translator(self.lang)
+
+    def _parse(self, text) -> float:
+        """A number as the learner typed it, in their language's way of writing numbers."""
+        return parse_coordinate(text, self.tr.decimal)
+
+    @property
     def d_k(self) -> int:
         return int(np.shape(self.keys)[1])
 
@@ -299,7 +329,13 @@ class AttentionState(param.Parameterized):
             try:
                 trap_result = scores_against_values(Q, self.values, mask=mask, scale=self.scale)
             except ValueError as exc:
-                trap_error = str(exc)
+                # core/ explains in English; the page says the same in the learner's language
+                trap_error = (N_("q·v_i is not defined: each value v_i is a single number, while q is a vector of "
+                                 "d_k = {d_k} numbers. A dot product needs two vectors of the same size.", d_k=self.d_k)
+                              if np.ndim(self.values) == 1 else
+                              N_("q·v_i is not defined: the values have d_v = {d_v} entries, the query has d_k = "
+                                 "{d_k}. A dot product needs two vectors of the same size.", d_v=self.d_v,
+                                 d_k=self.d_k)) if str(exc).startswith("q·v_i is not defined") else str(exc)
         # the trap first: views watching `result` then read a consistent trap_result
         if trap_result is not self.trap_result or trap_error != self.trap_error:
             set_together(self, trap_result=trap_result, trap_error=trap_error)
@@ -338,10 +374,12 @@ class AttentionState(param.Parameterized):
         try:
             q = (float(x), float(y))
         except (TypeError, ValueError):
-            self.param.update(message=f"Query refused: ({shown(x)}, {shown(y)}) are not numbers.", message_field="q")
+            self.param.update(message=N_("Query refused: ({x}, {y}) are not numbers.", x=shown(x), y=shown(y)),
+                              message_field="q")
             return False
         if not all(math.isfinite(c) and abs(c) <= MAX_ABS_COORD for c in q):
-            self.param.update(message=f"Query refused: coordinates must be finite and within ±{MAX_ABS_COORD:g}.",
+            self.param.update(message=N_("Query refused: coordinates must be finite and within ±{limit}.",
+                                         limit=f"{MAX_ABS_COORD:g}"),
                               message_field="q")
             return False
         self._drag_move = drag
@@ -355,7 +393,8 @@ class AttentionState(param.Parameterized):
         """Select token ``row`` and move the query to that token's own query (its key)."""
         row = int(row)
         if not 0 <= row < len(self.tokens):
-            self.param.update(message=f"Row {row} does not exist: choose 0 to {len(self.tokens) - 1}.",
+            self.param.update(message=N_("Row {row} does not exist: choose 0 to {last}.", row=row,
+                                         last=len(self.tokens) - 1),
                               message_field="")
             return
         self.param.update(selected=row, query=tuple(float(c) for c in self.keys[row]), message="", message_field="")
@@ -403,8 +442,10 @@ class AttentionState(param.Parameterized):
         self.param.update(tokens=list(ex.tokens), keys=ex.keys.copy(), values=ex.values.copy(), selected=1,
                           query=tuple(float(c) for c in ex.keys[1]), message="", message_field="")
 
-    def _refuse(self, field: str, why: str) -> bool:
-        self.param.update(message=f"{field} refused: {why}. The last good value stays.", message_field=field)
+    def _refuse(self, field: str, why, shown_as=None) -> bool:
+        """Say why an input was refused; ``field`` names it for the views, ``shown_as`` for the learner."""
+        self.param.update(message=N_("{field} refused: {why}. The last good value stays.",
+                                     field=field if shown_as is None else shown_as, why=why), message_field=field)
         return False
 
     def _edited(self, **changes) -> bool:
@@ -422,9 +463,9 @@ class AttentionState(param.Parameterized):
         """Set coordinate ``axis`` (0-based) of q from a number or typed text; refuse bad input."""
         field = f"q[{axis + 1}]"
         try:
-            x = parse_coordinate(text)
+            x = self._parse(text)
         except ValueError as exc:
-            return self._refuse(field, str(exc))
+            return self._refuse(field, why(exc))
         q = list(self.query)
         q[axis] = x
         self.param.update(query=tuple(q), message="", message_field="")
@@ -434,9 +475,9 @@ class AttentionState(param.Parameterized):
         """Set coordinate ``axis`` of key ``row``; the preset becomes Custom. Refuses bad input."""
         field = self.key_field(row, axis)
         try:
-            x = parse_coordinate(text)
+            x = self._parse(text)
         except ValueError as exc:
-            return self._refuse(field, str(exc))
+            return self._refuse(field, why(exc))
         if x == self.keys[row, axis]:
             return True
         K = np.array(self.keys, dtype=np.float64)
@@ -447,9 +488,9 @@ class AttentionState(param.Parameterized):
         """Move key ``row`` to (x, y), as a drag does; the preset becomes Custom. Refuses bad input."""
         field = f"k_{self.tokens[row]}"
         try:
-            k = (parse_coordinate(x), parse_coordinate(y))
+            k = (self._parse(x), self._parse(y))
         except ValueError as exc:
-            return self._refuse(field, str(exc))
+            return self._refuse(field, why(exc))
         K = np.array(self.keys, dtype=np.float64)
         K[row] = k
         return self._edited(keys=K)
@@ -458,9 +499,9 @@ class AttentionState(param.Parameterized):
         """Set value ``row`` (coordinate ``axis`` for vector values); the preset becomes Custom."""
         field = self.value_field(row, axis)
         try:
-            x = parse_coordinate(text)
+            x = self._parse(text)
         except ValueError as exc:
-            return self._refuse(field, str(exc))
+            return self._refuse(field, why(exc))
         V = np.array(self.values, dtype=np.float64)
         if V.ndim == 1:
             V[row] = x
@@ -472,17 +513,18 @@ class AttentionState(param.Parameterized):
 
     def rename_token(self, row: int, name) -> bool:
         """Rename token ``row``. Names are short words: HTML, markup and duplicates are refused."""
-        field = f"name of token {row + 1}"
+        field, label = f"name of token {row + 1}", N_("name of token {row}", row=row + 1)
         name = name.strip() if isinstance(name, str) else name
         if not isinstance(name, str) or not name:
-            return self._refuse(field, "a token needs a name")
+            return self._refuse(field, N_("a token needs a name"), label)
         if not TOKEN_NAME.match(name):
-            return self._refuse(field, f"{shown(name)} may only use letters, digits, spaces and . , ! ? ' - "
-                                       "(HTML and other markup are never accepted)")
+            return self._refuse(field, N_("{name} may only use letters, digits, spaces and . , ! ? ' - (HTML and "
+                                          "other markup are never accepted)", name=shown(name)), label)
         if len(name) > MAX_TOKEN_CHARS:
-            return self._refuse(field, f"{shown(name)} is longer than {MAX_TOKEN_CHARS} characters")
+            return self._refuse(field, N_("{name} is longer than {limit} characters", name=shown(name),
+                                          limit=MAX_TOKEN_CHARS), label)
         if name in self.tokens[:row] + self.tokens[row + 1:]:
-            return self._refuse(field, f"{shown(name)} is already a token")
+            return self._refuse(field, N_("{name} is already a token", name=shown(name)), label)
         if name == self.tokens[row]:
             return True
         tokens = list(self.tokens)
@@ -493,7 +535,7 @@ class AttentionState(param.Parameterized):
         """Append a token with key (0, 0) and value 0 (up to 8 tokens)."""
         n = len(self.tokens)
         if n >= MAX_TOKENS:
-            return self._refuse("tokens", f"at most {MAX_TOKENS} tokens")
+            return self._refuse("tokens", N_("at most {limit} tokens", limit=MAX_TOKENS), N_("tokens"))
         name = next(f"t{i}" for i in range(n + 1, n + 2 + MAX_TOKENS) if f"t{i}" not in self.tokens)
         V = np.asarray(self.values, dtype=np.float64)
         with param.parameterized.batch_call_watchers(self):
@@ -504,9 +546,9 @@ class AttentionState(param.Parameterized):
         """Remove token ``row`` (at least 2 stay). The selection follows its token, or moves to row 0."""
         n = len(self.tokens)
         if n <= MIN_TOKENS:
-            return self._refuse("tokens", f"at least {MIN_TOKENS} tokens are needed")
+            return self._refuse("tokens", N_("at least {limit} tokens are needed", limit=MIN_TOKENS), N_("tokens"))
         if not 0 <= row < n:
-            return self._refuse("tokens", f"row {row} does not exist")
+            return self._refuse("tokens", N_("row {row} does not exist", row=row), N_("tokens"))
         keep = [i for i in range(n) if i != row]
         changes = dict(tokens=[self.tokens[i] for i in keep], keys=np.array(self.keys)[keep],
                        values=np.array(self.values)[keep])
@@ -558,9 +600,9 @@ class AttentionState(param.Parameterized):
         """Set coordinate ``axis`` of embedding ``row`` from typed text; refuses bad input with a message."""
         field = self.embedding_field(row, axis)
         try:
-            x = parse_coordinate(text)
+            x = self._parse(text)
         except ValueError as exc:
-            return self._refuse(field, str(exc))
+            return self._refuse(field, why(exc))
         X = np.array(self.embeddings, dtype=np.float64)
         X[row, axis] = x
         return self._heads_edited(embeddings=_frozen(X))
@@ -568,9 +610,9 @@ class AttentionState(param.Parameterized):
     def move_embedding(self, row: int, x, y) -> bool:
         """Move embedding ``row`` to (x, y), as a drag does. Refuses bad input with a message."""
         try:
-            point = (parse_coordinate(x), parse_coordinate(y))
+            point = (self._parse(x), self._parse(y))
         except ValueError as exc:
-            return self._refuse(self.embedding_field(row), str(exc))
+            return self._refuse(self.embedding_field(row), why(exc))
         X = np.array(self.embeddings, dtype=np.float64)
         X[row] = point
         return self._heads_edited(embeddings=_frozen(X))
@@ -579,9 +621,9 @@ class AttentionState(param.Parameterized):
         """Set entry (row, col) of the shown head's W_Q, W_K or W_V (``role`` 0, 1, 2) from typed text."""
         field = self.projection_field(role, row, col)
         try:
-            x = parse_coordinate(text)
+            x = self._parse(text)
         except ValueError as exc:
-            return self._refuse(field, str(exc))
+            return self._refuse(field, why(exc))
         W = np.array(self.projections[self.head], dtype=np.float64)
         W[role, row, col] = x
         return self._heads_edited(projections=self._projections_with(self.head, W))
@@ -593,9 +635,9 @@ class AttentionState(param.Parameterized):
         basis vectors, so dragging them is editing W.
         """
         try:
-            point = (parse_coordinate(x), parse_coordinate(y))
+            point = (self._parse(x), self._parse(y))
         except ValueError as exc:
-            return self._refuse(self.projection_field(role, row), str(exc))
+            return self._refuse(self.projection_field(role, row), why(exc))
         W = np.array(self.projections[self.head], dtype=np.float64)
         W[role, row] = point
         return self._heads_edited(projections=self._projections_with(self.head, W))
@@ -603,7 +645,8 @@ class AttentionState(param.Parameterized):
     def load_projection_preset(self, name: str) -> bool:
         """Load one of PROJECTION_CHOICES into X and the shown head ("Random" draws with ``projection_seed``)."""
         if name not in PROJECTION_CHOICES:
-            return self._refuse("preset", f"{shown(name)} is not one of {', '.join(PROJECTION_CHOICES)}")
+            return self._refuse("preset", N_("{name} is not one of {choices}", name=shown(name),
+                                             choices=", ".join(PROJECTION_CHOICES)), N_("preset"))
         if name == "Random":
             W = random_head(self.projection_seed)
         else:
@@ -619,7 +662,8 @@ class AttentionState(param.Parameterized):
     def set_heads(self, heads: int) -> bool:
         """Run ``heads`` heads (1 to 4). W_O goes back to the average of the heads, whose number it depends on."""
         if isinstance(heads, bool) or not isinstance(heads, (int, np.integer)) or not 1 <= heads <= MAX_HEADS:
-            return self._refuse("heads", f"{shown(heads)} is not a number of heads from 1 to {MAX_HEADS}")
+            return self._refuse("heads", N_("{heads} is not a number of heads from 1 to {limit}", heads=shown(heads),
+                                            limit=MAX_HEADS), N_("heads"))
         if heads == self.heads:
             return True
         return self._heads_edited(heads=int(heads), head=min(self.head, heads - 1), w_o=default_w_o(heads))
@@ -627,16 +671,17 @@ class AttentionState(param.Parameterized):
     def select_head(self, head: int) -> bool:
         """Show head ``head`` (0-based) in the Projections tab."""
         if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < self.heads:
-            return self._refuse("head", f"head {shown(head)} does not run: choose 1 to {self.heads}")
+            return self._refuse("head", N_("head {head} does not run: choose 1 to {heads}", head=shown(head),
+                                           heads=self.heads), N_("head"))
         return self._heads_edited(head=int(head))
 
     def set_w_o(self, row: int, col: int, text) -> bool:
         """Set entry (row, col) of W_O from typed text; refuses bad input with a message."""
         field = f"W_O[{row + 1},{col + 1}]"
         try:
-            x = parse_coordinate(text)
+            x = self._parse(text)
         except ValueError as exc:
-            return self._refuse(field, str(exc))
+            return self._refuse(field, why(exc))
         W = np.array(self.w_o, dtype=np.float64)
         W[row, col] = x
         return self._heads_edited(w_o=_frozen(W))
@@ -644,11 +689,12 @@ class AttentionState(param.Parameterized):
     def set_temperature(self, text) -> bool:
         """Set T from a number or typed text, from MIN_TEMPERATURE to MAX_TEMPERATURE; refuses anything else."""
         try:
-            t = parse_coordinate(text)
+            t = self._parse(text)
         except ValueError as exc:
-            return self._refuse("T", str(exc))
+            return self._refuse("T", why(exc))
         if not MIN_TEMPERATURE <= t <= MAX_TEMPERATURE:
-            return self._refuse("T", f"{shown(text)} is outside {MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}")
+            return self._refuse("T", N_("{text} is outside {low} to {high}", text=shown(text),
+                                        low=f"{MIN_TEMPERATURE:g}", high=f"{MAX_TEMPERATURE:g}"))
         return self._heads_edited(temperature=t)
 
     def load_heads_preset(self) -> bool:
@@ -677,12 +723,14 @@ class AttentionState(param.Parameterized):
         sqrt(d_k): its numbers for the selected token are the head's when T = sqrt(d_k).
         """
         if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < self.heads:
-            return self._refuse("head", f"head {shown(head)} does not run: choose 1 to {self.heads}")
+            return self._refuse("head", N_("head {head} does not run: choose 1 to {heads}", head=shown(head),
+                                           heads=self.heads), N_("head"))
         Q, K, V = self.head_attention().heads[head].projections
         row = self.selected if self.selected < len(HEAD_TOKENS) else 1
         if max(np.abs(Q).max(), np.abs(K).max(), np.abs(V).max()) > MAX_ABS_COORD:
-            return self._refuse(f"head {head + 1}", f"its queries, keys or values leave ±{MAX_ABS_COORD:g}, the "
-                                                    "explorer's plane")
+            return self._refuse(f"head {head + 1}", N_("its queries, keys or values leave ±{limit}, the explorer's "
+                                                       "plane", limit=f"{MAX_ABS_COORD:g}"),
+                                N_("head {head}", head=head + 1))
         with param.parameterized.batch_call_watchers(self):
             self.param.update(tokens=list(HEAD_TOKENS), keys=K.copy(), values=V.copy(), selected=row,
                               query=(float(Q[row, 0]), float(Q[row, 1])), preset=CUSTOM, scale=True, causal=False,

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import panel as pn
 import param
 
-from widgets.format import fmt
+from widgets.i18n import N_, Translator
 from widgets.presentation import APP_CSS, KATEX_CSS
 from widgets.state import STEPS, AttentionState
 
-TITLES = {1: "Step 1 of 3 · score", 2: "Step 2 of 3 · normalise", 3: "Step 3 of 3 · combine"}
-def _vec(xs) -> str:
-    return "(" + r",\ ".join(fmt(float(x)) for x in xs) + ")"
+TITLES = {1: N_("Step 1 of 3 · score"), 2: N_("Step 2 of 3 · normalise"), 3: N_("Step 3 of 3 · combine")}
+
+
+def latex_number(tr: Translator, x: float, decimals: int = 4) -> str:
+    """A number in a formula as the language writes it; a decimal comma in braces, so TeX sets no space after it."""
+    return tr.num(x, decimals).replace(",", "{,}")
+
+
+def _vec(xs, tr: Translator) -> str:
+    sep = r";\ " if tr.decimal == "," else r",\ "  # never the decimal mark
+    return "(" + sep.join(latex_number(tr, float(x)) for x in xs) + ")"
 
 
 def step_latex(state: AttentionState, step: int) -> str:
@@ -31,23 +41,27 @@ def step_latex(state: AttentionState, step: int) -> str:
     $$\begin{aligned} o &= \textstyle\sum_i a_i v_i \\ &= 0.1978 \cdot 2 + 0.4011 \cdot 6 + 0.4011 \cdot 4 = 4.4067 \end{aligned}$$
     """
     s, i = state, state.selected
-    r = s.result
+    r, tr = s.result, s.tr
+    fmt = functools.partial(latex_number, tr)
     if step == 1:
         scaled = rf"s_i = q \cdot k_i / \sqrt{{{s.d_k}}}" if s.scale else r"s_i = q \cdot k_i"
-        body = rf"q \cdot k_i &= {_vec(r.dots[i])} \\ {scaled} &= {_vec(r.scores[i])}"
+        body = rf"q \cdot k_i &= {_vec(r.dots[i], tr)} \\ {scaled} &= {_vec(r.scores[i], tr)}"
     elif step == 2:
-        body = (rf"e_i = e^{{\,s_i - \max s}} &= {_vec(r.exp[i])} \\ "
+        body = (rf"e_i = e^{{\,s_i - \max s}} &= {_vec(r.exp[i], tr)} \\ "
                 rf"\textstyle\sum_j e_j &= {fmt(float(r.exp_sum[i]))} \\ "
-                rf"a_i = e_i / \textstyle\sum_j e_j &= {_vec(r.weights[i])}")
+                rf"a_i = e_i / \textstyle\sum_j e_j &= {_vec(r.weights[i], tr)}")
     elif step == 3:
         v = np.asarray(s.values, dtype=float)
-        terms = " + ".join(rf"{fmt(float(a))} \cdot {fmt(float(x), 2).rstrip('0').rstrip('.')}"
+        terms = " + ".join(rf"{fmt(float(a))} \cdot {tr.short(float(x), 2).replace(',', '{,}')}"
                            for a, x in zip(r.weights[i], v))
         body = rf"o &= \textstyle\sum_i a_i v_i \\ &= {terms} = {fmt(float(r.output[i]))}"
     else:
         raise ValueError(f"step must be 1, 2 or 3, got {step!r}")
     return rf"$$\begin{{aligned}} {body} \end{{aligned}}$$"
 
+
+STEP_THROUGH = "Step through"
+N_("Step through")  # STEP_THROUGH, for the catalogs
 
 #: Shown when the step-through is off: the whole recipe, symbols only, one equation a line.
 RECIPE_LATEX = (r"$$\begin{aligned} s_i &= q \cdot k_i / \sqrt{d_k} \\ a &= \operatorname{softmax}(s) \\ "
@@ -68,12 +82,11 @@ class StepThrough(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         # CheckBoxGroup, not Checkbox: its box is wrapped in a <label>, so it has an accessible name
-        self.toggle = pn.widgets.CheckBoxGroup(options=["Step through"], value=["Step through"] * s.guided,
+        self.toggle = pn.widgets.CheckBoxGroup(options=s.tr.options([STEP_THROUGH]), value=[STEP_THROUGH] * s.guided,
                                                margin=(12, 10))
         self.toggle.param.watch(lambda e: setattr(s, "guided", bool(e.new)), "value")
-        self.back = pn.widgets.Button(label="◀ Back", description="Hide this step again (←)", margin=(4, 6))
-        self.next = pn.widgets.Button(label="Next ▶", color="primary", description="Reveal the next step (Space, →)",
-                                      margin=(4, 6))
+        self.back = pn.widgets.Button(margin=(4, 6))
+        self.next = pn.widgets.Button(color="primary", margin=(4, 6))
         self.back.on_click(lambda _: s.previous_step())
         self.next.on_click(lambda _: s.next_step())
         self.title = pn.pane.HTML("", css_classes=["step-title"], margin=(0, 10), sizing_mode="stretch_width",
@@ -81,7 +94,7 @@ class StepThrough(pn.viewable.Viewer):
         self.formula = pn.pane.LaTeX(RECIPE_LATEX, renderer="katex", css_classes=["formula"], margin=(0, 10),
                                      sizing_mode="stretch_width", stylesheets=[KATEX_CSS, APP_CSS],
                                      styles={"height": "calc(var(--ae-formula) * 4.9)"})  # 3 lines: steps never shift
-        s.param.watch(self._render, ["guided", "step"])
+        s.param.watch(self._render, ["guided", "step", "lang"])
         # the formula carries numbers only in the step-through: otherwise a new result changes nothing here
         s.param.watch(lambda _: s.guided and self._render(), "result")
         self._render()
@@ -90,14 +103,17 @@ class StepThrough(pn.viewable.Viewer):
 
     def _render(self, *_):
         s = self.state
-        self.toggle.value = ["Step through"] * s.guided
+        tr = s.tr
+        self.toggle.param.update(options=tr.options([STEP_THROUGH]), value=[STEP_THROUGH] * s.guided)
+        self.back.param.update(label=tr._("◀ Back"), description=tr._("Hide this step again (←)"))
+        self.next.param.update(label=tr._("Next ▶"), description=tr._("Reveal the next step (Space, →)"))
         self.back.disabled = not s.guided or s.step == 1
         self.next.disabled = s.guided and s.step == len(STEPS)
         if s.guided:
-            self.title.object = f"<h2>{TITLES[s.step]}</h2>"
+            self.title.object = f"<h2>{tr(TITLES[s.step])}</h2>"
             self.formula.object = step_latex(s, s.step)
         else:
-            self.title.object = "<h2>The recipe · Next or Space walks through it</h2>"
+            self.title.object = f"<h2>{tr._('The recipe · Next or Space walks through it')}</h2>"
             self.formula.object = RECIPE_LATEX
 
     def __panel__(self):

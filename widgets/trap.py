@@ -10,13 +10,14 @@ import param
 from bokeh.models import ColumnDataSource, FactorRange, FixedTicker, Range1d, Text, VBar
 from bokeh.plotting import figure
 
-from widgets.editor import TRAP_SWITCH, switch
-from widgets.format import fmt, fmt_vec
+from widgets.editor import relabel_switch, switch
 from widgets.glyphs import draw
+from widgets.i18n import N_
 from widgets.state import AttentionState
 
 #: Bar labels under each token: scored against the keys (correct) or the values (the trap).
 CORRECT, TRAP = "keys", "values"
+N_("keys"), N_("values")  # CORRECT and TRAP, the bars' group labels, for the catalogs
 COLORS = {CORRECT: "#0072B2", TRAP: "#D55E00"}
 
 
@@ -33,7 +34,8 @@ class TrapPanel(pn.viewable.Viewer):
         super().__init__(**params)
         self._bars = ColumnDataSource(data=dict(x=[], top=[], label=[], color=[], kind=[]))
         # a short title: a projector's 21 px letters cut the long one ("softmax(q·kᵢ/√d_k) vs …") at any width
-        fig = figure(name="trap-weights", title="Weights: scored on keys vs on values",
+        # (its text is the page's language, _render)
+        fig = figure(name="trap-weights", title="",
                      x_range=FactorRange(), y_range=Range1d(0, 1.22), height=280, min_width=300, max_width=760,
                      sizing_mode="stretch_width", tools="", toolbar_location=None)
         fig.title.text_font_size = "15px"
@@ -50,50 +52,59 @@ class TrapPanel(pn.viewable.Viewer):
         self._figure_pane = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width"), margin=0,
                                       sizing_mode="stretch_width", max_width=780)
         # the same switch as the editor's: both are bound to state.trap, the one place it lives
-        self.switch = switch(self.state, "trap", TRAP_SWITCH)
-        self._layout = pn.Column(pn.pane.HTML("<h3>The common trap: scoring against the values</h3>"),
-                                 self.switch, self._text, self._figure_pane, name="trap", sizing_mode="stretch_width")
-        self.state.param.watch(self._render, ["result", "trap"])
+        self.switch = switch(self.state, "trap")
+        self._heading = pn.pane.HTML("")
+        self._layout = pn.Column(self._heading, self.switch, self._text, self._figure_pane, name="trap",
+                                 sizing_mode="stretch_width")
+        self.state.param.watch(self._render, ["result", "trap", "lang"])
         self._render()
 
     def _render(self, *_):
         s = self.state
+        tr = s.tr
         i, token = s.selected, escape(s.tokens[s.selected])
+        self._heading.object = f"<h3>{tr._('The common trap: scoring against the values')}</h3>"
+        relabel_switch(self.switch, tr)
+        self.figure.title.text = tr._("Weights: scored on keys vs on values")
         if not s.trap:
             self._figure_pane.visible = False
-            self._text.object = ("<p>Attention scores the query against the <em>keys</em> (what each token "
-                                 "offers to be matched on) and only then mixes the <em>values</em> (what it "
-                                 "hands over). Turn on “Score against values instead of keys” to see what goes "
-                                 "wrong when the two are confused.</p>")
+            self._text.object = "<p>" + tr._(
+                "Attention scores the query against the <em>keys</em> (what each token offers to be matched on) and "
+                "only then mixes the <em>values</em> (what it hands over). Turn on “Score against values instead of "
+                "keys” to see what goes wrong when the two are confused.") + "</p>"
             return
         if s.trap_result is None:
             self._figure_pane.visible = False
             v = np.asarray(s.values)
             if v.ndim == 1:
-                why = (f"<p><strong>Nothing to compute: q·v<sub>i</sub> is not defined.</strong> "
-                       f"q = {fmt_vec(s.query, 3)} is a vector of d<sub>k</sub> = {s.d_k} numbers, but each value "
-                       f"is a single number (v<sub>{token}</sub> = {fmt(float(v[i]), 2)}). "
-                       "A dot product needs two vectors of the same size. Values are what a token hands over, "
-                       "not what it is matched on: that is the key's job.</p>")
+                why = "<p>" + tr._(
+                    "<strong>Nothing to compute: q·v<sub>i</sub> is not defined.</strong> q = {q} is a vector of "
+                    "d<sub>k</sub> = {d_k} numbers, but each value is a single number (v<sub>{token}</sub> = {v}). A "
+                    "dot product needs two vectors of the same size. Values are what a token hands over, not what it "
+                    "is matched on: that is the key's job.", q=tr.vec(s.query, 3), d_k=s.d_k, token=token,
+                    v=tr.num(float(v[i]), 2)) + "</p>"
             else:
-                why = f"<p><strong>Nothing to compute.</strong> {escape(s.trap_error)}</p>"
-            self._text.object = why + "<p>Try the “Module 2: vector values” preset, where v<sub>i</sub> has d_k = 2 entries.</p>"
+                why = f"<p><strong>{tr._('Nothing to compute.')}</strong> {escape(tr(s.trap_error))}</p>"
+            self._text.object = why + "<p>" + tr._(
+                "Try the “{preset}” preset, where v<sub>i</sub> has d_k = 2 entries.",
+                preset=tr._("Module 2: vector values")) + "</p>"
             return
         good, bad = s.result.weights[i], s.trap_result.weights[i]
         tokens = list(s.tokens)
-        x = [(t, k) for t in tokens for k in (CORRECT, TRAP)]
+        x = [(t, tr._(k)) for t in tokens for k in (CORRECT, TRAP)]
         self.figure.x_range.factors = x
         tops = [w for pair in zip(good, bad) for w in pair]
-        self._bars.data = dict(x=x, top=tops, label=[fmt(w, 2) for w in tops],
-                               color=[COLORS[k] for _, k in x], kind=[k for _, k in x])
+        kinds = [k for _ in tokens for k in (CORRECT, TRAP)]
+        self._bars.data = dict(x=x, top=tops, label=[tr.num(w, 2) for w in tops],
+                               color=[COLORS[k] for k in kinds], kind=kinds)
         self._figure_pane.visible = True
         j = int(np.argmax(bad))
-        self._text.object = (
-            f"<p>Query of “{token}”: scored against the values, the weights follow q·v<sub>i</sub>, so "
-            f"relevance now depends on <em>what would be retrieved</em>. The largest weight goes to "
-            f"“{escape(tokens[j])}” ({fmt(bad[j], 4)}); make any value longer and its weight rises, though its "
-            "key has not changed. The output becomes "
-            f"{fmt_vec(s.trap_result.output[i], 4)} instead of {fmt_vec(s.result.output[i], 4)}.</p>")
+        self._text.object = "<p>" + tr._(
+            "Query of “{token}”: scored against the values, the weights follow q·v<sub>i</sub>, so relevance now "
+            "depends on <em>what would be retrieved</em>. The largest weight goes to “{largest}” ({weight}); make "
+            "any value longer and its weight rises, though its key has not changed. The output becomes {trap} "
+            "instead of {right}.", token=token, largest=escape(tokens[j]), weight=tr.num(bad[j], 4),
+            trap=tr.vec(s.trap_result.output[i], 4), right=tr.vec(s.result.output[i], 4)) + "</p>"
 
     def __panel__(self):
         return self._layout

@@ -49,7 +49,8 @@ def serve_script(name: str):
 def server():
     """``python app.py`` on a free loopback port; yields its base URL and its log."""
     port = free_port()
-    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    # the pseudo-language ?lang=xx for tests/ui/test_languages.py; nothing changes for a page without it
+    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1", "EXPLORER_PSEUDO_LOCALE": "1"}
     log = open(ROOT / "tests" / "ui" / "server.log", "w+")
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     proc.log = log
@@ -88,7 +89,8 @@ def browser():
 
 @pytest.fixture
 def page(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    # the page's language follows the browser's: tests read English unless they ask for another
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
     pg = context.new_page()
     errors = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
@@ -121,7 +123,7 @@ def open_page(browser, server):
     contexts, errors = [], []
 
     def _open(address: str = "", viewport: dict | None = None, **options):
-        context = browser.new_context(viewport=viewport or {"width": 1280, "height": 800}, **options)
+        context = browser.new_context(viewport=viewport or {"width": 1280, "height": 800}, **{"locale": "en-US", **options})
         contexts.append(context)
         pg = context.new_page()
         pg.on("pageerror", lambda e: errors.append(str(e)))

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.ui.conftest import SCREENSHOTS
 from tests.ui.helpers import PATIENCE, READOUT, settle, show_tab
@@ -64,28 +65,50 @@ def _case_id(case) -> str:
 
 @pytest.mark.parametrize(("screen", "mode", "theme"), CASES, ids=[_case_id(c) for c in CASES])
 def test_every_tab_fits_the_screen(open_page, screen, mode, theme):
+    _every_tab_fits(open_page, screen, mode, theme)
+
+
+#: The screens where text has least room, in the languages whose words are longest (German), drawn with other
+#: glyphs (Chinese) or laid out right to left (Arabic); French and Spanish on the smallest projector.
+LANGUAGE_CASES = [(lang, screen, mode) for lang in ("de", "zh", "ar")
+                  for screen, mode in (("800x600", "projector"), ("phone-390x844", "normal"),
+                                       ("phone-390x844", "projector"))]
+LANGUAGE_CASES += [(lang, "800x600", "projector") for lang in ("fr", "es")]
+
+
+@pytest.mark.parametrize(("lang", "screen", "mode"), LANGUAGE_CASES,
+                         ids=[_case_id(c) for c in LANGUAGE_CASES])
+def test_every_tab_fits_the_screen_in_each_language(open_page, lang, screen, mode):
+    _every_tab_fits(open_page, screen, mode, "light", lang)
+
+
+def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "en") -> None:
     viewport, options = SCREENS[screen]
-    page = open_page(f"?mode={mode}&theme={theme}", viewport=viewport, **options)
+    page = open_page(f"?mode={mode}&theme={theme}" + (f"&lang={lang}" if lang != "en" else ""), viewport=viewport,
+                     **options)
     settle(page, mode, theme)
     assert page.evaluate("() => window.innerWidth") == viewport["width"], "the page is not laid out for the screen"
     SCREENSHOTS.mkdir(exist_ok=True)
     problems = {}
-    for tab in TABS:
-        page.locator(".bk-tab", has_text=tab).click()
-        page.locator(".bk-tab.bk-active", has_text=tab).wait_for()
+    prefix = "screen" if lang == "en" else f"screen-{lang}"
+    for k, tab in enumerate(TABS):  # by place: their titles are the page's language
+        title = page.locator(".bk-tab").nth(k)
+        title.click()
+        expect(title).to_have_class(re.compile(r"\bbk-active\b"), timeout=PATIENCE)
         _wait_for_tab(page)
         # the plot, the readout and the tabs are always there to reach
-        for where in (page.locator(".ae-query-plot"), page.locator(READOUT),
-                      page.locator(".bk-tab.bk-active", has_text=tab)):
+        # (a tab's title may be two Chinese characters, about 32 px)
+        for where, least in ((page.locator(".ae-query-plot"), 40), (page.locator(READOUT), 40),
+                             (page.locator(".bk-tab.bk-active"), 24)):
             box = where.first.bounding_box()
-            assert box and box["width"] > 40 and box["height"] > 15, f"{where} has no room on the {tab} tab"
+            assert box and box["width"] > least and box["height"] > 15, f"{where} has no room on the {tab} tab"
         found = page.evaluate(CHECKS, {"minFont": _min_font(screen, mode)})
         room = page.evaluate(TAB_ROOM)
         if room is None or room < MIN_TAB_HEIGHT:
             found.append(f"the tab's scrolling area has {room} px of height, under {MIN_TAB_HEIGHT}")
         if found:
             problems[tab] = found
-        page.screenshot(path=SCREENSHOTS / f"screen-{screen}-{mode}-{theme}-{re.sub(r'[^a-z0-9]+', '_', tab.lower())}.png")
+        page.screenshot(path=SCREENSHOTS / f"{prefix}-{screen}-{mode}-{theme}-{re.sub(r'[^a-z0-9]+', '_', tab.lower())}.png")
     assert not problems, "\n".join(f"{tab}: {p}" for tab, ps in problems.items() for p in ps)
 
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from core import scaled_dot_product_attention
 from tests.ui.conftest import serve_script
 from tests.ui.helpers import PATIENCE, open_app, readout, to_page, wait_for_readout
-from widgets.inspector import Readout
+from widgets.i18n import LANGUAGES
+from widgets.inspector import Readout, readout_script_words
 from widgets.state import AttentionState
 
 # The preview's functions exactly as the page received them: the code of the drag script's callback on the
@@ -61,11 +64,11 @@ def test_in_browser_formula_agrees_with_the_core(page):
 
 
 def test_in_browser_readout_text_is_the_servers(page):
-    """Same formatting both sides: for the state's own numbers the two texts are identical."""
+    """Same formatting both sides, in every language: for the state's own numbers the two texts are identical."""
     rng = np.random.default_rng(5)
     states, payload = [], []
     for i in range(40):
-        s = AttentionState()
+        s = AttentionState(lang=list(LANGUAGES)[i % len(LANGUAGES)])
         if i % 2:
             s.preset = "Module 2: vector values"
         s.select_row(int(rng.integers(0, 3)))
@@ -80,7 +83,8 @@ def test_in_browser_readout_text_is_the_servers(page):
             q=list(s.query), keys=np.asarray(s.keys).tolist(), values=(V[:, None] if V.ndim == 1 else V).tolist(),
             allowed=s.result.mask[i_sel].tolist(), scale=s.scale,
             inp=dict(tokens=list(s.tokens), selected=i_sel, scale=s.scale, scalar=V.ndim == 1,
-                     revealed=[s.revealed(k) for k in (1, 2, 3)], placeholder="?"),
+                     revealed=[s.revealed(k) for k in (1, 2, 3)], placeholder="?",
+                     words=json.loads(readout_script_words(s.lang))),
         ))
         states.append(s)
     got = page.evaluate(PAGE_FUNCTIONS, payload)

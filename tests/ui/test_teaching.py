@@ -27,7 +27,9 @@ def type_into(page, css_class: str, text: str) -> None:
 
 def test_module_2_preset_shows_the_vector_output(page):
     show_tab(page, "Edit")
-    page.locator("select").first.select_option("Module 2: vector values")
+    # the Edit tab's preset menu (the header's language menu is a select too)
+    page.locator("select", has=page.locator("option", has_text="Module 2: vector values")).select_option(
+        "Module 2: vector values")
     # a preset switch rebuilds the editor and the value views: allow a loaded machine time
     wait_for_readout(page, r"Output Σ aᵢvᵢ = \(3\.9833, 6\.0167\)", timeout=20000)
     show_tab(page, "Matrix", "attention-matrix")
