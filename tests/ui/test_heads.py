@@ -16,7 +16,7 @@ import pytest
 from core import saturation, self_attention
 from tests.loop_reference import attention as loop_attention
 from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import readout, settle, show_tab, slow_touch_drag, text_sizes, to_page, wait_for_readout, weights
+from tests.ui.helpers import _DEEP, readout, settle, show_tab, slow_touch_drag, text_sizes, to_page, wait_for_readout, weights
 from widgets.format import fmt
 from widgets.projections import projection_status
 
@@ -270,10 +270,8 @@ def test_the_tabs_fit_the_screen_and_scroll_within_themselves(open_page, viewpor
             assert not page.evaluate(CANVAS_FONTS, None), f"canvas text under 20 px on the {tab} tab"
 
 
-ROW_NAMES_OVER_BOXES = """() => {
-  const all = [];
-  const walk = (root) => { for (const el of root.querySelectorAll('*')) { all.push(el); if (el.shadowRoot) walk(el.shadowRoot); } };
-  walk(document);
+ROW_NAMES_OVER_BOXES = _DEEP + """() => {
+  const all = [...deep(document)];
   const rect = (el) => el.getBoundingClientRect();
   const names = all.filter((el) => el.matches('span.label') && el.getRootNode().host?.classList.contains('row-name'));
   const boxes = all.filter((el) => el.matches('input[type=text]') && rect(el).width > 0);
