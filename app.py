@@ -207,10 +207,13 @@ def _title(lang: str) -> str:
 def _language_menu(lang: str) -> str:
     """The page's one language menu, each language named as it names itself: a plain ``<select>`` in the title's
     pane, not a widget (a widget was two more models to build and send for every page); its choice reaches the
-    server through the page's bridge (widgets/browser.py: the ``ae-language`` event, the message ``{"lang"}``)."""
+    server through the page's bridge (widgets/browser.py: the ``ae-language`` event, the message ``{"lang"}``).
+    Its name is the page's word for "Language"; a learner who cannot read it still hears each choice in its own
+    language."""
     options = "".join(f"<option value='{code}'{' selected' if code == lang else ''}>{escape(name)}</option>"
                       for code, name in menu_languages().items())
-    return ("<span class='language-menu'><select aria-label='Language · Langue · Idioma · Sprache · 语言 · اللغة' "
+    label = escape(translator(lang)._("Language"), quote=True)
+    return (f"<span class='language-menu'><select aria-label='{label}' title='{label}' "
             "onchange=\"this.dispatchEvent(new CustomEvent('ae-language', "
             "{detail: this.value, bubbles: true, composed: true}))\">" + options + "</select></span>")
 

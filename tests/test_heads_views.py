@@ -274,11 +274,11 @@ def test_the_heads_tab_speaks_the_pages_language(monkeypatch, state):
     state.load_heads_preset()
     state.lang = "fr"
     html = heads.matrices.object
-    assert "<figcaption>Tête 1 : jeton précédent</figcaption>" in html and "<figcaption>Tête 2 : lui-même</figcaption>" in html
+    assert "<figcaption>Tête 1\u00a0: jeton précédent</figcaption>" in html and "<figcaption>Tête 2\u00a0: lui-même</figcaption>" in html
     e = [math.exp(5 / math.sqrt(2) * c) for c in (1.0, 0.5, -0.5)]  # head 1, love: previous token I
     row = "\u00a0; ".join(f"{t} {fmt(w / sum(e), 2).replace('.', ',')}" for t, w in zip(("I", "love", "NLP"), e))
     assert f"love: {row}" in html  # French writes 0,14 and separates the list's numbers with " ; " (no break before ";")
-    assert heads.explore[0].label == "Explorer la tête 1" and heads.preset.label == "Deux têtes : jeton précédent\u00a0; lui-même"
+    assert heads.explore[0].label == "Explorer la tête 1" and heads.preset.label == "Deux têtes\u00a0: jeton précédent\u00a0; lui-même"
     assert heads._inputs[(0, 0)].value == "0,5"  # W_O averages the two heads
     state.cost_n = 8
     figures = next(p for p in heads._layout.select(pn.pane.HTML) if p.name == "cost-figures").object

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import string
 
 import numpy as np
@@ -66,6 +67,27 @@ def test_placeholders_match_the_english(lang):
             assert wanted <= _fields(form), (lang, m.id, form)
 
 
+def test_french_sets_a_no_break_space_where_its_typography_does():
+    # French sets a space before : ; ! ? and inside « », one that never breaks: a line never begins with
+    # "» :" or ends with "«" (Imprimerie nationale's rules); a list of the characters themselves is the exception
+    loose = []
+    for m in read_catalog("fr"):
+        for form in (m.string if isinstance(m.string, tuple) else (m.string,)):
+            if m.id and "! ?" not in form and re.search(r" [:;!?»]|« ", form):
+                loose.append(form)
+    assert not loose, loose[:5]
+    readout = translator("fr")._("Query of \"{token}\": q = {q}", token="love", q="(0 ; 1)")
+    assert "«\u00a0love\u00a0»\u00a0:" in readout, readout
+
+
+def test_chinese_and_arabic_lists_take_their_own_commas():
+    # a list inside a sentence: Chinese's full-width comma 「，」, Arabic's 「،」; a vector keeps mathematics' comma
+    state = AttentionState(lang="zh")
+    text = Readout.text(state)
+    assert "I 0.0000，love 1.0000，NLP 1.0000" in text and "q = (0.000, 1.000)" in text, text
+    assert translator("ar").list_sep == "، " and translator("ar").vector_sep == ",\u00a0"
+
+
 def test_the_field_s_words_are_a_teacher_s():
     words = {"fr": ("requête", "clé", "valeurs"), "es": ("consulta", "clave", "valores"),
              "de": ("Anfrage", "Schlüssel", "Werte"), "zh": ("查询", "键", "值"), "ar": ("الاستعلام", "المفتاح", "القيم")}
@@ -106,7 +128,7 @@ def test_the_editor_reads_a_french_decimal_comma_and_explains_a_dot():
     s = AttentionState(lang="fr")
     assert s.set_key(0, 0, "0,5") and s.keys[0, 0] == 0.5
     assert not s.set_key(0, 0, "0.5") and s.keys[0, 0] == 0.5
-    assert "1,5 ; -2 ou 3e-2" in s.tr(s.message)
+    assert "1,5\u00a0; -2 ou 3e-2" in s.tr(s.message)
     assert "refused" in s.message  # the state's own text stays English: each page shows it in its language
 
 
@@ -176,6 +198,12 @@ def test_switching_the_language_rewrites_the_page_in_place():
     inputs = next(m for m in page.get_root().references() if getattr(m, "name", None) == "drag-inputs")
     assert '"decimal": ","' in inputs.data["words"][0]  # the page's own drag preview writes numbers the same way
     assert np.isclose(state.query, (0, 1)).all()
+
+
+@pytest.mark.parametrize(("lang", "name"), [("en", "Language"), ("de", "Sprache"), ("ar", "اللغة")])
+def test_the_language_menu_is_named_in_the_page_s_language(lang, name):
+    from app import _title
+    assert f"<select aria-label='{name}'" in _title(lang)
 
 
 def test_the_language_menu_s_choice_reaches_the_state_through_the_bridge():

@@ -44,8 +44,9 @@ _BABEL_LOCALE = {"zh": "zh_Hans", PSEUDO: "fr"}
 #: A vector's separator and a list's where the defaults do not fit: French sets a no-break space before ";" (a
 #: wrapped line never starts with it), and Arabic separates the entries of a sentence's list with its own comma,
 #: while a vector keeps mathematics' comma and a no-break space: a vector broken across two lines of right-to-left
-#: text came out with its closing parenthesis mirrored, "(1.000".
-_SEPARATORS = {"fr": ("\u00a0; ", "\u00a0; "), "ar": (",\u00a0", "، ")}
+#: text came out with its closing parenthesis mirrored, "(1.000". Chinese separates a sentence's list with its
+#: full-width comma (no space), a vector keeping mathematics' comma: "两个头：前一个词元，自身".
+_SEPARATORS = {"fr": ("\u00a0; ", "\u00a0; "), "ar": (",\u00a0", "، "), "zh": (", ", "，")}
 #: Unicode's left-to-right isolate: a vector or a formula's text inside right-to-left text keeps its order.
 LRI, PDI = "\u2066", "\u2069"
 #: Unicode's first-strong isolate: a name whose direction is its own first letter's (an English or an Arabic token).

@@ -33,11 +33,27 @@ def show_tab(page, title: str, figure: str | None = None) -> None:
     """
     page.locator(".bk-tab", has_text=title).click()
     page.locator(".bk-tab.bk-active", has_text=title).wait_for()
+    wait_for_tab(page)
     if figure:
         page.wait_for_function("""(name) => { const m = Bokeh.documents[0].get_model_by_name(name)
             const v = m && Bokeh.index.find_one(m); return v != null && v.canvas_view != null }""", arg=figure,
                                timeout=PATIENCE)
     page.wait_for_timeout(300)  # the tab's figures lay themselves out once visible
+
+
+def wait_for_tab(page) -> None:
+    """Until the shown tab's contents are in the page and every figure in it has drawn, and two frames more."""
+    # the tab's header turns at the click; its contents are built on the server the first time it is shown and
+    # come after (a Spacer stands in until then: a test reading the tab then would read nothing), and the
+    # tabs' headers are drawn again when they arrive
+    page.wait_for_function("""() => {
+      const models = [...Bokeh.documents[0].all_models]
+      const tabs = models.find(m => (m.css_classes || []).includes('explorer-tabs'))
+      if (tabs == null || tabs.tabs[tabs.active].child.type === 'Spacer') return false
+      const views = models.filter(m => m.type === 'Figure').map(m => Bokeh.index.find_one(m))
+      return views.every(v => v == null || !v.el.isConnected || v.has_finished())
+    }""", timeout=PATIENCE)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
 def to_page(page, figure_name: str, x: float, y: float) -> tuple[float, float]:

@@ -15,10 +15,10 @@ from widgets.i18n import pseudo
 CHECKED_TABS = (*(pseudo(t) for t in ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap")), "√d_k",
                 pseudo("Projections"), pseudo("Heads · n²"), pseudo("Check"), pseudo("Export"), pseudo("Keys"))
 
-#: Visible text that is not a message (a paragraph read whole, so a subscript joins its letter: a<sub>i</sub> is "ai"): token names, the maths' symbols, units, numbers (letters of any script
+#: Visible text that is not a message (a paragraph read whole, so a subscript joins its letter: a<sub>i</sub> is "ai"): token names, the maths' symbols, units, numbers, NumPy's float64 (letters of any script
 #: outside the ⟦…⟧ of a message count as hard-coded text).
 ALLOWED = re.compile(r"^(?:I|love|NLP|t\d|q|k|v|s|a|e|i|j|m|o|x|X|T|n|d|exp|max|softmax|d_k|d_v|Σ|PNG|CSV|JSON|"
-                     r"W_Q|W_K|W_V|W_O|Q|K|V|H|x_I|x_love|x_NLP|bits?|xx|ai|ki|si|vi|dk|dv|English|Français|Español|Deutsch|简体中文|العربية|R)$")
+                     r"W_Q|W_K|W_V|W_O|WQ|WK|WV|WO|float|Q|K|V|H|x_I|x_love|x_NLP|bits?|xx|ai|ki|si|vi|dk|dv|English|Français|Español|Deutsch|简体中文|العربية|R)$")
 
 #: The texts a page shows: visible text nodes (in shadow roots too, outside KaTeX's maths), form controls' labels,
 #: and the Bokeh figures' own texts (drawn on a canvas: titles, axis labels and tick overrides, text glyphs).
@@ -60,7 +60,7 @@ def _outside_messages(texts: list[str]) -> list[str]:
         rest, before = text, None
         while rest != before:
             rest, before = re.sub(r"⟦[^⟦⟧]*⟧", " ", rest), rest
-        for word in re.findall(r"[^\W\d_]+(?:_[A-Za-z]+)?", rest):
+        for word in re.findall(r"[^\W\d_⁰¹²³⁴⁵⁶⁷⁸⁹₀₁₂₃₄₅₆₇₈₉]+(?:_[A-Za-z]+)?", rest):  # 10⁴, e₁: digits, not \d's
             if not ALLOWED.match(word):
                 bad.append(f"{word!r} in {text[:80]!r}")
     return bad

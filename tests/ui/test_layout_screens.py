@@ -20,7 +20,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import PATIENCE, READOUT, settle, show_tab
+from tests.ui.helpers import PATIENCE, READOUT, settle, show_tab, wait_for_tab
 
 CHECKS = (Path(__file__).parent / "layout_checks.js").read_text()
 TABS = ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Check",
@@ -95,7 +95,8 @@ def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "
         title = page.locator(".bk-tab").nth(k)
         title.click()
         expect(title).to_have_class(re.compile(r"\bbk-active\b"), timeout=PATIENCE)
-        _wait_for_tab(page)
+        wait_for_tab(page)
+        page.wait_for_timeout(250)  # KaTeX typesets, Bokeh relays out once the tab is visible
         # the plot, the readout and the tabs are always there to reach
         # (a tab's title may be two Chinese characters, about 32 px)
         for where, least in ((page.locator(".ae-query-plot"), 40), (page.locator(READOUT), 40),
@@ -110,21 +111,6 @@ def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "
             problems[tab] = found
         page.screenshot(path=SCREENSHOTS / f"{prefix}-{screen}-{mode}-{theme}-{re.sub(r'[^a-z0-9]+', '_', tab.lower())}.png")
     assert not problems, "\n".join(f"{tab}: {p}" for tab, ps in problems.items() for p in ps)
-
-
-def _wait_for_tab(page) -> None:
-    """Until the shown tab's contents are in the page and every figure in it has drawn, and two frames more."""
-    # a tab's contents are built on the server the first time it is shown (a Spacer stands in until then), and
-    # the tabs' headers are drawn again when they arrive
-    page.wait_for_function("""() => {
-      const models = [...Bokeh.documents[0].all_models]
-      const tabs = models.find(m => (m.css_classes || []).includes('explorer-tabs'))
-      if (tabs == null || tabs.tabs[tabs.active].child.type === 'Spacer') return false
-      const views = models.filter(m => m.type === 'Figure').map(m => Bokeh.index.find_one(m))
-      return views.every(v => v == null || !v.el.isConnected || v.has_finished())
-    }""", timeout=30000)
-    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-    page.wait_for_timeout(250)  # KaTeX typesets, Bokeh relays out once the tab is visible
 
 
 #: The screens where the Projections tab's planes are smallest, with the modes checked on each.
