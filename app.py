@@ -289,10 +289,10 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     title = pn.pane.HTML(pn.bind(_title, state.param.lang), css_classes=["app-title"], stylesheets=[APP_CSS],
                          sizing_mode="stretch_width", margin=(0, 10))
     # Both can quote what a user typed (a link, a field): always escaped, never HTML (pn.pane.Str is not).
+    # Always in the page, empty (no height) when there is nothing to say: a pane shown or hidden makes BokehJS
+    # lay the page out anew, which scrolled the shown tab back to its top, away from the box just refused.
     notices = pn.pane.HTML(pn.bind(_notices, state.param.notice, state.param.message, state.param.lang),
-                           css_classes=["notice"],
-                           stylesheets=[APP_CSS], sizing_mode="stretch_width",
-                           visible=(state.param.notice.rx.bool() | state.param.message.rx.bool()))
+                           css_classes=["notice"], stylesheets=[APP_CSS], sizing_mode="stretch_width", margin=0)
     served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
     bridge = BrowserBridge(state=state, whole_page=served)
     # Present / follow a room (widgets/follow.py), at the header's end

@@ -16,6 +16,7 @@ from widgets.matrix import AttentionMatrix
 from widgets.query_plot import QueryPlot
 from widgets.state import CUSTOM, AttentionState
 from widgets.trap import TrapPanel
+from widgets.presentation import is_marked_invalid
 
 TOL = dict(rtol=0, atol=5e-5)
 M2 = "Module 2: vector values"
@@ -190,15 +191,15 @@ def test_editor_refuses_bad_text_and_keeps_the_last_good_state(state):
     ed = Editor(state=state)
     field = ed._inputs[("k", 1, 0)]
     field.value = "abc"
-    assert state.keys[1, 0] == 0.0 and "invalid" in field.css_classes
+    assert state.keys[1, 0] == 0.0 and is_marked_invalid(field)
     msg = ed._row_messages[1]
     assert msg.visible and "k_love[1] refused: &#x27;abc&#x27; is not a number" in msg.object
     ed._inputs[("name", 0, "")].value = XSS
     assert state.tokens[0] == "I" and "&lt;img src=x onerror=alert(1)&gt;" in ed._row_messages[0].object
     assert "<img" not in ed._row_messages[0].object
     ed._inputs[("v", 2, 0)].value = "7"
-    assert state.values[2] == 7.0 and not any(p.visible for p in ed._row_messages.values())
-    assert "invalid" not in field.css_classes and field.value == "0"
+    assert state.values[2] == 7.0 and not any(p.object for p in ed._row_messages.values())
+    assert not is_marked_invalid(field) and field.value == "0"
 
 
 def test_editor_follows_presets_and_token_count(state):

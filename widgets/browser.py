@@ -137,11 +137,60 @@ function previewNudge(doc, key, shift, inPlot) {
   preview({event_name: "tap", x: round9(q.x[0] + dx * h), y: round9(q.y[0] + dy * h), preview_only: true})
 }
 
+// BokehJS restyles a layout from scratch whenever the page is laid out again (a notice shown above, a figure
+// resized), and on the way the shown tab's scrolling contents went back to their top, away from the box a
+// learner had just typed in. The tabs and the layouts around them keep that place through their restyling
+// (their own views only: a scroll position read is a layout the browser must do). True once done.
+function focusedIn(area) {
+  let el = document.activeElement
+  while (el?.shadowRoot?.activeElement) el = el.shadowRoot.activeElement
+  for (let n = el; n != null; n = n.parentElement || (n.getRootNode() instanceof ShadowRoot ? n.getRootNode().host : null))
+    if (n === area) return el
+  return null
+}
+
+function keepTabsScroll(doc) {
+  const model = [...doc.all_models].find((m) => (m.css_classes || []).includes("explorer-tabs"))
+  const tabs = model && window.Bokeh.index.find_one(model)
+  if (tabs == null) return false
+  const shown = () => {
+    const child = tabs.model.tabs[tabs.model.active]?.child
+    return tabs.child_views.find((v) => v.model === child)?.el
+  }
+  // a relayout starts at any view and runs up to the root and down again: each entry into these views'
+  // layout notes the place first and puts it back last (an inner one may note it already lost; the outer
+  // one puts it back)
+  for (let v = tabs; v != null; v = v.parent) {
+    if (v.keepsTabsScroll) continue
+    v.keepsTabsScroll = true
+    for (const name of ["invalidate_layout", "update_layout", "update_style", "after_layout"]) {
+      const step = v[name]
+      if (typeof step !== "function") continue
+      v[name] = function (...args) {
+        const area = shown()
+        const top = area?.scrollTop ?? 0, left = area?.scrollLeft ?? 0
+        const out = step.apply(this, args)
+        if (area != null && (area.scrollTop !== top || area.scrollLeft !== left)) {
+          area.scrollTop = top
+          area.scrollLeft = left
+          // and the box being typed in stays in sight (a notice above pushes the tab down)
+          const box = focusedIn(area)
+          if (box != null) box.scrollIntoView({block: "nearest"})
+        }
+        return out
+      }
+    }
+  }
+  return true
+}
+
 // Everything is looked up in this component's own document, never in Bokeh.documents[0]: a notebook page holds
 // one document per output (each display of the app, pn.extension's own), made in no fixed order.
 export function render({ model, el, view }) {
   const root = document.documentElement
   const doc = view.model.document
+  const keep = (tries) => { if (!keepTabsScroll(doc) && tries > 0) requestAnimationFrame(() => keep(tries - 1)) }
+  keep(600)  // the tabs may be drawn after this component
   const go = () => { if (model.navigate) window.location.search = model.navigate }
   go()
   model.on("navigate", go)

@@ -16,6 +16,7 @@ import panel as pn
 import param
 
 from widgets.i18n import N_, Translator
+from widgets.presentation import mark_invalid
 from widgets.state import MAX_TOKENS, MIN_TOKENS, AttentionState
 from widgets.updates import one_message
 
@@ -23,7 +24,6 @@ FIELD_WIDTH = 74
 NAME_WIDTH = 96
 # The columns' widths follow the mode (static/theme.css): a projector's 20 px digits need wider boxes.
 EDITOR_CSS = """
-:host(.invalid) input { border: 2px solid #b00020; background: #fff4f4; }
 :host(.col-number) { width: var(--ae-field-w, 74px) !important; min-width: var(--ae-field-w, 74px) !important; }
 :host(.col-name) { width: var(--ae-name-w, 96px) !important; min-width: var(--ae-name-w, 96px) !important; }
 strong { font-size: var(--ae-text, 16px); }
@@ -123,7 +123,9 @@ class Editor(pn.viewable.Viewer):
         return w
 
     def _message_pane(self, key) -> pn.pane.HTML:
-        pane = pn.pane.HTML("", visible=False, margin=(0, 3), stylesheets=[MESSAGE_CSS])
+        # shown by its text, never by `visible`: a pane shown or hidden makes BokehJS lay the page out anew, which
+        # scrolled the tab back to its top, away from the box just refused
+        pane = pn.pane.HTML("", margin=(0, 3), stylesheets=[MESSAGE_CSS])
         self._row_messages[key] = pane
         return pane
 
@@ -175,7 +177,7 @@ class Editor(pn.viewable.Viewer):
             for key, text in texts.items():
                 w = self._inputs[key]
                 w.value = text
-                w.css_classes = [c for c in w.css_classes if c != "invalid"]
+                mark_invalid(w, False)
         finally:
             self._syncing = False
         self._on_message()
@@ -186,7 +188,7 @@ class Editor(pn.viewable.Viewer):
             for a, c in enumerate(self.state.query):
                 w = self._inputs[("q", "", a)]
                 w.value = _number_text(c, self.state.tr)
-                w.css_classes = [c for c in w.css_classes if c != "invalid"]
+                mark_invalid(w, False)
         finally:
             self._syncing = False
 
@@ -207,22 +209,24 @@ class Editor(pn.viewable.Viewer):
                 ok = s.set_value(row, axis, text)
             w = self._inputs.get(key)
             if w is not None and not ok:
-                w.css_classes = [*w.css_classes, "invalid"]
+                mark_invalid(w)
                 self._show_at("q" if kind == "q" else row)
 
     def _on_message(self, *_):
         s = self.state
         if not s.message:
             for pane in self._row_messages.values():
-                pane.visible = False
+                if pane.object:
+                    pane.object = ""
         elif s.message_field == "tokens":
             self._show_at("tokens")
 
     def _show_at(self, where) -> None:
         for key, pane in self._row_messages.items():
-            pane.visible = key == where
-            if key == where:
-                pane.object = f'<div class="field-message" role="alert">{escape(self.state.tr(self.state.message))}</div>'
+            text = (f'<div class="field-message" role="alert">{escape(self.state.tr(self.state.message))}</div>'
+                    if key == where else "")
+            if pane.object != text:
+                pane.object = text
 
     def __panel__(self):
         return self._layout

@@ -18,6 +18,7 @@ from bokeh.palettes import Cividis256
 
 from widgets.cost import CostView
 from widgets.i18n import N_, Translator, translator
+from widgets.presentation import mark_invalid
 from widgets.projections import HEADS_CSS, styled
 from widgets.state import HEAD_TOKENS, MAX_HEADS, AttentionState
 
@@ -98,7 +99,8 @@ class HeadsView(pn.viewable.Viewer):
         self.output = styled(pn.pane.HTML("", name="heads-output", sizing_mode="stretch_width"))
         self._w_o = pn.Column(margin=0)
         self._inputs: dict[tuple[int, int], pn.widgets.TextInput] = {}
-        self.field_message = styled(pn.pane.HTML("", visible=False, sizing_mode="stretch_width"))
+        # shown by its text, never by `visible` (widgets/projections.py: showing a pane scrolled the tab to its top)
+        self.field_message = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
 
         def text() -> pn.pane.HTML:
             return styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
@@ -182,14 +184,13 @@ class HeadsView(pn.viewable.Viewer):
         with pn.io.hold():
             if not self.state.set_w_o(*key, text):
                 w = self._inputs[key]
-                w.css_classes = [*w.css_classes, "invalid"]
+                mark_invalid(w)
                 self.field_message.object = (f'<div class="field-message" role="alert">'
                                              f'{escape(self.state.tr(self.state.message))}</div>')
-                self.field_message.visible = True
 
     def _on_message(self, *_) -> None:
-        if not self.state.message:
-            self.field_message.visible = False
+        if not self.state.message and self.field_message.object:
+            self.field_message.object = ""
 
     def _render(self, *_) -> None:
         s = self.state
@@ -212,7 +213,7 @@ class HeadsView(pn.viewable.Viewer):
                 self._build_w_o(len(s.w_o))
             for (i, j), w in self._inputs.items():
                 w.value = tr.short(float(s.w_o[i, j]))
-                w.css_classes = [c for c in w.css_classes if c != "invalid"]
+                mark_invalid(w, False)
         finally:
             self._syncing = False
         self.output.object = self._output_html(r)

@@ -61,6 +61,29 @@ PALETTES = {
     "dark": dict(bg="#121212", fg="#f2f2f2", muted="#cfcfcf", grid="#3b3b3b", outline="#8c8c8c",
                  cell_line="#121212", neutral="#4a4a4a"),
 }
+#: A refused number box: Bokeh's own input variables, red border (focused too), light background, dark text in
+#: both themes.
+#: Set in the box's inline ``styles``, never as a CSS class: BokehJS lays the page out anew for a changed
+#: class, which scrolled the shown tab back to its top, away from the box just refused (a style it applies in
+#: place).
+INVALID_STYLES = {"--border-color": "#b00020", "--focus-border-color": "#b00020", "--border-width": "2px",
+                  "--background-color": "#fff4f4", "--color": "#111111"}
+
+
+def mark_invalid(box, invalid: bool = True) -> None:
+    """Mark a number box (a Bokeh ``TextInput`` or a Panel one) as refused, or clear the mark; a no-op when
+    it already shows that. (BokehJS removes an inline style only when its value is ``None``.)"""
+    if is_marked_invalid(box) == invalid:
+        return
+    rest = {k: v for k, v in dict(box.styles).items() if k not in INVALID_STYLES}
+    box.styles = {**rest, **(INVALID_STYLES if invalid else dict.fromkeys(INVALID_STYLES))}
+
+
+def is_marked_invalid(box) -> bool:
+    """Whether :func:`mark_invalid` marked ``box``."""
+    return all(box.styles.get(k) == v for k, v in INVALID_STYLES.items())
+
+
 #: Smallest canvas text in projector mode (CSS px), and how much every size grows.
 PROJECTOR_MIN_FONT = 20
 PROJECTOR_FONT_STEP = 6

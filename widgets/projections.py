@@ -42,7 +42,7 @@ from widgets.channel import PositionChannel
 from widgets.format import token_color
 from widgets.i18n import N_, Translator, translator
 from widgets.glyphs import draw
-from widgets.presentation import COMPONENT_CSS
+from widgets.presentation import COMPONENT_CSS, mark_invalid
 from widgets.query_plot import label_sides
 from widgets.row import OneRow
 from widgets.state import (
@@ -358,7 +358,9 @@ class ProjectionsView(pn.viewable.Viewer):
         self.head_choice.param.watch(self._on_head, "value")
         self._inputs: dict[tuple, TextInput] = {}
         self._shown: dict[tuple, str] = {}  # the text each box was last given: its value says the state's number
-        self.field_message = styled(pn.pane.HTML("", visible=False, sizing_mode="stretch_width", margin=(0, 5)))
+        # shown by its text, never by `visible`: a pane shown or hidden makes BokehJS lay the page out anew, which
+        # scrolled the tab back to its top, away from the box just refused
+        self.field_message = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
         grids = [self._grid("X", "x", [f"x_{t}" for t in HEAD_TOKENS], 3)]
         grids += [self._grid(name, f"w{k}", ["e₁", "e₂"], 2) for k, name in enumerate(ROLES)]
 
@@ -494,7 +496,7 @@ class ProjectionsView(pn.viewable.Viewer):
     def _on_input(self, key: tuple, text: str) -> None:
         # The view's own writes come back here too, after the document's hold: the text it wrote is no input
         if self._syncing or text == self._shown.get(key):
-            self._unmark(self._inputs[key])
+            mark_invalid(self._inputs[key], False)
             return
         s = self.state
         with pn.io.hold():
@@ -506,7 +508,7 @@ class ProjectionsView(pn.viewable.Viewer):
                 ok = s.set_projection(int(key[0][1]), key[1], key[2], text)
             w = self._inputs[key]
             if not ok:
-                w.css_classes = [*w.css_classes, "invalid"]
+                mark_invalid(w)
                 self._show_message()
 
     def _on_role(self, event) -> None:
@@ -531,12 +533,11 @@ class ProjectionsView(pn.viewable.Viewer):
 
     def _on_message(self, *_) -> None:
         if not self.state.message:
-            self.field_message.visible = False
+            self.field_message.object = ""
 
     def _show_message(self) -> None:
         self.field_message.object = (f'<div class="field-message" role="alert">'
                                      f'{escape(self.state.tr(self.state.message))}</div>')
-        self.field_message.visible = True
 
     # --- rendering --------------------------------------------------------------------------------------------------
 
@@ -672,7 +673,7 @@ class ProjectionsView(pn.viewable.Viewer):
                 self._shown[key] = text
                 if w.value != text:  # the page shows value; value_input is only what a learner types
                     w.value = text
-                self._unmark(w)
+                mark_invalid(w, False)
             nearest = nearest_stop(s.temperature)
             if self.t_slider.value != nearest:
                 self.t_slider.value = nearest
@@ -680,13 +681,8 @@ class ProjectionsView(pn.viewable.Viewer):
                 self.head_choice.value = s.head
         finally:
             self._syncing = False
-        if self.field_message.visible:  # a Panel pane's set costs a fraction of a millisecond, even unchanged
-            self.field_message.visible = False
-
-    @staticmethod
-    def _unmark(w: TextInput) -> None:
-        if "invalid" in w.css_classes:
-            w.css_classes = [c for c in w.css_classes if c != "invalid"]
+        if self.field_message.object:  # a Panel pane's set costs a fraction of a millisecond, even unchanged
+            self.field_message.object = ""
 
     def __panel__(self):
         return self._layout

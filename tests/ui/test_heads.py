@@ -98,8 +98,14 @@ STATUS_ON_PAGE = ("() => Bokeh.index.find_one(Bokeh.documents[0].get_model_by_na
                   ".markup_el.textContent")
 LAST_POSITION = "() => [...window.attentionExplorerProjections.values()][0].last"
 SERVER_X = "() => Bokeh.documents[0].get_model_by_name('projection-inputs').data.X[0]"
-MARKED = """() => [...Bokeh.documents[0].all_models].some((m) => (m.css_classes || []).includes('field-x-1-0')
-  && m.css_classes.includes('invalid'))"""
+#: x_love[1]'s box drawn as refused: its border the page's red (#b00020)
+MARKED = """() => { const m = [...Bokeh.documents[0].all_models].find((m) => (m.css_classes || []).includes('field-x-1-0'))
+  const input = Bokeh.index.find_one(m).shadow_el.querySelector('input')
+  return getComputedStyle(input).borderTopColor === 'rgb(176, 0, 32)' }"""
+#: How far the shown tab's contents are scrolled (px).
+TAB_SCROLL = """() => { const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
+  const root = Bokeh.index.find_one(tabs).el.shadowRoot
+  return [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header')).scrollTop }"""
 
 
 def test_a_drag_of_an_embedding_is_drawn_by_the_page_and_confirmed_by_the_server(page):
@@ -149,11 +155,19 @@ def test_typed_numbers_in_the_projections_boxes_reach_the_server_and_a_bad_one_i
     X = [[1.0, 0.0], [0.5, 1.0], [1.0, 1.0]]  # Q = K = V = X
     _, want, _ = loop_attention(X, X, X)
     page.wait_for_function(f"() => ({CELL})(['weights', 1, 0]) === '{fmt(want[1][0])}'", timeout=20_000)
-    box.fill("zero")
+    box.fill("zero")  # Playwright scrolls the tab down to the box first
+    scrolled = page.evaluate(TAB_SCROLL)
+    assert scrolled > 100, "the box should be far down the tab"
     box.press("Enter")
     page.locator(".field-message").filter(has_text="x_love[1] refused").wait_for(timeout=20_000)
     assert "'zero' is not a number" in page.locator(".field-message").text_content()
     page.wait_for_function(MARKED, timeout=20_000)
+    # the refusal leaves the tab where it was, the box in sight (the page's notice and relayout had scrolled the
+    # tab back to its top); at most the notice's height further down, so the box stays in view
+    page.wait_for_timeout(300)
+    assert abs(page.evaluate(TAB_SCROLL) - scrolled) < 120, (page.evaluate(TAB_SCROLL), scrolled)
+    assert page.evaluate("(b) => { const r = b.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight + 1 }",
+                         box.element_handle())
     assert page.evaluate(SERVER_X)[1] == [0.5, 1.0]  # nothing else changed
     assert page.evaluate(CELL, ["weights", 1, 0]) == fmt(want[1][0])
     # a good number after a bad one is taken, and the box is no longer marked
