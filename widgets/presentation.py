@@ -61,13 +61,13 @@ PALETTES = {
     "dark": dict(bg="#121212", fg="#f2f2f2", muted="#cfcfcf", grid="#3b3b3b", outline="#8c8c8c",
                  cell_line="#121212", neutral="#4a4a4a"),
 }
-#: A refused number box: Bokeh's own input variables, red border (focused too), light background, dark text in
-#: both themes.
+#: A refused number box: Bokeh's own input variables, red border (focused too), light background, and the light
+#: colour scheme for its text in both themes (the dark one draws a box's text white).
 #: Set in the box's inline ``styles``, never as a CSS class: BokehJS lays the page out anew for a changed
 #: class, which scrolled the shown tab back to its top, away from the box just refused (a style it applies in
 #: place).
 INVALID_STYLES = {"--border-color": "#b00020", "--focus-border-color": "#b00020", "--border-width": "2px",
-                  "--background-color": "#fff4f4", "--color": "#111111"}
+                  "--background-color": "#fff4f4", "color-scheme": "light"}
 
 
 def mark_invalid(box, invalid: bool = True) -> None:
