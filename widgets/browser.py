@@ -139,8 +139,11 @@ function previewNudge(doc, key, shift, inPlot) {
 
 // BokehJS restyles a layout from scratch whenever the page is laid out again (a notice shown above, a figure
 // resized), and on the way the shown tab's scrolling contents went back to their top, away from the box a
-// learner had just typed in. The tabs and the layouts around them keep that place through their restyling
-// (their own views only: a scroll position read is a layout the browser must do). True once done.
+// learner had just typed in. The tabs and the layouts around them keep that place through their restyling.
+// The place is the one the tab's own scroll events last reported: reading it live is a layout the browser
+// must do, hundreds of times as the page first lays itself out. True once done.
+const scrolled = new WeakMap()  // a tab's scrolling contents -> {top, left}, from its scroll events
+
 function focusedIn(area) {
   let el = document.activeElement
   while (el?.shadowRoot?.activeElement) el = el.shadowRoot.activeElement
@@ -155,11 +158,16 @@ function keepTabsScroll(doc) {
   if (tabs == null) return false
   const shown = () => {
     const child = tabs.model.tabs[tabs.model.active]?.child
-    return tabs.child_views.find((v) => v.model === child)?.el
+    const area = tabs.child_views.find((v) => v.model === child)?.el
+    if (area != null && !scrolled.has(area)) {
+      scrolled.set(area, {top: 0, left: 0})
+      area.addEventListener("scroll", () => scrolled.set(area, {top: area.scrollTop, left: area.scrollLeft}),
+                            {passive: true})
+    }
+    return area
   }
-  // a relayout starts at any view and runs up to the root and down again: each entry into these views'
-  // layout notes the place first and puts it back last (an inner one may note it already lost; the outer
-  // one puts it back)
+  // a relayout starts at any view and runs up to the root and down again: whichever of these views it
+  // enters puts the place back as it leaves, if the relayout lost it
   for (let v = tabs; v != null; v = v.parent) {
     if (v.keepsTabsScroll) continue
     v.keepsTabsScroll = true
@@ -167,15 +175,14 @@ function keepTabsScroll(doc) {
       const step = v[name]
       if (typeof step !== "function") continue
       v[name] = function (...args) {
-        const area = shown()
-        const top = area?.scrollTop ?? 0, left = area?.scrollLeft ?? 0
         const out = step.apply(this, args)
-        if (area != null && (area.scrollTop !== top || area.scrollLeft !== left)) {
-          area.scrollTop = top
-          area.scrollLeft = left
+        const area = shown(), place = area && scrolled.get(area)
+        if (place != null && (place.top > 0 || place.left > 0) &&
+            (area.scrollTop !== place.top || area.scrollLeft !== place.left)) {
+          area.scrollTop = place.top
+          area.scrollLeft = place.left
           // and the box being typed in stays in sight (a notice above pushes the tab down)
-          const box = focusedIn(area)
-          if (box != null) box.scrollIntoView({block: "nearest"})
+          focusedIn(area)?.scrollIntoView({block: "nearest"})
         }
         return out
       }
