@@ -163,11 +163,11 @@ def test_typed_numbers_in_the_projections_boxes_reach_the_server_and_a_bad_one_i
     assert "'zero' is not a number" in page.locator(".field-message").text_content()
     page.wait_for_function(MARKED, timeout=20_000)
     # the refusal leaves the tab where it was, the box in sight (the page's notice and relayout had scrolled the
-    # tab back to its top); at most the notice's height further down, so the box stays in view
-    page.wait_for_timeout(300)
+    # tab back to its top); at most the notice's height further down, so the box stays in view. The notice
+    # pushes the box down at once and the relayout that brings it back comes later: wait for it, however late
+    page.wait_for_function("(b) => { const r = b.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight + 1 }",
+                           arg=box.element_handle(), timeout=20_000)
     assert abs(page.evaluate(TAB_SCROLL) - scrolled) < 120, (page.evaluate(TAB_SCROLL), scrolled)
-    assert page.evaluate("(b) => { const r = b.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight + 1 }",
-                         box.element_handle())
     assert page.evaluate(SERVER_X)[1] == [0.5, 1.0]  # nothing else changed
     assert page.evaluate(CELL, ["weights", 1, 0]) == fmt(want[1][0])
     # a good number after a bad one is taken, and the box is no longer marked
