@@ -59,6 +59,13 @@ async def wait_for(pred, timeout: float) -> float | None:
     return None
 
 
+def readout_text(v: float) -> str:
+    """A coordinate as the readout writes it: three decimals, and never "-0.000" (a drag along the x axis passes
+    y = -0.0004, which the page shows as 0.000)."""
+    text = f"{v:.3f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 def line_after(learner: Learner, start: int, prefix: str):
     """When the readout first showed a line starting with ``prefix`` among those after index ``start``."""
     def pred():
@@ -106,7 +113,7 @@ async def lesson(learner: Learner, idx: int, rate: float, duration: float, out: 
         # the release is final once the server has answered it and its readout has shown that position (during
         # the drag, if the last move had already been taken: the release then changes no text)
         final = await wait_for(release_answered(learner, learner.release_seq), FINAL_WAIT_S)
-        if final is not None and (f"{x:.3f}", f"{y:.3f}") not in (p for p, _ in learner.shown[seen_shown:]):
+        if final is not None and (readout_text(x), readout_text(y)) not in (p for p, _ in learner.shown[seen_shown:]):
             final = None
         answered = await wait_for(line_after(learner, seen_lines, f'Query of "{TOKENS[row]}"'), FINAL_WAIT_S)
         if final is None:

@@ -11,17 +11,44 @@ So the server runs with ``PYTHONMALLOC=malloc`` (``server/serve.py`` sets it; CP
 the C library's allocator), and every :data:`TRIM_EVERY` calls glibc's ``malloc_trim(0)``, which returns
 every whole free page of the heap to the system, wherever it lies. Same measurement: resident memory
 back within 2 % of its start. A trim takes 1–6 ms, about 40 ms when it returns a few hundred MB.
+
+**Python's cycle collector, out of the way of a class.** By default CPython makes a full pass over every tracked
+object after every tenth middle-generation pass, once the objects added since the last full pass are a quarter of
+the rest: while a class opens its pages, 4 full passes per 50 pages, each a pause of 0.2–0.5 s on the loop that
+every page waits behind, 31 ms of CPU per page (``bench/RESULTS.md``, "Python's cycle collector"). Yet the objects
+of an open page live as long as its page, and the garbage a full pass is there for, the object cycles of a closed
+page (its document, views and state refer to each other), appears only when a session closes. So:
+
+- before a process serves, :func:`settle_collector` moves the objects of the imported code out of the collector's
+  reach (``gc.freeze()``, Python's documented way for a server's start-up objects; it also keeps them shared after
+  ``--num-procs`` forks) and lets the collector start a full pass on its own only after :data:`FULL_AFTER`
+  middle passes (the quarter rule unchanged): sixty pages arriving together are built without one;
+- every round (:class:`Housekeeping`, every :data:`TRIM_EVERY`) freezes what has lived that long, after a pass
+  over the younger generations: the pages of a class that has arrived are not passed over again and again while
+  it works;
+- and once pages have closed (a tenth of the open ones, or any when few are open), or every
+  :data:`FULL_EVERY_ROUNDS` rounds whatever happened, the round unfreezes everything and makes one full pass
+  before the trim, so the closed pages' memory goes back to the system at once.
 """
 
 from __future__ import annotations
 
 import contextvars
 import ctypes
+import gc
 import sys
 from functools import cache
 
 #: How often the server returns freed memory: about as often as Bokeh checks for unused sessions.
 TRIM_EVERY = "15s"
+
+#: Middle-generation passes after which the collector may start a full pass on its own (Python's default: 10).
+#: Sixty pages cost about 85 of them: a class arriving together is built without a full pass.
+FULL_AFTER = 100
+
+#: Rounds after which a round makes a full pass even if no page closed (40 × 15 s: every ten minutes), for cycles
+#: a page dropped while it stayed open.
+FULL_EVERY_ROUNDS = 40
 
 
 @cache
@@ -47,8 +74,59 @@ def trim() -> None:
         malloc_trim(0)
 
 
+def settle_collector() -> None:
+    """Before a process serves pages: keep what is loaded now out of the collector's passes, and defer full passes.
+
+    Freezes every object alive now (the imported code, Panel's and Bokeh's classes and module state: nothing a
+    page's session owns) and raises the collector's third threshold to :data:`FULL_AFTER`. Call it once, after the
+    app's modules are imported and before any session exists: a session's objects frozen would never be collected.
+    """
+    gc.collect()
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_AFTER)
+
+
+class Housekeeping:
+    """The server process's periodic round: the collector's work (above), then the heap's trim.
+
+    One per process (``pn.state.as_cached``); it holds counts, never a session or its document. It freezes only in
+    a process that :func:`settle_collector` settled (a served app's): elsewhere (a test's in-process server, a bare
+    ``panel serve app.py``) Python's collector runs as it is, and the round only trims.
+    """
+
+    def __init__(self) -> None:
+        self.freezing = gc.get_freeze_count() > 0
+        self.open = 0  # pages whose sessions are open
+        self.closed = 0  # pages closed since the last full pass
+        self.rounds = 0  # rounds since the last full pass
+
+    def session_opened(self) -> None:
+        self.open += 1
+
+    def session_closed(self, session_context) -> None:
+        """Bokeh's ``on_session_destroyed`` callback: the closed page's cycles are garbage for a round."""
+        self.open -= 1
+        self.closed += 1
+
+    def __call__(self) -> None:
+        if self.freezing:
+            self.rounds += 1
+            if (self.closed and self.closed >= self.open / 10) or self.rounds >= FULL_EVERY_ROUNDS:
+                self.closed = self.rounds = 0
+                gc.unfreeze()
+                gc.collect()
+            else:
+                gc.collect(1)  # the younger generations' garbage is not frozen with what lives
+            gc.freeze()
+        elif self.closed:
+            self.closed = 0
+            gc.collect()
+        trim()
+
+
 def return_freed_memory() -> None:
-    """In a served session, make sure the process trims its heap every :data:`TRIM_EVERY`.
+    """In a served session, make sure the process collects and trims its heap every :data:`TRIM_EVERY`.
 
     Called by every page; Panel keeps one task per name and process, so the first call schedules it.
     Does nothing outside a server (tests, a notebook) or without glibc.
@@ -58,6 +136,9 @@ def return_freed_memory() -> None:
     doc = pn.state.curdoc
     if doc is None or doc.session_context is None or not can_trim():
         return
+    keeper = pn.state.as_cached("housekeeping", Housekeeping)
+    keeper.session_opened()
+    doc.on_session_destroyed(keeper.session_closed)
     # from an empty context: the task's timer keeps the context it was scheduled in, and this page's would
     # keep its document (Panel's curdoc) alive for as long as the server runs
-    contextvars.Context().run(pn.state.schedule_task, "return-freed-memory", trim, period=TRIM_EVERY)
+    contextvars.Context().run(pn.state.schedule_task, "return-freed-memory", keeper, period=TRIM_EVERY)

@@ -159,6 +159,11 @@ def _serve_command():
             from server.room_live import live_patterns
 
             kwargs["extra_patterns"] = [*kwargs.get("extra_patterns", []), *live_patterns()]
+            # everything a page's build imports, loaded now so that the collector can leave it alone from here on
+            import app  # noqa: F401
+            from server.housekeeping import settle_collector
+
+            settle_collector()
             return kwargs
 
     return CompressedServe

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from server import housekeeping
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Many small objects, a few of them kept, scattered through the heap as the long-lived objects made while
@@ -82,3 +84,139 @@ def test_serve_py_runs_on_if_it_cannot_start_again(monkeypatch, capsys):
     monkeypatch.setattr(serve.os, "execve", execve)
     serve._use_c_allocator()
     assert "could not restart with PYTHONMALLOC=malloc (no such file)" in capsys.readouterr().err
+
+
+# Builds PAGES pages (the app's build and Panel's model of it, each into its own document, all kept alive as open
+# sessions are), with the collector as the process starts or as server/serve.py settles it before serving;
+# prints the number of full collections during the builds.
+BUILD_PAGES = """
+import gc, sys
+from bokeh.document import Document
+import app
+from server import housekeeping
+if sys.argv[1] == "settled":
+    housekeeping.settle_collector()
+full = []
+gc.callbacks.append(lambda phase, info: full.append(1) if phase == "start" and info["generation"] == 2 else None)
+pages = []
+for _ in range(int(sys.argv[2])):
+    doc = Document()
+    pages.append(app.create_app().get_root(doc))
+print(len(full))
+"""
+
+
+def _full_collections(collector: str, pages: int) -> int:
+    out = subprocess.run([sys.executable, "-c", BUILD_PAGES, collector, str(pages)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300, check=True).stdout
+    return int(out.split()[-1])
+
+
+def test_a_class_arriving_is_built_without_a_full_collection():
+    # Python's own collector passes over every object several times while twenty pages are built ...
+    assert _full_collections("default", 20) >= 1
+    # ... the settled one not once (its full passes wait for a closed page, or for FULL_AFTER middle passes)
+    assert _full_collections("settled", 20) == 0
+
+
+class _Node:
+    pass
+
+
+def _garbage_cycle():
+    """A weak reference to an object cycle (as a closed page's document and views are), now garbage, in the
+    collector's oldest generation (where the objects of a page open for a while are)."""
+    import gc
+    import weakref
+
+    page = _Node()
+    page.view = _Node()
+    page.view.page = page
+    gc.collect(1)
+    gc.collect(1)
+    return weakref.ref(page)
+
+
+@pytest.fixture
+def rounds(monkeypatch):
+    """Housekeeping rounds with only these tests' collections: the collector off, the trims counted."""
+    import gc
+
+    trims = []
+    monkeypatch.setattr(housekeeping, "trim", lambda: trims.append(1))
+    gc.disable()
+    try:
+        yield trims
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+def test_a_settled_process_freezes_what_lives_and_collects_once_pages_closed(rounds):
+    import gc
+
+    gc.freeze()  # as settle_collector leaves a served process
+    keeper = housekeeping.Housekeeping()
+    assert keeper.freezing
+    for _ in range(30):
+        keeper.session_opened()
+    page = _Node()  # an open page's objects
+    gone = _garbage_cycle()
+    frozen = gc.get_freeze_count()
+    keeper()
+    assert gone() is not None and rounds == [1]  # no page closed: nothing passed over in full ...
+    assert gc.get_freeze_count() > frozen  # ... and what lived is frozen
+    keeper.session_closed(None)
+    keeper.session_closed(None)
+    keeper()
+    assert gone() is not None and rounds == [1, 1]  # 2 of 30 pages closed: not yet worth a full pass
+    keeper.session_closed(None)
+    keeper()
+    assert gone() is None and rounds == [1, 1, 1]  # 3 of 30 (a tenth of the 27 open): the full pass
+    assert keeper.closed == 0 and page.__class__ is _Node
+
+
+def test_a_settled_process_makes_a_full_pass_every_so_many_rounds_anyway(rounds):
+    import gc
+
+    gc.freeze()
+    keeper = housekeeping.Housekeeping()
+    keeper.session_opened()
+    gone = _garbage_cycle()
+    for _ in range(housekeeping.FULL_EVERY_ROUNDS - 1):
+        keeper()
+    assert gone() is not None
+    keeper()
+    assert gone() is None and len(rounds) == housekeeping.FULL_EVERY_ROUNDS
+
+
+def test_an_unsettled_process_keeps_pythons_collector_and_collects_after_a_page_closed(rounds):
+    import gc
+
+    keeper = housekeeping.Housekeeping()
+    assert not keeper.freezing and gc.get_freeze_count() == 0
+    keeper.session_opened()
+    gone = _garbage_cycle()
+    keeper()
+    assert gone() is not None and gc.get_freeze_count() == 0 and rounds == [1]
+    keeper.session_closed(None)
+    keeper()
+    assert gone() is None and rounds == [1, 1]
+
+
+# server/serve.py's start-up, as far as the server's settings: the collector as it then is
+SETTLED_BY_SERVE = """
+import argparse, gc
+from server import serve
+parser = argparse.ArgumentParser(prog="panel")
+command = serve._serve_command()(parser=parser.add_subparsers().add_parser("serve"))
+args = parser.parse_args(serve.serve_argv({}))
+command.customize_kwargs(args, {})
+print(gc.get_freeze_count() > 50_000, gc.get_threshold()[2])
+"""
+
+
+def test_the_server_settles_the_collector_before_it_serves():
+    out = subprocess.run([sys.executable, "-c", SETTLED_BY_SERVE], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+    assert out[-2:] == ["True", str(housekeeping.FULL_AFTER)]
