@@ -193,7 +193,7 @@ def test_switching_the_language_rewrites_the_page_in_place():
     assert readout.text.startswith('Query of "love"')
     state.lang = "es"
     assert readout.text.startswith("Consulta de «love»: q = (0,000; 1,000)")
-    tabs = page.select(pn.Tabs)[0]  # the explorer's (app.LazyTabs)
+    tabs = page.select(pn.Tabs)[0]  # the explorer's (widgets.tabs.LazyTabs)
     assert tabs._names[0] == "Pesos"
     inputs = next(m for m in page.get_root().references() if getattr(m, "name", None) == "drag-inputs")
     assert '"decimal": ","' in inputs.data["words"][0]  # the page's own drag preview writes numbers the same way

@@ -9,6 +9,7 @@ from bokeh.document import Document
 from bokeh.models import AllIndices, CDSView, ColumnDataSource, GlyphRenderer, Selection, Spacer, Tabs
 
 import app
+from widgets.tabs import LazyTabs
 
 TITLES = ["Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²",
           "Check", "Export", "Keys"]
@@ -38,7 +39,7 @@ def test_the_hidden_tabs_hold_one_placeholder(built):
 
 def test_a_tab_shown_gets_its_contents_and_gives_them_back_when_hidden(built):
     page, doc = built
-    layout = next(o for o in page.select(app.LazyTabs))
+    layout = next(o for o in page.select(LazyTabs))
     tabs = _tabs(doc)
     weights = tabs.tabs[0].child
     layout.active = TITLES.index("Keys")
