@@ -593,6 +593,7 @@ class RoomRegistry:
         happens: unit tests call :meth:`sweep` themselves.
         """
         import asyncio
+        import contextvars
 
         from tornado.ioloop import PeriodicCallback
 
@@ -604,7 +605,9 @@ class RoomRegistry:
             except RuntimeError:
                 return False
             self._sweeper = PeriodicCallback(self.sweep, 1000)
-            self._sweeper.start()
+            # from an empty context: the timer keeps the context it is started in, and the first page's (Panel's
+            # curdoc) would keep that page's document alive for as long as the server runs
+            contextvars.Context().run(self._sweeper.start)
             return True
 
     def __len__(self) -> int:

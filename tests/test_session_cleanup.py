@@ -13,15 +13,26 @@ from bench.protocol_client import Learner
 from tests.ui.conftest import free_port
 
 
-def _open_and_close(learners: int) -> dict:
-    """Serve the app, open and close ``learners`` pages; what is left of their sessions once Bokeh is done."""
-    import panel as pn
+def _page_classes() -> int:
+    """Parameterized classes alive that a page's run of app.py defined (Panel runs it as a module ``bokeh_app_…``)."""
+    import param
+
+    return sum(isinstance(o, param.parameterized.ParameterizedMetaclass) and o.__module__.startswith("bokeh_app_")
+               for o in gc.get_objects())
+
+
+def _open_and_close(learners: int, script: bool = False) -> dict:
+    """Serve the app, open and close ``learners`` pages; what is left of their sessions once Bokeh is done.
+
+    ``script``: serve app.py as ``panel serve`` does, the script run again as a new module for each page, instead
+    of its ``create_app``."""
     from panel.io.server import get_server
 
     from app import create_app
 
     port = free_port()
-    server = get_server({"app": create_app}, port=port, start=False, show=False,
+    app = str(Path(__file__).resolve().parents[1] / "app.py") if script else create_app
+    server = get_server({"app": app}, port=port, start=False, show=False,
                         unused_session_lifetime_milliseconds=500, check_unused_sessions_milliseconds=250)
     result = {}
 
@@ -50,7 +61,8 @@ def _open_and_close(learners: int) -> dict:
                 gc.collect()
                 result["documents_alive"] = sum(ref() is not None for ref in documents)
                 result["states_alive"] = sum(ref() is not None for ref in states)
-                if not result["documents_alive"] and not result["states_alive"]:
+                result["page_classes"] = _page_classes()
+                if not result["documents_alive"] and not result["states_alive"] and not result["page_classes"]:
                     break
         finally:
             server.io_loop.stop()
@@ -63,55 +75,15 @@ def _open_and_close(learners: int) -> dict:
     return result
 
 
+FREED = {"sessions_left": 0, "documents_alive": 0, "states_alive": 0, "page_classes": 0}
+
+
 def test_closed_pages_free_their_documents_and_states():
-    assert _open_and_close(4) == {"opened": 4, "states": 4, "sessions_left": 0, "documents_alive": 0, "states_alive": 0}
+    assert _open_and_close(4) == {"opened": 4, "states": 4, **FREED}
 
 
-def _page_classes_left(pages: int) -> int:
-    """Serve app.py as ``panel serve`` does (the script run again as a new module for each page), open and close
-    ``pages`` pages; how many classes defined by a page's run of the script are still alive once they are gone."""
-    import param
-    from panel.io.server import get_server
-
-    port = free_port()
-    server = get_server({"app": str(Path(__file__).resolve().parents[1] / "app.py")}, port=port, start=False,
-                        show=False, unused_session_lifetime_milliseconds=500, check_unused_sessions_milliseconds=250)
-    result = {}
-
-    def page_classes() -> int:
-        gc.collect()
-        return sum(isinstance(o, param.parameterized.ParameterizedMetaclass) and o.__module__.startswith("bokeh_app_")
-                   for o in gc.get_objects())
-
-    async def scenario():
-        try:
-            context = server._tornado._applications["/app"]
-            learners = [Learner(f"ws://localhost:{port}/app/ws") for _ in range(pages)]
-            for learner in learners:
-                await learner.connect()
-            for learner in learners:
-                learner.close()
-            for _ in range(40):
-                await asyncio.sleep(0.25)
-                if not context.sessions:
-                    break
-            for _ in range(20):
-                await asyncio.sleep(0.5)
-                result["left"] = page_classes()
-                if not result["left"]:
-                    break
-        finally:
-            server.io_loop.stop()
-
-    server.start()
-    server.io_loop.add_callback(scenario)
-    server.io_loop.start()
-    server.stop()
-    pn.state.kill_all_servers()
-    return result["left"]
-
-
-def test_a_served_page_leaves_no_class_of_its_own_behind():
+def test_a_page_served_from_the_script_leaves_no_class_of_its_own_behind():
     # param keeps every Parameterized class in its registries: one defined in app.py would be a new one for each
     # page, kept with the page's whole module (its functions, its texts) for as long as the server runs
-    assert _page_classes_left(3) == 0
+    assert _open_and_close(3, script=True) == {"opened": 3, "states": 3, **FREED}
+
