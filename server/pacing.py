@@ -6,8 +6,12 @@ click, a key or a release must not: they are queued behind whatever the loop alr
 session paces its own updates (``widgets/drag.py``), and this budget spaces them further so that all the
 process's mid-drag updates together take at most :attr:`DragBudget.SHARE` of the loop: with ``n`` pages
 dragging and an update costing ``c`` seconds, a dragging page takes a position at most every
-``n * c / SHARE`` seconds. Sixty learners dragging at 5 ms an update: one confirmation each every 0.6 s,
-and the loop half free for everything else. Releases are never spaced: they end a drag at once.
+``n * c / SHARE`` seconds. Sixty learners dragging at 5 ms an update: one confirmation each every 1.2 s.
+The share is a quarter because ``c`` is the update alone: receiving the position and sending its answer cost
+the loop about as much again, so a quarter of the loop's time in updates is about half of it in drags, and the
+other half free for everything else. (At half, 60 learners kept the process's core busy, and a key pressed
+right after a drag waited 145–152 ms at the median, 294–302 ms at p95; at a quarter 23–26 and 99–106 ms,
+``bench/RESULTS.md``.) Releases are never spaced: they end a drag at once.
 
 One budget per process, in ``pn.state.cache`` (like the room registry): it is the process's concern, not a
 page's, and holds no learner's data, only which pages are dragging (weakly) and the recent cost.
@@ -29,8 +33,9 @@ class DragBudget:
     loop). :meth:`gap` is the least time (s) a dragging page waits between two of its updates.
     """
 
-    #: At most this fraction of the loop goes to updates in the middle of drags.
-    SHARE = 0.5
+    #: At most this fraction of the loop goes to updates in the middle of drags (their receiving and answers about
+    #: as much again).
+    SHARE = 0.25
     #: Weight of the newest update in the running mean of an update's cost.
     ALPHA = 0.1
 

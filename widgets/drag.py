@@ -149,8 +149,8 @@ class DragChannel(PositionChannel):
         plot's plane. They are taken paced: after each update the session waits as long as that update
         took, so a page that ignores the one-at-a-time rule gets one update per interval, the newest; the
         release is taken at once, so anything the page sends after it (a key, a click) comes after it. While many
-        pages drag, mid-drag updates are spaced further, so that together they leave the server's loop at least
-        half free for clicks, keys and releases (``server/pacing.py``).
+        pages drag, mid-drag updates are spaced further, so that together with their receiving they leave the
+        server's loop about half free for clicks, keys and releases (``server/pacing.py``).
         Each position taken is answered in ``confirmed`` (``seq``). NaN reaches the state, which refuses it
         with a message.
         """
