@@ -69,7 +69,7 @@ class DragBudget:
         >>> pages = [type("Page", (), {})() for _ in range(60)]
         >>> for p in pages: b.start(p)
         >>> round(b.gap(), 3)
-        0.6
+        1.2
         """
         return self.dragging * self.cost / self.SHARE
 
