@@ -15,9 +15,10 @@ back within 2 % of its start. A trim takes 1–6 ms, about 40 ms when it returns
 **Python's cycle collector, out of the way of a class.** By default CPython makes a full pass over every tracked
 object after every tenth middle-generation pass, once the objects added since the last full pass are a quarter of
 the rest: while a class opens its pages, 4 full passes per 50 pages, each a pause of 0.2–0.5 s on the loop that
-every page waits behind, 31 ms of CPU per page (``bench/RESULTS.md``, "Python's cycle collector"). Yet the objects
-of an open page live as long as its page, and the garbage a full pass is there for, the object cycles of a closed
-page (its document, views and state refer to each other), appears only when a session closes. So:
+every page waits behind, 31 ms of CPU per page (``bench/RESULTS.md``, "A class on one server: Python's cycle
+collector out of the way of a class"). Yet the objects of an open page live as long as its page, and the garbage
+a full pass is there for, the object cycles of a closed page (its document, views and state refer to each other),
+appears only when a session closes. So:
 
 - before a process serves, :func:`settle_collector` moves the objects of the imported code out of the collector's
   reach (``gc.freeze()``, Python's documented way for a server's start-up objects; it also keeps them shared after

@@ -86,4 +86,3 @@ def test_a_page_served_from_the_script_leaves_no_class_of_its_own_behind():
     # param keeps every Parameterized class in its registries: one defined in app.py would be a new one for each
     # page, kept with the page's whole module (its functions, its texts) for as long as the server runs
     assert _open_and_close(3, script=True) == {"opened": 3, "states": 3, **FREED}
-
