@@ -12,6 +12,7 @@ import threading
 import numpy as np
 import panel as pn
 import pytest
+from bokeh.document import Document
 
 from tests.loop_reference import attention as loop_attention
 from widgets.cost import CACHE_KEY, CostCache, CostView, bytes_text, count_text, cost_cache
@@ -134,6 +135,26 @@ def test_a_drag_of_a_basis_image_edits_the_chosen_w(view, state):
     view.channel.receive(-1.0, 1.0, plane="w", seq=2, **RELEASE)
     np.testing.assert_array_equal(state.projections[0, 1], [[1.0, 0.0], [-1.0, 1.0]])
     np.testing.assert_array_equal(state.projections[0, 0], np.eye(2))  # W_Q untouched
+
+
+def test_a_release_sends_only_the_planes_it_changed_and_a_release_that_changed_nothing_sends_both(view, state):
+    # in a document, as served: Bokeh sends a data source's data even when it equals what the page has
+    doc = Document()
+    doc.add_root(view.__panel__().get_root(doc))
+    names = {view._x_points: "x", view._qkv: "w"}
+    sent = []
+    doc.on_change(lambda event: sent.append(names[event.model]) if event.model in names else None)
+    view.channel.receive(0.02, 0.99, plane="w", seq=1, **PRESS)  # e₂W_Q = (0, 1)
+    view.channel.receive(-1.0, 1.0, plane="w", seq=2, **RELEASE)
+    np.testing.assert_array_equal(state.projections[0, 0], [[1.0, 0.0], [-1.0, 1.0]])
+    assert sent == ["w"]  # X as it was: the page puts back the embeddings it previewed, nothing to send
+    # pressed and let go where it is: the state is unchanged, and both planes go again over the page's preview
+    view.channel.receive(-1.0, 1.0, plane="w", seq=3, **PRESS)
+    view.channel.receive(-1.0, 1.0, plane="w", seq=4, **RELEASE)
+    assert sent == ["w", "x", "w"]
+    view.channel.receive(0.0, 1.0, plane="x", seq=5, **PRESS)  # x_love
+    view.channel.receive(0.5, 0.5, plane="x", seq=6, **RELEASE)
+    assert sent == ["w", "x", "w", "x", "w"] and view._x_points.data["x"] == [1.0, 0.5, 1.0]
 
 
 def test_a_press_away_from_every_handle_moves_nothing(view, state):

@@ -209,10 +209,11 @@ class ProjectionChannel(PositionChannel):
     #: The plane a position is in: ``"x"`` (the embeddings) or ``"w"`` (the chosen W's basis images).
     EXTRA = {"plane": ("x", lambda plane: plane in ("x", "w"))}
 
-    def __init__(self, x_fig, w_fig, refresh, **params):
+    def __init__(self, x_fig, w_fig, refresh, status, **params):
         super().__init__(**params)
         self._figs = {"x": x_fig, "w": w_fig}
         self._refresh = refresh  # draws the state again: a release that changed nothing takes back the preview
+        self._status = status  # the outputs' line the view drew for the state, the release's answer
         self.inputs = OneRow(data=self._inputs(), name="projection-inputs")
         self.confirmed = OneRow(data=dict(seq=[0], text=[""]), name="projection-confirmed")
         self._open_channel("projection-channel")  # _pending: ((plane, index), x, y, seq) not yet taken
@@ -280,7 +281,7 @@ class ProjectionChannel(PositionChannel):
                 ok = s.move_embedding(index, x, y) if plane == "x" else s.move_basis_image(self.role, index, x, y)
                 if s.embeddings is X and s.projections is P:
                     self._refresh()  # nothing changed: the page's preview gives way to what the state holds
-                self._answer(seq, projection_status(s.head_self_attention(), tr=s.tr) if ok else "")
+                self._answer(seq, self._status() if ok else "")
             else:
                 X, W = np.array(s.embeddings, dtype=float), np.array(s.projections[s.head], dtype=float)
                 if plane == "x":
@@ -314,6 +315,9 @@ class ProjectionsView(pn.viewable.Viewer):
         s = self.state
         self._syncing = False
         self._reach_for = None  # the embeddings the note on the course's values was written for
+        self._x_drawn = None  # the embeddings and mode the left plane's points were last sent for
+        self._refused: set[tuple] = set()  # the boxes marked as refused (mark_invalid)
+        self._sent: dict[str, dict] = {}  # each plane source's data as last sent (_send)
         # --- the planes; named, the page's drag script writes into them -------------------------------------
         self._x_points = ColumnDataSource(data=dict(x=[], y=[], label=[], color=[], **_PLACED),
                                           name="projection-x-points")
@@ -340,7 +344,7 @@ class ProjectionsView(pn.viewable.Viewer):
         self.status = Div(name="projection-status", sizing_mode="stretch_width", stylesheets=[HEADS_CSS],
                           render_as_text=True, css_classes=["status"],
                           html_attributes={"role": "status", "aria-live": "off"})
-        self.channel = ProjectionChannel(self.x_fig, self.w_fig, self._render, state=s)
+        self.channel = ProjectionChannel(self.x_fig, self.w_fig, self._redraw, lambda: self.status.text, state=s)
         self._wire_drag()
 
         # --- controls ------------------------------------------------------------------------------------------
@@ -496,7 +500,7 @@ class ProjectionsView(pn.viewable.Viewer):
     def _on_input(self, key: tuple, text: str) -> None:
         # The view's own writes come back here too, after the document's hold: the text it wrote is no input
         if self._syncing or text == self._shown.get(key):
-            mark_invalid(self._inputs[key], False)
+            self._unmark(key)
             return
         s = self.state
         with pn.io.hold():
@@ -506,10 +510,15 @@ class ProjectionsView(pn.viewable.Viewer):
                 ok = s.set_temperature(text)
             else:
                 ok = s.set_projection(int(key[0][1]), key[1], key[2], text)
-            w = self._inputs[key]
             if not ok:
-                mark_invalid(w)
+                mark_invalid(self._inputs[key])
+                self._refused.add(key)
                 self._show_message()
+
+    def _unmark(self, key: tuple) -> None:
+        if key in self._refused:  # reading a box's styles is a Bokeh property read: only the boxes marked
+            self._refused.discard(key)
+            mark_invalid(self._inputs[key], False)
 
     def _on_role(self, event) -> None:
         self.channel.role = ROLES.index(event.new)
@@ -556,12 +565,17 @@ class ProjectionsView(pn.viewable.Viewer):
                 if (rng.start, rng.end) != (lo, hi):  # mostly they stay: a Bokeh set costs even when unchanged
                     rng.update(start=lo, end=hi)
         names = handle_names(role)
-        self._x_points.data = dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=list(HEAD_TOKENS), color=colors,
-                                   **_placed(X, X, self.x_fig, s.mode))
+        drawn_x = (X.tobytes(), s.mode)
+        if self._x_drawn != drawn_x:  # a drag of W's rows leaves the left plane as it was: nothing to send
+            self._x_drawn = drawn_x
+            self._send(self._x_points, dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=list(HEAD_TOKENS),
+                                            color=colors, **_placed(X, X, self.x_fig, s.mode)))
         P = np.vstack([Q, K, V])
         among = np.vstack([P, W[role], [[0.0, 0.0]]])
-        qkv_place, tips = _placed(P, among, self.w_fig, s.mode), _placed(W[role], among, self.w_fig, s.mode)
         n = len(X)
+        # the right plane's labels in one pass: each point's side depends only on the others of `among`
+        placed = _placed(np.vstack([P, W[role]]), among, self.w_fig, s.mode)
+        qkv_place, tips = ({k: v[:3 * n] for k, v in placed.items()}, {k: v[3 * n:] for k, v in placed.items()})
         # a tip on a labelled point (x_love = e₂, so q_love = e₂W_Q): the other side
         on = np.isclose(W[role][:, None, :], P[role * n:(role + 1) * n][None, :, :]).all(axis=2)  # (2, n)
         for b, j in zip(*np.nonzero(on)):
@@ -569,13 +583,13 @@ class ProjectionsView(pn.viewable.Viewer):
             tips["dx"][b], tips["dy"][b] = -qkv_place["dx"][i], -qkv_place["dy"][i]
             tips["align"][b] = "right" if qkv_place["align"][i] == "left" else "left"
             tips["baseline"][b] = "top" if qkv_place["baseline"][i] == "bottom" else "bottom"
-        self._basis.data = dict(x0=[0.0, 0.0], y0=[0.0, 0.0], x=W[role][:, 0].tolist(), y=W[role][:, 1].tolist(),
-                                label=names["w"], **tips)
+        self._send(self._basis, dict(x0=[0.0, 0.0], y0=[0.0, 0.0], x=W[role][:, 0].tolist(),
+                                     y=W[role][:, 1].tolist(), label=names["w"], **tips))
         # the chosen W's points are labelled and solid, the other two faint
-        self._qkv.data = dict(x=P[:, 0].tolist(), y=P[:, 1].tolist(), marker=[m for m in ROLE_MARKERS for _ in X],
-                              color=colors * 3, alpha=[1.0 if k == role else 0.35 for k in range(3) for _ in X],
-                              label=[t if k == role else "" for k in range(3) for t in HEAD_TOKENS],
-                              **qkv_place)
+        self._send(self._qkv, dict(x=P[:, 0].tolist(), y=P[:, 1].tolist(), marker=[m for m in ROLE_MARKERS for _ in X],
+                                   color=colors * 3, alpha=[1.0 if k == role else 0.35 for k in range(3) for _ in X],
+                                   label=[t if k == role else "" for k in range(3) for t in HEAD_TOKENS],
+                                   **qkv_place))
         self.numbers.text = self._numbers_html(r)
         tr = s.tr
         self.status.text = projection_status(r, tr=tr)
@@ -588,6 +602,19 @@ class ProjectionsView(pn.viewable.Viewer):
             self._render_reachable(X)
         self._sync_inputs(X, W)
         self._render_limits()
+
+    def _send(self, source: ColumnDataSource, data: dict) -> None:
+        # The page's preview draws over a plane's data during a drag and puts back the server's last data at the
+        # release unless newer came: data equal to the last sent (W's rows of an embedding drag) need not go again
+        if self._sent.get(source.name) != data:
+            self._sent[source.name] = data
+            source.data = data
+
+    def _redraw(self) -> None:
+        """Send the state's planes again in full: a release that changed nothing takes back the page's preview."""
+        self._x_drawn = None
+        self._sent.clear()
+        self._render()
 
     def _render_reachable(self, X) -> None:
         reach = linear_values_reachable(X, COURSE_VALUES, HEAD_TOKENS)
@@ -638,8 +665,9 @@ class ProjectionsView(pn.viewable.Viewer):
         r = temperature_sweep(p.Q[i], p.K, p.V, sorted({*T_TABLE, float(s.temperature)}))
         sat = saturation(r.weights)
         weights, outputs = [], []
+        T = s.temperature  # a param's read costs as much as a row's formatting
         for k, t in enumerate(r.temperatures.tolist()):
-            current = " class='current'" if t == s.temperature else ""
+            current = " class='current'" if t == T else ""
             # √d_k's row by name only: its number is in the scores' caption, and the table fits a projector
             head = f"<tr{current}><th scope='row'>{'√d_k' if t == DEFAULT_TEMPERATURE else tr.short(t)}</th>"
             weights.append(head + "".join(f"<td>{tr.num(w)}</td>" for w in r.weights[k]) + "</tr>")
@@ -673,7 +701,8 @@ class ProjectionsView(pn.viewable.Viewer):
                 self._shown[key] = text
                 if w.value != text:  # the page shows value; value_input is only what a learner types
                     w.value = text
-                mark_invalid(w, False)
+            for key in list(self._refused):  # the state's numbers replace whatever was refused
+                self._unmark(key)
             nearest = nearest_stop(s.temperature)
             if self.t_slider.value != nearest:
                 self.t_slider.value = nearest
