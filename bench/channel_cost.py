@@ -10,11 +10,13 @@ user + system) is read around each drag. Two kinds of drag, each kind of handle 
 noisy machine hits them alike:
 
 * **long**: a press, ``--moves`` positions, a release: CPU per position;
-* **short**: a press, 3 positions, a release, ``--short`` times: CPU per drag, which is what a drag costs
-  on a crowded server, where the process's share lets a page only a few positions per drag and the
-  release (which updates every view) weighs most.
+* **short**: a press, 3 positions (the last one the release's), ``--short`` times: CPU per drag, which is
+  what a drag costs on a crowded server, where the process's share lets a page only a few positions per drag
+  and the release (which updates every view) weighs most. ``--lengths`` measures other short drags too
+  (positions after the press, the release's included).
 
     python -m bench.channel_cost --moves 200 --short 30 --rounds 3
+    python -m bench.channel_cost --moves 50 --short 30 --rounds 5 --lengths 3 5 9
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ async def _drag(page: Page, ids: dict, kind: str, moves: int, proc) -> float:
     return (after.user + after.system) - (before.user + before.system)
 
 
-async def _run(url: str, proc, moves: int, short: int, rounds: int) -> dict:
+async def _run(url: str, proc, moves: int, short: int, rounds: int, lengths: tuple[int, ...] = (3,)) -> dict:
     page = Page(ws_url(url))
     await page.connect(keep_doc=True)
     page.seq = 0
@@ -98,24 +100,29 @@ async def _run(url: str, proc, moves: int, short: int, rounds: int) -> dict:
     await asyncio.sleep(1.0)  # the tab's first render settles
     for kind in DRAGS:  # warm-up: the first positions of each fill caches
         await _drag(page, ids, kind, 10, proc)
-    long_, short_ = {k: [] for k in DRAGS}, {k: [] for k in DRAGS}
+    long_ = {k: [] for k in DRAGS}
+    short_ = {(k, n): [] for k in DRAGS for n in lengths}
     for _ in range(rounds):
         for kind in DRAGS:
             # each drag goes there and back: 2 presses, 2 releases, 2 * (moves + 1) positions in all
             long_[kind].append(await _drag(page, ids, kind, moves, proc) / (2 * (moves + 1)))
-            total = 0.0
-            for _ in range(short):
-                total += await _drag(page, ids, kind, 3, proc)
-            short_[kind].append(total / (2 * short))
+            for n in lengths:
+                total = 0.0
+                for _ in range(short):
+                    total += await _drag(page, ids, kind, n, proc)
+                short_[kind, n].append(total / (2 * short))
     page.close()
     out = {}
     for kind in DRAGS:
         out[f"{kind}: ms per position (long drag)"] = round(1000 * statistics.median(long_[kind]), 2)
-        out[f"{kind}: ms per drag of 3 positions"] = round(1000 * statistics.median(short_[kind]), 2)
-    q_long, q_short = out["query: ms per position (long drag)"], out["query: ms per drag of 3 positions"]
+        for n in lengths:
+            out[f"{kind}: ms per drag of {n} positions"] = round(1000 * statistics.median(short_[kind, n]), 2)
+    q_long = out["query: ms per position (long drag)"]
     for kind in ("embedding", "basis image"):
         out[f"{kind} / query, per position"] = round(out[f"{kind}: ms per position (long drag)"] / q_long, 2)
-        out[f"{kind} / query, per short drag"] = round(out[f"{kind}: ms per drag of 3 positions"] / q_short, 2)
+        for n in lengths:
+            ratio = out[f"{kind}: ms per drag of {n} positions"] / out[f"query: ms per drag of {n} positions"]
+            out[f"{kind} / query, per short drag" + ("" if n == 3 else f" of {n} positions")] = round(ratio, 2)
     return out
 
 
@@ -124,11 +131,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--moves", type=int, default=200, help="positions of a long drag, each way")
     ap.add_argument("--short", type=int, default=30, help="short drags per round")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--lengths", type=int, nargs="+", default=[3],
+                    help="positions of a short drag after the press, the release's included (default 3)")
     ap.add_argument("--json", help="append the result to this JSON-lines file")
     args = ap.parse_args(argv)
     with serve() as (url, proc):
-        result = asyncio.run(_run(url, proc, args.moves, args.short, args.rounds))
-    result.update(load_average=round(os.getloadavg()[0], 1), moves=args.moves, short=args.short, rounds=args.rounds)
+        result = asyncio.run(_run(url, proc, args.moves, args.short, args.rounds, tuple(args.lengths)))
+    result.update(load_average=round(os.getloadavg()[0], 1), moves=args.moves, short=args.short, rounds=args.rounds,
+                  lengths=args.lengths)
     print(json.dumps(result, indent=1))
     if args.json:
         append_jsonl(args.json, result)
