@@ -15,10 +15,15 @@ right after a drag waited 145–152 ms at the median, 294–302 ms at p95; at a 
 
 One budget per process, in ``pn.state.cache`` (like the room registry): it is the process's concern, not a
 page's, and holds no learner's data, only which pages are dragging (weakly) and the recent cost.
+
+A page counts only while its drag moves: one that has sent no position for :attr:`DragBudget.IDLE_AFTER`
+seconds (a press held still, or never let go, as a page that means harm can do forty times over) takes no
+share from the others until it sends one again.
 """
 
 from __future__ import annotations
 
+import time
 import weakref
 
 #: Where the process keeps its budget.
@@ -29,8 +34,9 @@ class DragBudget:
     """The share of the event loop mid-drag updates may use, and the spacing that keeps them to it.
 
     Pages register while they drag (:meth:`start`, :meth:`end`; a page that closes mid-drag drops out
-    when it is collected) and report what each update cost (:meth:`record`, seconds of wall time on the
-    loop). :meth:`gap` is the least time (s) a dragging page waits between two of its updates.
+    when it is collected), say when a position comes (:meth:`moved`), and report what each update cost
+    (:meth:`record`, seconds of wall time on the loop). :meth:`gap` is the least time (s) a dragging page waits
+    between two of its updates. ``clock`` gives the time in seconds (a test's own clock).
     """
 
     #: At most this fraction of the loop goes to updates in the middle of drags (their receiving and answers about
@@ -38,24 +44,34 @@ class DragBudget:
     SHARE = 0.25
     #: Weight of the newest update in the running mean of an update's cost.
     ALPHA = 0.1
+    #: A dragging page that has sent no position for this long (s) is not counted. Well above the gap of a
+    #: full class (100 pages at 5 ms an update: 2 s), so a page paced by the budget is never left out of it.
+    IDLE_AFTER = 5.0
 
-    def __init__(self, cost: float = 0.005):
-        self._dragging: weakref.WeakSet = weakref.WeakSet()
+    def __init__(self, cost: float = 0.005, clock=time.monotonic):
+        self._dragging: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # page -> its last position's time
         self.cost = cost  # running mean, seconds
+        self._clock = clock
 
     def start(self, page) -> None:
-        self._dragging.add(page)
+        self._dragging[page] = self._clock()
+
+    def moved(self, page) -> None:
+        """A position of ``page``'s drag has come (nothing if the page is not dragging)."""
+        if page in self._dragging:
+            self._dragging[page] = self._clock()
 
     def end(self, page) -> None:
-        self._dragging.discard(page)
+        self._dragging.pop(page, None)
 
     def __contains__(self, page) -> bool:
         return page in self._dragging
 
     @property
     def dragging(self) -> int:
-        """How many pages are in the middle of a drag."""
-        return len(self._dragging)
+        """How many pages are in the middle of a drag that moved within :attr:`IDLE_AFTER` seconds."""
+        since = self._clock() - self.IDLE_AFTER
+        return sum(1 for t in list(self._dragging.values()) if t > since)
 
     def record(self, seconds: float) -> None:
         """One mid-drag update took ``seconds`` (negative or absurd values are ignored)."""

@@ -155,6 +155,11 @@ def test_a_release_sends_only_the_planes_it_changed_and_a_release_that_changed_n
     view.channel.receive(0.0, 1.0, plane="x", seq=5, **PRESS)  # x_love
     view.channel.receive(0.5, 0.5, plane="x", seq=6, **RELEASE)
     assert sent == ["w", "x", "w", "x", "w"] and view._x_points.data["x"] == [1.0, 0.5, 1.0]
+    # whatever a page wrote into a plane's source goes at the next release, even one that leaves X as it was
+    view._x_points.data = {**view._x_points.data, "x": [-0.9, -0.9, -0.9]}
+    view.channel.receive(-1.0, 1.0, plane="w", seq=7, **PRESS)
+    view.channel.receive(-0.5, 1.0, plane="w", seq=8, **RELEASE)
+    assert view._x_points.data["x"] == [1.0, 0.5, 1.0]
 
 
 def test_a_press_away_from_every_handle_moves_nothing(view, state):
@@ -173,10 +178,32 @@ def test_positions_are_clamped_to_the_plane_and_junk_is_ignored(view, state):
     before = state.snapshot()
     for junk in ({"x": ["a"], "y": [0], "seq": [3], "start": [True], "end": [True], "plane": ["x"]},
                  {"x": [0.0], "y": [0.0], "seq": [3], "start": [True], "end": [True], "plane": ["<b>"]},
-                 {"x": [0.0]}, {"x": [True], "y": [0.0], "seq": [3], "start": [1], "end": [True], "plane": ["x"]}):
+                 {"x": [0.0]}, {"x": [True], "y": [0.0], "seq": [3], "start": [1], "end": [True], "plane": ["x"]},
+                 # a whole number too large for a float: float() raises, and Bokeh would log each one in full
+                 {"x": [10**400], "y": [1.0], "seq": [3], "start": [True], "end": [True], "plane": ["x"]}):
         view.channel._on_channel("data", None, junk)
     np.testing.assert_array_equal(state.embeddings, before["embeddings"])
     assert view.channel.confirmed.data["seq"] == [2]
+
+
+def test_a_page_that_writes_its_planes_ranges_changes_neither_the_grab_nor_the_clamp(view, state):
+    edge = (view.x_fig.x_range.end, view.x_fig.y_range.end)
+    view.x_fig.x_range.update(start=-1e300, end=1e300)  # as a page can: the figure's ranges are its to write
+    view.x_fig.y_range.update(start=-1e300, end=1e300)
+    view.channel.receive(-1.0, -1.0, plane="x", seq=1, **PRESS)  # far from every embedding: nothing picked up
+    view.channel.receive(1e5, 1e5, plane="x", seq=2, **RELEASE)
+    np.testing.assert_array_equal(state.embeddings, X_COURSE)
+    view.channel.receive(0.0, 1.0, plane="x", seq=3, **PRESS)  # x_love
+    view.channel.receive(1e5, 1e5, plane="x", seq=4, **RELEASE)
+    assert tuple(state.embeddings[1]) == edge  # the corner of the plane the server drew, not 1e5
+
+
+def test_a_position_that_is_not_a_number_mid_drag_is_answered_with_nothing(view, state):
+    view.channel.receive(0.0, 1.0, plane="x", seq=1, **PRESS)  # x_love
+    view.channel.receive(math.nan, 0.5, plane="x", seq=2, **MOVE)
+    assert view.channel.confirmed.data == dict(seq=[2], text=[""])  # not the core's error, in English
+    view.channel.receive(0.5, 0.5, plane="x", seq=3, **RELEASE)  # the drag goes on to its release
+    assert tuple(state.embeddings[1]) == (0.5, 0.5)
 
 
 def test_a_release_that_changes_nothing_draws_the_state_again(view, state):

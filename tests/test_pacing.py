@@ -117,3 +117,38 @@ def test_the_spacing_does_not_carry_its_own_wait_or_an_old_drag_into_the_next_up
     channel.receive(0.0, 1.0, seq=1, **PRESS)
     channel.receive(0.5, 1.5, seq=2, **RELEASE)
     assert channel._next_flush - time.perf_counter() < 0.2
+
+
+def test_a_drag_that_sends_no_position_for_a_while_takes_no_share():
+    now = [0.0]
+    budget = DragBudget(cost=0.005, clock=lambda: now[0])
+    held, moving = Page(), Page()
+    budget.start(held)
+    budget.start(moving)
+    assert budget.dragging == 2
+    now[0] = DragBudget.IDLE_AFTER + 1.0
+    budget.moved(moving)
+    assert budget.dragging == 1 and held in budget  # still in its drag, paced as one when it moves again
+    assert budget.gap() == pytest.approx(0.005 / DragBudget.SHARE)
+    budget.moved(held)
+    assert budget.dragging == 2
+
+
+def test_a_press_never_let_go_stops_counting_and_its_next_position_counts_it_again():
+    # forty pages that press and never let go held every other page's mid-drag answers back (19 → 317 ms)
+    state = AttentionState()
+    channel = drag_channel(state)
+    budget = get_budget()
+    now, clock = [1000.0], budget._clock
+    budget._clock = lambda: now[0]
+    before = budget.dragging
+    try:
+        channel._on_channel("data", None, dict(x=[0.0], y=[1.0], seq=[1], start=[True], end=[False]))
+        assert budget.dragging == before + 1
+        now[0] += DragBudget.IDLE_AFTER + 1.0
+        assert budget.dragging == before and channel in budget
+        channel._on_channel("data", None, dict(x=[0.5], y=[1.0], seq=[2], start=[False], end=[False]))
+        assert budget.dragging == before + 1
+    finally:
+        budget.end(channel)
+        budget._clock = clock

@@ -69,8 +69,13 @@ class PositionChannel(param.Parameterized):
                 and isinstance(row["start"], bool) and isinstance(row["end"], bool)
                 and all(check(row[k]) for k, (_, check) in self.EXTRA.items())):
             return
+        try:
+            x, y = float(row["x"]), float(row["y"])
+        except OverflowError:  # a whole number too large for a float: no page writes one
+            return
+        self._budget.moved(self)
         extra = {k: row[k] for k in self.EXTRA}
-        self.receive(float(row["x"]), float(row["y"]), seq=seq, start=row["start"], end=row["end"], **extra)
+        self.receive(x, y, seq=seq, start=row["start"], end=row["end"], **extra)
 
     def receive(self, x: float, y: float, *, seq: int = 0, start: bool = False, end: bool = False, **extra) -> None:
         raise NotImplementedError

@@ -211,7 +211,10 @@ class ProjectionChannel(PositionChannel):
 
     def __init__(self, x_fig, w_fig, refresh, status, **params):
         super().__init__(**params)
-        self._figs = {"x": x_fig, "w": w_fig}
+        # Each plane's ranges as the server drew them (the view's _render keeps them): what a press grabs and where
+        # a position is clamped to. A page can write its figures' ranges; these it cannot.
+        self.bounds = {plane: ((fig.x_range.start, fig.x_range.end), (fig.y_range.start, fig.y_range.end))
+                       for plane, fig in (("x", x_fig), ("w", w_fig))}
         self._refresh = refresh  # draws the state again: a release that changed nothing takes back the preview
         self._status = status  # the outputs' line the view drew for the state, the release's answer
         self.inputs = OneRow(data=self._inputs(), name="projection-inputs")
@@ -240,10 +243,10 @@ class ProjectionChannel(PositionChannel):
         return np.asarray(s.embeddings if plane == "x" else s.projections[s.head][self.role], dtype=float)
 
     def _grab(self, plane: str, x: float, y: float) -> int | None:
-        fig = self._figs[plane]
+        (x0, x1), _ = self.bounds[plane]
         d = np.hypot(*(self._handles(plane) - [x, y]).T)
         j = int(np.argmin(d))
-        return j if d[j] <= GRAB * (fig.x_range.end - fig.x_range.start) else None
+        return j if d[j] <= GRAB * (x1 - x0) else None
 
     def receive(self, x: float, y: float, *, plane: str, seq: int = 0, start: bool = False, end: bool = False) -> None:
         """Take one position of the page's drag: ``(x, y)`` in ``plane`` (``"x"`` or ``"w"``), its ``seq``."""
@@ -261,9 +264,11 @@ class ProjectionChannel(PositionChannel):
                 self._drag_ended()
             self._answer(seq, "")  # nothing picked up: the page's next position may come
             return
-        fig = self._figs[plane]
-        x = min(max(x, fig.x_range.start), fig.x_range.end)
-        y = min(max(y, fig.y_range.start), fig.y_range.end)
+        if not end and not (math.isfinite(x) and math.isfinite(y)):  # no page sends one: nothing to compute
+            self._answer(seq, "")
+            return
+        (x0, x1), (y0, y1) = self.bounds[plane]
+        x, y = min(max(x, x0), x1), min(max(y, y0), y1)
         self._pending = (self._target, x, y, seq)
         if end:
             self._release = True
@@ -315,9 +320,8 @@ class ProjectionsView(pn.viewable.Viewer):
         s = self.state
         self._syncing = False
         self._reach_for = None  # the embeddings the note on the course's values was written for
-        self._x_drawn = None  # the embeddings and mode the left plane's points were last sent for
         self._refused: set[tuple] = set()  # the boxes marked as refused (mark_invalid)
-        self._sent: dict[str, dict] = {}  # each plane source's data as last sent (_send)
+        self._resend = False  # _send sends equal data too (_redraw)
         # --- the planes; named, the page's drag script writes into them -------------------------------------
         self._x_points = ColumnDataSource(data=dict(x=[], y=[], label=[], color=[], **_PLACED),
                                           name="projection-x-points")
@@ -560,16 +564,14 @@ class ProjectionsView(pn.viewable.Viewer):
         W = np.asarray(s.projections[s.head], dtype=float)
         role = self.channel.role
         colors = [token_color(i) for i in range(len(HEAD_TOKENS))]
-        for fig, points in ((self.x_fig, X), (self.w_fig, np.vstack([Q, K, V, W[role]]))):
-            for rng, (lo, hi) in zip((fig.x_range, fig.y_range), _fit(points)):
+        for plane, fig, points in (("x", self.x_fig, X), ("w", self.w_fig, np.vstack([Q, K, V, W[role]]))):
+            self.channel.bounds[plane] = fit = _fit(points)
+            for rng, (lo, hi) in zip((fig.x_range, fig.y_range), fit):
                 if (rng.start, rng.end) != (lo, hi):  # mostly they stay: a Bokeh set costs even when unchanged
                     rng.update(start=lo, end=hi)
         names = handle_names(role)
-        drawn_x = (X.tobytes(), s.mode)
-        if self._x_drawn != drawn_x:  # a drag of W's rows leaves the left plane as it was: nothing to send
-            self._x_drawn = drawn_x
-            self._send(self._x_points, dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=list(HEAD_TOKENS),
-                                            color=colors, **_placed(X, X, self.x_fig, s.mode)))
+        self._send(self._x_points, dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=list(HEAD_TOKENS),
+                                        color=colors, **_placed(X, X, self.x_fig, s.mode)))
         P = np.vstack([Q, K, V])
         among = np.vstack([P, W[role], [[0.0, 0.0]]])
         n = len(X)
@@ -604,17 +606,20 @@ class ProjectionsView(pn.viewable.Viewer):
         self._render_limits()
 
     def _send(self, source: ColumnDataSource, data: dict) -> None:
-        # The page's preview draws over a plane's data during a drag and puts back the server's last data at the
-        # release unless newer came: data equal to the last sent (W's rows of an embedding drag) need not go again
-        if self._sent.get(source.name) != data:
-            self._sent[source.name] = data
+        # In a document Bokeh sends a data source's data even when it equals the old. The page's preview draws over
+        # a plane's data during a drag and puts back the server's at the release unless newer came, so data equal
+        # to the source's own (X in a drag of W's rows) need not go again. Compared with the source itself, not
+        # with what was sent: whatever a page wrote into it is replaced at the next render.
+        if self._resend or source.data != data:
             source.data = data
 
     def _redraw(self) -> None:
         """Send the state's planes again in full: a release that changed nothing takes back the page's preview."""
-        self._x_drawn = None
-        self._sent.clear()
-        self._render()
+        self._resend = True
+        try:
+            self._render()
+        finally:
+            self._resend = False
 
     def _render_reachable(self, X) -> None:
         reach = linear_values_reachable(X, COURSE_VALUES, HEAD_TOKENS)
