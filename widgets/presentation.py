@@ -73,6 +73,11 @@ INVALID_STYLES = {"--border-color": "#b00020", "--focus-border-color": "#b00020"
 def mark_invalid(box, invalid: bool = True) -> None:
     """Mark a number box (a Bokeh ``TextInput`` or a Panel one) as refused, or clear the mark; a no-op when
     it already shows that. (BokehJS removes an inline style only when its value is ``None``.)"""
+    # The views clear the mark on every box they redraw (nineteen at a Projections release): a box this never
+    # marked is left without reading its styles, a Bokeh property read each
+    if not invalid and not getattr(box, "_marked_invalid", False):
+        return
+    box._marked_invalid = invalid
     if is_marked_invalid(box) == invalid:
         return
     rest = {k: v for k, v in dict(box.styles).items() if k not in INVALID_STYLES}

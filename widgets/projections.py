@@ -250,8 +250,8 @@ class ProjectionChannel(PositionChannel):
 
     def receive(self, x: float, y: float, *, plane: str, seq: int = 0, start: bool = False, end: bool = False) -> None:
         """Take one position of the page's drag: ``(x, y)`` in ``plane`` (``"x"`` or ``"w"``), its ``seq``."""
+        finite = math.isfinite(x) and math.isfinite(y)
         if start:
-            finite = math.isfinite(x) and math.isfinite(y)
             self._target = (plane, self._grab(plane, x, y)) if finite else None
             if self._target is not None and self._target[1] is None:
                 self._target = None
@@ -264,7 +264,7 @@ class ProjectionChannel(PositionChannel):
                 self._drag_ended()
             self._answer(seq, "")  # nothing picked up: the page's next position may come
             return
-        if not end and not (math.isfinite(x) and math.isfinite(y)):  # no page sends one: nothing to compute
+        if not end and not finite:  # no page sends one mid-drag: nothing to compute
             self._answer(seq, "")
             return
         (x0, x1), (y0, y1) = self.bounds[plane]
@@ -320,7 +320,6 @@ class ProjectionsView(pn.viewable.Viewer):
         s = self.state
         self._syncing = False
         self._reach_for = None  # the embeddings the note on the course's values was written for
-        self._refused: set[tuple] = set()  # the boxes marked as refused (mark_invalid)
         self._resend = False  # _send sends equal data too (_redraw)
         # --- the planes; named, the page's drag script writes into them -------------------------------------
         self._x_points = ColumnDataSource(data=dict(x=[], y=[], label=[], color=[], **_PLACED),
@@ -504,7 +503,7 @@ class ProjectionsView(pn.viewable.Viewer):
     def _on_input(self, key: tuple, text: str) -> None:
         # The view's own writes come back here too, after the document's hold: the text it wrote is no input
         if self._syncing or text == self._shown.get(key):
-            self._unmark(key)
+            mark_invalid(self._inputs[key], False)
             return
         s = self.state
         with pn.io.hold():
@@ -516,13 +515,7 @@ class ProjectionsView(pn.viewable.Viewer):
                 ok = s.set_projection(int(key[0][1]), key[1], key[2], text)
             if not ok:
                 mark_invalid(self._inputs[key])
-                self._refused.add(key)
                 self._show_message()
-
-    def _unmark(self, key: tuple) -> None:
-        if key in self._refused:  # reading a box's styles is a Bokeh property read: only the boxes marked
-            self._refused.discard(key)
-            mark_invalid(self._inputs[key], False)
 
     def _on_role(self, event) -> None:
         self.channel.role = ROLES.index(event.new)
@@ -706,8 +699,7 @@ class ProjectionsView(pn.viewable.Viewer):
                 self._shown[key] = text
                 if w.value != text:  # the page shows value; value_input is only what a learner types
                     w.value = text
-            for key in list(self._refused):  # the state's numbers replace whatever was refused
-                self._unmark(key)
+                mark_invalid(w, False)
             nearest = nearest_stop(s.temperature)
             if self.t_slider.value != nearest:
                 self.t_slider.value = nearest
