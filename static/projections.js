@@ -7,11 +7,12 @@
 // temperature and of core.scaling.saturation) and writes them into the tab's numbers and, on the next
 // animation frame, its two planes. Nothing it draws goes back to the server.
 //
-// Sent: the positions through `a.channel`, at most one at a time, the next once `a.confirmed` has answered
-// the one in flight (as static/drag.js sends the query's); a move waiting to go is replaced by a newer one;
-// the press and the release always go. The server computes each position it takes with the NumPy core and
-// answers with its own text of the outputs (shown when it is for the position on screen); it takes the
-// dragged value into the session's state at the release, and its numbers then replace the page's.
+// Sent: the press and the release only, through `a.channel` (outbox.js; the release goes at once, after the
+// press). The moves between them stay in the page: the mirror computes them as the core does (checked
+// against it in tests/ui/test_heads.py), and the session's state takes the dragged value only at the release,
+// so a position sent mid-drag would cost the server a message and a computation for a text the page already
+// shows. The server takes the release's position with the NumPy core, and its numbers then replace the page's.
+// (The server still answers a position sent mid-drag, with its own text of the outputs, paced as the query's.)
 //
 // `a`: inputs (X, the head's W_Q, W_K, W_V, T, tokens, which W the right plane edits, grab radius), channel,
 // confirmed, x_fig and w_fig (the planes), x_points, basis, qkv (their data), numbers and status (Divs).
@@ -119,13 +120,12 @@ function onProjectionPointer(a, ev) {
     st.moves += 1;
     saveDrawn(a, st);
     send(a, st, {x: at[0], y: at[1], plane, start: true});
-    previewProjection(a, st, at);
+    previewProjection(a, st, at, st.outbox.length ? null : st.seq); // null: still waiting to go
   } else if (ev.event_name === "pan") {
     if (st.target == null || st.plane !== plane || at == null) return;
     st.last = at;
     st.moves += 1;
-    send(a, st, {x: at[0], y: at[1], plane});
-    previewProjection(a, st, at);
+    previewProjection(a, st, at, null); // not sent: the release carries the last position
   } else if (ev.event_name === "panend") {
     if (st.target == null) return;
     send(a, st, {x: st.last[0], y: st.last[1], plane: st.plane, end: true});
@@ -169,12 +169,13 @@ function writeNumbers(a, st, r, w) {
   }
 }
 
-function previewProjection(a, st, p) {
+// seq: the position's, if it was sent (the press), so that the server's text for it may replace the page's
+function previewProjection(a, st, p, seq) {
   const inp = projectionInputs(a);
   const X = inp.X.map((x) => x.slice()), W = inp.W.map((m) => m.map((row) => row.slice()));
   if (st.plane === "x") X[st.target] = p; else W[inp.role][st.target] = p;
   const r = selfAttention(X, W[0], W[1], W[2], inp.T);
-  st.previewed = st.seq; // the position this preview is for
+  st.previewed = seq; // the sent position this preview is for (null: one the server never sees)
   st.text = statusText(inp.tokens, r, inp.names[st.plane][st.target], p, inp.words);
   showStatus(a, st, st.text);
   writeNumbers(a, st, r, inp.words);

@@ -73,8 +73,10 @@ def test_a_drag_is_counted_from_the_press_to_the_release_and_spaced_by_the_budge
             budget.end(page)
 
 
-def test_a_projections_drag_is_paced_by_the_same_budget_as_the_querys():
-    """A class dragging embeddings costs the loop no more than one dragging q: the same share, the same spacing."""
+def test_a_projections_drag_is_paced_by_the_same_budget_as_the_querys_once_it_sends_positions():
+    """The page sends a Projections drag's press and release only, so a press alone takes no share of the loop
+    from the others; a page that sends positions between them is paced as a dragging q: the same share, the same
+    spacing."""
     from widgets.projections import ProjectionsView
 
     view = ProjectionsView(state=AttentionState())
@@ -87,9 +89,10 @@ def test_a_projections_drag_is_paced_by_the_same_budget_as_the_querys():
     budget.cost = 0.005
     try:
         channel.receive(0.0, 1.0, plane="x", seq=1, start=True)  # on x_love
-        assert channel in budget and budget.dragging == 60
+        assert channel not in budget and budget.dragging == 59
         channel.receive(0.5, 0.25, plane="x", seq=2)
         now = time.perf_counter()
+        assert channel in budget and budget.dragging == 60
         assert channel.confirmed.data["seq"] == [2]
         assert channel._next_flush - now == pytest.approx(budget.gap(), abs=0.05)
         assert budget.gap() == pytest.approx(1.2, rel=0.3)
@@ -97,10 +100,12 @@ def test_a_projections_drag_is_paced_by_the_same_budget_as_the_querys():
         assert channel not in budget and list(view.state.embeddings[1]) == [0.5, 0.25]
         # a press on nothing is not a drag; a release in the other plane still ends one
         channel.receive(-0.9, -0.9, plane="x", seq=4, start=True)
+        channel.receive(-0.8, -0.8, plane="x", seq=5)
         assert channel not in budget
-        channel.receive(1.0, 0.0, plane="x", seq=5, start=True)
+        channel.receive(1.0, 0.0, plane="x", seq=6, start=True)
+        channel.receive(0.9, 0.1, plane="x", seq=7)
         assert channel in budget
-        channel.receive(0.0, 0.0, plane="w", seq=6, end=True)
+        channel.receive(0.0, 0.0, plane="w", seq=8, end=True)
         assert channel not in budget
     finally:
         for page in others:

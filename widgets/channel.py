@@ -2,9 +2,10 @@
 
 Two drags use it: the query's in the explorer (:class:`widgets.drag.DragChannel`) and the Projections tab's
 (:class:`widgets.projections.ProjectionChannel`). Both pages draw every position themselves, so what the
-server does with a position only confirms the page's numbers; both must cost the server the same per
-position, and a class dragging in either tab must leave the loop free for clicks, keys and releases. So
-both take their positions the same way, here:
+server does with a position only confirms the page's numbers (the Projections page sends only the press and
+the release: its state takes nothing in between); a position must cost the server the same in either, and a
+class dragging in either tab must leave the loop free for clicks, keys and releases. So both take their
+positions the same way, here:
 
 - a row the page writes is checked before anything reads it (a hostile or broken client is ignored);
 - positions are taken paced: after each update the session waits as long as that update took, counting

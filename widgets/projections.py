@@ -12,11 +12,12 @@ head (d_k = d_v = 2), every row of X, Q, K and V as a point:
   s = q·k / T, the weights, the outputs, and each row's largest weight and entropy;
 - a temperature T for the scores, with sqrt(d_k) the paper's case, and what T -> 0 and T -> inf do.
 
-A drag costs the server one position per round trip, like the query's (widgets/drag.py): the page
-computes every position itself (``static/projections.js``, a mirror of the core checked against it in
-tests/ui/test_heads.py) and sends the positions through :class:`ProjectionChannel`, one at a time. The
-server computes each with the NumPy core and answers with its text of the outputs; the session's state
-takes the dragged value at the release, when the page's address, a room's followers and the export follow.
+A drag costs the server two messages, whatever its length: the page computes every position itself
+(``static/projections.js``, a mirror of the core checked against it in tests/ui/test_heads.py) and sends
+only the press and the release through :class:`ProjectionChannel` (the query's drag, which the server
+answers along the way, sends a position per round trip: widgets/drag.py). The session's state takes the
+dragged value at the release, computed with the NumPy core, when the page's address, a room's followers and
+the export follow.
 """
 
 from __future__ import annotations
@@ -196,11 +197,12 @@ class ProjectionChannel(PositionChannel):
     T, the tokens, which W the right plane edits (``role``) and the grab radius.
 
     The press picks the handle up as the page does: the nearest embedding (left plane) or basis image (right
-    plane) within :data:`GRAB` of the plane's width, or nothing (then the drag moves nothing). Positions are
-    taken paced exactly as the query's (:class:`widgets.channel.PositionChannel`): after each, the session waits
-    as long as it took, a drag counts against the process's share for mid-drag updates, the release is taken at
-    once. A position costs one core call and one answer: the state, and with it every view, the
-    address and a room, takes the dragged value at the release.
+    plane) within :data:`GRAB` of the plane's width, or nothing (then the drag moves nothing). The page sends
+    the press and the release only; the state, and with it every view, the address and a room, takes the
+    dragged value at the release. A position sent between them (no page of ours sends one) costs one core call
+    and one answer, taken paced exactly as the query's (:class:`widgets.channel.PositionChannel`): after each,
+    the session waits as long as it took, and from the first the drag counts against the process's share for
+    mid-drag updates. The release is taken at once.
     """
 
     state = param.ClassSelector(class_=AttentionState)
@@ -256,8 +258,6 @@ class ProjectionChannel(PositionChannel):
             if self._target is not None and self._target[1] is None:
                 self._target = None
             self._release = False
-            if self._target is not None and not end:
-                self._drag_started()
         if self._target is None or self._target[0] != plane:
             if end:  # a release in the other plane still ends the drag
                 self._target = None
@@ -274,6 +274,10 @@ class ProjectionChannel(PositionChannel):
             self._release = True
             self._target = None
             self._drag_ended()
+        elif not start and self not in self._budget:
+            # The page sends only the press and the release: a drag counts against the process's share for
+            # mid-drag updates only once it sends the positions between them (a page of its own making).
+            self._drag_started()
         self._schedule(end)
 
     def _take(self, pending) -> None:

@@ -76,6 +76,11 @@ def test_the_pages_projections_and_attention_agree_with_the_core(page):
 
 # --- a drag ------------------------------------------------------------------------------------------------------
 
+def outputs_text(out) -> str:
+    """The tab's line of outputs for the outputs ``out`` of a reference computation."""
+    return "Outputs Σ aⱼvⱼ: " + " · ".join(f"{t} ({fmt(o[0])}, {fmt(o[1])})" for t, o in zip(("I", "love", "NLP"), out))
+
+
 # Every position the page writes into the channel, with the last answer it had then; every change the server
 # makes to the planes' data or the numbers' text (the page's own preview changes them in place: no event).
 WATCH_DRAG = """() => {
@@ -108,7 +113,7 @@ TAB_SCROLL = """() => { const tabs = [...Bokeh.documents[0].all_models].find(m =
   return [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header')).scrollTop }"""
 
 
-def test_a_drag_of_an_embedding_is_drawn_by_the_page_and_confirmed_by_the_server(page):
+def test_a_drag_of_an_embedding_is_drawn_by_the_page_and_taken_by_the_server_at_the_release(page):
     show_tab(page, "Projections", "projection-x")
     page.evaluate(WATCH_DRAG)
     (x0, y0), (x1, y1) = to_page(page, "projection-x", 0.0, 1.0), to_page(page, "projection-x", 1.0, 0.5)
@@ -118,12 +123,13 @@ def test_a_drag_of_an_embedding_is_drawn_by_the_page_and_confirmed_by_the_server
         page.mouse.move(x0 + (x1 - x0) * i / 12, y0 + (y1 - y0) * i / 12)
     at = page.evaluate(LAST_POSITION)
     assert at == pytest.approx([1.0, 0.5], abs=0.03)
-    # the button is still held: the server's answer to the last position is the page's own text
-    page.wait_for_function(f"""() => Bokeh.documents[0].get_model_by_name('projection-confirmed').data.text[0]
-                               === ({STATUS_ON_PAGE})()""", timeout=20_000)
+    # the button is still held: the page's own numbers for where the hand is, the server's answer to the press
+    # (for where it was) not over them
     X = [[1.0, 0.0], at, [1.0, 1.0]]  # Q = K = V = X: the first head projects nothing
     _, want, out = loop_attention(X, X, X)
-    assert page.evaluate(STATUS_ON_PAGE).startswith(f"x love ({fmt(at[0], 2)}, {fmt(at[1], 2)}) → Outputs")
+    page.wait_for_function("""() => Bokeh.documents[0].get_model_by_name('projection-confirmed').data.seq[0]
+                              >= [...window.attentionExplorerProjections.values()][0].seq""", timeout=20_000)
+    assert page.evaluate(STATUS_ON_PAGE) == f"x love ({fmt(at[0], 2)}, {fmt(at[1], 2)}) → " + outputs_text(out)
     for j in range(3):
         assert page.evaluate(CELL, ["weights", 1, j]) == fmt(want[1][j])
     assert page.evaluate(CELL, ["output", 2, 0]) == fmt(out[2][0])
@@ -135,14 +141,13 @@ def test_a_drag_of_an_embedding_is_drawn_by_the_page_and_confirmed_by_the_server
     assert page.evaluate(SERVER_X)[1] == at
     page.wait_for_function(f"""() => Bokeh.documents[0].get_model_by_name('projection-status').text ===
                                ({STATUS_ON_PAGE})()""", timeout=20_000)
-    assert page.evaluate(STATUS_ON_PAGE) == "Outputs Σ aⱼvⱼ: " + " · ".join(
-        f"{t} ({fmt(o[0])}, {fmt(o[1])})" for t, o in zip(("I", "love", "NLP"), out))
+    assert page.evaluate(STATUS_ON_PAGE) == outputs_text(out)
     for j in range(3):
         assert page.evaluate(CELL, ["weights", 1, j]) == fmt(want[1][j])
-    # one position in flight: each was sent once the one before had its answer; the release goes at once
+    # twelve moves, two messages: the press, and once it was answered the release, with the last position
     log = page.evaluate("() => window.dragLog")
-    assert len(log["writes"]) >= 3 and log["writes"][-1]["end"]
-    assert all(w["answered"] >= w["seq"] - 1 for w in log["writes"] if not w["end"]), log["writes"]
+    assert [w["end"] for w in log["writes"]] == [False, True], log["writes"]
+    assert log["writes"][1]["answered"] == log["writes"][0]["seq"], log["writes"]
 
 
 
