@@ -107,6 +107,11 @@ def test_a_projections_drag_is_paced_by_the_same_budget_as_the_querys_once_it_se
         assert channel in budget
         channel.receive(0.0, 0.0, plane="w", seq=8, end=True)
         assert channel not in budget
+        # press after press, never let go: counted from the second, as a page sending positions is
+        channel.receive(1.0, 0.0, plane="x", seq=9, start=True)
+        assert channel not in budget
+        channel.receive(1.0, 0.0, plane="x", seq=10, start=True)
+        assert channel in budget
     finally:
         for page in others:
             budget.end(page)

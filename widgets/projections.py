@@ -224,6 +224,7 @@ class ProjectionChannel(PositionChannel):
         self._open_channel("projection-channel")  # _pending: ((plane, index), x, y, seq) not yet taken
         self._target = None  # (plane, index) of the handle being dragged
         self._release = False
+        self._unreleased = 0  # positions taken since the last release
         self.state.param.watch(self._sync, ["embeddings", "projections", "head", "temperature", "lang"])
         self.param.watch(self._sync, "role")
 
@@ -261,6 +262,7 @@ class ProjectionChannel(PositionChannel):
         if self._target is None or self._target[0] != plane:
             if end:  # a release in the other plane still ends the drag
                 self._target = None
+                self._unreleased = 0
                 self._drag_ended()
             self._answer(seq, "")  # nothing picked up: the page's next position may come
             return
@@ -273,11 +275,15 @@ class ProjectionChannel(PositionChannel):
         if end:
             self._release = True
             self._target = None
+            self._unreleased = 0
             self._drag_ended()
-        elif not start and self not in self._budget:
-            # The page sends only the press and the release: a drag counts against the process's share for
-            # mid-drag updates only once it sends the positions between them (a page of its own making).
-            self._drag_started()
+        else:
+            # The page sends the press and the release only: a drag counts against the process's share for
+            # mid-drag updates from the second position before a release (a page of its own making: positions
+            # in between, or press after press), not from the press, after which an honest page sends nothing.
+            self._unreleased += 1
+            if self._unreleased > 1 and self not in self._budget:
+                self._drag_started()
         self._schedule(end)
 
     def _take(self, pending) -> None:
