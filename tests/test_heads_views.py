@@ -180,7 +180,12 @@ def test_positions_are_clamped_to_the_plane_and_junk_is_ignored(view, state):
                  {"x": [0.0], "y": [0.0], "seq": [3], "start": [True], "end": [True], "plane": ["<b>"]},
                  {"x": [0.0]}, {"x": [True], "y": [0.0], "seq": [3], "start": [1], "end": [True], "plane": ["x"]},
                  # a whole number too large for a float: float() raises, and Bokeh would log each one in full
-                 {"x": [10**400], "y": [1.0], "seq": [3], "start": [True], "end": [True], "plane": ["x"]}):
+                 {"x": [10**400], "y": [1.0], "seq": [3], "start": [True], "end": [True], "plane": ["x"]},
+                 # a seq past JavaScript's exact integers, which the answer would echo: Bokeh fails on 10**400
+                 # (logging the whole message) and warns past 2**53
+                 {"x": [0.0], "y": [1.0], "seq": [10**400], "start": [True], "end": [True], "plane": ["x"]},
+                 {"x": [0.0], "y": [1.0], "seq": [2**53], "start": [True], "end": [True], "plane": ["x"]},
+                 {"x": [0.0], "y": [1.0], "seq": [-1], "start": [True], "end": [True], "plane": ["x"]}):
         view.channel._on_channel("data", None, junk)
     np.testing.assert_array_equal(state.embeddings, before["embeddings"])
     assert view.channel.confirmed.data["seq"] == [2]

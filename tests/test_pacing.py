@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import gc
 import time
 
@@ -142,6 +144,34 @@ def test_a_drag_that_sends_no_position_for_a_while_takes_no_share():
     assert budget.gap() == pytest.approx(0.005 / DragBudget.SHARE)
     budget.moved(held)
     assert budget.dragging == 2
+
+
+def test_a_row_answered_with_nothing_does_not_keep_a_page_counted():
+    # pressed twice on x_love, then every 4 s a row that takes no update (a position in the other plane, one
+    # that is not a number): forty such pages held another page's mid-drag answers at 445-451 ms
+    from widgets.projections import ProjectionsView
+
+    channel = ProjectionsView(state=AttentionState()).channel
+    budget = get_budget()
+    now, clock = [1000.0], budget._clock
+    budget._clock = lambda: now[0]
+    before = budget.dragging
+    try:
+        channel.receive(0.0, 1.0, plane="x", seq=1, start=True)
+        channel.receive(0.0, 1.0, plane="x", seq=2, start=True)
+        assert channel in budget and budget.dragging == before + 1
+        for seq in range(3, 7):
+            now[0] += DragBudget.IDLE_AFTER - 1.0
+            channel._on_channel("data", None, dict(x=[0.5], y=[0.5], seq=[seq], start=[False], end=[False],
+                                                   plane=["w"]))
+            channel._on_channel("data", None, dict(x=[math.nan], y=[0.5], seq=[seq], start=[False], end=[False],
+                                                   plane=["x"]))
+        assert budget.dragging == before and channel in budget
+        channel._on_channel("data", None, dict(x=[0.5], y=[0.5], seq=[7], start=[False], end=[False], plane=["x"]))
+        assert budget.dragging == before + 1  # a position taken: dragging again
+    finally:
+        budget.end(channel)
+        budget._clock = clock
 
 
 def test_a_press_never_let_go_stops_counting_and_its_next_position_counts_it_again():

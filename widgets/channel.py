@@ -28,6 +28,10 @@ from server.pacing import get_budget
 from widgets.row import OneRow
 
 
+#: The largest ``seq`` a page sends: JavaScript's largest exact integer (the page counts 1, 2, …).
+MAX_SEQ = 2**53 - 1
+
+
 def is_number(x) -> bool:
     """A real number as a page writes one (JSON numbers; booleans are not numbers here)."""
     return isinstance(x, numbers.Real) and not isinstance(x, bool)
@@ -66,15 +70,16 @@ class PositionChannel(param.Parameterized):
         except (KeyError, IndexError, TypeError):
             return
         seq = row["seq"]
+        # seq within the page's own counting (JavaScript's exact integers): the answer echoes it, and Bokeh fails
+        # on a larger one (logging the whole message each time) or warns on one past 2**53
         if not (is_number(row["x"]) and is_number(row["y"]) and isinstance(seq, int) and not isinstance(seq, bool)
-                and isinstance(row["start"], bool) and isinstance(row["end"], bool)
+                and 0 <= seq <= MAX_SEQ and isinstance(row["start"], bool) and isinstance(row["end"], bool)
                 and all(check(row[k]) for k, (_, check) in self.EXTRA.items())):
             return
         try:
             x, y = float(row["x"]), float(row["y"])
         except OverflowError:  # a whole number too large for a float: no page writes one
             return
-        self._budget.moved(self)
         extra = {k: row[k] for k in self.EXTRA}
         self.receive(x, y, seq=seq, start=row["start"], end=row["end"], **extra)
 
@@ -89,6 +94,11 @@ class PositionChannel(param.Parameterized):
 
     def _schedule(self, end: bool) -> None:
         """Take ``_pending`` at once (a release, or outside a served page), else when the pacing allows."""
+        if not end:
+            # the drag moves: only a position that is taken counts, not a row answered with nothing (one
+            # that picked nothing up, in the other plane, not a number), which a page could send every few
+            # seconds to be counted as dragging forever
+            self._budget.moved(self)
         doc = pn.state.curdoc
         if end or doc is None or doc.session_context is None:
             self._flush()
