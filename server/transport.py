@@ -13,6 +13,7 @@ as the page has loaded (``pn.state.onload``): that works the same under ``python
 
 from __future__ import annotations
 
+import json
 import logging
 
 import panel as pn
@@ -55,6 +56,87 @@ def nodelay_on_load() -> None:
         pn.state.onload(lambda: set_websocket_nodelay(doc))
 
 
+#: What a page writes into the server's models (a ``ModelChanged`` event), by property name: widgets' values
+#: and choices, the tabs' ``active``, the channels' ``data`` (``widgets/row.py``), the sizes BokehJS lays the
+#: figures out at, a panel's scroll position, the page's address (``widgets/browser.py``), what Panel's
+#: browser information reports, and Panel's location. Bokeh itself applies a page's write to any property of
+#: any model: one page wrote 0.9 MB into the ``name`` of each of its 104 models, and the server grew by 96 MB
+#: in 4 s, held until the session ended. A write to any other property is dropped (and logged once).
+PAGE_WRITABLE = frozenset({
+    "value", "value_input", "value_throttled", "active", "clicks", "visible", "data", "indices",
+    "inner_width", "inner_height", "outer_width", "outer_height", "scroll_position", "start", "end",
+    "page_address",
+    "dark_mode", "device_pixel_ratio", "language", "timezone", "timezone_offset", "webdriver", "webgl",
+    "href", "hostname", "pathname", "protocol", "port", "search", "hash", "reload",
+})
+#: The patch events a page sends: a property's change and an event (a click, the document ready, a message).
+#: A page that sends another (a new root, a title, rows streamed into a data source) is refused.
+PAGE_EVENT_KINDS = frozenset({"ModelChanged", "MessageSent"})
+#: Encodings of a value no page sends, refused: an array's bytes (Bokeh inflates gzip-compressed bytes before
+#: anything reads them: 254 kB grew the server by 520 MB). A model written out in full (``"object"``) is
+#: refused too unless it is one of the document's: a click's event names its button so when the page made the
+#: button after the document, and Bokeh makes any other such model anew on the server, of any type.
+PAGE_REFUSED_TYPES = frozenset({"ndarray", "bytes"})
+#: The largest message a page sends, its every fragment counted: the progress the browser kept (at most
+#: 50,000 characters, ``widgets/questions.py``) in a message; everything else a page sends is under 7 kB.
+PAGE_MESSAGE_BYTES = 256 * 1024
+#: The largest property value a page writes (as JSON): under 300 bytes in every page the tests drive.
+PAGE_WRITE_BYTES = 16 * 1024
+
+
+def _encodings(value, types: set, models: set) -> None:
+    # every "type" a value's JSON names ({"type": "map", ...}: how Bokeh's serializer marks what is not plain
+    # JSON), and the ids of the models it writes out in full
+    if isinstance(value, dict):
+        kind = value.get("type")
+        if isinstance(kind, str):
+            types.add(kind)
+            if kind == "object":
+                models.add(str(value.get("id")))
+        for v in value.values():
+            _encodings(v, types, models)
+    elif isinstance(value, list):
+        for v in value:
+            _encodings(v, types, models)
+
+
+def screen_page_patch(content, size: int, known=lambda model_id: False) -> tuple[str | None, set[str]]:
+    """Check a page's ``PATCH-DOC`` content (its JSON, before Bokeh decodes it) of ``size`` bytes.
+
+    ``known(id)`` tells whether a model id is one of the session document's. Returns why the connection is
+    refused (None if it is not) and the properties whose writes were dropped from ``content["events"]`` (not
+    in :data:`PAGE_WRITABLE`). Refused: an event kind not in :data:`PAGE_EVENT_KINDS`, a value encoded as one
+    of :data:`PAGE_REFUSED_TYPES`, a model written out in full that is not the document's, a write larger than
+    :data:`PAGE_WRITE_BYTES`. Anything else malformed is left to Bokeh, which refuses it.
+    """
+    events = content.get("events") if isinstance(content, dict) else None
+    if not isinstance(events, list):
+        return None, set()
+    kept, dropped = [], set()
+    for event in events:
+        kind = event.get("kind") if isinstance(event, dict) else None
+        if kind not in PAGE_EVENT_KINDS:
+            return f"a patch event no page sends ({_short(kind, 40)})", set()
+        types, models = set(), set()
+        _encodings(event, types, models)
+        refused = types & PAGE_REFUSED_TYPES
+        if refused:
+            return f"a value encoded as {', '.join(sorted(refused))}, which no page sends", set()
+        if not all(known(m) for m in models):
+            return "a new model, which no page sends", set()
+        if kind == "ModelChanged":
+            attr = event.get("attr")
+            if size > PAGE_WRITE_BYTES and len(json.dumps(event)) > PAGE_WRITE_BYTES:
+                return f"a write of more than {PAGE_WRITE_BYTES} bytes ({_short(attr, 40)})", set()
+            if attr not in PAGE_WRITABLE:
+                dropped.add(str(attr)[:40])
+                continue
+        kept.append(event)
+    if dropped:
+        content["events"] = kept
+    return None, dropped
+
+
 def _short(text: object, limit: int = 120) -> str:
     text = str(text)
     return text if len(text) <= limit else text[:limit] + "…"
@@ -73,6 +155,8 @@ class GuardedWSHandler(PanelWSHandler):
     """
 
     _refused = False
+    _incoming = 0  # bytes of the message being received
+    _dropped: frozenset = frozenset()  # properties whose writes were dropped, logged once each
 
     def open(self, *args, **kwargs):
         if self.selected_subprotocol != "bokeh" or self._token is None:
@@ -87,6 +171,10 @@ class GuardedWSHandler(PanelWSHandler):
     async def on_message(self, message: str | bytes) -> None:
         if self._refused:
             return
+        self._incoming += len(message)
+        if self._incoming > PAGE_MESSAGE_BYTES:  # a message of many fragments (buffers) is held until complete
+            self._refuse(f"a message of more than {PAGE_MESSAGE_BYTES} bytes")
+            return
         try:
             parsed = await self._receive(message)
         except Exception as e:  # not JSON, not a Bokeh message: the client's, not the server's
@@ -94,6 +182,23 @@ class GuardedWSHandler(PanelWSHandler):
             return
         if parsed is None or self._refused:  # part of a message, or a protocol error (refused below)
             return
+        size, self._incoming = self._incoming, 0
+        if parsed.msgtype == "PATCH-DOC":
+            session = getattr(self.connection, "session", None)
+            doc = getattr(session, "document", None)
+            known = (lambda model_id: doc.get_model_by_id(model_id) is not None) if doc is not None else (
+                lambda model_id: False)
+            try:
+                why, dropped = screen_page_patch(parsed.content, size, known)
+            except RecursionError:  # nested as deep as JSON's own decoder allows
+                why, dropped = "a patch nested too deep", set()
+            if why is not None:
+                self._refuse(why)
+                return
+            if dropped - self._dropped:
+                log.warning("Ignored a page's writes to %s from %s", ", ".join(sorted(dropped - self._dropped)),
+                            self.request.remote_ip)
+                self._dropped = self._dropped | dropped
         try:
             work = await self._handle(parsed)
             if work:

@@ -298,3 +298,89 @@ def test_a_switch_and_buttons_pressed_at_once_are_all_taken_and_the_page_lives_o
     assert lines and all(line == 'Query of "love": q = (0.000, 1.000)' for line in lines), lines
     assert shown == ("1.000", "1.000")
     assert "_pending_writes" not in log_path.read_text()
+
+
+def _server_process(port: int):
+    """The app server listening on ``port`` (a child of this test process)."""
+    import psutil
+
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if any(c.laddr.port == port and c.status == psutil.CONN_LISTEN for c in child.net_connections("tcp")):
+                return child
+        except psutil.Error:
+            continue
+    raise AssertionError(f"no process listens on {port}")
+
+
+async def _write(learner: Learner, *events: dict) -> bool:
+    """Send one patch of ``events``; True if the server then closed the socket (within 3 s)."""
+    from bokeh.protocol.messages.patch_doc import patch_doc
+
+    await patch_doc(patch_doc.create_header(), {}, {"events": list(events)}).send(learner.sock)
+    try:
+        while True:
+            if await asyncio.wait_for(learner.sock.read_message(), 3) is None:
+                return True
+    except asyncio.TimeoutError:
+        return False
+
+
+def test_writes_no_page_makes_are_dropped_or_refused_and_hold_no_memory(app_server):
+    """Bokeh applies a page's write to any property of any model: one session wrote 0.9 MB into the ``name`` of
+    each of its 104 models and the server grew by 96 MB in 4 s; 254 kB of gzip-compressed array bytes, which
+    Bokeh inflates before anything reads them, grew it by 520 MB. Now a write to a property no page writes is
+    dropped, and a large write, a compressed array, a new model or a new root closes the socket."""
+    import base64
+    import gzip
+
+    port, log_path = app_server
+    proc = _server_process(port)
+
+    async def attacks():
+        rss = [proc.memory_info().rss]
+        # a small write into a model's name: dropped, the session lives on and is served
+        learner = await _learner(port)
+        name = {"kind": "ModelChanged", "model": {"id": learner.readout_id}, "attr": "name", "new": "pwned"}
+        assert not await _write(learner, name, name)
+        served = await _drag_and_read(learner, 1.5, 0.5)
+        # a large one into each model: the first closes the socket
+        closed = []
+        for _ in range(3):
+            learner = await _learner(port)
+            big = {"kind": "ModelChanged", "model": {"id": learner.readout_id}, "attr": "name", "new": "x" * 900_000}
+            closed.append(await _write(learner, big))
+            learner.close()
+        # 100 MB of zeros in 100 kB of gzip, as the bytes of an array written into the drag's channel
+        learner = await _learner(port)
+        bomb = base64.b64encode(gzip.compress(bytes(100_000_000), compresslevel=9)).decode()
+        array = {"type": "ndarray", "array": {"type": "bytes", "data": bomb}, "shape": [12_500_000],
+                 "dtype": "float64", "order": "little"}
+        new = {"type": "map", "entries": [["x", array], ["y", [0.0]], ["seq", [1]], ["start", [True]],
+                                          ["end", [True]]]}
+        closed.append(await _write(learner, {"kind": "ModelChanged", "model": {"id": learner.channel_id},
+                                             "attr": "data", "new": new}))
+        learner.close()
+        # a new root, and a new model inside a write
+        learner = await _learner(port)
+        closed.append(await _write(learner, {"kind": "RootAdded", "model": {"type": "object", "name": "Div",
+                                                                              "id": "p-new", "attributes": {}}}))
+        learner.close()
+        learner = await _learner(port)
+        div = {"type": "object", "name": "Div", "id": "p-new2", "attributes": {"text": "x"}}
+        closed.append(await _write(learner, {"kind": "ModelChanged", "model": {"id": learner.channel_id},
+                                             "attr": "data", "new": {"type": "map", "entries": [["x", [div]]]}}))
+        learner.close()
+        await asyncio.sleep(2.0)
+        rss.append(proc.memory_info().rss)
+        return served, closed, rss
+
+    before = log_path.stat().st_size
+    served, closed, (rss_before, rss_after) = run(attacks(), timeout=120)
+    assert served == ("1.500", "0.500")
+    assert closed == [True] * 6, closed
+    assert rss_after - rss_before < 30e6, f"the server grew by {(rss_after - rss_before) / 1e6:.0f} MB"
+    time.sleep(0.5)
+    grown = log_path.read_text()[before:]
+    assert grown.count("Ignored a page's writes to name") == 1, grown
+    assert "Traceback" not in grown

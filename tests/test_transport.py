@@ -98,3 +98,29 @@ def test_a_pages_events_are_processed_in_a_hold_once_the_server_says_so():
     finally:
         for name, original in before.items():
             setattr(Syncable, name, original)
+
+
+def test_a_pages_patch_keeps_only_what_a_page_writes():
+    from server.transport import PAGE_WRITE_BYTES, screen_page_patch
+
+    def changed(attr, new, model="p1"):
+        return {"kind": "ModelChanged", "model": {"id": model}, "attr": attr, "new": new}
+
+    # a click as BokehJS sends it for a button the page made after the document: the button written out in full
+    click = {"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
+        "type": "event", "name": "button_click", "values": {"type": "map", "entries": [["model", {
+            "type": "object", "name": "panel.models.widgets.Button", "id": "p7", "attributes": {}}]]}}}
+    content = {"events": [changed("value", "0.5"), changed("name", "x" * 100), changed("tags", ["a"]), click,
+                          changed("data", {"type": "map", "entries": [["x", [{"type": "number", "value": "nan"}]]]})]}
+    assert screen_page_patch(content, 2000, known=lambda i: i == "p7") == (None, {"name", "tags"})
+    assert [e.get("attr") for e in content["events"]] == ["value", None, "data"]
+    # the same click naming a model the document does not have: Bokeh would make it
+    assert screen_page_patch({"events": [click]}, 500)[0] == "a new model, which no page sends"
+    for event in ({"kind": "RootAdded", "model": {"id": "p1"}}, {"kind": "ColumnsStreamed", "model": {"id": "p1"}},
+                  {"kind": "TitleChanged", "title": "x"}):
+        assert screen_page_patch({"events": [event]}, 100)[0].startswith("a patch event no page sends"), event
+    array = {"type": "ndarray", "array": {"type": "bytes", "data": "H4sI"}, "shape": [1], "dtype": "float64"}
+    assert "which no page sends" in screen_page_patch({"events": [changed("data", array)]}, 200)[0]
+    big = changed("value", "1" * PAGE_WRITE_BYTES)
+    assert screen_page_patch({"events": [big]}, PAGE_WRITE_BYTES + 100)[0].startswith("a write of more than")
+    assert screen_page_patch({"events": [changed("value", "1" * 100)]}, PAGE_WRITE_BYTES + 100)[0] is None

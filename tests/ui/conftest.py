@@ -74,6 +74,11 @@ def server():
         # A browser closing its page while the server writes to it is not a server error.
         text = re.sub(_CLOSED_SOCKET, "", text)
         assert "Traceback" not in text, f"the server logged a traceback:\n{text}"
+        # every page these tests drive writes only what a page may (server/transport.py's screen_page_patch)
+        screened = [line for line in text.splitlines() if "Ignored a page's writes" in line or any(
+            why in line for why in ("a patch event no page sends", "which no page sends", "a write of more than",
+                                    "a message of more than", "a patch nested too deep"))]
+        assert not screened, "the server screened out what a page of ours sent:\n" + "\n".join(screened)
 
 
 @pytest.fixture(scope="session")
