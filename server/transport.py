@@ -82,6 +82,8 @@ PAGE_REFUSED_TYPES = frozenset({"ndarray", "bytes"})
 PAGE_MESSAGE_BYTES = 256 * 1024
 #: The largest property value a page writes (as JSON): under 300 bytes in every page the tests drive.
 PAGE_WRITE_BYTES = 16 * 1024
+#: In every log line of what :func:`screen_page_patch` drops or refuses (the browser tests look for it).
+SCREENED = "screened out"
 
 
 def _encodings(value, types: set, models: set) -> None:
@@ -193,11 +195,11 @@ class GuardedWSHandler(PanelWSHandler):
             except RecursionError:  # nested as deep as JSON's own decoder allows
                 why, dropped = "a patch nested too deep", set()
             if why is not None:
-                self._refuse(why)
+                self._refuse(f"{why} ({SCREENED})")
                 return
             if dropped - self._dropped:
-                log.warning("Ignored a page's writes to %s from %s", ", ".join(sorted(dropped - self._dropped)),
-                            self.request.remote_ip)
+                log.warning("Ignored a page's writes to %s from %s (%s)", ", ".join(sorted(dropped - self._dropped)),
+                            self.request.remote_ip, SCREENED)
                 self._dropped = self._dropped | dropped
         try:
             work = await self._handle(parsed)

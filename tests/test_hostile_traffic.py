@@ -344,7 +344,7 @@ def test_writes_no_page_makes_are_dropped_or_refused_and_hold_no_memory(app_serv
         name = {"kind": "ModelChanged", "model": {"id": learner.readout_id}, "attr": "name", "new": "pwned"}
         assert not await _write(learner, name, name)
         served = await _drag_and_read(learner, 1.5, 0.5)
-        # a large one into each model: the first closes the socket
+        # a large one, from three sessions in turn: each closes its socket at once
         closed = []
         for _ in range(3):
             learner = await _learner(port)

@@ -43,12 +43,6 @@ def edge_point(x: float, y: float) -> tuple[tuple[float, float], float | None]:
 LABEL_OFFSETS = {"normal": (12, 6), "projector": (18, 10)}
 #: Where a key's label may go: right and up first, as (x, y) signs in the plane.
 SIDES = ((1, 1), (-1, 1), (1, -1), (-1, -1))
-# label_sides' constants, made once: a release of the Projections tab's drag calls it twice, and each array
-# made again was a tenth of its cost
-_SIDE_SIGNS = np.array(SIDES, dtype=float)  # (4, 2)
-_SIDES_INT = np.array(SIDES, dtype=int)
-_CORNER = np.where((_SIDE_SIGNS == -1).all(axis=1), 0.05, 0.0)[None, :, None]  # (1, 4, 1): the lower left
-_X_SIGN, _Y_SIGN = _SIDE_SIGNS[:, 0][None, :], _SIDE_SIGNS[:, 1][None, :]
 
 
 def label_sides(points, among, bounds: tuple[float, float] | None = None) -> np.ndarray:
@@ -67,22 +61,25 @@ def label_sides(points, among, bounds: tuple[float, float] | None = None) -> np.
     """
     P = np.asarray(points, dtype=float).reshape(-1, 2)
     A = np.asarray(among, dtype=float).reshape(-1, 2)
+    S = np.array(SIDES, dtype=float)  # (4, 2)
     d = A[None, :, :] - P[:, None, :]  # (m, n, 2): from each labelled point to each other
     dist = np.hypot(d[..., 0], d[..., 1])
     away = dist > 0
     safe = np.where(away, dist, 1.0)
-    toward = np.einsum("mnc,sc->msn", d, _SIDE_SIGNS) / (math.sqrt(2) * safe)[:, None, :]  # (m, 4, n)
+    toward = np.einsum("mnc,sc->msn", d, S) / (math.sqrt(2) * safe)[:, None, :]  # (m, 4, n)
     terms = np.where(away[:, None, :], np.maximum(0.0, toward) / np.maximum(safe, 0.1)[:, None, :], 0.0)
+    corner = np.where((S == -1).all(axis=1), 0.05, 0.0)
     # a running sum, in order from the corner's share: the very sums (and ties) of adding them one at a time
-    total = np.cumsum(np.concatenate([np.broadcast_to(_CORNER, (len(P), 4, 1)), terms], axis=2), axis=2)[..., -1]
+    total = np.cumsum(np.concatenate([np.broadcast_to(corner[None, :, None], (len(P), 4, 1)), terms], axis=2),
+                      axis=2)[..., -1]
     lo, hi = bounds or PLANE
     across, up = 0.7 * (hi - lo) / 4, 0.3 * (hi - lo) / 4  # a label's room, in the 4-unit plane's proportion
     x, y = P[:, :1], P[:, 1:]
-    sx, sy = _X_SIGN, _Y_SIGN
+    sx, sy = S[:, 0][None, :], S[:, 1][None, :]
     edge = ((sx > 0) & (x > hi - across)) | ((sx < 0) & (x < lo + across)) | ((sy > 0) & (y > hi - up)) | (
         (sy < 0) & (y < lo + up))
     total += 2.0 * edge
-    return _SIDES_INT[np.argmin(total, axis=1)]
+    return np.array(SIDES, dtype=int)[np.argmin(total, axis=1)]
 
 
 class QueryPlot(pn.viewable.Viewer):
