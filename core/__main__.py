@@ -122,20 +122,18 @@ def main(argv=None) -> int:
     try:
         args = _parser().parse_args(argv)
         x = _inputs(args)
-        n = len(x["keys"])
         # Every token's query is its key (self-attention, as in the app), the chosen row's replaced by q.
         Q = np.array(x["keys"], dtype=np.float64)
         Q[x["row"]] = x["query"]
-        mask = np.tril(np.ones((n, n), dtype=bool)) if args.causal else None
         try:
-            r = scaled_dot_product_attention(Q, x["keys"], x["values"], mask=mask, scale=not args.no_scale,
-                                             temperature=args.temperature)
+            r = scaled_dot_product_attention(Q, x["keys"], x["values"], is_causal=args.causal,
+                                             scale=1.0 if args.no_scale else None, temperature=args.temperature)
         except ValueError as exc:
             msg = str(exc)
             # the options' own checks above leave the core only these two to refuse
             if msg.startswith("temperature"):
                 raise BadInput("--temperature: " + msg.removeprefix("temperature").lstrip(" :")) from None
-            raise BadInput("--query, --keys: " + msg.removeprefix("Q and K: ")) from None
+            raise BadInput("--query, --keys: " + msg.removeprefix("query and key: ")) from None
     except BadInput as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

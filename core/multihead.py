@@ -43,7 +43,7 @@ class MultiHeadResult:
     output: np.ndarray
 
 
-def multi_head_attention(X, W_Q, W_K, W_V, W_O, mask=None, scale: bool = True,
+def multi_head_attention(X, W_Q, W_K, W_V, W_O, attn_mask=None, *, scale: float | None = None,
                          temperature: float | None = None) -> MultiHeadResult:
     """Multi-head self-attention: Concat(head_1, ..., head_h) W_O, every step of every head kept.
 
@@ -57,11 +57,13 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, mask=None, scale: bool = True,
         Each head's value projection.
     W_O : (h * d_v, d_model_out) array_like
         The output projection of the concatenated heads.
-    mask : (n, n) array_like of bool, optional
-        True where token i may attend to token j, the same for every head.
-    scale, temperature
-        As in :func:`core.attention.scaled_dot_product_attention`; each head divides
-        by the sqrt(d_k) of its own query/key size (or by T).
+    attn_mask : array_like, broadcastable to (n, n), optional
+        The same for every head, as in :func:`core.attention.scaled_dot_product_attention`:
+        boolean, True where token i may attend to token j, or floating, added to the scores.
+        (Not the convention of ``torch.nn.MultiheadAttention``, where True masks out.)
+    scale, temperature : float > 0, optional, keyword-only
+        As in :func:`core.attention.scaled_dot_product_attention`; by default each head
+        divides by the sqrt(d_k) of its own query/key size.
 
     Returns
     -------
@@ -74,7 +76,10 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, mask=None, scale: bool = True,
         Naming the argument at fault: W_Q, W_K or W_V not 3-D or of different
         numbers of heads, or rows not d_model; W_K shaped unlike W_Q; W_O not
         (h * d_v, d_model_out); NaN or infinite entries; products too large for
-        float64; or any error of the attention core (mask, temperature).
+        float64; or any error of the attention core (attn_mask, scale, temperature).
+    TypeError
+        As the attention core raises it (``scale`` not a number, ``attn_mask`` neither
+        boolean nor floating).
 
     Notes
     -----
@@ -101,7 +106,7 @@ def multi_head_attention(X, W_Q, W_K, W_V, W_O, mask=None, scale: bool = True,
         raise ValueError(f"W_O must have h * d_v = {h} * {d_v} = {h * d_v} rows (the concatenated heads), "
                          f"got shape {W_O.shape}")
     # project() checks X and each head's d_model and W_K against W_Q, naming the argument
-    heads = tuple(self_attention(X, W_Q[i], W_K[i], W_V[i], mask=mask, scale=scale, temperature=temperature)
+    heads = tuple(self_attention(X, W_Q[i], W_K[i], W_V[i], attn_mask, scale=scale, temperature=temperature)
                   for i in range(h))
     concat = np.concatenate([head.attention.output for head in heads], axis=1)  # h x (n, d_v) -> (n, h*d_v)
     with np.errstate(over="ignore", invalid="ignore"):

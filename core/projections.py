@@ -120,7 +120,8 @@ def project(X, W_Q, W_K, W_V) -> Projections:
     return Projections(Q=_product("W_Q", X, W_Q), K=_product("W_K", X, W_K), V=_product("W_V", X, W_V))
 
 
-def self_attention(X, W_Q, W_K, W_V, mask=None, scale: bool = True, temperature: float | None = None) -> SelfAttention:
+def self_attention(X, W_Q, W_K, W_V, attn_mask=None, *, scale: float | None = None,
+                   temperature: float | None = None) -> SelfAttention:
     """Self-attention with learned projections: Attention(X W_Q, X W_K, X W_V), every step kept.
 
     Parameters
@@ -128,11 +129,13 @@ def self_attention(X, W_Q, W_K, W_V, mask=None, scale: bool = True, temperature:
     X, W_Q, W_K, W_V
         As in :func:`project`: X : (n, d_model), W_Q, W_K : (d_model, d_k),
         W_V : (d_model, d_v) or (d_model,).
-    mask : (n, n) array_like of bool, optional
-        True where token i may attend to token j; every row must allow one.
-    scale, temperature
-        As in :func:`core.attention.scaled_dot_product_attention`: divide the dot
-        products by sqrt(d_k), by nothing (``scale=False``) or by T.
+    attn_mask : array_like, broadcastable to (n, n), optional
+        As in :func:`core.attention.scaled_dot_product_attention`: boolean, True
+        where token i may attend to token j (every row must allow one), or
+        floating, added to the scores.
+    scale, temperature : float > 0, optional, keyword-only
+        As in :func:`core.attention.scaled_dot_product_attention`: multiply the dot
+        products by ``scale`` (None: 1/sqrt(d_k); 1.0: unscaled) or divide them by T.
 
     Returns
     -------
@@ -144,6 +147,9 @@ def self_attention(X, W_Q, W_K, W_V, mask=None, scale: bool = True, temperature:
     ------
     ValueError
         Any error of :func:`project` or of the attention core, naming the argument.
+    TypeError
+        As the attention core raises it (a ``scale`` that is not a number, an
+        ``attn_mask`` neither boolean nor floating).
 
     Notes
     -----
@@ -160,7 +166,7 @@ def self_attention(X, W_Q, W_K, W_V, mask=None, scale: bool = True, temperature:
     """
     p = project(X, W_Q, W_K, W_V)
     return SelfAttention(projections=p, attention=scaled_dot_product_attention(
-        p.Q, p.K, p.V, mask=mask, scale=scale, temperature=temperature))
+        p.Q, p.K, p.V, attn_mask, scale=scale, temperature=temperature))
 
 
 # --- presets -------------------------------------------------------------------------------

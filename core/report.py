@@ -78,11 +78,14 @@ def readout_lines(tokens, query, result: AttentionResult, row: int, scale: bool 
     query : (d_k,) array_like
         The query of token ``row``, ``result``'s row ``row``.
     result : AttentionResult
-        From ``scaled_dot_product_attention(Q, K, V, mask, scale, temperature=temperature)``.
+        From ``scaled_dot_product_attention(Q, K, V, attn_mask, is_causal=..., scale=..., temperature=...)``.
     row : int
         Which query (0-based).
-    scale, temperature
-        As given to the core; they only choose the scores' label.
+    scale : bool
+        Whether the dot products were divided by sqrt(d_k) (False for the core's
+        ``scale=1.0``); it only chooses the scores' label.
+    temperature : float, optional
+        As given to the core; it only chooses the scores' label.
 
     Returns
     -------

@@ -16,7 +16,7 @@ from core.attention import AttentionResult, scaled_dot_product_attention
 __all__ = ["scores_against_values"]
 
 
-def scores_against_values(Q, V, mask=None, scale: bool = True) -> AttentionResult:
+def scores_against_values(Q, V, attn_mask=None, *, scale: float | None = None) -> AttentionResult:
     """Attention with the values standing in for the keys: softmax(Q V^T / sqrt(d_k)) V.
 
     Parameters
@@ -25,13 +25,13 @@ def scores_against_values(Q, V, mask=None, scale: bool = True) -> AttentionResul
         Queries.
     V : (n_k, d_v) array_like
         Values, one vector per token; used both as keys and as values.
-    mask, scale
-        As in :func:`core.attention.scaled_dot_product_attention`.
+    attn_mask, scale
+        As in :func:`core.attention.scaled_dot_product_attention` (``scale`` keyword-only).
 
     Returns
     -------
     AttentionResult
-        ``scaled_dot_product_attention(Q, V, V, mask, scale)``: its ``dots`` are q·v_j.
+        ``scaled_dot_product_attention(Q, V, V, attn_mask, scale=scale)``: its ``dots`` are q·v_j.
 
     Raises
     ------
@@ -58,4 +58,4 @@ def scores_against_values(Q, V, mask=None, scale: bool = True) -> AttentionResul
             f"q·v_i is not defined: the values have d_v = {V.shape[1]} entries, the query has d_k = {d_k}. "
             "A dot product needs two vectors of the same size."
         )
-    return scaled_dot_product_attention(Q, V, V, mask=mask, scale=scale)
+    return scaled_dot_product_attention(Q, V, V, attn_mask, scale=scale)

@@ -58,7 +58,7 @@ def test_love_steps_match_the_hand_computation():
 
 
 def test_scaling_off_love_row():
-    r = scaled_dot_product_attention(K, K, V, scale=False)
+    r = scaled_dot_product_attention(K, K, V, scale=1.0)
     np.testing.assert_allclose(r.weights[1], [0.1554, 0.4223, 0.4223], **TOL)
     np.testing.assert_allclose(r.weights[0], [0.4223, 0.1554, 0.4223], **TOL)
     np.testing.assert_allclose(r.output[1], 4.5339, **TOL)
@@ -67,7 +67,7 @@ def test_scaling_off_love_row():
 
 def test_causal_mask_course_numbers():
     mask = np.tril(np.ones((3, 3), dtype=bool))
-    r = scaled_dot_product_attention(K, K, V, mask=mask)
+    r = scaled_dot_product_attention(K, K, V, attn_mask=mask)
     np.testing.assert_array_equal(r.weights[0], [1.0, 0.0, 0.0])
     assert r.output[0] == 2.0
     np.testing.assert_allclose(r.weights[1], [0.3302, 0.6698, 0.0], **TOL)
@@ -90,7 +90,7 @@ def test_matches_independent_reference(seed):
     n_k, d_k = rng.integers(2, 9), rng.integers(1, 6)
     Q, Kr, Vr = rng.normal(size=(3, d_k)) * 3, rng.normal(size=(n_k, d_k)) * 3, rng.normal(size=n_k) * 10
     for scale in (True, False):
-        r = scaled_dot_product_attention(Q, Kr, Vr, scale=scale)
+        r = scaled_dot_product_attention(Q, Kr, Vr, scale=None if scale else 1.0)
         for i, q in enumerate(Q):
             s, a, out = reference_attention(q.tolist(), Kr.tolist(), Vr.tolist(), scale)
             np.testing.assert_allclose(r.scores[i], s, rtol=1e-12, atol=1e-12)
@@ -145,7 +145,7 @@ def test_huge_values_do_not_overflow_the_output():
 
 def test_mask_forbids_attention_and_rows_still_sum_to_one():
     mask = np.array([[True, False, True], [False, True, False]])
-    r = scaled_dot_product_attention([[1.0, 0.0], [0.0, 1.0]], K, V, mask=mask)
+    r = scaled_dot_product_attention([[1.0, 0.0], [0.0, 1.0]], K, V, attn_mask=mask)
     np.testing.assert_array_equal(r.weights[~mask], 0.0)
     np.testing.assert_allclose(r.weights.sum(axis=1), 1.0, atol=1e-15)
     np.testing.assert_array_equal(r.weights[1], [0.0, 1.0, 0.0])
@@ -155,18 +155,17 @@ def test_mask_forbids_attention_and_rows_still_sum_to_one():
 @pytest.mark.parametrize(
     "args, kwargs, match",
     [
-        (([[0, 1]], [[1, 0, 0]], V), {}, r"^K must have d_k = 2"),
-        (([[0, 1]], K, [1, 2]), {}, r"^V must have one row per key"),
-        (([0, 1], K, V), {}, r"^Q must be 2-D"),
-        (([[np.nan, 1]], K, V), {}, r"^Q contains NaN"),
-        (([[0, 1]], [[np.inf, 0], [0, 1], [1, 1]], V), {}, r"^K contains NaN or infinite"),
-        (([[0, 1]], K, [2, -np.inf, 4]), {}, r"^V contains"),
-        (([["a", 1]], K, V), {}, r"^Q must be numeric"),
-        ((np.zeros((0, 2)), K, V), {}, r"^Q must not be empty"),
-        (([[1e200, 1e200]], [[1e200, 1e200]], [1.0]), {}, r"^Q and K: .*overflow"),
-        (([[0, 1]], K, V), {"mask": [[1, 0, 1]]}, r"^mask must be boolean"),
-        (([[0, 1]], K, V), {"mask": [[True, False]]}, r"^mask must have shape \(1, 3\)"),
-        (([[0, 1]], K, V), {"mask": [[False, False, False]]}, r"^mask row 0 allows no key"),
+        (([[0, 1]], [[1, 0, 0]], V), {}, r"^key must have d_k = 2"),
+        (([[0, 1]], K, [1, 2]), {}, r"^value must have one row per key"),
+        (([0, 1], K, V), {}, r"^query must be 2-D"),
+        (([[np.nan, 1]], K, V), {}, r"^query contains NaN"),
+        (([[0, 1]], [[np.inf, 0], [0, 1], [1, 1]], V), {}, r"^key contains NaN or infinite"),
+        (([[0, 1]], K, [2, -np.inf, 4]), {}, r"^value contains"),
+        (([["a", 1]], K, V), {}, r"^query must be numeric"),
+        ((np.zeros((0, 2)), K, V), {}, r"^query must not be empty"),
+        (([[1e200, 1e200]], [[1e200, 1e200]], [1.0]), {}, r"^query and key: .*overflow"),
+        (([[0, 1]], K, V), {"attn_mask": [[True, False]]}, r"^attn_mask must broadcast to \(n_q, n_k\) = \(1, 3\)"),
+        (([[0, 1]], K, V), {"attn_mask": [[False, False, False]]}, r"^attn_mask row 0 allows no key"),
     ],
 )
 def test_errors_name_the_argument(args, kwargs, match):

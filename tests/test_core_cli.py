@@ -129,7 +129,7 @@ def test_json_has_every_intermediate_in_full_precision():
     assert d["output"] == pytest.approx((2 * math.exp(-r2) + 6) / z, rel=1e-15)
     # full precision: the numbers are the core's float64 bits, not rounded text
     r = scaled_dot_product_attention([[1, 0], [0, 1], [1, 1]], [[1, 0], [0, 1], [1, 1]], [2, 6, 4],
-                                     mask=np.tril(np.ones((3, 3), bool)))
+                                     attn_mask=np.tril(np.ones((3, 3), bool)))
     assert d["weights"] == r.weights[1].tolist() and d["output"] == float(r.output[1])
 
 

@@ -29,7 +29,7 @@ def test_multi_head_matches_the_loop_reference(seed):
     mask = random_mask(rng, n, n) if seed % 2 else None
     T = [None, 0.5, 4.0][seed % 3]
 
-    r = multi_head_attention(X, W_Q, W_K, W_V, W_O, mask=mask, temperature=T)
+    r = multi_head_attention(X, W_Q, W_K, W_V, W_O, attn_mask=mask, temperature=T)
     heads, concat, output = loop_multi_head(X, W_Q, W_K, W_V, W_O, mask, divide_by=T)
     assert len(r.heads) == h
     for got, (Q, K, V, weights, out) in zip(r.heads, heads):
@@ -48,7 +48,7 @@ def test_each_head_scales_by_its_own_d_k_unless_unscaled():
     W_Q = W_K = rng.normal(size=(2, 4, 4))
     W_V, W_O = rng.normal(size=(2, 4, 1)), np.eye(2)
     assert [hd.attention.scale for hd in multi_head_attention(X, W_Q, W_K, W_V, W_O).heads] == [0.5, 0.5]
-    unscaled = multi_head_attention(X, W_Q, W_K, W_V, W_O, scale=False)
+    unscaled = multi_head_attention(X, W_Q, W_K, W_V, W_O, scale=1.0)
     _, _, out = loop_multi_head(X, W_Q, W_K, W_V, W_O, divide_by=1.0)
     np.testing.assert_allclose(unscaled.output, out, rtol=1e-12, atol=1e-12)
 
@@ -58,8 +58,8 @@ def test_one_head_with_an_identity_W_O_is_self_attention():
     X, W_V = rng.normal(size=(5, 3)), rng.normal(size=(3, 3))
     W_Q, W_K = rng.normal(size=(3, 2)), rng.normal(size=(3, 2))
     mask = np.tril(np.ones((5, 5), bool))
-    one = multi_head_attention(X, W_Q[None], W_K[None], W_V[None], np.eye(3), mask=mask)
-    single = self_attention(X, W_Q, W_K, W_V, mask=mask)
+    one = multi_head_attention(X, W_Q[None], W_K[None], W_V[None], np.eye(3), attn_mask=mask)
+    single = self_attention(X, W_Q, W_K, W_V, attn_mask=mask)
     np.testing.assert_array_equal(one.heads[0].attention.weights, single.attention.weights)
     np.testing.assert_array_equal(one.concat, single.attention.output)
     np.testing.assert_allclose(one.output, single.attention.output, rtol=1e-15)
@@ -159,7 +159,7 @@ E2, E3 = np.eye(2), np.eye(3)
     ((E2, E2[None], E2[None], E2[None], [[np.nan, 0], [0, 1]]), {}, r"^W_O contains NaN"),
     ((E2, E2[None], E2[None], E2[None], E2), {"temperature": -2.0}, r"^temperature"),
     ((E2, E2[None], E2[None], E2[None] * 1e308, E2 * 1e308), {}, r"^W_O: the output .* overflows"),
-    ((E2, E2[None], E2[None], E2[None], E2), {"mask": [[False, False], [True, True]]}, r"^mask row 0"),
+    ((E2, E2[None], E2[None], E2[None], E2), {"attn_mask": [[False, False], [True, True]]}, r"^attn_mask row 0"),
     (([1, 0], E2[None], E2[None], E2[None], E2), {}, r"^X must be 2-D"),
 ])
 def test_errors_name_the_argument(args, kwargs, match):

@@ -41,7 +41,8 @@ def test_projections_and_self_attention_match_the_loop_reference(seed):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     assert p.V.shape == ((n,) if W_V.ndim == 1 else (n, d_v))
 
-    r = self_attention(X, W_Q, W_K, W_V, mask=mask, scale=scale, temperature=T)
+    r = self_attention(X, W_Q, W_K, W_V, attn_mask=mask, scale=None if scale or T is not None else 1.0,
+                       temperature=T)
     divide_by = T if T is not None else None if scale else 1.0
     _, weights, output = loop_attention(Q, K, V, mask, divide_by)
     np.testing.assert_allclose(r.attention.weights, weights, rtol=1e-12, atol=1e-15)
@@ -207,8 +208,8 @@ def test_projection_errors_name_the_argument(args, match):
 
 def test_self_attention_errors_of_the_core_name_mask_and_temperature():
     p = SECTION_6
-    with pytest.raises(ValueError, match=r"^mask must have shape \(3, 3\)"):
-        self_attention(p.X, p.W_Q, p.W_K, p.W_V, mask=np.ones((2, 2), bool))
+    with pytest.raises(ValueError, match=r"^attn_mask must broadcast to \(n_q, n_k\) = \(3, 3\)"):
+        self_attention(p.X, p.W_Q, p.W_K, p.W_V, attn_mask=np.ones((2, 2), bool))
     with pytest.raises(ValueError, match=r"^temperature"):
         self_attention(p.X, p.W_Q, p.W_K, p.W_V, temperature=0.0)
 
@@ -231,7 +232,7 @@ def sentences(draw):
 @given(sentences())
 def test_rows_of_weights_sum_to_one_with_any_projections(s):
     X, W_Q, W_K, W_V, mask, _ = s
-    r = self_attention(X, W_Q, W_K, W_V, mask=mask).attention
+    r = self_attention(X, W_Q, W_K, W_V, attn_mask=mask).attention
     np.testing.assert_allclose(r.weights.sum(axis=1), 1.0, rtol=0, atol=1e-12)
     assert np.all(r.weights >= 0)
 
@@ -241,10 +242,10 @@ def test_rows_of_weights_sum_to_one_with_any_projections(s):
 def test_permuting_the_tokens_permutes_the_output_rows(s):
     X, W_Q, W_K, W_V, mask, perm = s
     perm = np.array(perm)
-    r = self_attention(X, W_Q, W_K, W_V, mask=mask).attention
+    r = self_attention(X, W_Q, W_K, W_V, attn_mask=mask).attention
     # token perm[i] becomes token i: its row of X, and its row and column of the mask
     mp = None if mask is None else mask[perm][:, perm]
-    rp = self_attention(X[perm], W_Q, W_K, W_V, mask=mp).attention
+    rp = self_attention(X[perm], W_Q, W_K, W_V, attn_mask=mp).attention
     np.testing.assert_allclose(rp.weights, r.weights[perm][:, perm], rtol=1e-10, atol=1e-13)
     scale = max(1.0, float(np.abs(r.output).max()))
     np.testing.assert_allclose(rp.output, r.output[perm], rtol=1e-10, atol=1e-10 * scale)

@@ -23,7 +23,7 @@ elements = st.one_of(
     st.floats(-10, 10, allow_nan=False),
     st.floats(allow_nan=True, allow_infinity=True, width=64),
 )
-ARGUMENT = re.compile(r"^(Q|K|V|mask|Q and K|scores)\b")
+ARGUMENT = re.compile(r"^(query|key|value|attn_mask|query and key|scores)\b")
 
 
 @st.composite
@@ -53,12 +53,12 @@ def test_attention_is_finite_and_correct_or_names_the_bad_argument(inputs):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         try:
-            r = scaled_dot_product_attention(Q, K, V, mask=mask, scale=scale)
+            r = scaled_dot_product_attention(Q, K, V, mask, scale=None if scale else 1.0)
         except ValueError as e:
             assert ARGUMENT.match(str(e)), f"error does not name its argument: {e}"
             bad_entries = not (np.all(np.isfinite(Q)) and np.all(np.isfinite(K)) and np.all(np.isfinite(V)))
             empty_row = mask is not None and not np.all(mask.any(axis=1))
-            overflow = str(e).startswith("Q and K")
+            overflow = str(e).startswith("query and key")
             assert bad_entries or empty_row or overflow, f"refused valid input: {e}"
             return
     assert np.all(np.isfinite(Q)) and np.all(np.isfinite(K)) and np.all(np.isfinite(V))
@@ -88,7 +88,7 @@ def test_scores_at_both_ends_of_float64():
     # max - min of the scores is beyond float64 (≈ 3.4e308): that key's weight is exactly 0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        r = scaled_dot_product_attention([[1.0]], [[1.7e308], [-1.7e308]], [1.0, 2.0], scale=False)
+        r = scaled_dot_product_attention([[1.0]], [[1.7e308], [-1.7e308]], [1.0, 2.0], scale=1.0)
         w = softmax([1.7e308, -1.7e308])
     np.testing.assert_array_equal(r.weights, [[1.0, 0.0]])
     np.testing.assert_array_equal(w, [1.0, 0.0])

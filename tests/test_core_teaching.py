@@ -42,7 +42,7 @@ def test_module_2_row_1_weights_and_output():
 
 
 def test_unscaled_love_row():
-    r = scaled_dot_product_attention(K, K, V, scale=False)
+    r = scaled_dot_product_attention(K, K, V, scale=1.0)
     # q_love·k = (0, 1, 1): softmax = (1, e, e) / (1 + 2e)
     np.testing.assert_allclose(r.weights[1], [0.1554, 0.4223, 0.4223], **TOL)
     np.testing.assert_allclose(r.output[1], 4.5339, **TOL)
@@ -52,7 +52,7 @@ def test_unscaled_love_row():
 
 
 def test_causal_mask_course_rows():
-    r = scaled_dot_product_attention(K, K, V, mask=CAUSAL)
+    r = scaled_dot_product_attention(K, K, V, attn_mask=CAUSAL)
     np.testing.assert_allclose(r.weights[0], [1, 0, 0], **TOL)
     np.testing.assert_allclose(r.output[0], 2.0, **TOL)
     np.testing.assert_allclose(r.weights[1], [0.3302, 0.6698, 0], **TOL)
@@ -76,7 +76,7 @@ def test_trap_with_vector_values_scores_q_against_v():
     np.testing.assert_allclose(r.dots[1], [0, 10, 5], rtol=0)
     np.testing.assert_allclose(r.weights[1], scipy_softmax(np.array([0, 10, 5]) / math.sqrt(2)), rtol=1e-12)
     assert r.weights[1, 1] > 0.97  # the long value v_love wins, whatever the keys say
-    masked = scores_against_values(MODULE_2.keys, MODULE_2.values, mask=CAUSAL)
+    masked = scores_against_values(MODULE_2.keys, MODULE_2.values, attn_mask=CAUSAL)
     np.testing.assert_array_equal(masked.weights[0], [1, 0, 0])
 
 

@@ -28,7 +28,7 @@ def test_temperature_sqrt_d_k_is_exactly_the_scaled_case_and_one_the_unscaled():
                            for d in (1, 2, 3, 5, 64)]
     for Q, Kr, Vr in cases:
         d_k = np.shape(Q)[1]
-        for T, scale in ((math.sqrt(d_k), True), (1.0, False)):
+        for T, scale in ((math.sqrt(d_k), None), (1.0, 1.0)):
             a = scaled_dot_product_attention(Q, Kr, Vr, scale=scale)
             b = scaled_dot_product_attention(Q, Kr, Vr, temperature=T)
             for name in ("dots", "scores", "shifted", "exp", "exp_sum", "weights", "output"):
@@ -36,11 +36,13 @@ def test_temperature_sqrt_d_k_is_exactly_the_scaled_case_and_one_the_unscaled():
             assert b.scale == a.scale == 1 / T
 
 
-def test_temperature_replaces_the_scaling_whatever_scale_says():
-    a = scaled_dot_product_attention(K, K, V, scale=True, temperature=0.5)
-    b = scaled_dot_product_attention(K, K, V, scale=False, temperature=0.5)
+def test_temperature_is_scale_one_over_T_and_not_both():
+    a = scaled_dot_product_attention(K, K, V, scale=2.0)
+    b = scaled_dot_product_attention(K, K, V, temperature=0.5)
     np.testing.assert_array_equal(a.weights, b.weights)
     assert a.scale == b.scale == 2.0
+    with pytest.raises(ValueError, match=r"^scale and temperature: give one of them"):
+        scaled_dot_product_attention(K, K, V, scale=2.0, temperature=0.5)
 
 
 def test_low_temperature_love_row_closed_form():
@@ -69,7 +71,7 @@ def test_temperature_matches_the_loop_reference_with_random_masks(seed):
     Vr = rng.normal(size=n_k) * 5 if seed % 2 else rng.normal(size=(n_k, rng.integers(1, 4))) * 5
     mask = random_mask(rng, n_q, n_k)
     T = float(np.exp(rng.uniform(-2, 3)))  # 0.14 ... 20
-    r = scaled_dot_product_attention(Q, Kr, Vr, mask=mask, temperature=T)
+    r = scaled_dot_product_attention(Q, Kr, Vr, attn_mask=mask, temperature=T)
     scores, weights, output = loop_attention(Q, Kr, Vr, mask, divide_by=T)
     np.testing.assert_allclose(r.scores[mask], [s for row in scores for s in row if s is not None], rtol=1e-12)
     assert np.all(r.scores[~mask] == -np.inf)
@@ -91,7 +93,7 @@ def test_scores_overflowing_at_a_tiny_temperature_are_refused_naming_temperature
             scaled_dot_product_attention([[1e10]], [[1e10], [0.0]], [1.0, 2.0], temperature=1e-300)
         # a masked key's huge score is never used, so it cannot overflow anything
         r = scaled_dot_product_attention([[1e10]], [[1e-10], [1e10]], [1.0, 2.0], temperature=1e-300,
-                                         mask=[[True, False]])
+                                         attn_mask=[[True, False]])
     assert r.weights.tolist() == [[1.0, 0.0]]
 
 
@@ -112,7 +114,7 @@ def queries_keys_mask(draw):
 @given(queries_keys_mask(), st.floats(1e-3, 1e3))
 def test_rows_of_weights_sum_to_one_at_any_temperature(qkm, T):
     Q, Kr, mask = qkm
-    r = scaled_dot_product_attention(Q, Kr, np.arange(len(Kr), dtype=float), mask=mask, temperature=T)
+    r = scaled_dot_product_attention(Q, Kr, np.arange(len(Kr), dtype=float), attn_mask=mask, temperature=T)
     np.testing.assert_allclose(r.weights.sum(axis=1), 1.0, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(r.weights[~mask], 0.0)
 
@@ -131,7 +133,7 @@ def test_temperature_to_zero_gives_a_one_hot_on_the_largest_score(qkm):
     T = 1e-9  # every gap > 1e-6 becomes > 1000 in the scores: exp(-1000) is exactly 0.0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        r = scaled_dot_product_attention(Q, Kr, np.zeros(len(Kr)), mask=mask, temperature=T)
+        r = scaled_dot_product_attention(Q, Kr, np.zeros(len(Kr)), attn_mask=mask, temperature=T)
     one_hot = np.zeros_like(r.weights)
     one_hot[np.arange(len(Q)), winners] = 1.0
     np.testing.assert_array_equal(r.weights, one_hot)
@@ -143,7 +145,7 @@ def test_temperature_to_infinity_gives_uniform_weights_over_the_allowed_keys(qkm
     Q, Kr, mask = qkm
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        r = scaled_dot_product_attention(Q, Kr, np.zeros(len(Kr)), mask=mask, temperature=T)
+        r = scaled_dot_product_attention(Q, Kr, np.zeros(len(Kr)), attn_mask=mask, temperature=T)
     allowed = mask.sum(axis=1, keepdims=True)
     # |q·k| <= 400, so every score is within 4e-10 of the others: exp() of them differ by < 1e-9
     np.testing.assert_allclose(r.weights, np.where(mask, 1.0 / allowed, 0.0), rtol=1e-9, atol=0)
@@ -165,7 +167,7 @@ def test_saturation_uniform_one_hot_and_masked_rows():
 
 def test_saturation_of_the_course_rows_matches_loops():
     r = scaled_dot_product_attention(K, K, V)
-    u = scaled_dot_product_attention(K, K, V, scale=False)
+    u = scaled_dot_product_attention(K, K, V, scale=1.0)
     for w in (r.weights, u.weights):
         mx, h = loop_saturation(w)
         s = saturation(w)
@@ -181,7 +183,7 @@ def test_saturation_of_the_course_rows_matches_loops():
 def test_saturation_matches_loops_on_random_masked_softmaxes(seed):
     rng = np.random.default_rng(seed)
     mask = random_mask(rng, 5, 7)
-    r = scaled_dot_product_attention(rng.normal(size=(5, 3)) * 3, rng.normal(size=(7, 3)), np.zeros(7), mask=mask)
+    r = scaled_dot_product_attention(rng.normal(size=(5, 3)) * 3, rng.normal(size=(7, 3)), np.zeros(7), attn_mask=mask)
     mx, h = loop_saturation(r.weights)
     s = saturation(r.weights)
     np.testing.assert_array_equal(s.max_weight, mx)

@@ -323,11 +323,13 @@ class AttentionState(param.Parameterized):
     @param.depends("tokens", "keys", "values", "selected", "query", "scale", "causal", "trap", watch=True)
     def _recompute(self):
         Q, mask = self.queries, self.mask
-        r = scaled_dot_product_attention(Q, self.keys, self.values, mask=mask, scale=self.scale)
+        # the page's switch is on/off; the core takes the factor itself (None: 1/sqrt(d_k))
+        factor = None if self.scale else 1.0
+        r = scaled_dot_product_attention(Q, self.keys, self.values, mask, scale=factor)
         trap_result, trap_error = None, ""
         if self.trap:
             try:
-                trap_result = scores_against_values(Q, self.values, mask=mask, scale=self.scale)
+                trap_result = scores_against_values(Q, self.values, mask, scale=factor)
             except ValueError as exc:
                 # core/ explains in English; the page says the same in the learner's language
                 trap_error = (N_("q·v_i is not defined: each value v_i is a single number, while q is a vector of "
