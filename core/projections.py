@@ -198,7 +198,8 @@ IDENTITY = ProjectionPreset(
     tokens=I_LOVE_NLP.tokens, X=I_LOVE_NLP.keys, W_Q=_frozen(np.eye(2)), W_K=_frozen(np.eye(2)),
     W_V=_frozen(np.eye(2)),
     note="Q = K = V = X: the identity for every projection. The scores X Xᵀ / √d_k are symmetric: "
-         "I scores love exactly as love scores I. Learned W_Q and W_K break that symmetry.",
+         "I scores love exactly as love scores I; the weights are not, since each row has its own softmax sum "
+         "(I to NLP 0.4011, NLP to I 0.2483). Learned W_Q and W_K break the symmetry of the scores.",
 )
 
 #: Section 6's queries, keys and values from embeddings with a third dimension.

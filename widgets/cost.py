@@ -250,18 +250,20 @@ class CostView(pn.viewable.Viewer):
         """The words of the n² cost in the page's language (its numbers are redrawn by _show)."""
         tr = self.state.tr
         self.n.name = tr._("n (tokens)")
-        for fig, title, y_label in ((self.time_fig, tr._("Time of one call"), tr._("seconds")),
-                                    (self.memory_fig, tr._("Memory of one call"), tr._("bytes"))):
+        for fig, title, y_label in ((self.time_fig, tr._("Time to compute attention once"), tr._("seconds")),
+                                    (self.memory_fig, tr._("Memory to compute attention once"), tr._("bytes"))):
             fig.title.text = tr.in_plot(title)
             fig.xaxis.axis_label, fig.yaxis.axis_label = tr.in_plot(tr._("n (tokens)")), tr.in_plot(y_label)
         self.image_fig.xaxis.axis_label = tr.in_plot(tr._("key"))
         self.image_fig.yaxis.axis_label = tr.in_plot(tr._("query"))
         self.image_fig.title.text = tr.in_plot(tr._("Weights"))
         self.legend.object = "<p>" + tr._(
-            "Dashed: slope 2, through the largest n measured (on log-log axes, n² is a line of slope 2). Blue: "
-            "seconds of one <code>scaled_dot_product_attention</code> call; orange: the most memory it held at once "
-            "(traced); green: its {arrays} kept (n, n) arrays, 41 n² bytes. Random Q, K, V with d<sub>k</sub> = "
-            "{d_k}, seed 0, measured on this server, each size once.", arrays=len(NN_ARRAYS), d_k=D_K) + "</p>"
+            "Dashed: slope 2, through the largest n measured (on log-log axes, n² is a line of slope 2). Blue: the "
+            "seconds it takes to compute attention once; orange: the most memory that uses at any moment; green: "
+            "the memory of the {tables} n × n tables it keeps, one for each step (dot products, scores, scores "
+            "minus their row's largest, their exponentials, weights, and the mask): 41 bytes for each of the n² "
+            "pairs of tokens. Random Q, K, V with d<sub>k</sub> = {d_k}, seed 0, measured on this server, each size "
+            "once.", tables=len(NN_ARRAYS), d_k=D_K) + "</p>"
         self.heading.object = f"<h3>{escape(tr._('The n² cost'))}</h3><p>" + tr._(
             "Q Kᵀ holds one score for every pair of tokens: an n × n matrix, quadratic in n in both time and memory. "
             "Module 2: <q>for n = 10 000 it is a hundred million entries per head per layer</q>.") + "</p>"
@@ -394,14 +396,14 @@ class CostView(pn.viewable.Viewer):
         rows.append(f"<tr class='current'><th scope='row'>{tr.count(n)}</th><td>{count_text(size.entries, tr)}</td>"
                     f"<td>{bytes_text(size.bytes, tr)}</td><td>{escape(tr._('your n'))}</td></tr>")
         here = f"<p>{escape(tr._('Measuring…'))}</p>" if m is None else "<p>" + escape(tr._(
-            "On this server, n = {n}: one call took {ms} ms and held at most {peak}; the (n, n) arrays it keeps "
-            "({arrays}) are {kept}, 41 bytes per entry.", n=tr.count(n), ms=tr.num(m.seconds * 1000, 2),
-            peak=bytes_text(m.peak_bytes, tr), arrays=tr.list_sep.join(NN_ARRAYS),
+            "On this server, n = {n}: computing attention once took {ms} ms and used at most {peak} of memory; "
+            "the {tables} n × n tables it keeps take {kept}, 41 bytes for each pair of tokens.", n=tr.count(n),
+            ms=tr.num(m.seconds * 1000, 2), peak=bytes_text(m.peak_bytes, tr), tables=len(NN_ARRAYS),
             kept=bytes_text(m.nn_bytes, tr))) + "</p>"
-        return (f"<table class='nums'><caption>{escape(tr._('One (n, n) score matrix, per head per layer'))}</caption>"
+        return (f"<table class='nums'><caption>{escape(tr._('One n × n score matrix, per head per layer'))}</caption>"
                 f"<thead><tr><th scope='col'>n</th><th scope='col'>{escape(tr._('entries n²'))}</th>"
-                "<th scope='col'>float64</th><th scope='col'></th></tr></thead><tbody>" + "".join(rows) + "</tbody>"
-                "</table>" + here)
+                f"<th scope='col'>{escape(tr._('memory (8 bytes a number)'))}</th><th scope='col'></th></tr></thead>"
+                "<tbody>" + "".join(rows) + "</tbody></table>" + here)
 
     def __panel__(self):
         return self._layout

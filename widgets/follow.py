@@ -213,8 +213,8 @@ class RoomControls(pn.viewable.Viewer):
                 # the registry says why in English; the page says it in the learner's language
                 refused = [N_("This presenter link is not valid for room {code} on this server.", code=code)]
                 if not self._registry.secret.persistent:
-                    refused.append(N_("Presenter links stop working when the server restarts (it has no "
-                                      "EXPLORER_ROOM_SECRET); press Present to start a new room."))
+                    refused.append(N_("Presenter links stop working when the server restarts (no fixed room secret "
+                                      "was set for it); press Present to start a new room."))
             else:
                 self._token = token
                 self._set_role("presenter", code)

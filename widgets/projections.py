@@ -38,7 +38,7 @@ from bokeh.models import (
 from bokeh.plotting import figure
 
 from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention, temperature_sweep
-from core.projections import _combination
+from core.projections import IDENTITY, _combination
 from widgets.channel import PositionChannel
 from widgets.format import token_color
 from widgets.i18n import N_, Translator, translator
@@ -126,6 +126,18 @@ def reach_reason(reach, X, values, tr: Translator = ENGLISH) -> str:
                 "the values need {need} there, not {value}. Linearly independent embeddings (d_model ≥ {n} here) "
                 "make any values reachable.", token=names[j], x_side=x_side, v_side=v_side, need=need,
                 value=tr.short(v[j]), n=n)
+
+
+def identity_weights_text(tr: Translator = ENGLISH) -> str:
+    """Why the first preset's weights are not symmetric though its scores are, with its numbers at T = √d_k."""
+    a = self_attention(IDENTITY.X, IDENTITY.W_Q, IDENTITY.W_K, IDENTITY.W_V).attention
+    i, nlp = HEAD_TOKENS.index("I"), HEAD_TOKENS.index("NLP")
+    return tr._(
+        "The weights are not symmetric: I gives NLP {i_nlp}, but NLP gives I only {nlp_i} back. The score is "
+        "{score} both ways, yet each row is normalised on its own, by its own softmax sum: NLP's row also holds "
+        "NLP's score for itself, {own}, the largest of all, which takes {own_weight} of that row and leaves less "
+        "for I.", i_nlp=tr.num(a.weights[i, nlp]), nlp_i=tr.num(a.weights[nlp, i]), score=tr.num(a.scores[i, nlp]),
+        own=tr.num(a.scores[nlp, nlp]), own_weight=tr.num(a.weights[nlp, nlp]))
 
 
 def handle_names(role: int) -> dict[str, list[str]]:
@@ -474,7 +486,7 @@ class ProjectionsView(pn.viewable.Viewer):
             "scores X Xᵀ are symmetric, s(I, love) = s(love, I) for every pair, and x·x = |x|² makes each token "
             "score itself highly. Module 2: skip the projections and <q>you have removed the learning surface</q>. "
             "Learned W<sub>Q</sub> ≠ W<sub>K</sub> break the symmetry: drag e₁W<sub>Q</sub> and watch the scores "
-            "table lose it.") + "</p>"
+            "table lose it.") + " " + identity_weights_text(tr) + "</p>"
         self._texts[2].object = f"<h4>{escape(tr._('The numbers'))}</h4><p>" + tr._(
             "Type a number and press Enter: X (one row per token), and the shown head's W<sub>Q</sub>, "
             "W<sub>K</sub>, W<sub>V</sub> (row r is e<sub>r</sub>W).") + "</p>"
@@ -631,7 +643,8 @@ class ProjectionsView(pn.viewable.Viewer):
             "<strong>Why not the course's values 2, 6, 4?</strong> With two embedding dimensions, three embeddings "
             "are always linearly dependent, and a linear W<sub>V</sub> keeps that dependency in the values. For this "
             "X (each value's first coordinate): {reason} What it would take: a third embedding dimension, "
-            "x<sub>NLP</sub> = {x} with W<sub>V</sub> = {w} (the core's SECTION_6), or a non-linear map.",
+            "x<sub>NLP</sub> = {x} with W<sub>V</sub> = {w} (then v<sub>NLP</sub> = 2 + 6 − 4 = 4), or a "
+            "non-linear map.",
             reason=escape(reach_reason(reach, X, COURSE_VALUES, tr)),
             x=tr.vec((1, 1, 1), short=True), w=tr.vec((2, 6, -4), short=True).replace("-", "−")) + "</p>"
 

@@ -230,10 +230,10 @@ def test_another_learner_is_served_while_n_4096_is_measured(open_page):
     wait_for_readout(other, r'Query of "NLP": q = \(1\.000, 1\.000\)', timeout=20_000)
     assert weights(other) == pytest.approx([0.2483, 0.2483, 0.5035], abs=5e-5)
     assert measuring.is_visible()  # still measuring when the other learner had its numbers
-    done = page.get_by_text(re.compile(r"On this server, n = 4,096: one call took"))
+    done = page.get_by_text(re.compile(r"On this server, n = 4,096: computing attention once took"))
     done.wait_for(timeout=120_000)
     assert not measuring.is_visible()
-    assert "688 MB, 41 bytes per entry" in done.text_content()  # 41 × 4096² bytes of kept (n, n) arrays
+    assert "take 688 MB, 41 bytes for each pair of tokens" in done.text_content()  # 41 × 4096² bytes kept
     assert page.get_by_text("100,000,000 (10⁸)").count() == 1 and page.get_by_text("800 MB").count() == 1
 
 
