@@ -91,4 +91,4 @@ def test_the_cost_table_and_legend_speak_of_tables_and_memory(monkeypatch, lang,
         assert "the memory of the 6 n × n tables it keeps" in legend and "41 bytes for each of the n² pairs" in legend
         assert "On this server, n = 8: computing attention once took " in figures
         assert "the 6 n × n tables it keeps take 2.62 kB, 41 bytes for each pair of tokens." in figures
-        assert view.time_fig.title.text == "Time to compute attention once"
+        assert (view.time_fig.title.text, view.memory_fig.title.text) == ("Computing time", "Memory used")

@@ -250,8 +250,9 @@ class CostView(pn.viewable.Viewer):
         """The words of the n² cost in the page's language (its numbers are redrawn by _show)."""
         tr = self.state.tr
         self.n.name = tr._("n (tokens)")
-        for fig, title, y_label in ((self.time_fig, tr._("Time to compute attention once"), tr._("seconds")),
-                                    (self.memory_fig, tr._("Memory to compute attention once"), tr._("bytes"))):
+        # short titles: they fit a plot's width on a projector; the legend says what was measured
+        for fig, title, y_label in ((self.time_fig, tr._("Computing time"), tr._("seconds")),
+                                    (self.memory_fig, tr._("Memory used"), tr._("bytes"))):
             fig.title.text = tr.in_plot(title)
             fig.xaxis.axis_label, fig.yaxis.axis_label = tr.in_plot(tr._("n (tokens)")), tr.in_plot(y_label)
         self.image_fig.xaxis.axis_label = tr.in_plot(tr._("key"))
