@@ -11,6 +11,10 @@ from core.projections import (
     linear_values_reachable, project, random_projections, self_attention,
 )
 from core.scaling import Saturation, ScalingExperiment, saturation, scaling_experiment
+from core.training import (
+    TRAINING_PRESETS, Gradients, Learned, LossFloor, RowConflict, TrainingRun, TrainingTask, learned,
+    loss_and_gradients, loss_floor, loss_floor_reason, outputs_task, swapped_loss, train, weights_task,
+)
 from core.trap import scores_against_values
 
 __all__ = ["AttentionResult", "CostMeasurement", "Example", "I_LOVE_NLP", "MODULE_2", "MultiHeadPreset",
@@ -18,4 +22,7 @@ __all__ = ["AttentionResult", "CostMeasurement", "Example", "I_LOVE_NLP", "MODUL
            "ProjectionPreset", "Projections", "SECTION_6_2D", "Saturation", "ScalingExperiment", "ScoreMatrixSize", "SelfAttention", "ValueReachability", "downsample",
            "linear_values_reachable", "measure_attention", "multi_head_attention", "project", "random_projections",
            "random_qkv", "saturation", "scaled_dot_product_attention", "scaling_experiment", "score_matrix_size",
-           "scores_against_values", "self_attention", "softmax", "TemperatureSweep", "temperature_sweep"]
+           "scores_against_values", "self_attention", "softmax", "TemperatureSweep", "temperature_sweep",
+           "TRAINING_PRESETS", "Gradients", "Learned", "LossFloor", "RowConflict", "TrainingRun", "TrainingTask",
+           "learned", "loss_and_gradients", "loss_floor", "loss_floor_reason", "outputs_task", "swapped_loss",
+           "train", "weights_task"]
