@@ -1,4 +1,5 @@
-"""How the page reads a number a learner typed: one rule for the editor's boxes and the page address.
+"""How the page reads a number a learner typed: one rule for the editor's boxes, the page address and the Check
+tab's answers.
 
 - Unicode NFKC first: full-width forms are the same characters (``１．５`` is ``1.5``, ``７，８５`` is ``7,85``);
   ``\\d`` is a decimal digit of any script (Arabic-Indic ``٠١٢``), which Python reads as that digit.
@@ -11,7 +12,7 @@
 - An exponent (``3e-2``) only where asked: coordinates take one, the Check tab's answers, judged by their
   decimal places, do not.
 
-Standard library only, so the Check tab's grading (``widgets/questions.py``, standard library only) can share it.
+Standard library only, so the Check tab's grading (``widgets/questions.py``) shares it.
 """
 
 from __future__ import annotations
