@@ -19,8 +19,9 @@ import pytest
 import widgets.questions as questions
 from core import I_LOVE_NLP
 from widgets.questions import (
-    BY_ID, PRACTICE, QUESTIONS, RIGHT_AFTER_SHOWN, SECTION_TOKENS, SHOWN_AFTER_TRIES, SHOWN_ASKED, TASKS, Choice,
-    Progress, Question, QuestionProgress, TaskRecord, check_number, credit_line, explanation, nlp_task_met,
+    ALL, BY_ID, MAX_NUMBER_CHARS, PRACTICE, QUESTIONS, RIGHT_AFTER_SHOWN, RIGHT_AFTER_UNREADABLE, SECTION_TOKENS,
+    SHOWN_AFTER_TRIES, SHOWN_ASKED, TASKS, UNKNOWN, UNREADABLE, Choice, Progress, Question, QuestionProgress,
+    TaskRecord, check_number, credit_line, explanation, nlp_task_met,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,22 +143,23 @@ def test_texts_are_paraphrased_not_copied_from_the_course():
 
 # --- the number rule ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("text, ok", [("0.731", True), (".731", True), (" 0.731 ", True), ("0,731", True),
-                                      ("0.73", False), ("0.7311", True), ("0.7310", True), ("0.7312", False),
+                                      ("0.73", None), ("0.7311", True), ("0.7310", True), ("0.7312", False),
                                       ("0.732", False), ("-0.731", False), ("0.73106", True)])
 def test_precision_rule_on_the_softmax_question(text, ok):
     q = BY_ID["two-key-softmax"]
     assert q.grade(text).ok is ok
 
 
-@pytest.mark.parametrize("text, ok", [("0.731", True), (".731", True), ("0.73", False), ("0.7311", True),
+@pytest.mark.parametrize("text, ok", [("0.731", True), (".731", True), ("0.73", None), ("0.7311", True),
                                       ("0.7312", True), ("0.7315", False)])
 def test_precision_rule_without_an_exact_value(text, ok):
     # only the printed answer known: further decimals need only round to it
     assert check_number(text, "0.731", 3).ok is ok
 
 
-def test_too_few_places_are_wrong_unless_exact():
-    assert check_number("0", "0.000", 3).ok is False and check_number("0.000", "0.000", 3).ok is True
+def test_too_few_places_are_not_judged_unless_exact():
+    assert check_number("0", "0.000", 3).ok is None and check_number("0.000", "0.000", 3).ok is True
+    assert check_number("0", "0.000", 3).key == "0"  # read, not judged
     assert "asks for 3 decimal places, and 0 has 0" in check_number("0", "0.000", 3).feedback
     assert check_number("0", "0.000", 3, exact=0).ok is True
     assert BY_ID["practice-scale"].grade("4").ok is True  # 8 / 2 is exactly 4
@@ -172,9 +174,9 @@ def test_precision_rule_on_an_exact_integer(text, ok):
 
 def test_precision_rule_on_the_other_number_questions():
     out, score, zero = BY_ID["weighted-output"], BY_ID["scaled-score"], BY_ID["orthogonal-score"]
-    assert [out.grade(t).ok for t in ("7.85", "7.848", "7.8", "7.86", "7.849")] == [True, True, False, False, False]
+    assert [out.grade(t).ok for t in ("7.85", "7.848", "7.8", "7.86", "7.849")] == [True, True, None, False, False]
     assert [score.grade(t).ok for t in ("4.243", "4.2426", "4.24", "4.242", "4.2427")] == [
-        True, True, False, False, False]
+        True, True, None, False, False]
     # 0 is the exact value: right however it is typed; a non-zero fourth decimal is not
     assert [zero.grade(t).ok for t in ("0.000", "0", "-0.000", "0.0001", "0.001")] == [True, True, True, False, False]
     assert "asks for 3 decimal places" in BY_ID["scaled-score"].grade("4.24").feedback
@@ -192,7 +194,7 @@ def test_non_numbers_are_refused_with_a_message(text):
 def test_the_rule_is_one_sentence_for_the_page():
     rule = questions.PRECISION_RULE
     assert rule.count(". ") == 0 and rule.endswith(".")
-    assert "1.414" in rule and "1.41)" in rule
+    assert "1.414" in rule and "1.41 is not judged" in rule
     assert all(q.answer not in rule for q in QUESTIONS + PRACTICE if q.kind == "number" and q.answer != "4")
 
 
@@ -210,8 +212,8 @@ def test_right_first_try_earns_credit():
 
 def test_right_on_a_later_try_still_earns_credit():
     q = BY_ID["two-key-softmax"]
-    p, o1 = Progress().answer(q, "0.73")
-    p, o2 = p.answer(q, "0.76")
+    p, o1 = Progress().answer(q, "0.730")
+    p, o2 = p.answer(q, "0.760")
     p, o3 = p.answer(q, "0.731")
     assert [o.status for o in (o1, o2, o3)] == ["wrong", "wrong", "right"]
     assert o1.message == "Not yet — 1 of 3 tries used. A right answer on try 2 still earns credit."
@@ -246,8 +248,8 @@ def test_refused_input_and_the_same_wrong_answer_twice_are_not_tries():
     q = BY_ID["scaled-score"]
     p, outcome = Progress().answer(q, "four")
     assert outcome.status == "refused" and "is not a number" in outcome.message and p.of(q.id).tries == 0
-    p, _ = p.answer(q, "4.2")
-    p2, outcome = p.answer(q, " 4.2 ")
+    p, _ = p.answer(q, "4.200")
+    p2, outcome = p.answer(q, " 4.200 ")
     assert p2 is p and outcome.status == "repeated" and p.of(q.id).tries == 1
     p, outcome = Progress().answer(BY_ID["row-sum"], None)
     assert outcome.status == "refused" and outcome.message == "Choose one of the answers first."
@@ -277,7 +279,7 @@ def _some_progress() -> Progress:
     p, _ = p.answer(BY_ID["key-role"], 1)
     for wrong in (0, 1, 2):
         p, _ = p.answer(BY_ID["recipe-order"], wrong if wrong != 2 else 3)
-    p, _ = p.answer(BY_ID["two-key-softmax"], "0.73")
+    p, _ = p.answer(BY_ID["two-key-softmax"], "0.730")
     p, _ = p.show(BY_ID["dot-product"])
     p, _ = p.answer(BY_ID["practice-dot"], "4")
     p = p.with_task("nlp", TaskRecord(True, {"row": "love", "q": [0.5, 1.0], "weights": [0.2246, 0.3199, 0.4555],
@@ -300,10 +302,18 @@ def test_progress_json_round_trip():
     _some_progress().to_json().replace('"version":1', '"version":2'),
     '{"format": "other-app", "version": 1, "answers": {}, "tasks": {}}',
     '{"format": "attention-explorer.progress", "version": 1, "answers": [], "tasks": {}}',
-    "[" * 100_000, '{"a": ' * 5000 + "1" + "}" * 5000, None, 12, b"{}",
+    "[" * 100_000, '{"a": ' * 5000 + "1" + "}" * 5000, None, 12, b"{}", _some_progress().to_json() + " " * 50_000,
 ])
-def test_corrupted_or_foreign_json_loads_as_empty_progress(text):
-    assert Progress.from_json(text) == Progress()
+def test_stored_text_that_is_not_progress_leaves_no_question_creditable(text):
+    """What the browser kept under the app's key is the app's: if none of it can be read, the learner may have seen
+    any answer, so no question is fresh again (nothing done is made up either); the page says so."""
+    p, lost = Progress.load(text)
+    assert lost == (ALL,) and p.tasks == {} and p.score() == (0, 14)
+    for q in QUESTIONS:
+        assert p.of(q.id) == QuestionProgress(shown="unreadable") and credit_line(q, p.of(q.id)) == UNREADABLE
+        p2, outcome = p.answer(q, q.answer)
+        assert outcome.message == RIGHT_AFTER_UNREADABLE and not p2.of(q.id).credit
+    assert Progress.load(p.to_json()) == (p, ())  # kept as such in the browser: a reload does not forget it
 
 
 def _stored(**answer) -> str:
@@ -321,9 +331,12 @@ def _stored(**answer) -> str:
     dict(tries=10_000),
     dict(extra=1),
 ])
-def test_impossible_records_are_left_out_one_by_one(change):
-    p = Progress.from_json(_stored(**change))
-    assert p.of("key-role") == QuestionProgress()
+def test_impossible_records_are_not_taken_and_earn_no_credit_one_by_one(change):
+    p, lost = Progress.load(_stored(**change))
+    assert lost == ("key-role",)
+    assert p.of("key-role") == QuestionProgress(shown="unreadable")  # not fresh: no credit to be had
+    p, outcome = p.answer(BY_ID["key-role"], 1)
+    assert outcome.message == RIGHT_AFTER_UNREADABLE and p.score() == (0, 14)
     assert p.of("recipe-order").shown == "tries" and p.task("nlp").done  # the rest loads
 
 
@@ -332,10 +345,12 @@ def test_unknown_questions_and_tasks_and_bad_task_numbers_are_left_out():
     data["answers"]["no-such-question"] = data["answers"]["key-role"]
     data["tasks"]["other"] = {"done": True, "seen": {}}
     data["tasks"]["rows"]["seen"]["I"] = {"weights": [float("nan"), 0, 0], "sum": 1}
-    p = Progress.from_json(json.dumps(data))
+    p, lost = Progress.load(json.dumps(data))
     assert set(p.answers) == set(_some_progress().answers) and set(p.tasks) == {"nlp"}
+    assert lost == (UNKNOWN, "rows")  # each said, none taken
     data["tasks"]["nlp"]["seen"]["row"] = "<script>"
-    assert set(Progress.from_json(json.dumps(data)).tasks) == set()
+    p, lost = Progress.load(json.dumps(data))
+    assert set(p.tasks) == set() and lost == (UNKNOWN, "nlp", "rows")
 
 
 def test_merging_two_copies_keeps_the_further_record():
@@ -358,12 +373,36 @@ def test_section_tokens_are_the_core_example():
 def test_nlp_task_rule():
     # the course's row love, q = (0, 1): love and NLP tie at 0.4011, output 4.4067
     assert not nlp_task_met([0.1978, 0.4011, 0.4011], 4.4067, 4.4067)
-    # q = (1, 1): NLP 0.5035 is the largest, and the output 4.0000 is closer to 4
+    # q = (1, 1): NLP 0.5035 leads by 0.2552, and the output 4.0000 is 0.4067 nearer 4
     assert nlp_task_met([0.2483, 0.2483, 0.5035], 4.0, 4.4067)
     # NLP the largest, but the output moved away from 4 (q = (10, 0.01))
     assert not nlp_task_met([0.4980, 0.0004, 0.5016], 3.0048, 4.4067)
     # a difference the page cannot show (below 4 decimals) is no largest weight
     assert not nlp_task_met([0.2, 0.40111, 0.401114], 4.39, 4.4067)
+    # the margins, as the page shows the numbers: a lead of 0.0500 and a move of 0.0500 are enough, 0.0499 not
+    assert nlp_task_met([0.2, 0.35, 0.40], 4.3567, 4.4067)
+    assert not nlp_task_met([0.2, 0.3501, 0.40], 4.3567, 4.4067)
+    assert not nlp_task_met([0.2, 0.35, 0.40], 4.3568, 4.4067)
+
+
+def _course_recipe(q):
+    """Row love's weights and output for the query q, by the course's recipe (s_i = q·k_i/√2, softmax, Σ a_i v_i)."""
+    scores = [(q[0] * k[0] + q[1] * k[1]) / math.sqrt(2) for k in ((1, 0), (0, 1), (1, 1))]
+    e = [math.exp(s - max(scores)) for s in scores]
+    weights = [x / sum(e) for x in e]
+    return weights, sum(w * v for w, v in zip(weights, (2, 6, 4)))
+
+
+@pytest.mark.parametrize("x, met", [(0.005, False), (0.02, False), (0.1, False), (0.15, False), (0.2, True),
+                                    (0.25, True), (0.5, True), (1.0, True)])
+def test_nlp_task_needs_a_move_the_page_shows_clearly(x, met):
+    """Along the course's drag, q = (x, 1) from q_love towards k_NLP: a click 2 px right of q (x = 0.005 to 0.02
+    at the plot's 100 to 400 px a unit) makes NLP the largest by 0.0014 to 0.0057, which the page shows as a near
+    tie; the task ticks once NLP leads every other weight by 0.05 (x ≈ 0.18) and the output has come 0.05 nearer
+    4 than q_love's 4.4067 (x ≈ 0.11)."""
+    weights, output = _course_recipe((x, 1))
+    assert weights[2] > weights[1]  # NLP is the largest at every one of them
+    assert nlp_task_met(weights, output, 4.4067) is met
 
 
 # --- the module -----------------------------------------------------------------------------------------------
@@ -405,4 +444,83 @@ def test_a_number_is_read_with_the_pages_decimal_mark():
     p, outcome = Progress().answer(q, "0,731", ",")
     assert outcome.status == "right" and p.of(q.id).last == "0.731"  # stored with a point in every language
     too_few = q.grade("0,73", ",")
-    assert too_few.ok is False and "0,73" in too_few.feedback
+    assert too_few.ok is None and "0,73" in too_few.feedback
+
+
+# --- what the page stores, it reads back ------------------------------------------------------------------------
+def _longest_answers(decimal: str) -> list[str]:
+    """Answers of exactly the length the number box takes, in every form the box takes: each becomes a stored key one
+    character longer (a leading 0, as 0.1)."""
+    n = MAX_NUMBER_CHARS
+    return [("." + "1" * (n - 1)).replace(".", decimal), ("-." + "0" * (n - 3) + "1").replace(".", decimal),
+            "０" + "．，"[decimal == ","] + "１" * (n - 2), "٠٫" + "٣" * (n - 2), "+9" + decimal + "9" * (n - 3)]
+
+
+@pytest.mark.parametrize("decimal", [".", ","])
+@pytest.mark.parametrize("q", [q for q in QUESTIONS + PRACTICE if q.kind == "number"], ids=lambda q: q.id)
+def test_whatever_the_box_takes_is_stored_as_a_record_the_page_reads_back(q, decimal):
+    answers = _longest_answers(decimal)
+    assert all(len(a) == MAX_NUMBER_CHARS for a in answers)
+    for given in answers:
+        p, outcome = Progress().answer(q, given, decimal)
+        assert outcome.status == "wrong" and "not a number" not in explanation(q, p.of(q.id))
+        assert Progress.load(p.to_json()) == (p, ())
+    p = Progress()
+    for given in answers[:3]:
+        p, _ = p.answer(q, given, decimal)
+    p, _ = p.answer(q, q.answer.replace(".", decimal), decimal)
+    assert Progress.load(p.to_json()) == (p, ())
+
+
+def test_three_long_wrong_answers_keep_the_answer_shown_after_a_reload():
+    """Question 9 answered .1000…, .2000…, .3000… (24 characters, as the box allows): three wrong tries, each said to
+    be wrong (never "not a number"), the answer shown; after a reload 0.731 earns no credit."""
+    q = BY_ID["two-key-softmax"]
+    p = Progress()
+    for digit in "123":
+        given = "." + digit + "0" * 22
+        assert len(given) == MAX_NUMBER_CHARS
+        p, outcome = p.answer(q, given, ".")
+        assert outcome.status in ("wrong", "shown") and "not a number" not in explanation(q, p.of(q.id))
+    assert p.of(q.id).tries == 3 and p.of(q.id).shown == "tries" and p.of(q.id).last == "0.30000000000000000000000"
+    reloaded, lost = Progress.load(p.to_json())
+    assert reloaded == p and lost == ()
+    reloaded, outcome = reloaded.answer(q, "0.731", ".")
+    assert outcome.message == RIGHT_AFTER_SHOWN and reloaded.score() == (0, 14)
+
+
+def test_too_few_decimal_places_are_not_a_try_and_not_a_verdict():
+    q = BY_ID["weighted-output"]  # 7.85, to 2 places
+    p, outcome = Progress().answer(q, "7.8", ".")
+    assert outcome.status == "refused" and p.of(q.id).tries == 0 and p.empty
+    assert outcome.message == ("Not precise enough: this question asks for 2 decimal places, and 7.8 has 1. It is "
+                               "judged neither right nor wrong, and it does not count as a try.")
+    assert Progress().answer(q, "9.9", ".")[1].message == outcome.message.replace("7.8", "9.9")  # says nothing more
+    p, outcome = p.answer(q, "7.80", ".")
+    assert outcome.status == "wrong" and p.of(q.id).tries == 1
+    p, outcome = p.answer(q, "7.85", ".")
+    assert outcome.message == "Right on try 2 — credit."
+
+
+def test_a_record_of_a_too_short_answer_from_when_it_was_a_try_still_loads():
+    q = BY_ID["two-key-softmax"]
+    stored = Progress({q.id: QuestionProgress(tries=1, last="0.73")})
+    p, lost = Progress.load(stored.to_json())
+    assert p == stored and lost == ()
+    assert "Not precise enough" in explanation(q, p.of(q.id))
+
+
+def test_an_unreadable_question_can_still_be_answered_and_shown_but_never_credited():
+    q = BY_ID["dot-product"]
+    p = Progress({q.id: QuestionProgress(shown="unreadable")})
+    p, outcome = p.answer(q, "5", ".")
+    assert outcome.status == "wrong" and outcome.message == UNREADABLE  # no "a right answer still earns credit"
+    p, _ = p.answer(q, "4", ".")
+    p, outcome = p.answer(q, "3", ".")
+    assert outcome.status == "shown" and p.of(q.id).shown == "tries"  # the third wrong try shows it, as always
+    p2, outcome = Progress({q.id: QuestionProgress(shown="unreadable")}).show(q)
+    assert outcome.status == "shown" and p2.of(q.id).shown == "asked"
+    p3, outcome = Progress({q.id: QuestionProgress(shown="unreadable")}).answer(q, "6", ".")
+    assert outcome.message == RIGHT_AFTER_UNREADABLE and not p3.of(q.id).credit
+    for record in (p, p2, p3):
+        assert Progress.load(record.to_json()) == (record, ())

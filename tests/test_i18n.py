@@ -128,7 +128,9 @@ def test_the_editor_reads_a_french_decimal_comma_and_explains_a_dot():
     s = AttentionState(lang="fr")
     assert s.set_key(0, 0, "0,5") and s.keys[0, 0] == 0.5
     assert not s.set_key(0, 0, "0.5") and s.keys[0, 0] == 0.5
-    assert "1,5\u00a0; -2 ou 3e-2" in s.tr(s.message)
+    assert "'0.5' contient un point décimal\u00a0: cette page écrit les décimales avec une virgule, comme dans 0,5" in (
+        s.tr(s.message))
+    assert not s.set_key(0, 0, "abc") and "1,5\u00a0; -2 ou 3e-2" in s.tr(s.message)
     assert "refused" in s.message  # the state's own text stays English: each page shows it in its language
 
 

@@ -91,7 +91,7 @@ def test_a_new_draw_takes_the_next_seed(state):
     (lambda s: s.set_embedding(1, 0, "abc"), "x_love[1]", "'abc' is not a number"),
     (lambda s: s.set_embedding(2, 1, "nan"), "x_NLP[2]", "not a finite number"),
     (lambda s: s.move_embedding(0, 1e7, 0), "x_I", "outside ±1e+06"),
-    (lambda s: s.set_projection(0, 0, 1, "1,5"), "W_Q[1,2]", "is not a number"),
+    (lambda s: s.set_projection(0, 0, 1, "1,5"), "W_Q[1,2]", "'1,5' has a comma: this page writes a decimal point"),
     (lambda s: s.move_basis_image(2, 1, "inf", 0), "W_V[2]", "not a finite number"),
     (lambda s: s.set_w_o(0, 0, ""), "W_O[1,1]", "is empty"),
     (lambda s: s.set_temperature("0"), "T", "outside 0.01 to 100"),

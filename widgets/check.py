@@ -30,16 +30,23 @@ from panel.io.state import set_curdoc
 from core import I_LOVE_NLP, scaled_dot_product_attention
 from widgets.i18n import N_, Text, Translator, translator
 from widgets.questions import (
-    BY_ID, MAX_JSON_CHARS, MAX_NUMBER_CHARS, PRACTICE, PRECISION_RULE, QUESTIONS, SECTION_TOKENS, TASK_DECIMALS,
+    ALL, ALL_QUESTIONS, BY_ID, MAX_NUMBER_CHARS, PRACTICE, PRECISION_RULE, QUESTIONS, SECTION_TOKENS, TASK_DECIMALS,
     TASK_RULE, TASKS, Outcome, Progress, Question, QuestionProgress, Task, TaskRecord, credit_line, explanation,
     nlp_task_met,
 )
 from widgets.state import AttentionState
 from widgets.updates import one_message
 
-CHECK_CSS = (Path(__file__).resolve().parents[1] / "static" / "check.css").read_text()
+STATIC = Path(__file__).resolve().parents[1] / "static"
+CHECK_CSS = (STATIC / "check.css").read_text()
+#: The page's side of the tab (CheckTab): read once per process, shared by every page.
+CHECK_JS = (STATIC / "check.js").read_text()
 #: The section's Computational Laboratory, as it is in the project; the Check tab offers it for download.
 LAB_NOTEBOOK = Path(__file__).resolve().parents[1] / "lab" / "attention_lab.ipynb"
+#: What the score is, as the Check tab says it under the score: progress lives in the learner's own browser, where
+#: they can change it, so it is theirs to study with and nobody's to grade with.
+OWN_RECORD = N_("This score is your own record, kept in this browser to help you study: it is not a grade, and "
+                "your teacher does not see it.")
 #: Where a learner's answers go, as the Check tab says it.
 PRIVACY = N_("Your answers stay in this browser, with no account, and are still here after a reload: they go only "
            "to this page's own server session (and, in a presenter's class poll, the one answer you send there, "
@@ -127,6 +134,9 @@ class LearnerProgress(param.Parameterized):
     following = param.Boolean(default=False, doc=(
         "The page follows a presenter's room (RoomControls.following): the explorer then shows the presenter's "
         "work, not the learner's, so the tasks wait."))
+    unreadable = param.Parameter(default=(), doc=(
+        "What of the progress the browser kept could not be read when it last arrived (Progress.load): question "
+        "and task ids, questions.ALL for all of it. The tab says so until Start again."))
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -157,6 +167,7 @@ class LearnerProgress(param.Parameterized):
 
     def start_again(self) -> None:
         """Forget every answer and task, here and in the browser's store."""
+        self.unreadable = ()
         self.progress = Progress()
 
     @property
@@ -170,9 +181,14 @@ class LearnerProgress(param.Parameterized):
 
     def _on_stored(self, text: str | None) -> None:
         # None: removed by Start again in another tab. Otherwise merged: a task done before the page had
-        # rendered, or in another tab, is kept. Text that is not progress (another version, another app,
-        # broken) merges as nothing.
-        self.progress = Progress() if text is None else self.progress.merged(Progress.from_json(text))
+        # rendered, or in another tab, is kept. What could not be read is said, and a question whose record it
+        # was keeps no chance of credit (Progress.load): that is stored back, so a reload does not forget it.
+        if text is None:
+            self.start_again()
+            return
+        stored, lost = Progress.load(text)
+        self.unreadable = lost
+        self.progress = self.progress.merged(stored)
 
     # --- the tasks ----------------------------------------------------------------------------------------------
     def paused(self, task_id: str) -> str:
@@ -238,8 +254,9 @@ def prompt_html(q: Question, tr: Translator = ENGLISH) -> str:
 
 
 def feedback_html(q: Question, qp: QuestionProgress, note: str = "", tr: Translator = ENGLISH) -> str:
-    """Under a question: ``note`` (why an input was refused), the credit line, the chosen wrong choice's
-    explanation, the answer once shown, and the "Why" once answered right or shown."""
+    """Under a question: ``note`` (why an answer was not judged), the credit line, the chosen wrong choice's
+    explanation, the answer once shown, and the "Why" once answered right or shown. The page puts it in a live
+    region of its own (``role="status"``), so a screen reader reads each new line."""
     parts = [f'<p class="note">{escape(tr(note))}</p>'] if note else []
     line = credit_line(q, qp)
     if line:
@@ -247,11 +264,11 @@ def feedback_html(q: Question, qp: QuestionProgress, note: str = "", tr: Transla
         parts.append(f'<p class="credit {kind}">{escape(tr(line))}</p>')
     if why_not := explanation(q, qp):
         parts.append(f'<p class="explanation">{escape(tr(why_not))}</p>')
-    if qp.shown and not qp.right:
+    if qp.answer_shown and not qp.right:
         parts.append(f'<p class="answer">{escape(tr._("Answer: {answer}", answer=answer_text(q, tr)))}</p>')
-    if qp.right or qp.shown:
+    if qp.right or qp.answer_shown:
         parts.append(f'<p class="why"><strong>{escape(tr._("Why:"))}</strong> {escape(tr(q.why))}</p>')
-    return f'<div role="status">{"".join(parts)}</div>' if parts else ""
+    return "".join(parts)
 
 
 def task_html(task: Task, record: TaskRecord, paused: str, tr: Translator = ENGLISH) -> str:
@@ -277,81 +294,77 @@ def task_html(task: Task, record: TaskRecord, paused: str, tr: Translator = ENGL
     return "".join(parts)
 
 
-class _QuestionCard:
-    """One question's widgets: a prompt, the choices or a number box, Check and Show answer, one feedback pane
-    (seven Bokeh models). Test hooks: ``question-<id>`` on the card, ``check-feedback`` and ``feedback-<id>`` on
-    its feedback."""
+#: Each task's number, by its id, as the page names a task.
+TASK_NUMBERS = {t.id: t.number for t in TASKS}
 
-    def __init__(self, learner: LearnerProgress, question: Question):
-        self.learner, self.question = learner, question
-        q, tr = question, learner.state.tr
-        self.prompt = pn.pane.HTML(prompt_html(q, tr), stylesheets=[CHECK_CSS], sizing_mode="stretch_width",
-                                   margin=(0, 10))
-        if q.kind == "choice":
-            self.input = pn.widgets.RadioBoxGroup(options=self._choices(tr), stylesheets=[CHECK_CSS], margin=(0, 10),
-                                                  sizing_mode="stretch_width")
-        else:
-            self.input = pn.widgets.TextInput(label=tr._("Your answer"), placeholder=tr._("a number"), width=200,
-                                              max_length=MAX_NUMBER_CHARS, stylesheets=[CHECK_CSS], margin=(0, 10))
-            self.input.param.watch(self._on_check, "enter_pressed")
-        # no descriptions: each would be one more Bokeh model (a Tooltip) per button, for a whole class
-        self.check = pn.widgets.Button(label=tr._("Check"), color="primary", stylesheets=[CHECK_CSS])
-        self.show = pn.widgets.Button(label=tr._("Show answer"), stylesheets=[CHECK_CSS])
-        self.check.on_click(self._on_check)
-        self.show.on_click(self._on_show)
-        self.feedback = pn.pane.HTML("", css_classes=["check-feedback", f"feedback-{q.id}"], stylesheets=[CHECK_CSS],
-                                     sizing_mode="stretch_width", margin=(0, 10))
-        self.layout = pn.Column(self.prompt, self.input, pn.Row(self.check, self.show, margin=(0, 5)), self.feedback,
-                                css_classes=["check-question", f"question-{q.id}"], stylesheets=[CHECK_CSS],
-                                sizing_mode="stretch_width")
-        self._note = ""
-        self.sync()
 
-    def _choices(self, tr: Translator) -> dict:
-        return {tr(c.text): i for i, c in enumerate(self.question.choices)}
+def unreadable_html(lost: tuple[str, ...], tr: Translator = ENGLISH) -> str:
+    """What of the progress kept in the browser could not be read back (:meth:`Progress.load`), and what that
+    means for the learner; empty when everything was read."""
+    if not lost:
+        return ""
+    if ALL in lost:
+        text = tr._("The progress saved in this browser could not be read, perhaps because it was changed outside "
+                    "this page. No question earns credit now; Start again clears everything for a fresh start.")
+    else:
+        names = [tr(title_of(BY_ID[k])) if k in BY_ID else tr(N_("Task {n}", n=TASK_NUMBERS[k])) if k in TASK_NUMBERS
+                 else tr._("a record this page does not know") for k in lost]
+        text = tr._("Part of the progress saved in this browser could not be read, perhaps because it was changed "
+                    "outside this page: {what}. A question among them no longer earns credit, and a task must be "
+                    "done again; Start again clears everything for a fresh start.", what=tr.list_sep.join(names))
+    return f"<p>{escape(text)}</p>"
 
-    def relabel(self) -> None:
-        """Every word of the card in the page's language, after a switch; the learner's input is kept."""
-        tr = self.learner.state.tr
-        self.prompt.object = prompt_html(self.question, tr)
-        if self.question.kind == "choice":
-            value = self.input.value
-            self.input.param.update(options=self._choices(tr), value=value)
-        else:
-            self.input.param.update(label=tr._("Your answer"), placeholder=tr._("a number"))
-        self.check.label, self.show.label = tr._("Check"), tr._("Show answer")
-        self.sync(self._note)
 
-    def _on_check(self, *_):
-        with one_message():
-            outcome = self.learner.answer(self.question.id, self.input.value)
-            if outcome.status in ("refused", "repeated"):  # nothing recorded: only this card says why
-                self.sync(note=outcome.message)
+class CheckTab(pn.custom.JSComponent):
+    """The Check tab as the page draws it (``static/check.js``): one Bokeh model for the tab's intro, score, tasks,
+    nineteen question cards and Start again, with the browser's own form controls.
 
-    def _on_show(self, *_):
-        with one_message():
-            self.learner.show_answer(self.question.id)
+    Panel's widgets and panes for the same came to about 110 Bokeh models and a hundred Panel objects per page,
+    3 MB of the server's memory for each learner who opened the tab. Every text comes from the server in the page's
+    language: HTML the server has escaped, or plain text set as text. The page sends its own session messages
+    (``static/check.js`` lists them), which go to ``on_message`` (a plain attribute, never synced). Test hooks:
+    ``check-score``, ``check-notice``, ``task-<id>``, ``question-<id>``, ``feedback-<id>``, ``check-practice``,
+    ``check-start-again``, each around a ``div`` holding its contents.
+    """
 
-    def sync(self, note: str = "") -> None:
-        """Show this question's record: feedback, which buttons still apply, the last answer put back."""
-        qp, tr = self.learner.progress.of(self.question.id), self.learner.state.tr
-        self._note = note
-        if not qp.started:  # a fresh question (Panel would have chosen the first choice), or Start again
-            self.input.value = None if self.question.kind == "choice" else ""
-        elif qp.last and self.input.value in (None, ""):  # after a reload: the answer the learner last checked
-            self.input.value = int(qp.last) if self.question.kind == "choice" else tr.mark(qp.last)
-        self.input.disabled = self.check.disabled = qp.right
-        self.show.disabled = qp.right or bool(qp.shown)
-        self.feedback.object = feedback_html(self.question, qp, note, tr)
+    words = param.Dict(default={}, doc="The tab's own labels, as plain texts in the page's language.")
+    intro = param.String(default="", doc="HTML: the credit rules, the number rule, where the answers go.")
+    notice = param.String(default="", doc="HTML: what of the progress kept in the browser could not be read.")
+    score = param.String(default="", doc="HTML: the score line.")
+    tasks_intro = param.String(default="", doc="HTML: when the tasks count.")
+    tasks = param.List(default=[], doc="[task id, HTML] for each task, in order.")
+    questions = param.List(default=[], doc=(
+        "Each question, in order, the practice problems last: {id, title, kind, counts, prompt (HTML), choices}."))
+    records = param.List(default=[], doc=(
+        "Each question's record as the card shows it, in the order of ``questions``: {feedback (HTML), value (the "
+        "last answer checked, or None: a box the learner has not typed in shows it), done (answered right), shown "
+        "(Show answer no longer applies)}."))
+    practice_intro = param.String(default="", doc="HTML: the practice problems' heading.")
+    practice_open = param.Boolean(default=False, doc="The practice problems are shown.")
+    asking = param.Boolean(default=False, doc="Start again asks to be confirmed.")
+    lab = param.String(default="", doc="HTML: the lab notebook's section (its download button follows the tab).")
+    restarts = param.Integer(default=0, doc="How many times the progress was cleared: the page then empties every box.")
+    max_chars = param.Integer(default=MAX_NUMBER_CHARS, constant=True, doc="The longest text a number box takes.")
+
+    _esm = CHECK_JS
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.on_message = None  # plain attribute: set by CheckView
+
+    def _handle_msg(self, msg) -> None:
+        if isinstance(msg, dict) and self.on_message is not None:
+            self.on_message(msg)
 
 
 class CheckView(pn.viewable.Viewer):
-    """The Check tab: the credit rules and the number rule, the score, the two tasks, the fourteen questions
-    in order, the practice problems (built when first opened; they do not count), the lab notebook to download and
-    Start again.
+    """The Check tab: the credit rules and the number rule, the score (the learner's own record, not a grade), what
+    of the stored progress could not be read, the two tasks, the fourteen questions in order, the practice problems
+    (they do not count), Start again, and the lab notebook to download.
 
-    Build it when the tab is first shown; ``learner`` is made with the page. Test hooks: ``check-score``,
-    ``task-nlp``, ``task-rows``, ``question-<id>``, ``feedback-<id>``, ``check-practice``, ``check-start-again``,
+    Build it when the tab is first shown; ``learner`` is made with the page. Drawn by the page itself
+    (:class:`CheckTab`); the lab's download is Panel's (it sends the file through the page's own session).
+    :meth:`receive` takes what the page sends, as the page sends it. Test hooks: those of :class:`CheckTab`, and
     ``check-lab-download``.
     """
 
@@ -361,46 +374,80 @@ class CheckView(pn.viewable.Viewer):
         super().__init__(**params)
         learner = self.learner
         tr = learner.state.tr
-        self._cards: dict[str, _QuestionCard] = {}
-        html = dict(stylesheets=[CHECK_CSS], sizing_mode="stretch_width", margin=(0, 10))
-        self._intro = pn.pane.HTML(self._intro_html(tr), **html)
-        self._score = pn.pane.HTML("", css_classes=["check-score"], **html)
-        self._tasks = {t.id: pn.pane.HTML("", css_classes=["check-task", f"task-{t.id}"], **html) for t in TASKS}
-        self._tasks_intro = pn.pane.HTML(self._tasks_intro_html(tr), **html)
-        questions = [self._card(q).layout for q in QUESTIONS]
-        self._practice_toggle = pn.widgets.Toggle(label=tr._("Open the practice problems"), stylesheets=[CHECK_CSS],
-                                                  width=280, margin=(4, 10))
-        self._practice_toggle.param.watch(self._toggle_practice, "value")
-        self._practice = pn.Column(visible=False, sizing_mode="stretch_width", margin=0)
-        self._practice_intro = pn.pane.HTML(self._practice_html(tr), css_classes=["check-practice"], **html)
-        self._lab_intro = pn.pane.HTML(self._lab_html(tr), css_classes=["check-lab"], **html)
+        self._notes: dict[str, str] = {}  # question id -> why its last answer was not judged, until the next one
+        self.tab = CheckTab(stylesheets=[CHECK_CSS], sizing_mode="stretch_width", margin=(0, 10))
+        self.tab.on_message = self.receive
         # sent through the page's own session when pressed (embed=False): no address, so it works offline and
         # under any URL prefix, and costs the page nothing until then
         self._lab = pn.widgets.FileDownload(file=str(LAB_NOTEBOOK), filename=LAB_NOTEBOOK.name, embed=False,
                                             label=tr._("Download the lab notebook"), color="primary",
                                             stylesheets=[CHECK_CSS], css_classes=["check-lab-download"],
                                             sizing_mode="fixed", width=None, margin=(4, 10))  # as wide as its text
-        self._start = pn.widgets.Button(label=tr._("Start again"), stylesheets=[CHECK_CSS],
-                                        css_classes=["check-start-again"])
-        self._confirm = pn.widgets.Button(label=tr._("Yes, clear my progress"), color="danger", visible=False,
-                                          stylesheets=[CHECK_CSS])
-        self._keep = pn.widgets.Button(label=tr._("Keep it"), visible=False, stylesheets=[CHECK_CSS])
-        self._start.on_click(lambda _: self._ask_to_clear(True))
-        self._keep.on_click(lambda _: self._ask_to_clear(False))
-        self._confirm.on_click(self._clear)
         self._layout = pn.Column(
-            self._intro, self._score, self._tasks_intro, *self._tasks.values(), *questions,
-            self._practice_intro, self._practice_toggle, self._practice, self._lab_intro, self._lab,
-            pn.Row(self._start, self._confirm, self._keep, margin=(10, 5)),
+            self.tab, self._lab,
             # scrolls inside its tab, like the √d_k panel: the page itself never scrolls
             name="check", css_classes=["check"], sizing_mode="stretch_both", scroll=True,
         )
+        self._relabel()
         learner.param.watch(self._on_progress, "progress")
+        learner.param.watch(self._render_notice, "unreadable")
         learner.param.watch(self._render_tasks, "following")
         learner.state.param.watch(self._render_tasks, list(TASK_INPUTS))
         learner.state.param.watch(self._relabel, "lang")
-        self._render_score()
-        self._render_tasks()
+
+    # --- what the page sends ------------------------------------------------------------------------------------
+    def receive(self, msg: dict) -> None:
+        """One message of the page (``static/check.js``): ``{"check": id, "answer": ...}``, ``{"show": id}``,
+        ``{"practice": bool}`` or ``{"restart": "ask" | "keep" | "confirm"}``. Anything else is ignored."""
+        with one_message():
+            qid = msg.get("check", msg.get("show"))
+            if isinstance(qid, str) and qid in BY_ID:
+                if "check" in msg:
+                    self._check(qid, msg.get("answer"))
+                else:
+                    self.learner.show_answer(qid)
+            elif isinstance(msg.get("practice"), bool):
+                self.tab.practice_open = msg["practice"]
+            elif msg.get("restart") in ("ask", "keep"):
+                self.tab.asking = msg["restart"] == "ask"
+            elif msg.get("restart") == "confirm" and self.tab.asking:
+                self.tab.asking = False
+                self.learner.start_again()
+
+    def _check(self, qid: str, given) -> None:
+        if isinstance(given, str) and len(given) > 4 * MAX_NUMBER_CHARS:  # a page's box holds far less
+            given = given[:4 * MAX_NUMBER_CHARS]
+        outcome = self.learner.answer(qid, given)
+        if outcome.status in ("refused", "repeated"):  # nothing recorded: only this card says why
+            self._notes[qid] = outcome.message
+            self._render_records()
+        elif qid in self._notes:
+            del self._notes[qid]
+            self._render_records()
+
+    # --- what the page shows ------------------------------------------------------------------------------------
+    def records(self) -> dict[str, dict]:
+        """Each question's record as its card shows it, by id."""
+        return {q["id"]: r for q, r in zip(self.tab.questions, self.tab.records)}
+
+    def _relabel(self, *_):
+        tr = self.learner.state.tr
+        with one_message():
+            self.tab.param.update(
+                words={"check": tr._("Check"), "show": tr._("Show answer"), "your_answer": tr._("Your answer"),
+                       "a_number": tr._("a number"), "open_practice": tr._("Open the practice problems"),
+                       "close_practice": tr._("Close the practice problems"), "start_again": tr._("Start again"),
+                       "confirm": tr._("Yes, clear my progress"), "keep": tr._("Keep it"), "own_record": tr(OWN_RECORD)},
+                intro=self._intro_html(tr), tasks_intro=self._tasks_intro_html(tr),
+                practice_intro=self._practice_html(tr), lab=self._lab_html(tr),
+                questions=[{"id": q.id, "title": tr(title_of(q)), "kind": q.kind, "counts": q.counts,
+                            "prompt": prompt_html(q, tr), "choices": [tr(c.text) for c in q.choices]}
+                           for q in ALL_QUESTIONS])
+            self._lab.label = tr._("Download the lab notebook")
+            self._render_records()
+            self._render_score()
+            self._render_tasks()
+            self._render_notice()
 
     @staticmethod
     def _intro_html(tr: Translator) -> str:
@@ -429,69 +476,39 @@ class CheckView(pn.viewable.Viewer):
             "Open it in Jupyter: it needs only NumPy, and no network. It is also in the project, as {path}.",
             love=tr.mark("4.41"), i=tr.mark("3.59"), path="lab/attention_lab.ipynb")) + "</p>")
 
-    def _relabel(self, *_):
-        tr = self.learner.state.tr
-        with one_message():
-            self._intro.object = self._intro_html(tr)
-            self._tasks_intro.object = self._tasks_intro_html(tr)
-            self._practice_intro.object = self._practice_html(tr)
-            self._lab_intro.object = self._lab_html(tr)
-            self._practice_toggle.label = (tr._("Close the practice problems") if self._practice_toggle.value
-                                           else tr._("Open the practice problems"))
-            self._lab.label = tr._("Download the lab notebook")
-            self._start.label, self._confirm.label, self._keep.label = (
-                tr._("Start again"), tr._("Yes, clear my progress"), tr._("Keep it"))
-            for card in self._cards.values():
-                card.relabel()
-            self._render_score()
-            self._render_tasks()
-
-    def _card(self, q: Question) -> _QuestionCard:
-        card = self._cards[q.id] = _QuestionCard(self.learner, q)
-        return card
-
-    @property
-    def cards(self) -> dict[str, _QuestionCard]:
-        """The questions built so far, by id (the practice problems once opened)."""
-        return self._cards
-
-    def _toggle_practice(self, event):
-        if not self._practice.objects:  # the first opening
-            self._practice.objects = [self._card(q).layout for q in PRACTICE]
-        self._practice.visible = event.new
-        tr = self.learner.state.tr
-        self._practice_toggle.label = tr._("Close the practice problems") if event.new else tr._(
-            "Open the practice problems")
-
-    def _ask_to_clear(self, asking: bool):
-        self._confirm.visible = self._keep.visible = asking
-        self._start.visible = not asking
-
-    def _clear(self, *_):
-        with one_message():
-            self._ask_to_clear(False)
-            self.learner.start_again()
-
     def _on_progress(self, event):
-        old, new = event.old, event.new
         with one_message():
-            for qid, card in self._cards.items():
-                if old is None or old.of(qid) != new.of(qid):
-                    card.sync()
+            if event.new.empty and event.old is not None and not event.old.empty:  # Start again, here or elsewhere
+                self._notes.clear()
+                self.tab.restarts += 1
+            self._render_records()
             self._render_score()
-            if old is None or old.tasks != new.tasks:
+            if event.old is None or event.old.tasks != event.new.tasks:
                 self._render_tasks()
+
+    def _render_records(self):
+        progress, tr = self.learner.progress, self.learner.state.tr
+        records = []
+        for q in ALL_QUESTIONS:
+            qp = progress.of(q.id)
+            value = (int(qp.last) if q.kind == "choice" else tr.mark(qp.last)) if qp.last else None
+            records.append({"feedback": feedback_html(q, qp, self._notes.get(q.id, ""), tr), "value": value,
+                            "done": qp.right, "shown": qp.right or qp.answer_shown})
+        if records != self.tab.records:
+            self.tab.records = records
 
     def _render_score(self):
         tr = self.learner.state.tr
-        self._score.object = f'<p role="status">{escape(tr._("Score: {score}", score=tr(self.learner.score_text)))}</p>'
+        self.tab.score = f'<p>{escape(tr._("Score: {score}", score=tr(self.learner.score_text)))}</p>'
+
+    def _render_notice(self, *_):
+        self.tab.notice = unreadable_html(self.learner.unreadable, self.learner.state.tr)
 
     def _render_tasks(self, *_):
-        for task in TASKS:
-            text = task_html(task, self.learner.progress.task(task.id), self.learner.paused(task.id),
-                             self.learner.state.tr)
-            if self._tasks[task.id].object != text:
-                self._tasks[task.id].object = text
+        tasks = [[task.id, task_html(task, self.learner.progress.task(task.id), self.learner.paused(task.id),
+                                     self.learner.state.tr)] for task in TASKS]
+        if tasks != self.tab.tasks:
+            self.tab.tasks = tasks
 
     def __panel__(self):
         return self._layout

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field, replace
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
 from types import MappingProxyType
 
+from widgets.numbers import read_number
 from widgets.text import N_, Text
 
 #: Wrong tries after which the answer is shown and the question can no longer earn credit.
@@ -29,6 +29,9 @@ KINDS = ("choice", "number")
 # --- the credit lines (the course's own rules, word for word as the page says them) ------------------------------
 RIGHT_CREDIT = N_("Right on try {n} — credit.")  # templates: credit_line fills their {placeholders}
 RIGHT_AFTER_SHOWN = N_("Right — the answer had already been shown, so no credit this time.")
+RIGHT_AFTER_UNREADABLE = N_("Right — but this question's saved record could not be read, so no credit this time.")
+UNREADABLE = N_("This question's saved record could not be read, so it no longer earns credit. You can still answer "
+                "it, or show its answer.")
 SHOWN_AFTER_TRIES = N_("Answer shown after three tries — this one no longer earns credit.")
 SHOWN_ASKED = N_("You chose to see the answer — this one earns no credit.")
 WRONG = N_("Not yet — {used} of {most} tries used. A right answer on try {next} still earns credit.")
@@ -41,12 +44,14 @@ CHOOSE_FIRST = N_("Choose one of the answers first.")
 
 #: The number rule, as one sentence on the page. Its example (√2 = 1.41421…) is no question's answer.
 PRECISION_RULE = N_("Number answers need at least the decimal places a question asks for, rounded as usual "
-                  "(asked for 3 places, √2 is 1.414 or 1.4142, not 1.41), any further decimals must be right too "
-                  "(rounded or cut off), and an exact answer may be typed as it is, such as 12 or 12.0.")
+                    "(asked for 3 places, √2 is 1.414 or 1.4142, while 1.41 is not judged and costs no try), any "
+                    "further decimals must be right too (rounded or cut off), and an exact answer may be typed as "
+                    "it is, such as 12 or 12.0.")
 
 #: Longest text a number box takes; a number of this section never needs more.
 MAX_NUMBER_CHARS = 24
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:[.,]\d*)?|[.,]\d+)")
+#: Longest answer a stored record holds: the canonical form of what the box took (``.5`` is stored as ``0.5``).
+MAX_KEY_CHARS = MAX_NUMBER_CHARS + 4
 
 
 @dataclass(frozen=True)
@@ -59,10 +64,12 @@ class Choice:
 
 @dataclass(frozen=True)
 class Grade:
-    """What one answer is worth: ``ok`` True (right), False (wrong) or None (refused: not an answer at all).
+    """What one answer is worth: ``ok`` True (right), False (wrong) or None (not judged, and not a try: no
+    choice made, text that is not a number, a number with fewer decimal places than asked).
 
-    ``key`` is the answer in a canonical form (a choice's index, the typed number without spaces), so that the
-    same answer given twice can be recognised; ``feedback`` says what is wrong with it, or why it was refused.
+    ``key`` is the answer in a canonical form (a choice's index, the typed number with a point and no spaces), so
+    that the same answer given twice can be recognised; empty when nothing could be read. ``feedback`` says what
+    is wrong with it, or why it was not judged.
     """
 
     ok: bool | None
@@ -116,6 +123,16 @@ class Question:
         with the page's ``decimal`` mark (see :func:`parse_number`)."""
         if self.kind == "number":
             return check_number(given, self.answer, self.decimals, self.exact, decimal)
+        return self._grade_choice(given)
+
+    def grade_key(self, key: str) -> Grade:
+        """Grade a :class:`Grade`'s ``key`` again, as a stored record holds it: the canonical form of whatever the
+        box took (a point as its decimal mark, a leading zero added: one character more than the box holds)."""
+        if self.kind == "number":
+            return check_number(key, self.answer, self.decimals, self.exact, ".", MAX_KEY_CHARS)
+        return self._grade_choice(key)
+
+    def _grade_choice(self, given) -> Grade:
         if isinstance(given, str) and given.strip().isdigit():
             given = int(given)
         if isinstance(given, bool) or not isinstance(given, int) or not 0 <= given < len(self.choices):
@@ -123,51 +140,48 @@ class Question:
         return Grade(given == self.answer, str(given), self.choices[given].feedback)
 
 
-def parse_number(text, decimal: str | None = None) -> tuple[Decimal, int]:
+def parse_number(text, decimal: str | None = None, max_chars: int = MAX_NUMBER_CHARS) -> tuple[Decimal, int]:
     """The number typed in ``text`` and how many decimal places it was typed with.
 
-    Plain decimals only: an optional sign, digits, one point (or comma) — ``.731``, ``-2``, ``6,0``. Raises
-    ValueError with a message for the learner (a :class:`~widgets.text.Text`) otherwise (empty text, words,
-    ``1e3``, ``nan``). ``decimal``: the page's decimal mark. Where it is a comma (French, Spanish, German) a
-    point is refused, with how to write the number, never misread (such a reader may mean 0.500 by ``0.5``).
+    Read by the page's one number rule (:func:`widgets.numbers.read_number`), without an exponent: an optional
+    sign, digits (any script's, full width too), one decimal mark — ``.731``, ``-2``, ``6,0`` in French.
+    ``decimal``: the page's decimal mark; the other one is refused with how to write the number, never misread
+    (a French reader may mean 0.500 by ``0.5``); None takes either. Raises ValueError with a sentence for the
+    learner (a :class:`~widgets.text.Text`) otherwise: empty text, words, ``1e3``, ``nan``, over ``max_chars``.
 
-    >>> parse_number(" .731 ")
-    (Decimal('0.731'), 3)
-    >>> parse_number("6,0")
-    (Decimal('6.0'), 1)
+    >>> parse_number(" .731 ", "."), parse_number("6,0", ","), parse_number("０．７３１", ".")
+    ((Decimal('0.731'), 3), (Decimal('6.0'), 1), (Decimal('0.731'), 3))
     """
     if not isinstance(text, str):
         text = "" if text is None else str(text)
-    t = text.strip().replace("\u2212", "-")  # a typographic minus, as pasted from the course page
-    if not t:
+    if not text.strip():
         raise ValueError(N_("Type a number first."))
-    if len(t) > MAX_NUMBER_CHARS or not _NUMBER.fullmatch(t):
-        shown = t if len(t) <= 20 else t[:20] + "…"
-        raise ValueError(N_("“{shown}” is not a number: type digits with at most one decimal point, such as 0.5 "
-                            "or -2.", shown=shown))
-    if decimal == "," and "." in t:
-        raise ValueError(N_("Write the decimal mark as a comma: {number}.", number=t.replace(".", ",")))
-    t = t.replace(",", ".")
+    try:
+        t = read_number(text, decimal, exponent=False, max_chars=max_chars)
+    except ValueError as exc:
+        raise ValueError(N_("{why}.", why=exc.args[0])) from None
     places = len(t.partition(".")[2])
     return Decimal(t if t[-1] != "." else t[:-1]) + 0, places  # + 0 turns -0 into 0
 
 
-def check_number(text, answer, decimals: int, exact=None, decimal: str | None = None) -> Grade:
+def check_number(text, answer, decimals: int, exact=None, decimal: str | None = None,
+                 max_chars: int = MAX_NUMBER_CHARS) -> Grade:
     """Grade the text typed for a number question whose answer is ``answer`` at ``decimals`` places.
 
     The rule (:data:`PRECISION_RULE`): right when the typed number is the exact value (``exact``; an integer
     ``answer`` is exact when ``exact`` is not given), or when it has at least ``decimals`` places, rounds to
     ``answer`` at that precision, and any further places agree with ``exact`` rounded or cut off there (with
-    no ``exact``, further places need only round to ``answer``). Text that is not a number is refused
-    (``ok`` None): it is not a try.
+    no ``exact``, further places need only round to ``answer``). Not a try (``ok`` None): text that is not a
+    number (``key`` empty), and a number with fewer places than asked (``key`` its canonical form), which is
+    judged neither right nor wrong, so that the message says nothing about the answer.
 
     >>> [check_number(t, "0.731", 3).ok for t in ("0.731", ".731", "0.73", "0.7311", "x")]
-    [True, True, False, True, None]
+    [True, True, None, True, None]
     >>> [check_number(t, 6, 0).ok for t in ("6", "6.0", "6.4")]
     [True, True, False]
     """
     try:
-        x, places = parse_number(text, decimal)
+        x, places = parse_number(text, decimal, max_chars)
     except ValueError as exc:
         return Grade(None, "", exc.args[0])
     key = format(x, "f")  # the answer's canonical form, with a point in every language
@@ -178,8 +192,9 @@ def check_number(text, answer, decimals: int, exact=None, decimal: str | None = 
         return Grade(True, key)
     if places < decimals:
         # said of every answer with too few places, right or wrong, so it tells nothing about the answer
-        return Grade(False, key, N_("Not precise enough: this question asks for {decimals} decimal places, and "
-                                    "{number} has {places}.", decimals=decimals, number=typed, places=places))
+        return Grade(None, key, N_("Not precise enough: this question asks for {decimals} decimal places, and "
+                                   "{number} has {places}. It is judged neither right nor wrong, and it does not "
+                                   "count as a try.", decimals=decimals, number=typed, places=places))
     # Likewise for every wrong answer with more places than asked (a whole-number question says nothing).
     wrong = Grade(False, key, N_("With more than {decimals} decimal places, every one of them must be right.",
                                  decimals=decimals) if places > decimals > 0 else "")
@@ -494,48 +509,63 @@ class Task:
 
 
 TASKS: tuple[Task, ...] = (
-    Task("nlp", 1, N_("Start from the query of “love”, q = (0, 1). Drag q towards k_NLP = (1, 1) until NLP carries "
-                   "the largest of the three weights, and watch the output move towards v_NLP = 4.")),
+    Task("nlp", 1, N_("Start from the query of “love”, q = (0, 1). Drag q towards k_NLP = (1, 1) until NLP's weight is "
+                      "clearly the largest of the three (ahead of each other weight by at least 0.05) and the "
+                      "output has moved at least 0.05 towards v_NLP = 4.")),
     Task("rows", 2, N_("Select each row of the attention matrix (click it, or press 1, 2, 3) and compare it with the "
                     "worked examples: row “love” reads about (0.20, 0.40, 0.40), and every row's weights add up "
                     "to 1.")),
 )
+#: The tasks' ids, as a stored record names them.
+TASK_IDS = tuple(t.id for t in TASKS)
 #: When the tasks count: on the numbers the course gives and the page shows, done by the learner.
 TASK_RULE = N_("The tasks tick themselves as you work on the explorer, on the Section 6 example as the course gives "
              "it: its keys and values unedited, scaling by √d_k on, no causal mask, the numbers shown (not hidden "
              "by the step-through), and not while your page follows a presenter.")
 #: Decimals the page shows weights and outputs with: a task is judged on the numbers as the learner reads them.
 TASK_DECIMALS = 4
+#: Task "nlp": how far NLP's weight must lead each other weight, and how much nearer v_NLP = 4 the output must have
+#: come, for a learner to see it happen. At q_love love and NLP tie at 0.4011 (output 4.4067), so any move
+#: would do without them; along the drag the course describes (q = (x, 1) towards k_NLP) the lead reaches 0.05
+#: at x ≈ 0.18 (output 4.33), a fifth of the way, and at k_NLP it is 0.2552 (output 4.0000).
+NLP_LEAD = NLP_MOVED = 0.05
 
 
 def nlp_task_met(weights, output: float, start_output: float) -> bool:
-    """Task "nlp": NLP's weight (the last of the three) is strictly the largest, and the output is closer to
-    v_NLP = 4 than it was where the query started (``start_output``), both as the page shows them (4 decimals).
+    """Task "nlp": NLP's weight (the last of the three) leads each other weight by at least :data:`NLP_LEAD`,
+    and the output is at least :data:`NLP_MOVED` nearer v_NLP = 4 than where the query started
+    (``start_output``), all as the page shows them (4 decimals).
 
-    >>> nlp_task_met([0.2246, 0.3199, 0.4555], 4.1905, 4.4067), nlp_task_met([0.1978, 0.4011, 0.4011], 4.4067, 4.4067)
+    >>> nlp_task_met([0.2246, 0.3199, 0.4555], 4.1905, 4.4067), nlp_task_met([0.1989, 0.3977, 0.4034], 4.3976, 4.4067)
     (True, False)
     """
     w = [round(float(x), TASK_DECIMALS) for x in weights]
     out, start = round(float(output), TASK_DECIMALS), round(float(start_output), TASK_DECIMALS)
-    return len(w) == 3 and w[2] > max(w[:2]) and abs(out - NLP_VALUE) < abs(start - NLP_VALUE)
+    eps = 0.5 * 10 ** -TASK_DECIMALS  # the shown numbers' own rounding: a lead of exactly 0.0500 is enough
+    return (len(w) == 3 and w[2] - max(w[:2]) >= NLP_LEAD - eps
+            and abs(out - NLP_VALUE) <= abs(start - NLP_VALUE) - NLP_MOVED + eps)
 
 
 # --- one learner's progress --------------------------------------------------------------------------------------
-SHOWN_BY_TRIES, SHOWN_ASKED_FOR = "tries", "asked"
-#: Stored JSON: what it is, and its version. Anything else loads as empty progress.
+#: Why a question earns no credit any more: its answer was shown after three wrong tries, or because the learner
+#: asked; or its record in the browser could not be read back, so it may have been (the answer is not shown).
+SHOWN_BY_TRIES, SHOWN_ASKED_FOR, SHOWN_UNREADABLE = "tries", "asked", "unreadable"
+#: Stored JSON: what it is, and its version. Anything else cannot be read (Progress.load).
 FORMAT, VERSION = "attention-explorer.progress", 1
 #: Largest stored text read back; a learner's whole progress is about 2 kB.
 MAX_JSON_CHARS = 50_000
 _MAX_STORED_TRIES = 999
-_MAX_KEY_CHARS = MAX_NUMBER_CHARS + 4
+#: In what :meth:`Progress.load` could not read: the whole stored text, or a record of no known question or task.
+ALL, UNKNOWN = "*", "?"
 
 
 @dataclass(frozen=True)
 class QuestionProgress:
-    """One question's record: answers checked (``tries``; a refused input is not a try), whether it was
+    """One question's record: answers checked (``tries``; an answer not judged is not a try), whether it was
     answered ``right``, whether and how its answer was ``shown`` ("" no, "tries" after three wrong tries,
-    "asked" by the learner), whether it earned ``credit``, and the ``last`` answer checked (a :class:`Grade`
-    key), which the page puts back in its box after a reload."""
+    "asked" by the learner, "unreadable": its record in the browser could not be read back, so it may have
+    been), whether it earned ``credit``, and the ``last`` answer checked (a :class:`Grade` key), which the page
+    puts back in its box after a reload. Credit only when right while ``shown`` is ""."""
 
     tries: int = 0
     right: bool = False
@@ -546,6 +576,11 @@ class QuestionProgress:
     @property
     def started(self) -> bool:
         return self != QuestionProgress()
+
+    @property
+    def answer_shown(self) -> bool:
+        """Whether the page shows the answer (after three wrong tries, or asked for)."""
+        return self.shown in (SHOWN_BY_TRIES, SHOWN_ASKED_FOR)
 
 
 @dataclass(frozen=True)
@@ -572,9 +607,11 @@ def credit_line(question: Question, qp: QuestionProgress) -> str:
             return N_(PRACTICE_RIGHT.msgid, n=qp.tries)
         return PRACTICE_SHOWN if qp.shown else PRACTICE_WRONG if qp.tries else ""
     if qp.right:
-        return N_(RIGHT_CREDIT.msgid, n=qp.tries) if qp.credit else RIGHT_AFTER_SHOWN
+        if qp.credit:
+            return N_(RIGHT_CREDIT.msgid, n=qp.tries)
+        return RIGHT_AFTER_UNREADABLE if qp.shown == SHOWN_UNREADABLE else RIGHT_AFTER_SHOWN
     if qp.shown:
-        return SHOWN_AFTER_TRIES if qp.shown == SHOWN_BY_TRIES else SHOWN_ASKED
+        return {SHOWN_BY_TRIES: SHOWN_AFTER_TRIES, SHOWN_ASKED_FOR: SHOWN_ASKED}.get(qp.shown, UNREADABLE)
     if qp.tries:
         return N_(WRONG.msgid, used=qp.tries, most=MAX_TRIES, next=qp.tries + 1)
     return ""
@@ -585,7 +622,7 @@ def explanation(question: Question, qp: QuestionProgress) -> str:
     what is wrong with a typed number (too few decimals, wrong further decimals)."""
     if qp.right or not qp.last:
         return ""
-    return question.grade(qp.last).feedback
+    return question.grade_key(qp.last).feedback
 
 
 @dataclass(frozen=True)
@@ -615,9 +652,9 @@ class Progress:
     def answer(self, question: Question, given, decimal: str | None = None) -> tuple[Progress, Outcome]:
         """Check ``given`` (typed with the page's ``decimal`` mark) for ``question`` and apply the credit rules.
 
-        Credit when right before the answer was shown. The third wrong try shows the answer. A question answered
-        right is done. Not tries: refused input (a word in a number box, no choice made) and the same wrong
-        answer checked again (a double click).
+        Credit when right before the answer was shown (or its record lost). The third wrong try shows the answer.
+        A question answered right is done. Not tries: an answer not judged (a word in a number box, no choice
+        made, too few decimal places) and the same wrong answer checked again (a double click).
         """
         qp = self.of(question.id)
         if qp.right:
@@ -632,15 +669,15 @@ class Progress:
             new = replace(qp, tries=tries, right=True, credit=question.counts and not qp.shown, last=grade.key)
             status = "right"
         else:
-            shown = qp.shown or (SHOWN_BY_TRIES if tries >= MAX_TRIES else "")
+            shown = qp.shown if qp.answer_shown or tries < MAX_TRIES else SHOWN_BY_TRIES
             new = replace(qp, tries=tries, shown=shown, last=grade.key)
-            status = "shown" if shown and not qp.shown else "wrong"
+            status = "shown" if new.answer_shown and not qp.answer_shown else "wrong"
         return self._with(question.id, new), Outcome(status, credit_line(question, new))
 
     def show(self, question: Question) -> tuple[Progress, Outcome]:
         """The learner asks for the answer: shown, and no credit for this question any more."""
         qp = self.of(question.id)
-        if qp.right or qp.shown:
+        if qp.right or qp.answer_shown:
             return self, Outcome("done", credit_line(question, qp))
         new = replace(qp, shown=SHOWN_ASKED_FOR)
         return self._with(question.id, new), Outcome("shown", credit_line(question, new))
@@ -686,25 +723,46 @@ class Progress:
 
     @classmethod
     def from_json(cls, text) -> Progress:
-        """The progress in ``text``; empty progress for anything that is not this version's JSON.
+        """The progress in ``text``, as :meth:`load` reads it."""
+        return cls.load(text)[0]
 
-        Never raises: the text comes from the learner's browser, which may hold an older version, another
-        app's data or a broken copy. Records of unknown questions, and records that could not have been
-        written by these rules (credit without a right answer, ...), are left out one by one.
+    @classmethod
+    def load(cls, text) -> tuple[Progress, tuple[str, ...]]:
+        """The progress in ``text`` (what the browser kept), and what of it could not be read.
+
+        Never raises: the text comes from the learner's browser, where it may have been edited or broken. A
+        record that could not have been written by these rules (credit without a right answer, an answer the box
+        does not take, ...) is not taken, nor is it forgotten: a question that counts keeps no chance of credit
+        (``shown`` "unreadable"), as its answer may have been shown; a practice problem or a task starts over.
+        Text that is not this version's progress at all (broken, or over :data:`MAX_JSON_CHARS`) counts as every
+        question's record unreadable. The second value names what could not be read: question and task ids,
+        :data:`UNKNOWN` for a record of no question or task this page has, :data:`ALL` for the whole text;
+        empty when everything was read.
         """
         try:
             if not isinstance(text, str) or len(text) > MAX_JSON_CHARS:
-                return cls()
+                raise ValueError("not progress")
             data = json.loads(text)
             if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("version") == VERSION
                     and isinstance(data.get("answers"), dict) and isinstance(data.get("tasks"), dict)):
-                return cls()
-            answers = {k: qp for k, v in data["answers"].items()
-                       if k in BY_ID and (qp := _question_progress(BY_ID[k], v)) is not None}
-            tasks = {k: t for k, v in data["tasks"].items() if (t := _task_record(k, v)) is not None}
-            return cls(answers, tasks)
+                raise ValueError("not progress")
+            answers, tasks, lost = {}, {}, []
+            for k, v in data["answers"].items():
+                qp = _question_progress(BY_ID[k], v) if k in BY_ID else None
+                if qp is not None:
+                    answers[k] = qp
+                else:
+                    lost.append(k if k in BY_ID else UNKNOWN)
+                    if k in BY_ID and BY_ID[k].counts:
+                        answers[k] = QuestionProgress(shown=SHOWN_UNREADABLE)
+            for k, v in data["tasks"].items():
+                if (t := _task_record(k, v)) is not None:
+                    tasks[k] = t
+                else:
+                    lost.append(k if k in TASK_IDS else UNKNOWN)
+            return cls(answers, tasks), tuple(dict.fromkeys(lost))
         except (ValueError, TypeError, KeyError, RecursionError, AttributeError):
-            return cls()
+            return cls({q.id: QuestionProgress(shown=SHOWN_UNREADABLE) for q in QUESTIONS}), (ALL,)
 
 
 def _json_rank(value) -> str:
@@ -728,18 +786,21 @@ def _question_progress(question: Question, v) -> QuestionProgress | None:
         return None
     tries, right, shown, credit, last = v["tries"], v["right"], v["shown"], v["credit"], v["last"]
     if not (_is_int(tries, 0, _MAX_STORED_TRIES) and isinstance(right, bool) and isinstance(credit, bool)
-            and shown in ("", SHOWN_BY_TRIES, SHOWN_ASKED_FOR) and isinstance(last, str)
-            and len(last) <= _MAX_KEY_CHARS):
+            and shown in ("", SHOWN_BY_TRIES, SHOWN_ASKED_FOR, SHOWN_UNREADABLE) and isinstance(last, str)
+            and len(last) <= MAX_KEY_CHARS):
         return None
     wrong = tries - right
+    grade = question.grade_key(last) if last else None
     consistent = (
         (not right or tries >= 1)
         and (not credit or (right and question.counts and not shown))
         and (credit or not right or bool(shown) or not question.counts)  # right before shown always earned credit
         and (shown != SHOWN_BY_TRIES or wrong >= MAX_TRIES)
-        and (bool(shown) or wrong < MAX_TRIES)  # three wrong tries always show the answer
+        and (shown not in ("", SHOWN_UNREADABLE) or wrong < MAX_TRIES)  # three wrong tries always show the answer
+        and (shown != SHOWN_UNREADABLE or question.counts)
         and (bool(last) == (tries > 0))
-        and (not last or question.grade(last).ok is right)
+        # the last answer grades as recorded; one with too few decimals was a wrong try before they stopped counting
+        and (grade is None or grade.ok is right or (not right and grade.ok is None and bool(grade.key)))
     )
     return QuestionProgress(tries, right, shown, credit, last) if consistent else None
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import math
 import re
-import unicodedata
 
 import numpy as np
 import param
@@ -19,6 +18,7 @@ from core.cost import MAX_N, MIN_N
 from core.projections import IDENTITY as IDENTITY_PROJECTION
 from core.scaling import MAX_D_K
 from widgets.i18n import LANGUAGES, PSEUDO, N_, Translator, translator
+from widgets.numbers import read_number, shown
 
 #: Largest coordinate a learner may set; beyond it the numbers stop being instructive.
 MAX_ABS_COORD = 1e6
@@ -40,44 +40,21 @@ MAX_TOKEN_CHARS = 16
 TOKEN_NAME = re.compile(r"^[\w .,!?'-]+$")
 
 
-#: Characters of what a person typed that a message quotes back; longer text is cut with "…".
-SHOWN_CHARS = 40
-#: A number as a person writes it: a sign, digits with a decimal point, an exponent ("−2", "1.5", ".5", "3e-2").
-#: ``\d`` is any script's decimal digit; full-width forms ("１．５") are folded to these first (NFKC).
-NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-
-
-def shown(text) -> str:
-    """``text`` as a message quotes it: ``repr``, cut to :data:`SHOWN_CHARS` characters."""
-    text = str(text)
-    return repr(text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…")
-
-
 def parse_coordinate(text, decimal: str = ".") -> float:
     """The number a learner typed, or ValueError saying why it cannot be a coordinate.
 
-    Accepts ints, floats and text in :data:`NUMBER`'s forms, the same in the editor and the page
-    address: "1.5", " -2 ", "−2" (the minus sign), ".5", "5.", "3e-2", and digits of any script or
-    full-width ("１"), which mean the same digits. Refuses empty text, anything else ("1_000", "1,5",
-    "0x10", "1 000", "inf", "nan"), ±inf and |x| > MAX_ABS_COORD.
+    Accepts ints, floats and text as :func:`widgets.numbers.read_number` reads it, the same in the editor, the
+    page address and the Check tab: "1.5", " -2 ", "−2" (the minus sign), ".5", "5.", "3e-2", digits of any
+    script or full-width ("１"), which mean the same digits, and the Arabic decimal separator ("0٫5"). Refuses
+    empty text, anything else ("1_000", "1 000", "0x10", "inf", "nan"), ±inf and |x| > MAX_ABS_COORD.
 
-    ``decimal`` is the decimal mark of the learner's language (``","``: "1,5" is 1.5 and "1.5" is refused, since
-    a German or French reader may mean 1.500 by it); the page address always uses ``"."``. The ValueError's
-    argument is a :class:`~widgets.i18n.Text`, shown in each page's language.
+    ``decimal`` is the decimal mark of the learner's language (``","``: "1,5" is 1.5 and "1.5" is refused with
+    how to write it, since a German or French reader may mean 1.500 by it; ``"."``: "1,5" is refused likewise);
+    the page address always uses ``"."``. The ValueError's argument is a :class:`~widgets.i18n.Text`, shown in
+    each page's language.
     """
     if isinstance(text, str):
-        t = unicodedata.normalize("NFKC", text).strip().replace("\u2212", "-")
-        if not t:
-            raise ValueError(N_("is empty: type a number"))
-        if decimal != ".":
-            t = t.replace(".", "_").replace(decimal, ".")  # a dot is then refused below, as any stray character
-        if not NUMBER.fullmatch(t):
-            if t.lower().lstrip("+-") in ("nan", "inf", "infinity"):
-                raise ValueError(N_("{text} is not a finite number", text=shown(text)))
-            raise ValueError(N_("{text} is not a number: write it like {a}, {b} or {c}, without _, spaces or "
-                                "other marks between digits", text=shown(text), a="1.5".replace(".", decimal),
-                                b="-2", c="3e-2"))
-        x = float(t)
+        x = float(read_number(text, decimal))
     elif isinstance(text, bool) or not isinstance(text, (int, float, np.integer, np.floating)):
         raise ValueError(N_("{text} is not a number", text=shown(text)))
     else:

@@ -101,11 +101,14 @@ def reload(page) -> None:
 def test_the_number_rule_the_credit_rules_the_score_and_progress_kept_in_the_browser(open_page):
     page = open_page()
     open_check(page)
-    # the number rule, stated on the page and applied: 0.73 is not precise enough, .731 and 0.731 are right
+    # the number rule, stated on the page and applied: 0.73 is not precise enough (and no try), .731 is right
     page.get_by_text(PRECISION_RULE).wait_for(timeout=WAIT)
-    text = check(page, "two-key-softmax", "0.73", "Not yet — 1 of 3 tries used.")
+    text = check(page, "two-key-softmax", "0.73", "it does not count as a try")
     assert "Not precise enough: this question asks for 3 decimal places, and 0.73 has 2." in text
-    check(page, "two-key-softmax", ".731", "Right on try 2 — credit.")
+    assert "tries used" not in text
+    check(page, "two-key-softmax", ".731", "Right on try 1 — credit.")
+    # the score is the learner's own record, and the tab says so
+    assert "it is not a grade" in page.locator(".check-own").text_content()
     # three wrong tries show the answer, and a right answer after that earns nothing
     for i in (0, 2):
         check(page, "why-scale", i, "tries used")
@@ -121,7 +124,7 @@ def test_the_number_rule_the_credit_rules_the_score_and_progress_kept_in_the_bro
 
     reload(page)  # all of it comes back from the browser's localStorage
     feedback(page, "why-scale").filter(has_text="no credit this time").wait_for(timeout=WAIT)
-    assert "Right on try 2 — credit." in feedback(page, "two-key-softmax").text_content()
+    assert "Right on try 1 — credit." in feedback(page, "two-key-softmax").text_content()
     assert "You chose to see the answer" in feedback(page, "dot-product").text_content()
     assert score(page) == "Score: 1 of 14 with credit"
     assert "attention-explorer.progress.v1" in page.evaluate("Object.keys(localStorage)")
@@ -129,12 +132,92 @@ def test_the_number_rule_the_credit_rules_the_score_and_progress_kept_in_the_bro
     page.get_by_role("button", name="Start again").click()
     page.get_by_role("button", name="Yes, clear my progress").click()
     pane(page, "check-score").filter(has_text="0 of 14 with credit").wait_for(timeout=WAIT)
+    assert card(page, "two-key-softmax").locator("input[type=text]").input_value() == ""
+    assert not card(page, "why-scale").locator("input[type=radio]:checked").count()
     reload(page)  # cleared in the browser too
     assert score(page) == "Score: 0 of 14 with credit"
     assert feedback(page, "why-scale").text_content().strip() == ""
     assert page.evaluate("localStorage.getItem('attention-explorer.progress.v1')") is None
     check(page, "two-key-softmax", "0.731", "Right on try 1 — credit.")
     assert score(page) == "Score: 1 of 14 with credit"
+
+
+def test_long_answers_and_a_reload_give_no_credit_once_the_answer_was_shown(open_page):
+    """Question 9 answered with 24 characters (as much as the box takes) three times: three wrong tries, never "not a
+    number", the answer shown; after a reload that record is read back, so 0.731 earns no credit."""
+    page = open_page()
+    open_check(page)
+    for digit, expect in (("1", "1 of 3 tries used"), ("2", "2 of 3 tries used"), ("3", "Answer shown after three tries")):
+        answer = "." + digit + "0" * 22
+        assert len(answer) == 24
+        text = check(page, "two-key-softmax", answer, expect)
+        assert "not a number" not in text
+    reload(page)
+    feedback(page, "two-key-softmax").filter(has_text="Answer shown after three tries").wait_for(timeout=WAIT)
+    assert pane(page, "check-notice").text_content() == ""  # everything was read back
+    check(page, "two-key-softmax", "0.731", "Right — the answer had already been shown, so no credit this time.")
+    assert score(page) == "Score: 0 of 14 with credit"
+
+
+def test_an_edited_store_is_said_on_the_tab_and_earns_no_credit(open_page):
+    page = open_page()
+    open_check(page)
+    check(page, "dot-product", "6", "Right on try 1 — credit.")
+    page.evaluate("localStorage.setItem('attention-explorer.progress.v1', '{\"edited\": true')")
+    reload(page)
+    notice = pane(page, "check-notice")
+    notice.filter(has_text="could not be read").wait_for(timeout=WAIT)
+    assert "No question earns credit now" in notice.text_content()
+    assert score(page) == "Score: 0 of 14 with credit"
+    check(page, "dot-product", "6", "Right — but this question's saved record could not be read, so no credit")
+    reload(page)  # what the page stored back is read, and the question stays without credit
+    feedback(page, "dot-product").filter(has_text="could not be read").wait_for(timeout=WAIT)
+    assert pane(page, "check-notice").text_content() == "" and score(page) == "Score: 0 of 14 with credit"
+
+
+def test_the_cards_work_with_the_keyboard(open_page):
+    page = open_page()
+    open_check(page)
+    first = card(page, "row-sum").locator("input[type=radio]").first
+    first.focus()
+    page.keyboard.press("ArrowDown")  # the choice moves within its group: choice 2, the right one
+    assert card(page, "row-sum").locator("input[type=radio]").nth(1).is_checked()
+    page.keyboard.press("Tab")  # to Check
+    page.keyboard.press("Enter")
+    feedback(page, "row-sum").filter(has_text="Right on try 1 — credit.").wait_for(timeout=WAIT)
+    box = card(page, "dot-product").locator("input[type=text]")
+    box.focus()
+    page.keyboard.type("6")
+    page.keyboard.press("Enter")  # Enter in the number box checks it
+    feedback(page, "dot-product").filter(has_text="Right on try 1 — credit.").wait_for(timeout=WAIT)
+    assert box.is_disabled() and card(page, "dot-product").get_by_role("button", name="Check", exact=True).is_disabled()
+
+
+def test_the_french_page_reads_a_decimal_comma_and_names_it(open_page):
+    page = open_page("?lang=fr")
+    show_tab(page, "Vérifier")
+    pane(page, "check-score").filter(has_text="avec point").wait_for(timeout=WAIT)
+    c = card(page, "two-key-softmax")
+    c.locator("input[type=text]").fill("0.731")
+    c.get_by_role("button", name="Vérifier", exact=True).click()
+    feedback(page, "two-key-softmax").filter(has_text="comme dans 0,731").wait_for(timeout=WAIT)
+    assert c.locator("input[type=text]").input_value() == "0.731"  # kept, to be mended
+    c.locator("input[type=text]").fill("０，７３１")  # full width, as an input method may type it
+    c.get_by_role("button", name="Vérifier", exact=True).click()
+    feedback(page, "two-key-softmax").filter(has_text="point gagné").wait_for(timeout=WAIT)
+
+
+def test_task_1_does_not_tick_on_a_click_two_pixels_right_of_q(open_page):
+    """The Section 6 start, q = q_love, where love and NLP tie at 0.4011: a click 2 px to the right puts NLP ahead by
+    about a thousandth, shown as a near tie; the task waits for a lead the page shows clearly."""
+    page = open_page()
+    x, y = to_page(page, "query-plot", 0.0, 1.0)
+    page.mouse.click(x + 2, y)
+    wait_for_readout(page, r"q = \((?!0\.000,)", WAIT)  # the page took the click: q moved off (0, 1)
+    shown = weights(page)
+    assert shown[2] > shown[1]  # NLP ahead, as the page shows it
+    open_check(page)
+    pane(page, "task-nlp").filter(has_text="Task 1 — not done yet").wait_for(timeout=WAIT)
 
 
 def test_progress_survives_a_server_restart(browser):
@@ -203,10 +286,10 @@ def test_the_tasks_tick_on_a_real_drag_and_real_clicks_on_each_matrix_row(open_p
                   r"output ([\d.]+), from 4\.4067 where q started", nlp.text_content())
     assert m, nlp.text_content()
     q, seen, out = (float(m[1]), float(m[2])), [float(m[i]) for i in (3, 4, 5)], float(m[6])
-    assert 0 < q[0] <= 1.01 and q[1] == pytest.approx(1.0, abs=0.01)  # a point of the drag
+    assert 0.15 < q[0] <= 1.01 and q[1] == pytest.approx(1.0, abs=0.01)  # a point of the drag, not its start
     w, o = recipe(q)
     assert seen == pytest.approx(w, abs=6e-5) and out == pytest.approx(o, abs=6e-5)
-    assert seen[2] > max(seen[:2]) and abs(out - 4) < 0.4067
+    assert seen[2] - max(seen[:2]) >= 0.05 and abs(out - 4) <= 0.4067 - 0.05  # the task's margins, as shown
     tasks = pane(page, "task-rows")
     tasks.filter(has_text="Task 2 — done").wait_for(timeout=WAIT)
     text = tasks.text_content()
