@@ -30,7 +30,7 @@ from widgets.heads import heads_tab
 from widgets.i18n import N_, from_accept_language, menu_languages, translator
 from widgets.inspector import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
-from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler
+from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler, katex_fonts_inline_css
 from widgets.projections import projections_tab
 from widgets.drag import DragChannel
 from widgets.query_plot import QueryPlot
@@ -62,10 +62,11 @@ def in_notebook() -> bool:
 if not in_notebook():
     keep_stable_defaults()
 
-# In a notebook, BokehJS, Panel and KaTeX go into the cell's output instead of coming from a CDN: a classroom's
-# notebook works with no internet, and saved with its outputs it opens anywhere. A served page has them from
-# its own server already.
-pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign, **({"inline": True} if in_notebook() else {}))
+# In a notebook, BokehJS, Panel and KaTeX (its fonts too) go into the cell's output instead of coming from a CDN: a
+# classroom's notebook works with no internet, and saved with its outputs it opens anywhere. A served page has them
+# from its own server already (KaTeX's fonts: server/katex_fonts.py).
+pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign,
+             **({"inline": True, "global_css": [katex_fonts_inline_css()]} if in_notebook() else {}))
 
 # --- teaching panels: presets and editing, the formula, the trap, why √d_k -------------
 #: The views beyond the running example, by name: ``formula``, the recipe with live numbers; ``editor``,

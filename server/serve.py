@@ -158,7 +158,10 @@ def _serve_command():
             # a room's live channel to its followers' pages (server/room_live.py)
             from server.room_live import live_patterns
 
-            kwargs["extra_patterns"] = [*kwargs.get("extra_patterns", []), *live_patterns()]
+            # KaTeX's fonts, where Panel's bundled KaTeX stylesheet looks for them (server/katex_fonts.py)
+            from server.katex_fonts import font_patterns
+
+            kwargs["extra_patterns"] = [*kwargs.get("extra_patterns", []), *live_patterns(), *font_patterns()]
             # everything a page's build imports, loaded now so that the collector can leave it alone from here on
             import app  # noqa: F401
             from server.housekeeping import settle_collector

@@ -230,6 +230,15 @@ function attach(a) {
   const el = view.canvas_view.events_el;
   if (st.pointerTarget === el) return;
   st.pointerTarget = el;
+  const doc = a.figure.document;
+  // What the page's own drag shows, for its address (widgets/browser.py): the server takes a drag's positions
+  // paced and writes the address only at the release, so the page's last drawn q is newer than the server's.
+  (window.attentionExplorerDrawn ??= new WeakMap()).set(doc, () => (st.q != null && !st.fromLive ? st.q : null));
+  if (!st.watchesConnection) {
+    st.watchesConnection = true;
+    // the server has gone: no answer will replace the preview, so the page keeps what it drew last
+    doc.on_event("connection_lost", () => { st.lost = true; });
+  }
   // the keys' nudges come in this way (widgets/browser.py), each display's to its own plot
   (window.attentionExplorerPointers ??= new WeakMap()).set(a.figure.document, (ev) => onPointer(a, ev));
   listenToPointer(view, (ev) => onPointer(a, ev), (p) => { if (st.dragging) previewAt(a, st, p.x, p.y); });
@@ -295,12 +304,14 @@ function release(a, st, sent) {
   st.dragging = false;
   st.releasedAt = performance.now();
   if (!sent) st.releaseSeq = null;
+  // the address holds where the hand let go at once, before the server's answer (widgets/browser.py)
+  window.attentionExplorerAddress?.get(a.figure.document)?.();
   // a nudge's key is still on its way: the server's numbers are those from before it, which the preview never
   // showed, and ending it here would take the nudge's numbers off the page in the task that drew them
   if (sent && finished(a, st)) endPreview(a, st);
   const wait = sent ? ANSWER_WAIT_MS : 1000;
   setTimeout(() => {
-    if (st.q != null && !st.dragging && performance.now() - st.releasedAt >= wait) endPreview(a, st);
+    if (st.q != null && !st.dragging && !st.lost && performance.now() - st.releasedAt >= wait) endPreview(a, st);
   }, wait);
 }
 

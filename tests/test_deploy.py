@@ -19,9 +19,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from panel.models.katex import KATEX_VERSION
 
 from server import serve
 from tests.ui.conftest import free_port, stop
+from widgets.presentation import KATEX_FONTS, KATEX_FONTS_VERSION, KATEX_STYLESHEET
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,6 +101,19 @@ def test_dockerignore_keeps_everything_but_the_app_out():
     assert {".git", ".venv", "tests", "bench", "docs", "**/__pycache__", ".pytest_cache"} <= ignored
     for needed in ("app.py", "server", "requirements.txt", "core", "widgets", "static"):
         assert needed not in ignored and (ROOT / needed).exists()
+
+
+def test_katex_s_fonts_are_those_of_the_katex_panel_bundles():
+    """Every woff2 font Panel's katex.min.css names is in static/katex/fonts/, from the same KaTeX release, with
+    KaTeX's licence beside them (the image copies static/)."""
+    css = KATEX_STYLESHEET.read_text()
+    named = set(re.findall(r"url\(fonts/(KaTeX_[A-Za-z0-9_-]+\.woff2)\)", css))
+    assert len(named) == 20
+    fonts = ROOT / "static" / "katex" / "fonts"
+    assert fonts == KATEX_FONTS and {f.name for f in fonts.iterdir()} == named
+    assert all((fonts / name).read_bytes()[:4] == b"wOF2" for name in named)
+    assert KATEX_FONTS_VERSION == KATEX_VERSION, "the vendored fonts are another KaTeX release than Panel's"
+    assert "MIT License" in (ROOT / "static" / "katex" / "LICENSE").read_text()
 
 
 def test_hadolint_finds_nothing():
@@ -194,5 +209,9 @@ def test_the_image_command_serves_gzip_and_passes_its_health_check():
             body = r.read()
         js = gzip.decompress(body)
         assert b"Bokeh" in js[:2000] and len(body) < len(js) / 2.5
+        # KaTeX's fonts, where Panel's bundled katex.min.css asks for them (Panel ships none)
+        font = f"static/extensions/panel/bundled/katex/katex@{KATEX_VERSION}/dist/fonts/KaTeX_Main-Regular.woff2"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/{font}") as r:
+            assert r.status == 200 and r.read()[:4] == b"wOF2"  # the woff2 signature
     finally:
         stop(proc)

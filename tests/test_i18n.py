@@ -169,6 +169,23 @@ def test_the_browser_s_language_is_the_default(header, lang):
     assert from_accept_language(header) == lang
 
 
+@pytest.mark.parametrize(("header", "lang"), [
+    ("FR", "fr"), ("EN-US", "en"), ("ZH", "zh"), ("zh-Hans-CN", "zh"), ("ZH-HANT-TW;q=0.9, De-CH", "de"),
+    ("Es-419,ES;q=0.9", "es"), ("AR", "ar"), ("PT-BR, FR;q=0.5", "fr"),
+])
+def test_a_language_tag_in_any_case_is_the_same_language(header, lang):
+    # BCP 47: tags are case-insensitive; what comes back is one of the page's own codes, as the state takes it
+    assert from_accept_language(header) == lang
+    assert AttentionState(lang=from_accept_language(header)).lang == lang
+
+
+def test_the_address_s_language_in_any_case():
+    s = AttentionState()
+    apply_address(s, {"lang": [b"FR"]})
+    assert s.lang == "fr" and not s.notice
+    assert address_of(s)["lang"] == "fr"
+
+
 def test_plural_forms_follow_the_language():
     text = N_("x")  # a plain Text renders as itself anywhere
     assert translator("ar")(text) == "x"

@@ -148,8 +148,8 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
                 problems.append(N_("{name} = {value} ignored: choose {a} or {b}.", name=name, value=_quote(value),
                                    a=allowed[0], b=allowed[1]))
         elif name == "lang":
-            if value in languages():
-                settings["lang"] = value
+            if value.lower() in languages():  # a language tag is case-insensitive (BCP 47): ?lang=FR is French
+                settings["lang"] = value.lower()
             else:
                 problems.append(N_("lang = {value} ignored: choose one of {choices}.", value=_quote(value),
                                    choices=", ".join(LANGUAGES)))

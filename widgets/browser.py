@@ -75,7 +75,8 @@ class BrowserBridge(pn.custom.JSComponent):
     Space/Enter are left to a focused button or checkbox; keys with Ctrl, Alt
     or Meta are never taken. The address bar is updated with
     ``history.replaceState`` a moment after the state settles, so a drag does
-    not fill the history. The page's own address comes back as ``page_address``, and
+    not fill the history; at once, with the q the page last drew (``static/drag.js``), when its drag of q
+    lets go or the connection is lost. The page's own address comes back as ``page_address``, and
     ``navigate`` loads the page at another query (Panel's ``Location`` is not used: it parses
     every query argument on the server, and one over 4,300 digits breaks the session there).
     The Check tab's progress is kept in ``localStorage`` from the text of the page's ``learner-progress`` Div,
@@ -191,6 +192,17 @@ function keepTabsScroll(doc) {
   return true
 }
 
+// Python's repr of a float, as widgets/address.py writes q: the shortest digits that read back to the same number
+// (JavaScript's own choice too), written the way Python writes them: 1.0, 1e-05, 1e+16.
+function reprFloat(x) {
+  if (Object.is(x, -0)) return "-0.0"
+  const [digits, exponent] = x.toExponential().split("e")
+  const e = Number(exponent)
+  if (e < -4 || e >= 16) return digits + "e" + (e < 0 ? "-" : "+") + String(Math.abs(e)).padStart(2, "0")
+  const s = String(x)  // fixed-point at these exponents
+  return s.includes(".") ? s : s + ".0"
+}
+
 // Everything is looked up in this component's own document, never in Bokeh.documents[0]: a notebook page holds
 // one document per output (each display of the app, pn.extension's own), made in no fixed order.
 export function render({ model, el, view }) {
@@ -236,23 +248,28 @@ export function render({ model, el, view }) {
   // The address bar follows the state a moment after it settles, so a drag does not fill the history; a
   // room's arguments stay, so reloading keeps presenting or following (widgets/follow.py).
   let timer = null
-  const address = (text) => {
-    clearTimeout(timer)
-    timer = setTimeout(() => {
-      if (!text) return
-      const next = new URLSearchParams(text)
-      const now = new URLSearchParams(window.location.search)
-      for (const name of ["room", "token"]) if (now.has(name)) next.set(name, now.get(name))
-      const search = "?" + next.toString()
-      if (search !== window.location.search)
-        window.history.replaceState(window.history.state, "", search + window.location.hash)
-    }, 300)
-  }
-  // the address as the page opens, then each one the server writes (BrowserBridge.address)
   const written = doc.get_model_by_name("page-address")
+  const replace = () => {
+    clearTimeout(timer)
+    const text = written?.text
+    if (!text) return
+    const next = new URLSearchParams(text)
+    // the server's address (BrowserBridge.address), with q where the page's own drag last drew it
+    // (static/drag.js): the server writes a drag's q only at the release, which a cut connection never brings
+    const drawn = window.attentionExplorerDrawn?.get(doc)?.()
+    if (drawn != null) next.set("q", drawn.map(reprFloat).join(","))
+    const now = new URLSearchParams(window.location.search)
+    for (const name of ["room", "token"]) if (now.has(name)) next.set(name, now.get(name))
+    const search = "?" + next.toString()
+    if (search !== window.location.search)
+      window.history.replaceState(window.history.state, "", search + window.location.hash)
+  }
+  const address = () => { clearTimeout(timer); timer = setTimeout(replace, 300) }
+  // the address as the page opens, then each one the server writes; at once when the page's drag lets go
   if (written != null) {
-    address(written.text)
-    written.connect(written.properties.text.change, () => address(written.text))
+    address()
+    written.connect(written.properties.text.change, address)
+    ;(window.attentionExplorerAddress ??= new WeakMap()).set(doc, replace)
   }
 
   const onKey = (e) => {
@@ -305,6 +322,7 @@ export function render({ model, el, view }) {
   // The server went away (a restart, a cut network). Bokeh's own notice is not shown in a Panel page, and
   // a session does not survive a restart, so say so and offer a reload: the address holds the view.
   doc.on_event("connection_lost", () => {
+    if (written != null) replace()  // now: a reload may come before the address's usual moment
     if (document.querySelector(".ae-connection-lost")) return
     const banner = document.createElement("div")
     banner.className = "ae-connection-lost"

@@ -22,6 +22,8 @@ from widgets.updates import one_message
 
 FIELD_WIDTH = 74
 NAME_WIDTH = 96
+#: The preset menu's widest (CSS px): "Module 2 : valeurs vectorielles" in projector mode's 20 px text, with room.
+PRESET_MAX_WIDTH = 440
 # The columns' widths follow the mode (static/theme.css): a projector's 20 px digits need wider boxes.
 EDITOR_CSS = """
 :host(.col-number) { width: var(--ae-field-w, 74px) !important; min-width: var(--ae-field-w, 74px) !important; }
@@ -84,7 +86,10 @@ class Editor(pn.viewable.Viewer):
         self._syncing = False
         self._inputs: dict[tuple[str, int | str, int | str], pn.widgets.TextInput] = {}
         self._row_messages: dict[int | str, pn.pane.HTML] = {}
-        self.preset = pn.widgets.Select.from_param(s.param.preset, width=260)
+        # as wide as the tab allows (up to PRESET_MAX_WIDTH): a select cannot wrap its choice, and a fixed width
+        # cut "Abschnitt 6: skalare Werte" in projector mode; its label stays above it
+        self.preset = pn.widgets.Select.from_param(s.param.preset, width=None, sizing_mode="stretch_width",
+                                                   max_width=PRESET_MAX_WIDTH)
         self._switches = {name: switch(s, name, css_classes=[f"switch-{name}"]) for name in SWITCH_LABELS}
         self.switches = pn.Column(*self._switches.values(), margin=(0, 0, 6, 0))
         self.add_button = pn.widgets.Button(width=110)

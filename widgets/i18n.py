@@ -201,6 +201,8 @@ def from_accept_language(header: str | None) -> str:
     'de'
     >>> from_accept_language("zh-TW, ar;q=0.5")
     'zh'
+    >>> from_accept_language("FR, EN-US;q=0.5")
+    'fr'
     """
     wanted = []
     for i, part in enumerate((header or "").split(",")[:20]):  # a header is the browser's, but any client sends one
@@ -211,7 +213,9 @@ def from_accept_language(header: str | None) -> str:
                 q = float(params.strip()[2:])
             except ValueError:
                 q = 0.0
-        tag = tag.strip().replace("-", "_")
+        # tags are case-insensitive (BCP 47) and Babel hands back the tag as the client wrote it: "FR" must not
+        # reach a lookup keyed by our lower-case codes
+        tag = tag.strip().replace("-", "_").lower()
         if tag and tag != "*" and q > 0:
             wanted.append((-q, i, tag))
     preferred = [tag for _, _, tag in sorted(wanted)]

@@ -10,6 +10,7 @@ figures are never rebuilt, only their properties change.
 
 from __future__ import annotations
 
+import base64
 import re
 from pathlib import Path
 
@@ -33,26 +34,66 @@ COMPONENT_CSS = (STATIC / "components.css").read_text()
 APP_CSS = (STATIC / "app.css").read_text()
 
 
+#: The katex.min.css that Panel bundles and loads into the document.
+KATEX_STYLESHEET = (Path(panel.__file__).parent / "dist" / "bundled" / "katex" / f"katex@{KATEX_VERSION}" / "dist"
+                    / "katex.min.css")
+
+
 def _katex_css() -> str:
     """KaTeX's own layout rules, for a LaTeX pane's shadow root, and its HTML output shown.
 
     Panel loads katex.min.css into the document only and shows KaTeX's MathML inside the pane; Chromium's
     MathML ignores ``columnalign``, so an ``aligned`` block's equals signs do not line up. The fonts stay the
-    document's (a shadow root's ``@font-face`` is not used), so those rules are left out.
+    document's (a shadow root's ``@font-face`` is not used), so those rules are left out. Each KaTeX font family
+    is named through a custom property, ``var(--ae-KaTeX_Main, KaTeX_Main)``: unset (a served page), KaTeX's own;
+    a notebook sets them to fonts of its own (:func:`katex_fonts_inline_css`).
     """
-    css = (Path(panel.__file__).parent / "dist" / "bundled" / "katex" / f"katex@{KATEX_VERSION}" / "dist" /
-           "katex.min.css").read_text()
+    css = re.sub(r"KaTeX_[A-Za-z0-9]+", lambda m: f"var(--ae-{m.group(0)},{m.group(0)})",
+                 re.sub(r"@font-face\{[^}]*\}", "", KATEX_STYLESHEET.read_text()))
     # a script (the i of s_i, the k of d_k) is 0.7 of its formula, 0.5 in a script's script: on a projector
     # --ae-script-min (static/theme.css) keeps them at the 20 px the back of the room can read
     scripts = "".join(f".katex .sizing.reset-size6.size{n}{{font-size:max({f}em,var(--ae-script-min,0px))}}"
                       for n, f in ((3, 0.7), (1, 0.5)))
     # mathematics is written left to right in a right-to-left page too (an Arabic page's formulas came out mirrored)
-    return (re.sub(r"@font-face\{[^}]*\}", "", css) + "span.katex-html { display: inline; } .katex { direction: ltr; }"
-            + scripts)
+    return css + "span.katex-html { display: inline; } .katex { direction: ltr; }" + scripts
 
 
 #: KaTeX's layout, for each LaTeX pane (see :func:`_katex_css`).
 KATEX_CSS = _katex_css()
+#: KaTeX's own fonts (woff2, from npm ``katex``; its MIT licence beside them), which Panel's bundle lacks: the
+#: server serves them where katex.min.css looks (server/katex_fonts.py), a notebook inlines them
+#: (:func:`katex_fonts_inline_css`).
+KATEX_FONTS = STATIC / "katex" / "fonts"
+#: The KaTeX release the fonts come from: Panel's bundled one (tests/test_deploy.py checks they agree).
+KATEX_FONTS_VERSION = "0.16.22"
+
+
+#: A notebook's names for KaTeX's font families (KaTeX_Main-inline for KaTeX_Main).
+INLINE_FAMILY = "{}-inline"
+
+
+def katex_fonts_inline_css() -> str:
+    """KaTeX's fonts inside a document-level stylesheet, as ``data:`` URLs, for a notebook.
+
+    A notebook's output inlines katex.min.css, whose ``url(fonts/…)`` then points next to the notebook, where no
+    font is. Rules of the same family and descriptors placed after KaTeX's do not keep the browser from them:
+    Chromium still asks KaTeX's for a glyph the first lacks. So each of KaTeX's ``@font-face`` rules is kept
+    (weight, style) under a family of its own (:data:`INLINE_FAMILY`), its ``src`` the woff2 file itself
+    (350 kB for the twenty), and the custom properties that :func:`_katex_css` names the families by point the
+    formulas at them: nothing asks for KaTeX's own families any more.
+    """
+    css = KATEX_STYLESHEET.read_text()
+    families = sorted(set(re.findall(r"font-family:(KaTeX_[A-Za-z0-9]+)", css)))
+
+    def inline(rule: re.Match) -> str:
+        name = re.search(r"url\(fonts/(KaTeX_[A-Za-z0-9_-]+)\.woff2\)", rule.group(0)).group(1)
+        data = base64.b64encode((KATEX_FONTS / f"{name}.woff2").read_bytes()).decode("ascii")
+        face = re.sub(r"src:[^;}]*", f'src:url(data:font/woff2;base64,{data}) format("woff2")', rule.group(0))
+        return re.sub(r"font-family:(KaTeX_[A-Za-z0-9]+)", lambda m: "font-family:" + INLINE_FAMILY.format(m.group(1)),
+                      face)
+
+    names = "".join(f"--ae-{family}:{INLINE_FAMILY.format(family)};" for family in families)
+    return ":root{" + names + "}" + "".join(inline(rule) for rule in re.finditer(r"@font-face\{[^}]*\}", css))
 
 #: Colours of each theme. Text on the background has contrast >= 7:1 (WCAG AAA) in both.
 PALETTES = {

@@ -147,3 +147,30 @@ def slow_touch_drag(page, cdp, x: float, y: float, pixels: int = 12) -> float:
         page.wait_for_timeout(30)
     cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
     return x
+
+
+def failed_requests(page) -> list[str]:
+    """Every request of ``page`` from now on that fails or is answered with an error (a list that fills itself)."""
+    failed: list[str] = []
+    page.on("response", lambda r: failed.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+    page.on("requestfailed", lambda r: failed.append(f"{r.failure} {r.url}"))
+    return failed
+
+
+#: Once the page's fonts have loaded or failed: each KaTeX font face the page used, with its status, and the font
+#: family a rendered formula is drawn in (the first one found, in its pane's shadow root).
+KATEX_FONTS = """async () => {
+  await document.fonts.ready
+  const faces = [...document.fonts].filter((f) => f.family.startsWith('KaTeX_') && f.status !== 'unloaded')
+  const find = (root) => {
+    for (const el of root.querySelectorAll('*')) {
+      if (el.matches('.katex')) return el
+      const inner = el.shadowRoot && find(el.shadowRoot)
+      if (inner) return inner
+    }
+    return null
+  }
+  const formula = find(document)
+  return {faces: faces.map((f) => `${f.family} ${f.style} ${f.status}`),
+          family: formula && getComputedStyle(formula).fontFamily}
+}"""

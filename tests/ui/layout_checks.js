@@ -7,6 +7,7 @@
   const name = (el) => (el.getAttribute && (el.getAttribute("aria-label") || el.getAttribute("name"))) ||
     (el.textContent || el.value || el.tagName).trim().replace(/\s+/g, " ").slice(0, 40);
 
+  const measure = document.createElement("canvas").getContext("2d");
   function* deep(root) {
     for (const el of root.querySelectorAll("*")) {
       yield el;
@@ -86,6 +87,15 @@
         if (v.cut) problems.push(`cut off, no way to scroll to it: ${label}`);
       }
       if (isInput && el.scrollWidth > el.clientWidth + 1) problems.push(`an input too narrow for its text: "${el.value}"`);
+      // a select's scrollWidth never exceeds its box in some Chromium builds, however much of its choice is cut:
+      // each choice it can show is measured in its own font against the room inside its padding (the arrow's)
+      if (el.tagName === "SELECT") {
+        const cs = getComputedStyle(el);
+        measure.font = cs.font;
+        const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+        for (const option of el.options)
+          if (measure.measureText(option.text).width > room + 1) problems.push(`an input too narrow for its text: "${option.text}"`);
+      }
       if (minFont) {
         const size = parseFloat(getComputedStyle(el).fontSize);
         // KaTeX's index letters (the i of s_i, the j under a sum): letters only, never a number
@@ -117,7 +127,6 @@
   }
 
   // --- inside each Bokeh figure: labels never overlap each other or a marker, stay in the frame; titles fit ---
-  const measure = document.createElement("canvas").getContext("2d");
   const fontOf = (model) => `${model.text_font_style} ${typeof model.text_font_size === "string" ? model.text_font_size : model.text_font_size?.value ?? "16px"} ${model.text_font}`;
   for (const model of Bokeh.documents[0].all_models) {
     if (model.type !== "Figure" && model.type !== "Plot") continue;

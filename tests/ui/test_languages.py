@@ -106,6 +106,16 @@ def test_the_language_menu_rewrites_the_page_in_place(open_page):
     assert page.evaluate("() => window.notReloaded") is True
 
 
+def test_a_language_asked_for_in_upper_case_gets_the_page_in_that_language(open_page):
+    # a client may send any case (BCP 47 tags are case-insensitive); "FR" once built no page and logged a traceback
+    page = open_page("", locale="FR")  # the browser sends its locale as it is written: Accept-Language: FR
+    page.wait_for_function("() => document.documentElement.lang === 'fr'", timeout=PATIENCE)
+    expect(page.locator(READOUT)).to_contain_text("Requête de « love » : q = (0,000 ; 1,000)", timeout=PATIENCE)
+    assert page.locator(".bk-tab").first.text_content() == "Poids"
+    # from the browser, not chosen: a shared link opens in each reader's own language
+    assert "lang=" not in page.evaluate("() => location.search")
+
+
 @pytest.mark.parametrize("lang", ["en", "fr", "es", "de", "zh", "ar"])
 def test_screenshot_per_language(open_page, lang):
     page = open_page(f"?lang={lang}&row=NLP", viewport={"width": 1024, "height": 768})

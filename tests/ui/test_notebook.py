@@ -22,7 +22,7 @@ from nbclient import NotebookClient
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.ui.conftest import ROOT, SCREENSHOTS
-from tests.ui.helpers import PATIENCE
+from tests.ui.helpers import KATEX_FONTS, PATIENCE, failed_requests
 
 CELLS = [
     "from app import NOTEBOOK_HEIGHT, create_app",
@@ -100,6 +100,7 @@ def _opened(browser, url):
     try:
         page = context.new_page()
         page.on("pageerror", lambda e: errors.append(str(e)))
+        page.failed = failed_requests(page)  # on the machine too: a font the page names that is not there
 
         def route(r):
             if urlparse(r.request.url).hostname != "127.0.0.1":
@@ -133,7 +134,15 @@ def test_a_notebook_cell_shows_the_whole_explorer_with_nothing_from_outside(brow
         SCREENSHOTS.mkdir(exist_ok=True)
         page.screenshot(path=SCREENSHOTS / "notebook.png", full_page=True)
         shown = page.evaluate(DISPLAYS)
+        fonts = page.evaluate(KATEX_FONTS)
+        failed = [f for f in page.failed if not any(url in f for url in outside)]
     assert not outside, f"requests leaving the machine: {outside}"
+    # KaTeX's fonts come inside the output (data: URLs) under names of their own, as its script and stylesheet do:
+    # its stylesheet's own url(fonts/...) points next to the notebook, where nothing is
+    assert not failed, "requests that failed:\n" + "\n".join(failed)
+    assert {"KaTeX_Main-inline normal loaded", "KaTeX_Math-inline italic loaded"} <= set(fonts["faces"]), fonts
+    assert all(face.endswith(" loaded") for face in fonts["faces"]), fonts
+    assert fonts["family"].startswith("KaTeX_Main-inline,"), fonts
     assert len(shown) == 2, shown
     for d in shown:
         # the explorer at its own height, its plot, readout and tabs all with room (not a cell's 0 px)

@@ -1,4 +1,5 @@
-"""A school network may have no internet: the page must ask nothing of any host but the one serving it.
+"""A school network may have no internet: the page must ask nothing of any host but the one serving it, and
+everything it asks of its own server must be there (KaTeX's fonts, which Panel's bundle lacks, among them).
 
 Every request of a full session is recorded (page load, a drag of the query, a click on every matrix
 row, Reset, then every button, switch, list and text field the page has); requests to other hosts
@@ -15,7 +16,8 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from server import serve
-from tests.ui.helpers import open_app, readout, show_tab, to_page, wait_for_readout, weights
+from tests.ui.helpers import (KATEX_FONTS, failed_requests, open_app, readout, show_tab, to_page, wait_for_readout,
+                              weights)
 
 # a busy shared machine can take seconds per round trip
 LOADED = 60_000
@@ -76,6 +78,25 @@ def _use_every_control(page) -> int:
             + each("input[type=checkbox]:visible, input[type=radio]:visible", lambda b: b.click(timeout=3000))
             + each("select:visible", pick_each)
             + each("input[type=text]:visible, input:not([type]):visible, textarea:visible", type_one))
+
+
+def test_the_formulas_are_drawn_in_katex_s_fonts_and_no_request_fails(browser, server):
+    """Panel's KaTeX has no fonts/ folder: each page asked for its fonts in vain (nine 404s) and drew its formulas
+    in a system serif. The server serves them where KaTeX's stylesheet looks (server/katex_fonts.py)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        failed = failed_requests(page)
+        open_app(page, server)
+        show_tab(page, "Recipe")  # the tab of formulas with the learner's numbers
+        page.locator(".katex-html").first.wait_for(timeout=LOADED)
+        fonts = page.evaluate(KATEX_FONTS)
+    finally:
+        context.close()
+    assert not failed, "requests that failed:\n" + "\n".join(failed)
+    assert "KaTeX_Main normal loaded" in fonts["faces"] and "KaTeX_Math italic loaded" in fonts["faces"], fonts
+    assert all(face.endswith(" loaded") for face in fonts["faces"]), fonts
+    assert fonts["family"].startswith("KaTeX_Main"), fonts
 
 
 def test_a_full_session_requests_nothing_from_other_hosts(browser, server):

@@ -8,10 +8,14 @@ server logged a traceback.
 from __future__ import annotations
 
 import math
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
+from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
 from tests.ui.helpers import numbers, open_app, readout, show_tab, to_page, wait_for_readout
 from tests.ui.test_teaching import XSS, type_into
 
@@ -146,14 +150,8 @@ def test_twenty_learners_keep_their_own_state(browser, server):
             page.context.close()
 
 
-def test_a_restarted_server_is_announced_and_the_address_restores_the_view(browser):
-    """The page says it lost the server; after a restart, reloading its address gives the same view."""
-    import os
-    import subprocess
-    import sys
-
-    from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
-
+def _restartable_server():
+    """A server of its own on a free port, for a test that stops and restarts it: (its URL, start())."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     env = {**os.environ, "PORT": str(port)}
@@ -164,6 +162,12 @@ def test_a_restarted_server_is_announced_and_the_address_restores_the_view(brows
         wait_for_http(url, proc)
         return proc
 
+    return url, start
+
+
+def test_a_restarted_server_is_announced_and_the_address_restores_the_view(browser):
+    """The page says it lost the server; after a restart, reloading its address gives the same view."""
+    url, start = _restartable_server()
     proc = start()
     page = new_page(browser, url)
     try:
@@ -184,6 +188,52 @@ def test_a_restarted_server_is_announced_and_the_address_restores_the_view(brows
         banner.get_by_role("button", name="Reload").click()
         wait_for_readout(page, r'Query of "NLP": q = \(0\.500, -0\.250\)', timeout=LOADED)
         assert page.get_by_test_id("connection-lost").count() == 0
+        assert_consistent(page)
+        assert page.errors == []
+    finally:
+        page.context.close()
+        stop(proc)
+
+
+#: Where the query plot draws q (data units): the page's own preview during a drag, the server's numbers otherwise.
+DRAWN_Q = """() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => {
+  const plot = Bokeh.documents[0].get_model_by_name('query-plot')
+  const d = plot.renderers.find((r) => r.data_source.data.marker?.length).data_source.data
+  done([d.x[0], d.y[0]])
+})))"""
+#: The address bar's q holds exactly this text.
+ADDRESS_Q = "(q) => new URLSearchParams(location.search).get('q') === q"
+
+
+def test_a_connection_cut_mid_drag_leaves_the_last_drawn_q_in_the_address(browser):
+    """The server takes a drag's positions paced and writes the address at the release: a connection cut before
+    the release must still leave the address where the page last drew q, so that Reload shows it."""
+    url, start = _restartable_server()
+    proc = start()
+    page = new_page(browser, url)
+    try:
+        page.mouse.move(*to_page(page, "query-plot", 0.0, 1.0))  # q of "love"
+        page.mouse.down()
+        page.mouse.move(*to_page(page, "query-plot", 0.61, 0.37), steps=8)
+        x, y = page.evaluate(DRAWN_Q)
+        assert (round(x, 1), round(y, 1)) == (0.6, 0.4), (x, y)  # the page drew the hand's position
+        stop(proc)  # with the button still held
+        page.get_by_test_id("connection-lost").wait_for(timeout=LOADED)
+        # written as the server writes it (Python's repr: the shortest text that reads back to the same float)
+        page.wait_for_function(ADDRESS_Q, arg=f"{x!r},{y!r}", timeout=LOADED)
+
+        # the page goes on drawing the hand with no server; where it lets go is the address too
+        page.mouse.move(*to_page(page, "query-plot", 1.27, -0.43), steps=8)
+        page.mouse.up()
+        x, y = page.evaluate(DRAWN_Q)
+        assert (round(x, 1), round(y, 1)) == (1.3, -0.4), (x, y)
+        page.wait_for_function(ADDRESS_Q, arg=f"{x!r},{y!r}", timeout=LOADED)
+        assert readout(page).startswith(f'Query of "love": q = ({x:.3f}, {y:.3f})')  # not the server's old one
+
+        proc = start()
+        page.get_by_test_id("connection-lost").get_by_role("button", name="Reload").click()
+        wait_for_readout(page, re.escape(f'Query of "love": q = ({x:.3f}, {y:.3f})'), timeout=LOADED)
+        assert page.evaluate(DRAWN_Q) == [x, y]  # the very same position, not a rounded one
         assert_consistent(page)
         assert page.errors == []
     finally:
