@@ -249,7 +249,7 @@ def test_previous_token_is_not_learnable_on_section_6s_embeddings_but_is_on_the_
     X = np.array(SECTION_6_X)
 
     def loss(m):
-        A = scaled_dot_product_attention(X @ m.reshape(2, 2), X, np.zeros(3), scale=False).weights
+        A = scaled_dot_product_attention(X @ m.reshape(2, 2), X, np.zeros(3), scale=1.0).weights
         return cross_entropy(previous_on_section_6.target, A)
 
     best = min(minimize(loss, x0, method="BFGS").fun for x0 in np.random.default_rng(0).normal(size=(5, 4)) * 3)
