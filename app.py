@@ -1,7 +1,7 @@
 """Attention Explorer: scaled dot-product attention on "I love NLP", live in the browser.
 
 ``panel serve app.py`` or ``python app.py`` start it; each browser session gets
-its own :class:`~widgets.state.AttentionState`.
+its own :class:`~session.state.AttentionState`.
 """
 
 from __future__ import annotations
@@ -17,24 +17,24 @@ from bokeh.models import Plot
 from server.bokeh_defaults import install as keep_stable_defaults
 from server.housekeeping import return_freed_memory
 from server.transport import nodelay_on_load
-from widgets.address import apply_address
-from widgets.browser import SHORTCUTS, BrowserBridge
-from widgets.charts import ValuesView, WeightBars
+from session.address import apply_address
+from link.browser import SHORTCUTS, BrowserBridge
+from widgets.weights import ValuesView, WeightBars
 from widgets.check import CheckView, LearnerProgress
-from widgets.dk_panel import DkPanel
-from widgets.editor import Editor
+from widgets.dk import DkPanel
+from widgets.edit import Editor
 from widgets.export import Export
-from widgets.follow import RoomControls
-from widgets.formula import Formula
+from widgets.room import RoomControls
+from widgets.recipe import Formula
 from widgets.heads import heads_tab
-from widgets.i18n import N_, from_accept_language, menu_languages, translator
-from widgets.inspector import Announcer, Inspector, Readout
+from session.i18n import N_, from_accept_language, menu_languages, translator
+from widgets.steps import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
-from widgets.presentation import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler, katex_fonts_inline_css
+from widgets.style import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler, katex_fonts_inline_css
 from widgets.projections import projections_tab
-from widgets.drag import DragChannel
+from link.drag import DragChannel
 from widgets.query_plot import QueryPlot
-from widgets.state import AttentionState
+from session.state import AttentionState
 from widgets.stepper import StepThrough
 from widgets.tabs import lazy_tabs, retitle
 from widgets.trap import TrapPanel
@@ -140,7 +140,7 @@ def _title(lang: str) -> str:
 def _language_menu(lang: str) -> str:
     """The page's one language menu, each language named as it names itself: a plain ``<select>`` in the title's
     pane, not a widget (a widget was two more models to build and send for every page); its choice reaches the
-    server through the page's bridge (widgets/browser.py: the ``ae-language`` event, the message ``{"lang"}``).
+    server through the page's bridge (link/browser.py: the ``ae-language`` event, the message ``{"lang"}``).
     Its name is the page's word for "Language"; a learner who cannot read it still hears each choice in its own
     language."""
     options = "".join(f"<option value='{code}'{' selected' if code == lang else ''}>{escape(name)}</option>"
@@ -228,7 +228,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                            css_classes=["notice"], stylesheets=[APP_CSS], sizing_mode="stretch_width", margin=0)
     served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
     bridge = BrowserBridge(state=state, whole_page=served)
-    # Present / follow a room (widgets/follow.py), at the header's end
+    # Present / follow a room (widgets/room.py), at the header's end
     room = RoomControls(state=state, live=drag.live, browser=bridge)
     drag.param.watch(room.share_hand, "hand")
     # the Check tab's progress, made with the page so its tasks tick before the tab is first opened; they wait

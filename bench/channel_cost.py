@@ -1,11 +1,11 @@
 """Server CPU per drag: the query's drag against the Projections tab's (an embedding, a basis image).
 
-Both drags reach the server through the same outbox and channel (``static/outbox.js`` → ``widgets/channel.py``),
+Both drags reach the server through the same outbox and channel (``link/outbox.js`` → ``link/channel.py``),
 one position in flight. The query's page sends a position per round trip, paced by the process's share for
 mid-drag updates, and the server answers each with its numbers; the Projections page sends only the press
 and the release (it computes every position between them itself, and the session's state takes only the
-release's). Measured on the app as it ships (``bench/server.py``), one page over Bokeh's own protocol
-(:class:`bench.protocol_client.Learner`): the page opens the Projections tab as a browser would (the tab's
+release's). Measured on the app as it ships (``testing/server.py``), one page over Bokeh's own protocol
+(:class:`testing.protocol_client.Learner`): the page opens the Projections tab as a browser would (the tab's
 ``active`` index), then drags, writing into the drag's channel what the page's script writes and waiting for
 the server's answer before the next, as the page does. The server process's CPU time (psutil, user +
 system) is read around each drag. Each kind of handle in turn, alternating so a noisy machine hits them alike:
@@ -33,8 +33,8 @@ import statistics
 
 from bokeh.protocol.messages.patch_doc import patch_doc
 
-from bench.protocol_client import Learner, _entry, _map, find_ids, find_objects
-from bench.server import serve, ws_url
+from testing.protocol_client import Learner, _entry, _map, find_ids, find_objects
+from testing.server import serve, ws_url
 from bench.stats import append_jsonl
 
 #: The handles dragged: (channel's name, confirmed's name, the plane column or None, start, circle radius).
@@ -80,7 +80,7 @@ async def _drag(page: Page, ids: dict, kind: str, moves: int, proc, every_positi
     """One drag of ``kind`` (press, ``moves`` positions around a circle, release): server CPU seconds.
 
     Written as the page writes it: every position for the query's drag (one in flight); the press and the
-    release only for the Projections tab's (static/projections.js), unless ``every_position``."""
+    release only for the Projections tab's (link/projections.js), unless ``every_position``."""
     channel, confirmed, plane, (cx, cy), r = DRAGS[kind]
     extra = {} if plane is None else {"plane": plane}
     path = [(cx + r * math.sin(1.5 * math.pi * k / moves), cy + r * math.cos(1.5 * math.pi * k / moves) - r)

@@ -1,7 +1,7 @@
 """A classroom on one school server: N learners open the page together, then drag, let go and press keys.
 
 Each simulated learner is a real session driven over Bokeh's own protocol, speaking what the page speaks
-(:class:`bench.protocol_client.Learner`: drag positions one at a time through the page's drag channel, keys
+(:class:`testing.protocol_client.Learner`: drag positions one at a time through the page's drag channel, keys
 through the browser bridge). All N connect at once. Then, for ``--duration`` seconds, each repeats: drag q
 for 1 to 3 s at ``--rate`` moves per second along its own path, let go, press a row key at once ("drag, let
 go, key"), rest a second, press another row key ("resting key"), rest again.
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import psutil
 
-from bench.protocol_client import Learner
-from bench.server import CHECK_UNUSED_MS, ROOT, UNUSED_SESSION_LIFETIME_MS, serve, ws_url
+from testing.protocol_client import Learner
+from testing.server import CHECK_UNUSED_MS, ROOT, UNUSED_SESSION_LIFETIME_MS, serve, ws_url
 from bench.stats import pct, summary_ms
 
 #: How long a release or a key may take to come back before it counts as lost.

@@ -22,7 +22,7 @@ from pathlib import Path
 import psutil
 from playwright.sync_api import sync_playwright
 
-from bench.server import ROOT, serve
+from testing.server import ROOT, serve
 from bench.stats import median
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

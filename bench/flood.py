@@ -21,8 +21,8 @@ from pathlib import Path
 import psutil
 
 from bench.classroom import FINAL_WAIT_S, _final_shown, drag
-from bench.protocol_client import Learner
-from bench.server import Sampler, serve, ws_url
+from testing.protocol_client import Learner
+from testing.server import Sampler, serve, ws_url
 from bench.stats import summary_ms
 
 

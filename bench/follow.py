@@ -5,7 +5,7 @@
     .venv/bin/python bench/follow.py --presenter browser          # the presenter is headless Chromium
 
 The server is ``python app.py`` on a free loopback port. Every session speaks Bokeh's own protocol
-(``bench/protocol_client.py``, the client of the classroom benchmark): it pulls the document, then sends
+(``testing/protocol_client.py``, the client of the classroom benchmark): it pulls the document, then sends
 ``document_ready`` as BokehJS does once a page has rendered.
 
 The presenter opens the page, presses Present (a ``button_click`` on the Present button), takes the
@@ -18,7 +18,7 @@ so the rate it reached is reported.
 Followers open the join link ``?room=CODE`` in separate processes (asyncio each), with permessage-deflate
 as browsers negotiate it, and the room's live channel (``room-live?room=CODE``) as the page's script does.
 They note when the page showed which query: when its readout's text came from the server, or when the
-live channel brought the query (the page draws its numbers as it arrives, ``static/drag.js``). A
+live channel brought the query (the page draws its numbers as it arrives, ``link/drag.js``). A
 follower's latency for a shown query is the time from the latest move that aimed at it until the page
 first showed it; the server's numbers for a query the page already previews are counted apart (the
 ``final_server_numbers`` fields, for the last move). Dropped = moves whose query a
@@ -99,7 +99,7 @@ def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file:
 
     import psutil
 
-    from bench.protocol_client import Learner
+    from testing.protocol_client import Learner
 
     from tornado.websocket import websocket_connect
 
@@ -217,7 +217,7 @@ class ProtocolPresenter(Presenter):
         import asyncio
         from urllib.parse import parse_qs
 
-        from bench.protocol_client import Learner, presenter_link
+        from testing.protocol_client import Learner, presenter_link
 
         search = await presenter_link(self.ws)
         self.me = Learner(self.ws + search, compress=True, clock=time.monotonic, keep_patches=False)
@@ -327,7 +327,7 @@ def main() -> None:
 
     import psutil
 
-    from bench.server import free_port, wait_for_http
+    from testing.server import free_port, wait_for_http
 
     out_dir = ROOT / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Memory per idle session, and whether it comes back after the sessions close.
 
-Starts the app with explicit unused-session settings (``bench.server``: Bokeh's defaults, 15 s lifetime,
+Starts the app with explicit unused-session settings (``testing.server``: Bokeh's defaults, 15 s lifetime,
 checked every 17 s), warms it up, then opens ``--sessions`` idle sessions over Bokeh's protocol, closes
 them all, waits for the server to discard them, and reads the server's resident memory (psutil) at each
 step.
@@ -28,8 +28,8 @@ from pathlib import Path
 import psutil
 from bokeh.protocol.messages.patch_doc import patch_doc
 
-from bench.protocol_client import Learner, find_objects
-from bench.server import CHECK_UNUSED_MS, ROOT, UNUSED_SESSION_LIFETIME_MS, serve, ws_url
+from testing.protocol_client import Learner, find_objects
+from testing.server import CHECK_UNUSED_MS, ROOT, UNUSED_SESSION_LIFETIME_MS, serve, ws_url
 
 MB = 2**20
 #: The server's housekeeping gives freed memory back to the system every 15 s (server/housekeeping.py): a reading

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.server import ROOT, free_port, stop, wait_for_http
+from testing.server import ROOT, free_port, stop, wait_for_http
 
 CONFIG = ROOT / "deploy" / "nginx.conf"
 

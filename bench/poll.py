@@ -6,7 +6,7 @@ presenter's counts are complete, and whether they are right.
     .venv/bin/python bench/poll.py --question two-key-softmax  # a number question: a histogram
 
 The server is ``python app.py`` on a free loopback port. Every page speaks Bokeh's own protocol
-(``bench/protocol_client.py``, as ``bench/follow.py``): the presenter opens the page, presses Present, opens the
+(``testing/protocol_client.py``, as ``bench/follow.py``): the presenter opens the page, presses Present, opens the
 presenter link it is given, then presses "Class poll" (the toggle's ``active``), picks the question (the
 select's ``value``, a label of ``widgets.poll.question_options``) and presses "Ask the room". Followers open the
 join link in separate processes. Each follower page waits for the question to arrive (the patch that sets its
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.follow import FollowerProcesses, percentile  # noqa: E402
-from bench.protocol_client import Learner, _entry, _map, find_objects, presenter_link  # noqa: E402
+from testing.protocol_client import Learner, _entry, _map, find_objects, presenter_link  # noqa: E402
 from bench.stats import publish  # noqa: E402
 
 COUNT_LINE = re.compile(r"<strong>(\d+)</strong> answers? · (\d+) pages? following")
@@ -203,7 +203,7 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=2, help="follower client processes")
     ap.add_argument("--spread", type=float, default=4.0,
                     help="seconds over which the followers answer, each after the question reached its page")
-    ap.add_argument("--question", default="key-role", help="a question id of widgets/questions.py")
+    ap.add_argument("--question", default="key-role", help="a question id of course/questions.py")
     ap.add_argument("--wait", type=float, default=30.0, help="seconds to wait for every answer to be counted")
     args = ap.parse_args()
 
@@ -211,7 +211,7 @@ def main() -> None:
 
     from tests.ui.conftest import free_port, wait_for_http
     from widgets.poll import question_options
-    from widgets.questions import BY_ID
+    from course.questions import BY_ID
 
     question = BY_ID[args.question]
     label = next(lab for group in question_options().values() for lab, qid in group.items() if qid == question.id)

@@ -37,7 +37,7 @@ from playwright.sync_api import sync_playwright
 
 from bench.drag import _FIND_READOUT, _ON_MOVE, _TO_PAGE, _WS_CLOCK, CHROMIUM_ARGS, chromium
 from bench.proxy import running_proxy
-from bench.server import ROOT, free_port, serve
+from testing.server import ROOT, free_port, serve
 from bench.stats import median, pct
 
 MISS_TIMEOUT_MS = 2000

@@ -1,6 +1,6 @@
 """The Projections tab's drag in Chromium: from each pointer move to the page's new numbers.
 
-The page computes every position of a drag of an embedding or a basis image itself (``static/projections.js``)
+The page computes every position of a drag of an embedding or a basis image itself (``link/projections.js``)
 and writes the tab's numbers on the same frame; the server only confirms them. Measured here on the app as it
 ships, in headless system Chromium: the tab is opened, x_love (left plane) and then e₂W_Q (right plane) are
 dragged around a circle with the button held, one move at a time (each once the numbers have changed, then
@@ -26,7 +26,7 @@ import os
 from playwright.sync_api import sync_playwright
 
 from bench.drag import CHROMIUM_ARGS, chromium
-from bench.server import serve
+from testing.server import serve
 from bench.stats import append_jsonl, median, pct
 
 _INSTALL = """() => {

@@ -294,7 +294,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     Unlike torch: two dimensions only (no batch or heads, so no ``enable_gqa``), and
     a row that masks every key is refused where torch returns NaN. The same formula
     runs in the browser during a drag, as a preview the server then confirms:
-    ``attentionStep`` in ``static/attention.js`` mirrors this function (without the
+    ``attentionStep`` in ``link/attention.js`` mirrors this function (without the
     temperature or a float mask).
 
     Examples

@@ -1,8 +1,8 @@
 """One query's attention written out as text and as data, without any UI library.
 
-The number formats are those of the app's page (``widgets/format.py``), so the text
-readout of ``python -m core`` and the page's readout say the same thing for the same
-inputs. They live here too because ``core`` never imports ``widgets``.
+The number formats of the app's page: every view, the page's readout and ``python -m core`` write numbers
+with these functions (the page's script mirrors :func:`fmt` in ``link/attention.js``), so they say the same thing
+for the same inputs.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ import re
 
 from tornado.web import StaticFileHandler
 
-from widgets.presentation import KATEX_FONTS, KATEX_FONTS_VERSION
+from widgets.style import KATEX_FONTS, KATEX_FONTS_VERSION
 
 #: Where Panel's katex.min.css finds its fonts, under the server's prefix (Bokeh adds it): only KaTeX's woff2
 #: files, of the release the fonts come from.

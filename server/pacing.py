@@ -1,9 +1,9 @@
 """How much of this server process's event loop the class's drags may take.
 
-A page in the middle of a drag draws its own numbers (``static/drag.js``); what the server sends during
+A page in the middle of a drag draws its own numbers (``link/drag.js``); what the server sends during
 the drag only confirms them. So when many learners drag at once, their mid-drag updates can wait, and a
 click, a key or a release must not: they are queued behind whatever the loop already has to do. Each
-session paces its own updates (``widgets/drag.py``), and this budget spaces them further so that all the
+session paces its own updates (``link/drag.py``), and this budget spaces them further so that all the
 process's mid-drag updates together take at most :attr:`DragBudget.SHARE` of the loop: with ``n`` pages
 dragging and an update costing ``c`` seconds, a dragging page takes a position at most every
 ``n * c / SHARE`` seconds. Sixty learners dragging at 5 ms an update: one confirmation each every 1.2 s.

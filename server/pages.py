@@ -1,6 +1,6 @@
 """How the server answers a request for the page: a link too long to be one of ours gets a page that says so.
 
-Everything the page writes into its own address fits in a couple of kilobytes (widgets/address.py). A much
+Everything the page writes into its own address fits in a couple of kilobytes (session/address.py). A much
 longer link was typed, pasted or made up; Tornado used to drop any request whose headers pass 64 KB
 without a word, and the browser showed an empty response. The server now reads headers up to
 :data:`MAX_HEADER_BYTES` and answers a page request over :data:`MAX_LINK_CHARS` with HTTP 414 and a short

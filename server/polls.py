@@ -1,6 +1,6 @@
 """A room's class poll: one question of Section 6 asked of the followers, answered anonymously.
 
-The presenter asks a question (any of ``widgets.questions``: the ones that count or the practice problems);
+The presenter asks a question (any of ``course.questions``: the ones that count or the practice problems);
 each page following the room may answer it once; the presenter sees how many answered and how (a count per
 choice, or a histogram of the numbers given), closes the poll, then reveals the answer and its "Why".
 
@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
-from widgets.questions import BY_ID, Question, parse_number
+from course.questions import BY_ID, Question, parse_number
 
 #: A poll's life: answered while open, then closed (no more answers), then its answer revealed.
 OPEN, CLOSED, REVEALED = "open", "closed", "revealed"

@@ -1,14 +1,14 @@
 """A room's live channel: the presenter's query, written once per move to every follower's page.
 
 While a presenter drags, the only thing that changes in the room's view is the query. A
-follower's page can compute everything else itself (``static/drag.js``), so its server
+follower's page can compute everything else itself (``link/drag.js``), so its server
 need not recompute and re-render the page for each move: that costs tens of ms per page and
 left a class of 60 seconds behind. Instead each following page opens this websocket,
 ``room-live?room=CODE`` beside Bokeh's own, and the room writes one short JSON text to all of
 them: each pointer move of the presenter as it reaches the server
 (:meth:`server.rooms.RoomRegistry.publish_hand`), and each view of the room that is not such a
 move (:meth:`~server.rooms.RoomRegistry.publish`). The page's own server sends the full view,
-with its authoritative numbers, once the room's view rests (``widgets/follow.py``).
+with its authoritative numbers, once the room's view rests (``widgets/room.py``).
 
 The channel is read-only: it carries only what every follower of the room may see, accepts the
 same origins as Bokeh's websocket, and closes on any message from the page (code 4400), when it

@@ -6,7 +6,7 @@ short code anyone may know (the join link carries only ``?room=CODE``) and a
 presenter token only the presenter's page knows; every change to the room's
 view must present that token. Followers subscribe to a room and receive the
 latest snapshot; the registry never touches a follower's document itself (see
-:mod:`widgets.follow`).
+:mod:`widgets.room`).
 
 A presenter token is not stored anywhere: it is an HMAC-SHA256 of the room's code under the server's
 secret (:class:`RoomSecret`), the way Bokeh signs session ids with ``BOKEH_SECRET_KEY``. Only a server that
@@ -458,7 +458,7 @@ class RoomRegistry:
         return room
 
     def ask(self, code: str, token: str | None, question_id: str) -> PollView:
-        """Ask the room question ``question_id`` (:data:`widgets.questions.BY_ID`): a new poll, open at once.
+        """Ask the room question ``question_id`` (:data:`course.questions.BY_ID`): a new poll, open at once.
 
         It replaces the room's poll before it, whose answers are forgotten. Raises :class:`RoomError` without
         the room's token, PollRefused for a question that does not exist.

@@ -57,8 +57,8 @@ def nodelay_on_load() -> None:
 
 
 #: What a page writes into the server's models (a ``ModelChanged`` event), by property name: widgets' values
-#: and choices, the tabs' ``active``, the channels' ``data`` (``widgets/row.py``), the sizes BokehJS lays the
-#: figures out at, a panel's scroll position, the page's address (``widgets/browser.py``), what Panel's
+#: and choices, the tabs' ``active``, the channels' ``data`` (``link/row.py``), the sizes BokehJS lays the
+#: figures out at, a panel's scroll position, the page's address (``link/browser.py``), what Panel's
 #: browser information reports, and Panel's location. Bokeh itself applies a page's write to any property of
 #: any model: one page wrote 0.9 MB into the ``name`` of each of its 104 models, and the server grew by 96 MB
 #: in 4 s, held until the session ended. A write to any other property is dropped (and logged once).
@@ -78,7 +78,7 @@ PAGE_EVENT_KINDS = frozenset({"ModelChanged", "MessageSent"})
 #: button after the document, and Bokeh makes any other such model anew on the server, of any type.
 PAGE_REFUSED_TYPES = frozenset({"ndarray", "bytes"})
 #: The largest message a page sends, its every fragment counted: the progress the browser kept (at most
-#: 50,000 characters, ``widgets/questions.py``) in a message; everything else a page sends is under 7 kB.
+#: 50,000 characters, ``course/questions.py``) in a message; everything else a page sends is under 7 kB.
 PAGE_MESSAGE_BYTES = 256 * 1024
 #: The largest property value a page writes (as JSON): under 300 bytes in every page the tests drive.
 PAGE_WRITE_BYTES = 16 * 1024

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-import widgets.questions as questions
+import course.questions as questions
 from core import I_LOVE_NLP
-from widgets.questions import (
+from course.questions import (
     ALL, BY_ID, MAX_NUMBER_CHARS, PRACTICE, QUESTIONS, RIGHT_AFTER_SHOWN, RIGHT_AFTER_UNREADABLE, SECTION_TOKENS,
     SHOWN_AFTER_TRIES, SHOWN_ASKED, TASKS, UNKNOWN, UNREADABLE, Choice, Progress, Question, QuestionProgress,
     TaskRecord, check_number, credit_line, explanation, nlp_task_met,
@@ -102,7 +102,7 @@ def test_right_answer_is_not_always_first_and_the_order_is_fixed():
     positions = [q.answer for q in QUESTIONS + PRACTICE if q.kind == "choice"]
     assert positions == [1, 3, 0, 2, 1, 2, 1, 3, 0, 2, 1]
     # fixed: a fresh interpreter builds the same choices in the same order
-    out = subprocess.run([sys.executable, "-c", "from widgets.questions import QUESTIONS as Q; "
+    out = subprocess.run([sys.executable, "-c", "from course.questions import QUESTIONS as Q; "
                           "print([[c.text for c in q.choices] for q in Q])"], cwd=ROOT, capture_output=True, text=True)
     assert out.stdout.strip() == str([[c.text for c in q.choices] for q in QUESTIONS])
 
@@ -411,7 +411,7 @@ def test_doctests():
 
 
 def test_pure_python_without_panel():
-    code = ("import sys, widgets.questions; "
+    code = ("import sys, course.questions; "
             "print(sorted(m for m in ('panel', 'bokeh', 'param', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -19,13 +19,13 @@ from bokeh.document import Document
 from bokeh.models import Div
 from panel.models.esm import ReactiveESM
 
-from widgets.browser import BrowserBridge
+from link.browser import BrowserBridge
 from widgets.check import (
     CHECK_CSS, START_OUTPUTS, STORAGE_KEY, STORE_NAME, CheckTab, CheckView, LearnerProgress, ProgressStore,
     on_section_6,
 )
-from widgets.questions import BY_ID, PRACTICE, QUESTIONS, RIGHT_AFTER_UNREADABLE, Progress
-from widgets.state import AttentionState
+from course.questions import BY_ID, PRACTICE, QUESTIONS, RIGHT_AFTER_UNREADABLE, Progress
+from session.state import AttentionState
 
 ROOT = Path(__file__).resolve().parents[1]
 TOL = dict(rel=0, abs=5e-5)
@@ -210,7 +210,7 @@ def test_start_again_asks_then_clears_everything(view, learner, state):
 
 
 def test_the_whole_tab_is_a_few_bokeh_models(view):
-    """The page draws the cards itself (static/check.js): Panel's widgets and panes for them came to about 110 Bokeh
+    """The page draws the cards itself (widgets/check.js): Panel's widgets and panes for them came to about 110 Bokeh
     models (seven per question card), about 3 MB of the server's memory for every page with the tab open."""
     doc = Document()
     doc.add_root(view.__panel__().get_root(doc))

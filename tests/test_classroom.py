@@ -18,16 +18,16 @@ import pytest
 from bokeh.models import Plot
 
 from app import create_app
-from widgets.address import address_of, apply_address, parse_address
-from widgets.browser import handle_key
-from widgets.charts import OutputLine, WeightBars
-from widgets.dk_panel import DkPanel
+from session.address import address_of, apply_address, parse_address
+from link.browser import handle_key
+from widgets.weights import OutputLine, WeightBars
+from widgets.dk import DkPanel
 from widgets.export import to_csv, to_json
-from widgets.inspector import Announcer, Inspector, Readout
+from widgets.steps import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
-from widgets.presentation import FigureStyler
+from widgets.style import FigureStyler
 from widgets.query_plot import QueryPlot
-from widgets.state import AttentionState, shown
+from session.state import AttentionState, shown
 from widgets.stepper import step_latex
 
 TOKENS = ["I", "love", "NLP"]

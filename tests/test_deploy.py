@@ -23,7 +23,7 @@ from panel.models.katex import KATEX_VERSION
 
 from server import serve
 from tests.ui.conftest import free_port, stop
-from widgets.presentation import KATEX_FONTS, KATEX_FONTS_VERSION, KATEX_STYLESHEET
+from widgets.style import KATEX_FONTS, KATEX_FONTS_VERSION, KATEX_STYLESHEET
 
 ROOT = Path(__file__).resolve().parents[1]
 

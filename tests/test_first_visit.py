@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import urllib.request
 
-from bench.server import serve
+from testing.server import serve
 
 
 def test_the_page_loads_no_script_of_an_extension_it_does_not_use():

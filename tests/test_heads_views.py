@@ -16,11 +16,11 @@ from bokeh.document import Document
 
 from tests.loop_reference import attention as loop_attention
 from widgets.cost import CACHE_KEY, CostCache, CostView, bytes_text, count_text, cost_cache
-from widgets.format import fmt
+from core.report import fmt
 from widgets.heads import HeadsView
 from widgets.projections import ProjectionsView
-from widgets.state import COST_SIZES, AttentionState
-from widgets.presentation import is_marked_invalid
+from session.state import COST_SIZES, AttentionState
+from widgets.style import is_marked_invalid
 
 X_COURSE = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
 PRESS, MOVE, RELEASE = dict(start=True), {}, dict(end=True)

@@ -1,7 +1,7 @@
 """Hostile websocket traffic against a real server: foreign origins, oversized and malformed messages.
 
 The server is ``python app.py`` with its shipped settings (server/serve.py); the clients speak Bokeh's own
-protocol through :class:`bench.protocol_client.Learner`, so what is sent is what a browser could send.
+protocol through :class:`testing.protocol_client.Learner`, so what is sent is what a browser could send.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
-from bench.protocol_client import Learner
+from testing.protocol_client import Learner
 from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
 
 #: server/serve.py's default EXPLORER_WS_MAX_MESSAGE_BYTES (1 MiB), far below Bokeh's 20 MB.
@@ -266,7 +266,7 @@ async def _switch_and_click(port: int) -> tuple[list[str], tuple[str, str]]:
     """Tick "Step through" and press Next and Back at once, six times over; then tap q to (1, 1)."""
     from bokeh.protocol.messages.patch_doc import patch_doc
 
-    from bench.protocol_client import find_objects
+    from testing.protocol_client import find_objects
 
     learner = Learner(ws_url(port))
     await learner.connect(keep_doc=True)

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 import panel as pn
 from babel.messages.extract import extract_from_dir
+from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 
-from widgets.address import address_of, apply_address
-from widgets.i18n import LANGUAGES, LOCALE_DIR, N_, from_accept_language, pseudo, read_catalog, translator
-from widgets.inspector import Readout
-from widgets.state import AttentionState, parse_coordinate
+from session.address import address_of, apply_address
+from session.i18n import LANGUAGES, LOCALE_DIR, N_, from_accept_language, pseudo, read_catalog, translator
+from widgets.steps import Readout
+from session.state import AttentionState, parse_coordinate
 
 TRANSLATED = [lang for lang in LANGUAGES if lang != "en"]
 ROOT = LOCALE_DIR.parent
@@ -31,9 +32,10 @@ def _ids(catalog) -> set:
 
 def test_the_template_holds_exactly_the_messages_of_the_source():
     # what `pybabel extract -F babel.cfg` finds now: a new text not extracted, or an old one left over, fails
-    method_map = [("app.py", "python"), ("widgets/**.py", "python")]
+    with open(ROOT / "babel.cfg") as cfg:
+        method_map, options_map = parse_mapping_cfg(cfg)
     found = {m[2] if isinstance(m[2], str) else tuple(m[2])
-             for m in extract_from_dir(ROOT, method_map=method_map)}
+             for m in extract_from_dir(ROOT, method_map=method_map, options_map=options_map)}
     found = {m[0] if isinstance(m, tuple) and len(m) == 1 else m for m in found}
     assert found == _ids(_template()), "run the catalog commands of the README"
 
@@ -189,7 +191,7 @@ def test_the_address_s_language_in_any_case():
 def test_plural_forms_follow_the_language():
     text = N_("x")  # a plain Text renders as itself anywhere
     assert translator("ar")(text) == "x"
-    from widgets.i18n import ngettext
+    from session.i18n import ngettext
     heads = [translator("ar")(ngettext("head = {value} ignored: there is {n} head, 1.",
                                        "head = {value} ignored: choose one of the {n} heads, 1 to {n}.", n, value="'9'"))
              for n in (1, 2, 3)]
@@ -226,7 +228,7 @@ def test_the_language_menu_is_named_in_the_page_s_language(lang, name):
 
 
 def test_the_language_menu_s_choice_reaches_the_state_through_the_bridge():
-    from widgets.browser import BrowserBridge
+    from link.browser import BrowserBridge
     s = AttentionState()
     bridge = BrowserBridge(state=s)
     bridge._handle_msg({"lang": "<script>"})  # what a page sends is only ever one of the menu's codes

@@ -15,9 +15,9 @@ from babel.messages.pofile import read_po
 
 from core import measure_attention
 from widgets.cost import CACHE_KEY, CostCache, CostView
-from widgets.i18n import LOCALE_DIR
+from session.i18n import LOCALE_DIR
 from widgets.projections import ProjectionsView
-from widgets.state import AttentionState
+from session.state import AttentionState
 
 S = 1 / math.sqrt(2)  # the score of I and NLP, both ways: (1, 0)·(1, 1) / √2
 I_TO_NLP = math.exp(S) / (math.exp(S) + 1 + math.exp(S))  # row I: scores (s, 0, s)

@@ -1,5 +1,5 @@
 """One number rule for what a learner types, in the editor's boxes, the page address and the Check tab's answers
-(``widgets/numbers.py``), in every language of the page.
+(``course/numbers.py``), in every language of the page.
 
 Expected values are the typed numbers themselves; expected messages are the rule's own words: the language's
 decimal mark, named, with the number written that way.
@@ -11,10 +11,10 @@ from decimal import Decimal
 
 import pytest
 
-from widgets.address import apply_address
-from widgets.i18n import translator
-from widgets.questions import BY_ID, Progress, parse_number
-from widgets.state import AttentionState, parse_coordinate
+from session.address import apply_address
+from session.i18n import translator
+from course.questions import BY_ID, Progress, parse_number
+from session.state import AttentionState, parse_coordinate
 
 SOFTMAX = BY_ID["two-key-softmax"]  # 0.731, to 3 places
 OUTPUT = BY_ID["weighted-output"]  # 7.85, to 2 places
@@ -86,7 +86,7 @@ TEXTS = ["0.5", "0,5", ".5", ",5", "5.", "-2", "−2", "+3", "١٫٥", "٠٫٥",
 @pytest.mark.parametrize("decimal", [".", ","])
 @pytest.mark.parametrize("text", TEXTS)
 def test_the_editor_and_the_check_tab_take_the_same_numbers(text, decimal):
-    """The two readers are one (widgets.numbers.read_number): a text without an exponent is a number for both, with
+    """The two readers are one (course.numbers.read_number): a text without an exponent is a number for both, with
     the same value, or for neither."""
     try:
         coordinate = parse_coordinate(text, decimal)

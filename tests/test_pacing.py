@@ -11,7 +11,7 @@ import pytest
 
 from server.pacing import DragBudget, get_budget
 from tests.test_widgets import MOVE, PRESS, RELEASE, drag_channel
-from widgets.state import AttentionState
+from session.state import AttentionState
 
 
 class Page:

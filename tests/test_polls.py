@@ -16,10 +16,10 @@ from bokeh.models import LayoutDOM
 
 from server.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, number_bin
 from server.rooms import RoomError, RoomRegistry
-from widgets.follow import RoomControls
+from widgets.room import RoomControls
 from widgets.poll import FollowerCard, PresenterPoll, counts_html, question_options
-from widgets.questions import BY_ID, PRACTICE, QUESTIONS
-from widgets.state import AttentionState
+from course.questions import BY_ID, PRACTICE, QUESTIONS
+from session.state import AttentionState
 
 
 @pytest.fixture

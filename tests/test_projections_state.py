@@ -19,10 +19,10 @@ from server.rooms import RoomRegistry
 from tests.loop_reference import attention as loop_attention
 from tests.loop_reference import matmul
 from tests.loop_reference import multi_head as loop_multi_head
-from widgets.address import address_of, apply_address, parse_address
+from session.address import address_of, apply_address, parse_address
 from widgets.export import to_csv, to_json
-from widgets.follow import RoomControls
-from widgets.state import DEFAULT_TEMPERATURE, AttentionState
+from widgets.room import RoomControls
+from session.state import DEFAULT_TEMPERATURE, AttentionState
 
 X_COURSE = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]  # Section 6's keys, also its queries
 LOVE = [0.1978, 0.4011, 0.4011]  # Section 6: the weights of q_love = (0, 1)

@@ -12,11 +12,11 @@ import param
 import pytest
 
 from server.logs import RedactLogLines
-from widgets.follow import RoomControls, qr_svg
-from widgets.row import OneRow
+from widgets.room import RoomControls, qr_svg
+from link.row import OneRow
 from server.rooms import (ALPHABET, CODE_LENGTH, SECRET_ENV, RoomError, RoomRegistry, RoomSecret, end_after_from_env,
                           normalize_code, seconds_from_env)
-from widgets.state import AttentionState
+from session.state import AttentionState
 
 
 class FakeClock:

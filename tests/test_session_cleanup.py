@@ -9,7 +9,7 @@ from pathlib import Path
 
 import panel as pn
 
-from bench.protocol_client import Learner
+from testing.protocol_client import Learner
 from tests.ui.conftest import free_port
 
 

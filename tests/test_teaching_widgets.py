@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 from bokeh import events
 
-from widgets.charts import ValuePlane, ValuesView
-from widgets.dk_panel import DkPanel
-from widgets.editor import Editor
-from widgets.inspector import Inspector, Readout
+from widgets.weights import ValuePlane, ValuesView
+from widgets.dk import DkPanel
+from widgets.edit import Editor
+from widgets.steps import Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.query_plot import QueryPlot
-from widgets.state import CUSTOM, AttentionState
+from session.state import CUSTOM, AttentionState
 from widgets.trap import TrapPanel
-from widgets.presentation import is_marked_invalid
+from widgets.style import is_marked_invalid
 
 TOL = dict(rtol=0, atol=5e-5)
 M2 = "Module 2: vector values"

@@ -12,7 +12,7 @@ from bokeh.models import Div
 from panel.io.server import get_server
 
 from app import create_app
-from bench.protocol_client import Learner
+from testing.protocol_client import Learner
 from server.transport import session_websockets, set_websocket_nodelay
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,13 +9,13 @@ import pytest
 from bokeh import events
 
 from app import create_app
-from widgets.browser import BrowserBridge
-from widgets.charts import OutputLine, WeightBars
-from widgets.drag import DragChannel
-from widgets.inspector import Inspector, Readout
+from link.browser import BrowserBridge
+from widgets.weights import OutputLine, WeightBars
+from link.drag import DragChannel
+from widgets.steps import Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.query_plot import MAX_LINE_WIDTH, QueryPlot
-from widgets.state import AttentionState
+from session.state import AttentionState
 
 LOVE = [0.1978, 0.4011, 0.4011]
 NLP = [0.2483, 0.2483, 0.5035]
@@ -26,7 +26,7 @@ def state():
     return AttentionState()
 
 
-#: What the page's drag script sends with a position (static/drag.js): a press, a move, the release, a tap.
+#: What the page's drag script sends with a position (link/drag.js): a press, a move, the release, a tap.
 PRESS, MOVE, RELEASE, TAP = dict(start=True), {}, dict(end=True), dict(start=True, end=True)
 
 

@@ -1,1 +1,1 @@
-"""Panel views over one session's :class:`~widgets.state.AttentionState`."""
+"""Panel views over one session's :class:`~session.state.AttentionState`."""

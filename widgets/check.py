@@ -2,8 +2,8 @@
 
 Three parts, one of each per browser session:
 
-- :class:`LearnerProgress` holds the learner's :class:`~widgets.questions.Progress`, grades their answers, and
-  watches their :class:`~widgets.state.AttentionState` for the two tasks. It is cheap, and is made with the
+- :class:`LearnerProgress` holds the learner's :class:`~course.questions.Progress`, grades their answers, and
+  watches their :class:`~session.state.AttentionState` for the two tasks. It is cheap, and is made with the
   page, so the tasks tick even before the tab is first opened.
 - :class:`ProgressStore` keeps that progress in the browser's ``localStorage`` (no accounts), through the page's
   browser bridge: the browser sends what it had stored when the page renders, and stores every change. Answers
@@ -28,19 +28,19 @@ from bokeh.models import Div
 from panel.io.state import set_curdoc
 
 from core import I_LOVE_NLP, scaled_dot_product_attention
-from widgets.i18n import N_, Text, Translator, translator
-from widgets.questions import (
+from session.i18n import N_, Text, Translator, translator
+from course.questions import (
     ALL, ALL_QUESTIONS, BY_ID, MAX_NUMBER_CHARS, PRACTICE, PRECISION_RULE, QUESTIONS, SECTION_TOKENS, TASK_DECIMALS,
     TASK_RULE, TASKS, Outcome, Progress, Question, QuestionProgress, Task, TaskRecord, credit_line, explanation,
     nlp_task_met,
 )
-from widgets.state import AttentionState
-from widgets.updates import one_message
+from session.state import AttentionState
+from link.updates import one_message
 
 STATIC = Path(__file__).resolve().parents[1] / "static"
 CHECK_CSS = (STATIC / "check.css").read_text()
 #: The page's side of the tab (CheckTab): read once per process, shared by every page.
-CHECK_JS = (STATIC / "check.js").read_text()
+CHECK_JS = (Path(__file__).with_name("check.js")).read_text()
 #: The section's Computational Laboratory, as it is in the project; the Check tab offers it for download.
 LAB_NOTEBOOK = Path(__file__).resolve().parents[1] / "lab" / "attention_lab.ipynb"
 #: What the score is, as the Check tab says it under the score: progress lives in the learner's own browser, where
@@ -78,7 +78,7 @@ def _rounded(x) -> float:
 class ProgressStore:
     """The learner's progress in their browser's ``localStorage``, under :data:`STORAGE_KEY`.
 
-    Not a component of its own: the page's :class:`~widgets.browser.BrowserBridge` script does the storing. A
+    Not a component of its own: the page's :class:`~link.browser.BrowserBridge` script does the storing. A
     plain Bokeh ``Div`` named :data:`STORE_NAME`, which the page adds to its document as a root with no view
     (app.py, as it does the address), carries ``value`` to the browser, which stores it (an empty text removes
     the key). What the browser holds comes back as the bridge's message ``{"stored": text}``, once when the page
@@ -126,7 +126,7 @@ class LearnerProgress(param.Parameterized):
     """One learner's progress on Section 6: their answers, their two tasks, kept in their browser.
 
     The tasks are watched on ``state`` as the learner works the explorer, and count only on the Section 6
-    example as the course gives it (:data:`~widgets.questions.TASK_RULE`, :meth:`paused`).
+    example as the course gives it (:data:`~course.questions.TASK_RULE`, :meth:`paused`).
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state the tasks are done on.")
@@ -316,13 +316,13 @@ def unreadable_html(lost: tuple[str, ...], tr: Translator = ENGLISH) -> str:
 
 
 class CheckTab(pn.custom.JSComponent):
-    """The Check tab as the page draws it (``static/check.js``): one Bokeh model for the tab's intro, score, tasks,
+    """The Check tab as the page draws it (``widgets/check.js``): one Bokeh model for the tab's intro, score, tasks,
     nineteen question cards and Start again, with the browser's own form controls.
 
     Panel's widgets and panes for the same came to about 110 Bokeh models and a hundred Panel objects per page,
     3 MB of the server's memory for each learner who opened the tab. Every text comes from the server in the page's
     language: HTML the server has escaped, or plain text set as text. The page sends its own session messages
-    (``static/check.js`` lists them), which go to ``on_message`` (a plain attribute, never synced). Test hooks:
+    (``widgets/check.js`` lists them), which go to ``on_message`` (a plain attribute, never synced). Test hooks:
     ``check-score``, ``check-notice``, ``task-<id>``, ``question-<id>``, ``feedback-<id>``, ``check-practice``,
     ``check-start-again``, each around a ``div`` holding its contents.
     """
@@ -397,7 +397,7 @@ class CheckView(pn.viewable.Viewer):
 
     # --- what the page sends ------------------------------------------------------------------------------------
     def receive(self, msg: dict) -> None:
-        """One message of the page (``static/check.js``): ``{"check": id, "answer": ...}``, ``{"show": id}``,
+        """One message of the page (``widgets/check.js``): ``{"check": id, "answer": ...}``, ``{"show": id}``,
         ``{"practice": bool}`` or ``{"restart": "ask" | "keep" | "confirm"}``. Anything else is ignored."""
         with one_message():
             qid = msg.get("check", msg.get("show"))

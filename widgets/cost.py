@@ -7,7 +7,7 @@ Q, K, V with d_k = 64) for every size up to the chosen n, plots time and memory 
 line, draws the weights as a 64 x 64 image of block means, and computes the course's figures.
 
 The measurements are the server's own, so they are kept once per process (:class:`CostCache`, in
-``pn.state.cache``): at most one per size of :data:`~widgets.state.COST_SIZES`, eleven in all. They run on
+``pn.state.cache``): at most one per size of :data:`~session.state.COST_SIZES`, eleven in all. They run on
 one worker thread of the process, which hands each to a measuring process (:class:`MeasureApart`), never on
 the event loop: a page waiting for n = 4096 (about 690 MB of (n, n) arrays, a second or more) shows a
 progress bar, and every other page of the server goes on being served meanwhile. One thread: two pages asking for n = 4096 at once share one run, and the process never
@@ -37,9 +37,9 @@ from bokeh.plotting import figure
 from core import CostMeasurement, measure_attention, score_matrix_size
 from core.cost import D_K, NN_ARRAYS
 from widgets.glyphs import draw
-from widgets.i18n import N_, Translator, translator
+from session.i18n import N_, Translator, translator
 from widgets.projections import styled
-from widgets.state import COST_SIZES, AttentionState
+from session.state import COST_SIZES, AttentionState
 
 #: Where the process keeps its measurements (``pn.state.cache`` is shared by every session of the process).
 CACHE_KEY = "attention-explorer:n2-cost"

@@ -13,8 +13,8 @@ import param
 from core import saturation, score_matrix_size
 from core.cost import D_K as COST_D_K
 from widgets.cost import cost_cache
-from widgets.i18n import N_
-from widgets.state import D_MODEL, HEAD_D_K, HEAD_TOKENS, ROLES, AttentionState
+from session.i18n import N_
+from session.state import D_MODEL, HEAD_D_K, HEAD_TOKENS, ROLES, AttentionState
 
 #: CSV columns: one number per row, named by what it is and which tokens it belongs to.
 CSV_COLUMNS = ("quantity", "query_token", "key_token", "dimension", "value")

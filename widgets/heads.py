@@ -17,10 +17,10 @@ from bokeh.models import Plot
 from bokeh.palettes import Cividis256
 
 from widgets.cost import CostView
-from widgets.i18n import N_, Translator, translator
-from widgets.presentation import mark_invalid
+from session.i18n import N_, Translator, translator
+from widgets.style import mark_invalid
 from widgets.projections import HEADS_CSS, styled
-from widgets.state import HEAD_TOKENS, MAX_HEADS, AttentionState
+from session.state import HEAD_TOKENS, MAX_HEADS, AttentionState
 
 #: Text size (CSS px) the heads' SVG matrices are laid out for, by mode (static/theme.css's --ae-num).
 NUM_PX = {"normal": 16, "projector": 22}

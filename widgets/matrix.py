@@ -15,15 +15,15 @@ from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from widgets.glyphs import draw
-from widgets.presentation import PROJECTOR_FONT_STEP, PROJECTOR_MIN_FONT
-from widgets.state import AttentionState, show_step
-from widgets.updates import one_message
+from widgets.style import PROJECTOR_FONT_STEP, PROJECTOR_MIN_FONT
+from session.state import AttentionState, show_step
+from link.updates import one_message
 
 
 #: Decimals of the matrix's numbers by mode: at two, a projector's 20 px digits fit a cell beside the query plot
 #: on a 1024 px screen (the readout, the inspector and the export keep four).
 CELL_DECIMALS = {"normal": 4, "projector": 2}
-#: Text sizes (CSS px) of the cells' numbers and of the axes' labels in normal mode (widgets/presentation.py
+#: Text sizes (CSS px) of the cells' numbers and of the axes' labels in normal mode (widgets/style.py
 #: makes them at least 20 in projector mode).
 CELL_FONT, AXIS_FONT = 14, 15
 
@@ -60,7 +60,7 @@ class AttentionMatrix(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        # named: the page's drag script draws the selected row into them (static/drag.js)
+        # named: the page's drag script draws the selected row into them (link/drag.js)
         self._cells = ColumnDataSource(data=dict(x=[], y=[], weight=[], label=[], text_color=[]), name="matrix-cells")
         self._sums = ColumnDataSource(data=dict(x=[], y=[], label=[]), name="matrix-sums")
         self._masked = ColumnDataSource(data=dict(x=[], y=[], label=[]))

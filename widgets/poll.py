@@ -1,6 +1,6 @@
 """The class poll on the page: the presenter asks one of Section 6's questions, the room's followers answer.
 
-Two views, one per page of a room that needs it, both made by :class:`~widgets.follow.RoomControls`:
+Two views, one per page of a room that needs it, both made by :class:`~widgets.room.RoomControls`:
 
 - :class:`PresenterPoll`, on the presenter's page (the room card's "Class poll" button): a question to ask,
   then the live count of each choice (or a histogram of the numbers given), Close, Reveal the answer;
@@ -30,9 +30,9 @@ from panel.io.state import set_curdoc
 
 from server.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, number_bin
 from server.rooms import RoomError, RoomRegistry
-from widgets.i18n import N_, Text, Translator, translator
+from session.i18n import N_, Text, Translator, translator
 from widgets.check import answer_text, title_of
-from widgets.questions import BY_ID, MAX_NUMBER_CHARS, PRACTICE, QUESTIONS, Question
+from course.questions import BY_ID, MAX_NUMBER_CHARS, PRACTICE, QUESTIONS, Question
 
 POLL_CSS = (Path(__file__).resolve().parents[1] / "static" / "poll.css").read_text()
 LETTERS = "ABCDEFGH"

@@ -13,9 +13,9 @@ head (d_k = d_v = 2), every row of X, Q, K and V as a point:
 - a temperature T for the scores, with sqrt(d_k) the paper's case, and what T -> 0 and T -> inf do.
 
 A drag costs the server two messages, whatever its length: the page computes every position itself
-(``static/projections.js``, a mirror of the core checked against it in tests/ui/test_heads.py) and sends
+(``link/projections.js``, a mirror of the core checked against it in tests/ui/test_heads.py) and sends
 only the press and the release through :class:`ProjectionChannel` (the query's drag, which the server
-answers along the way, sends a position per round trip: widgets/drag.py). The session's state takes the
+answers along the way, sends a position per round trip: link/drag.py). The session's state takes the
 dragged value at the release, computed with the NumPy core, when the page's address, a room's followers and
 the export follow.
 """
@@ -39,25 +39,26 @@ from bokeh.plotting import figure
 
 from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention, temperature_sweep
 from core.projections import IDENTITY, _combination
-from widgets.channel import PositionChannel
-from widgets.format import token_color
-from widgets.i18n import N_, Translator, translator
+from link.channel import PositionChannel
+from widgets.style import token_color
+from session.i18n import N_, Translator, translator
 from widgets.glyphs import draw
-from widgets.presentation import COMPONENT_CSS, mark_invalid
+from widgets.style import COMPONENT_CSS, mark_invalid
 from widgets.query_plot import label_sides
-from widgets.row import OneRow
-from widgets.state import (
+from link.row import OneRow
+from session.state import (
     DEFAULT_TEMPERATURE, HEAD_TOKENS, PROJECTION_CHOICES, ROLES,
     AttentionState,
 )
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
+LINK = Path(__file__).resolve().parent.parent / "link"
 #: The tabs' look (also widgets/heads.py): sizes and ink from the page's custom properties.
 HEADS_CSS = (STATIC / "heads.css").read_text()
 #: The page's script for a drag in the planes: fmt from attention.js, the outbox, then the mirror and the drag.
-PROJECTIONS_JS = "\n".join((STATIC / name).read_text() for name in ("attention.js", "outbox.js", "projections.js"))
+PROJECTIONS_JS = "\n".join((LINK / name).read_text() for name in ("attention.js", "outbox.js", "projections.js"))
 #: The page's placement of the planes' labels in screen pixels, after each drawing of a plane.
-LABELS_JS = (STATIC / "labels.js").read_text()
+LABELS_JS = (Path(__file__).with_name("labels.js")).read_text()
 #: A press this close to a handle picks it up, as a share of the plane's width (~16 px of a 270 px plane).
 GRAB = 0.06
 #: Temperatures on the slider: from nearly argmax to nearly uniform, with sqrt(d_k) among them.
@@ -169,7 +170,7 @@ _LABEL_OFFSETS = {"normal": (10, 5), "projector": (16, 9)}
 
 def _placed(points, among, fig, mode: str) -> dict:
     """Label columns for ``points``: each on the side facing away from the others of ``among``, the side the page
-    tries first when it places the labels in its pixels (static/labels.js)."""
+    tries first when it places the labels in its pixels (widgets/labels.js)."""
     mx, my = _LABEL_OFFSETS[mode]
     bounds = (min(fig.x_range.start, fig.y_range.start), max(fig.x_range.end, fig.y_range.end))
     sides = label_sides(points, among, bounds).tolist()
@@ -186,7 +187,7 @@ def _plane(name: str, title: str) -> figure:
     fig.axis.major_label_text_font_size = "14px"
     fig.axis.ticker.desired_num_ticks = 4  # projector-sized labels do not crowd a small plane
     # Only the page knows the plane's size in pixels and its text's: it moves a label that would cover a marker
-    # or another label (static/labels.js). The tick formatter is the script Bokeh runs each time it draws the
+    # or another label (widgets/labels.js). The tick formatter is the script Bokeh runs each time it draws the
     # figure (a resize, new ranges, projector mode, a drag's preview); it formats the ticks as Bokeh's own does.
     # a label placed far from its point gets a leader line: the page writes them in place (LEADER_ROWS at most)
     leaders = ColumnDataSource(data={k: np.full(LEADER_ROWS, np.nan) for k in ("x0", "y0", "x1", "y1")})
@@ -201,7 +202,7 @@ def _plane(name: str, title: str) -> figure:
 class ProjectionChannel(PositionChannel):
     """The server's end of a drag in the Projections tab's planes; what the page's script reads.
 
-    ``channel`` is the :class:`~widgets.row.OneRow` the page writes one position at a time: ``x``, ``y`` (data
+    ``channel`` is the :class:`~link.row.OneRow` the page writes one position at a time: ``x``, ``y`` (data
     units of the plane, clamped to it), ``seq``, ``start`` (the press), ``end`` (the release) and ``plane``
     (``"x"``: the embeddings, ``"w"``: the basis images of the chosen W). ``confirmed`` answers each position
     taken with its ``seq`` and ``text``, the outputs the core computes for it (:func:`projection_status`).
@@ -212,7 +213,7 @@ class ProjectionChannel(PositionChannel):
     plane) within :data:`GRAB` of the plane's width, or nothing (then the drag moves nothing). The page sends
     the press and the release only; the state, and with it every view, the address and a room, takes the
     dragged value at the release. A position sent between them (no page of ours sends one) costs one core call
-    and one answer, taken paced exactly as the query's (:class:`widgets.channel.PositionChannel`): after each,
+    and one answer, taken paced exactly as the query's (:class:`link.channel.PositionChannel`): after each,
     the session waits as long as it took, and from the first the drag counts against the process's share for
     mid-drag updates. The release is taken at once.
     """
@@ -448,7 +449,7 @@ class ProjectionsView(pn.viewable.Viewer):
                       x_points=self._x_points, basis=self._basis, qkv=self._qkv, numbers=self.numbers,
                       status=self.status)
         bundle = "const a = {" + ", ".join(models) + "};\n"
-        # One callback takes the planes' pointers (static/outbox.js: listenToPointer, not Bokeh's pan, which a slow
+        # One callback takes the planes' pointers (link/outbox.js: listenToPointer, not Bokeh's pan, which a slow
         # finger never starts), run where each plane is drawn (its ticks' formatter, see _plane), so a plane drawn
         # anew (the tab shown again, projector mode) is listened to again; one takes the server's answers.
         attach = CustomJS(args=models, code=PROJECTIONS_JS + bundle + "attachPlanes(a);")
@@ -738,7 +739,7 @@ class ProjectionsView(pn.viewable.Viewer):
 
 
 def projections_tab(state: AttentionState, styler=None) -> pn.viewable.Viewable:
-    """The tab's contents, its figures restyled by ``styler`` (a :class:`~widgets.presentation.FigureStyler`)."""
+    """The tab's contents, its figures restyled by ``styler`` (a :class:`~widgets.style.FigureStyler`)."""
     view = ProjectionsView(state=state)
     if styler is not None:
         styler.add([view.x_fig, view.w_fig])

@@ -11,10 +11,10 @@ from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, MultiLine, Range1d, Scatter, SingleIntervalTicker, Text
 from bokeh.plotting import figure
 
-from widgets.format import token_color
-from widgets.i18n import N_
+from widgets.style import token_color
+from session.i18n import N_
 from widgets.glyphs import draw
-from widgets.state import AttentionState, show_step
+from session.state import AttentionState, show_step
 
 #: Visible plane; drags beyond it are clamped to its edge so q never leaves the view.
 PLANE = (-1.5, 2.5)
@@ -86,7 +86,7 @@ class QueryPlot(pn.viewable.Viewer):
     """Keys k_i and the query q in the plane; drag or click anywhere to move q,
     or drag a key (starting on it) to move that key.
 
-    The pointer is the page's drag script's (``widgets/drag.py``, ``static/drag.js``): it draws the drag
+    The pointer is the page's drag script's (``link/drag.py``, ``link/drag.js``): it draws the drag
     and sends the server its positions one at a time. The figure has ``name="query-plot"``.
     """
 

@@ -8,9 +8,9 @@ import numpy as np
 import panel as pn
 import param
 
-from widgets.i18n import N_, Translator
-from widgets.presentation import APP_CSS, KATEX_CSS
-from widgets.state import STEPS, AttentionState
+from session.i18n import N_, Translator
+from widgets.style import APP_CSS, KATEX_CSS
+from session.state import STEPS, AttentionState
 
 TITLES = {1: N_("Step 1 of 3 · score"), 2: N_("Step 2 of 3 · normalise"), 3: N_("Step 3 of 3 · combine")}
 
@@ -30,7 +30,7 @@ def step_latex(state: AttentionState, step: int) -> str:
 
     Vectors run over the keys in token order; at most three short lines, so the
     formula fits beside the query plot even at projector size. Numbers are the
-    state's own (computed once by the core), written with :func:`widgets.format.fmt`.
+    state's own (computed once by the core), written with :func:`core.report.fmt`.
 
     Raises
     ------

@@ -10,10 +10,10 @@ import param
 from bokeh.models import ColumnDataSource, FactorRange, FixedTicker, Range1d, Text, VBar
 from bokeh.plotting import figure
 
-from widgets.editor import relabel_switch, switch
+from widgets.edit import relabel_switch, switch
 from widgets.glyphs import draw
-from widgets.i18n import N_
-from widgets.state import AttentionState
+from session.i18n import N_
+from session.state import AttentionState
 
 #: Bar labels under each token: scored against the keys (correct) or the values (the trap).
 CORRECT, TRAP = "keys", "values"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from bench.server import free_port, stop, wait_for_http  # noqa: F401  (the tests' server helpers too)
+from testing.server import free_port, stop, wait_for_http  # noqa: F401  (the tests' server helpers too)
 from server.transport import SCREENED
 
 ROOT = Path(__file__).resolve().parents[2]

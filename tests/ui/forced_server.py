@@ -15,20 +15,20 @@ import dataclasses  # noqa: E402
 
 import panel as pn  # noqa: E402
 
-import widgets.state  # noqa: E402
+import session.state  # noqa: E402
 
 OFFSET = 0.5
 
 
 def main() -> None:
     os.chdir(ROOT)
-    real = widgets.state.scaled_dot_product_attention
+    real = session.state.scaled_dot_product_attention
 
     def off_by_half(*args, **kwargs):
         r = real(*args, **kwargs)
         return dataclasses.replace(r, output=r.output + OFFSET)
 
-    widgets.state.scaled_dot_product_attention = off_by_half
+    session.state.scaled_dot_product_attention = off_by_half
     from app import TITLE, create_app
 
     port = os.environ["PORT"]

@@ -13,20 +13,20 @@ sys.path.insert(0, str(ROOT))
 
 import panel as pn  # noqa: E402
 
-import widgets.drag  # noqa: E402
+import link.drag  # noqa: E402
 
 DELAY_S = 0.25
 
 
 def main() -> None:
     os.chdir(ROOT)
-    real = widgets.drag.DragChannel._flush
+    real = link.drag.DragChannel._flush
 
     def slowly(self):
         time.sleep(DELAY_S)  # the time a crowded server takes to come to this position
         real(self)
 
-    widgets.drag.DragChannel._flush = slowly
+    link.drag.DragChannel._flush = slowly
     from app import TITLE, create_app
 
     port = os.environ["PORT"]

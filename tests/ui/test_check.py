@@ -1,7 +1,7 @@
 """The Check tab in a real browser: every question answered through the page, the number rule, the credit rules,
 the score, progress kept in the browser's localStorage, the two tasks done on the explorer, and the lab download.
 
-Expected texts are the course's rules as the page words them (widgets/questions.py); the numbers of the tasks are
+Expected texts are the course's rules as the page words them (course/questions.py); the numbers of the tasks are
 read off the page's own readout at the moment the task was done.
 """
 
@@ -20,7 +20,7 @@ from tests.ui.conftest import ROOT, SCREENSHOTS, VIEWPORTS, free_port, stop, wai
 from tests.ui.helpers import (
     _DEEP as DEEP, READOUT, controls, open_app, settle, show_tab, text_sizes, to_page, wait_for_readout, weights,
 )
-from widgets.questions import PRACTICE, PRECISION_RULE, QUESTIONS
+from course.questions import PRACTICE, PRECISION_RULE, QUESTIONS
 
 #: A loaded machine (load 4 on 2 cores) can take seconds for one round trip: wait long, assert exactly.
 WAIT = 20_000

@@ -184,7 +184,7 @@ def test_a_follower_previews_a_drag_from_the_live_channel_then_takes_its_servers
     close(teacher, student)
 
 
-#: The weights the bars show, as drawn in the page (the SVG's bars, widgets/charts.py)
+#: The weights the bars show, as drawn in the page (the SVG's bars, widgets/weights.py)
 BARS = ("() => Array.from(Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('weight-bars')).markup_el"
         ".querySelectorAll('rect.bar'), (bar) => +bar.dataset.weight)")
 

@@ -17,7 +17,7 @@ from core import saturation, self_attention
 from tests.loop_reference import attention as loop_attention
 from tests.ui.conftest import SCREENSHOTS
 from tests.ui.helpers import _DEEP, readout, settle, show_tab, slow_touch_drag, text_sizes, to_page, wait_for_readout, weights
-from widgets.format import fmt
+from core.report import fmt
 from widgets.projections import projection_status
 
 # The page's functions exactly as it received them: the code of the planes' pointer callback, up to where it binds
@@ -184,7 +184,7 @@ def test_typed_numbers_in_the_projections_boxes_reach_the_server_and_a_bad_one_i
 
 def test_a_slow_finger_drags_an_embedding(open_page):
     """A finger moving about a pixel per event drags x_love, three times over: the planes listen to the pointer
-    themselves (static/outbox.js), as the query plot does; Bokeh's pan gesture never began for so slow a hand."""
+    themselves (link/outbox.js), as the query plot does; Bokeh's pan gesture never began for so slow a hand."""
     page = open_page(has_touch=True, is_mobile=True, viewport={"width": 1024, "height": 768})
     show_tab(page, "Projections", "projection-x")
     page.evaluate("""() => Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('projection-x')).el

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from tests.ui.conftest import SCREENSHOTS
 from tests.ui.helpers import PATIENCE, READOUT, readout, show_tab
-from widgets.i18n import pseudo
+from session.i18n import pseudo
 
 #: The tabs whose every text comes from the catalogs, by their titles in the pseudo-language.
 CHECKED_TABS = (*(pseudo(t) for t in ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap")), "√d_k",

@@ -127,7 +127,7 @@ PLANE_DATA = """(role) => {
     qkv.every((t, i) => (t !== '') === (Math.floor(i / 3) === role))
   return shown ? JSON.stringify(inputs.W) : null
 }"""
-#: The planes have drawn their data and the page has placed their labels (static/labels.js asks for an
+#: The planes have drawn their data and the page has placed their labels (widgets/labels.js asks for an
 #: animation frame per figure; a placement that moved a label draws the figure once more and asks again).
 PLACED = """() => {
   const views = %r.map(n => Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name(n)))

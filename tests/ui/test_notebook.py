@@ -155,7 +155,7 @@ def test_a_notebook_cell_shows_the_whole_explorer_with_nothing_from_outside(brow
     assert not errors, errors
 
 #: A saved page has no kernel, so nothing from Python reaches it: each display's drag must take the pointer once its
-#: plot is laid out (static/drag.js). Every text each readout shows is kept (window.seen[i] for display i, in the
+#: plot is laid out (link/drag.js). Every text each readout shows is kept (window.seen[i] for display i, in the
 #: page's order).
 WATCH = """() => { window.seen = """ + EXPLORERS + """.map((doc, i) => {
   const el = Bokeh.index.find_one(doc.get_model_by_name('readout')).markup_el, seen = []

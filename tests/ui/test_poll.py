@@ -11,7 +11,7 @@ from tests.ui.helpers import _DEEP as DEEP, controls, settle, show_tab
 from tests.ui.test_follow import WAIT, close, follower, new_page, present
 from tests.ui.test_follow import room_server  # noqa: F401  (the fixture: one server for this module)
 from widgets.poll import question_options
-from widgets.questions import BY_ID
+from course.questions import BY_ID
 
 LABELS = {qid: label for group in question_options().values() for label, qid in group.items()}
 

@@ -10,9 +10,9 @@ import pytest
 from core import scaled_dot_product_attention
 from tests.ui.conftest import serve_script
 from tests.ui.helpers import PATIENCE, open_app, readout, to_page, wait_for_readout
-from widgets.i18n import LANGUAGES
-from widgets.inspector import Readout, readout_script_words
-from widgets.state import AttentionState
+from session.i18n import LANGUAGES
+from widgets.steps import Readout, readout_script_words
+from session.state import AttentionState
 
 # The preview's functions exactly as the page received them: the code of the drag script's callback on the
 # readout, up to where it binds its Bokeh models.

@@ -12,10 +12,11 @@ import panel as pn
 import param
 from bokeh.models import CustomJS, Div
 
-from widgets.format import sqrt_text, token_color
-from widgets.i18n import Translator, translator
-from widgets.presentation import APP_CSS
-from widgets.state import AttentionState
+from core.report import sqrt_text
+from widgets.style import token_color
+from session.i18n import Translator, translator
+from widgets.style import APP_CSS
+from session.state import AttentionState
 
 #: What a number of a step not yet revealed shows instead (step-through mode).
 PLACEHOLDER = "?"
@@ -52,7 +53,7 @@ def replace_text_in_place(div: Div) -> None:
 @functools.cache
 def readout_words(lang: str) -> dict[str, str]:
     """The readout's templates in ``lang``: :meth:`Readout.text` fills them, and so does the page's drag preview
-    (static/drag.js's readoutText), so both write the same text."""
+    (link/drag.js's readoutText), so both write the same text."""
     tr = translator(lang)
     return {
         "query": tr._('Query of "{token}": q = {q}'),

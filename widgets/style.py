@@ -23,7 +23,16 @@ from panel.theme import Design
 from panel.theme.base import Inherit
 from panel.viewable import Viewable
 
-from widgets.state import AttentionState
+from session.state import AttentionState
+
+#: Okabe & Ito (2008) colour-blind-safe palette, ordered for contrast on white.
+TOKEN_COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
+
+
+def token_color(i: int) -> str:
+    """The colour of token ``i`` in every plot, chart and table of the page."""
+    return TOKEN_COLORS[i % len(TOKEN_COLORS)]
+
 
 STATIC = Path(__file__).resolve().parents[1] / "static"
 #: Document-level CSS: the custom properties per mode and theme, the page frame.

@@ -16,12 +16,12 @@ import panel as pn
 import param
 from bokeh.models import Div
 
-from widgets.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
+from session.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
 from widgets.check import STORAGE_KEY, STORE_NAME
-from widgets.i18n import N_, menu_languages
-from widgets.questions import MAX_JSON_CHARS
-from widgets.state import AttentionState
-from widgets.updates import one_message
+from session.i18n import N_, menu_languages
+from course.questions import MAX_JSON_CHARS
+from session.state import AttentionState
+from link.updates import one_message
 
 #: Nudge of q per arrow key, and with Shift held.
 NUDGE, FINE_NUDGE = 0.1, 0.01
@@ -67,7 +67,7 @@ def handle_key(state: AttentionState, key: str, shift: bool = False, in_plot: bo
 
 
 #: The address bar follows ``BrowserBridge.address`` a moment after it settles (so a drag does not fill the
-#: history); a room's arguments stay, so reloading keeps presenting or following (widgets/follow.py).
+#: history); a room's arguments stay, so reloading keeps presenting or following (widgets/room.py).
 class BrowserBridge(pn.custom.JSComponent):
     """Keyboard shortcuts, ``<html data-mode data-theme>`` and the shareable address, for one page.
 
@@ -75,7 +75,7 @@ class BrowserBridge(pn.custom.JSComponent):
     Space/Enter are left to a focused button or checkbox; keys with Ctrl, Alt
     or Meta are never taken. The address bar is updated with
     ``history.replaceState`` a moment after the state settles, so a drag does
-    not fill the history; at once, with the q the page last drew (``static/drag.js``), when its drag of q
+    not fill the history; at once, with the q the page last drew (``link/drag.js``), when its drag of q
     lets go or the connection is lost. The page's own address comes back as ``page_address``, and
     ``navigate`` loads the page at another query (Panel's ``Location`` is not used: it parses
     every query argument on the server, and one over 4,300 digits breaks the session there).
@@ -86,7 +86,7 @@ class BrowserBridge(pn.custom.JSComponent):
 
     mode = param.String(default="normal")
     theme = param.String(default="light")
-    lang = param.String(default="en", doc="<html lang>: the page's language (widgets/i18n.py).")
+    lang = param.String(default="en", doc="<html lang>: the page's language (session/i18n.py).")
     dir = param.String(default="ltr", doc="<html dir>: 'rtl' for a language written right to left.")
     lost = param.List(default=["", ""], doc="The connection-lost banner's text and its button's, in the page's language.")
     navigate = param.String(default="", doc=(
@@ -122,12 +122,12 @@ function wantsKey(e) {
   return true
 }
 
-// A nudge is previewed like a tap at the nudged position (static/drag.js's pointer handler, told not to send
+// A nudge is previewed like a tap at the nudged position (link/drag.js's pointer handler, told not to send
 // it: the key goes to the server), so the numbers change on this key press; the server's arrive after.
 // Same arithmetic as handle_key: 9-decimal rounding, then the plane's bounds (the callback clamps).
 const STEPS = {ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, 1], ArrowDown: [0, -1]}
 function previewNudge(doc, key, shift, inPlot) {
-  // static/drag.js's handler for this document's query plot, once it is on the page
+  // link/drag.js's handler for this document's query plot, once it is on the page
   const preview = window.attentionExplorerPointers?.get(doc)
   const inputs = doc.get_model_by_name("drag-inputs")
   if (preview == null || inputs == null) return
@@ -192,7 +192,7 @@ function keepTabsScroll(doc) {
   return true
 }
 
-// Python's repr of a float, as widgets/address.py writes q: the shortest digits that read back to the same number
+// Python's repr of a float, as session/address.py writes q: the shortest digits that read back to the same number
 // (JavaScript's own choice too), written the way Python writes them: 1.0, 1e-05, 1e+16.
 function reprFloat(x) {
   if (Object.is(x, -0)) return "-0.0"
@@ -246,7 +246,7 @@ export function render({ model, el, view }) {
   paint()
   model.on(["mode", "theme", "lang", "dir"], paint)
   // The address bar follows the state a moment after it settles, so a drag does not fill the history; a
-  // room's arguments stay, so reloading keeps presenting or following (widgets/follow.py).
+  // room's arguments stay, so reloading keeps presenting or following (widgets/room.py).
   let timer = null
   const written = doc.get_model_by_name("page-address")
   const replace = () => {
@@ -255,7 +255,7 @@ export function render({ model, el, view }) {
     if (!text) return
     const next = new URLSearchParams(text)
     // the server's address (BrowserBridge.address), with q where the page's own drag last drew it
-    // (static/drag.js): the server writes a drag's q only at the release, which a cut connection never brings
+    // (link/drag.js): the server writes a drag's q only at the release, which a cut connection never brings
     const drawn = window.attentionExplorerDrawn?.get(doc)?.()
     if (drawn != null) next.set("q", drawn.map(reprFloat).join(","))
     const now = new URLSearchParams(window.location.search)

@@ -1,7 +1,7 @@
 """The drag of q (and of a key): the page's side draws it, this side receives it.
 
-One place in the page owns the pointer (``static/drag.js``): on each pointer move of a drag it computes
-the selected query's scores, weights and output itself (``static/attention.js``, a line-by-line mirror
+One place in the page owns the pointer (``link/drag.js``): on each pointer move of a drag it computes
+the selected query's scores, weights and output itself (``link/attention.js``, a line-by-line mirror
 of ``core.attention``) and draws them on the same frame, and it sends the server the positions through
 one channel, ``DragChannel.channel``, **at most one at a time**: the next only once the server has
 answered the previous one (``DragChannel.confirmed``), a waiting move replaced by a newer one, the press
@@ -16,7 +16,7 @@ a drag of q its numbers arrive as the readout's text (the plots, which the page 
 numbers, take the server's data at the release: ``AttentionState.plotted``), and at the release the
 server's numbers replace the page's everywhere.
 
-A page following a presenter (``widgets/follow.py``) previews the same way: while the presenter drags,
+A page following a presenter (``widgets/room.py``) previews the same way: while the presenter drags,
 the page receives only the presenter's query, on the room's live channel (``server/room_live.py``), and
 computes the rest; the presenter's hand is each position this channel receives (:attr:`DragChannel.hand`).
 """
@@ -30,18 +30,18 @@ import numpy as np
 import param
 from bokeh.models import CustomJS
 
-from widgets.channel import PositionChannel
-from widgets.charts import WeightBars
-from widgets.inspector import PLACEHOLDER, Readout, readout_script_words
+from link.channel import PositionChannel
+from widgets.weights import WeightBars
+from widgets.steps import PLACEHOLDER, Readout, readout_script_words
 from widgets.matrix import cell_decimals
 from widgets.query_plot import MAX_LINE_WIDTH, PLANE, QueryPlot
-from widgets.row import OneRow
-from widgets.state import AttentionState
-from widgets.updates import one_message
+from link.row import OneRow
+from session.state import AttentionState
+from link.updates import one_message
 
-STATIC = Path(__file__).resolve().parent.parent / "static"
+HERE = Path(__file__).resolve().parent
 #: The page's JavaScript: the formula, the outbox, then the drag. Read once; it never changes.
-DRAG_JS = "\n".join((STATIC / name).read_text() for name in ("attention.js", "outbox.js", "drag.js"))
+DRAG_JS = "\n".join((HERE / name).read_text() for name in ("attention.js", "outbox.js", "drag.js"))
 #: A drag that starts this close to a key (in data units, ~12 px) moves that key,
 #: unless the query is at least as close: q wins ties, since it sits on its own key.
 GRAB_RADIUS = 0.12
@@ -64,7 +64,7 @@ class DragChannel(PositionChannel):
     K : (n, d_k), V as (n, d_v) rows, tokens, the selected row's mask row, scaling, and which recipe
     steps the step-through has revealed. It changes only when one of those does, never during a drag.
 
-    ``live`` is a :class:`OneRow` that only the room controls write (``widgets/follow.py``):
+    ``live`` is a :class:`OneRow` that only the room controls write (``widgets/room.py``):
     ``room``, the code of the room whose live channel the page follows ("" for none), ``path``, the
     channel's URL path, and ``version``, the room's view that the server's numbers on the page show.
     The page previews each query the channel brings for a later view.
@@ -74,7 +74,7 @@ class DragChannel(PositionChannel):
     hand = param.NumericTuple(default=None, allow_None=True, length=2, doc=(
         "Where the page's drag has moved q to (key units, clamped to the plot), as each position arrives: "
         "ahead of the state, which takes them paced. A presented room sends it to its followers at once "
-        "(widgets/follow.py); nothing else reads it."))
+        "(widgets/room.py); nothing else reads it."))
 
     def __init__(self, query_plot: QueryPlot, readout: Readout, bars: WeightBars, **params):
         super().__init__(**params)
@@ -86,14 +86,14 @@ class DragChannel(PositionChannel):
         self._target = None  # None: the query; an int: the key being dragged
         self._release = False
         # the views on the page from the start; the script finds the others by name when they are built
-        # (the values' number line or plane, the matrix: widgets/charts.py, widgets/matrix.py)
+        # (the values' number line or plane, the matrix: widgets/weights.py, widgets/matrix.py)
         models = dict(
             inputs=self.inputs, confirmed=self.confirmed, channel=self.channel, query=query_plot._query,
             lines=query_plot._lines, bars=bars.div, readout=readout.div, figure=query_plot.figure, live=self.live,
         )
         # One callback for what the server sends (the readout's text, the query's position, the answers, a
         # followed presenter's query); the first of them also attaches the script's own pointer listeners to the
-        # query plot (static/drag.js: attach). One: the script is 25 kB, and each callback is a copy of it in every
+        # query plot (link/drag.js: attach). One: the script is 25 kB, and each callback is a copy of it in every
         # page the server builds and sends.
         bundle = "const a = {" + ", ".join(models) + "};\n"
         script = CustomJS(args=models, code=DRAG_JS + bundle + "onServerUpdate(a, cb_obj);")

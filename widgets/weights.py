@@ -11,9 +11,9 @@ import param
 from bokeh.models import ColumnDataSource, Div, Range1d, Scatter, Segment, Text
 from bokeh.plotting import figure
 
-from widgets.format import token_color
+from widgets.style import token_color
 from widgets.glyphs import draw
-from widgets.state import AttentionState
+from session.state import AttentionState
 
 #: The SVG charts' look: text sizes and ink from the page's custom properties (static/theme.css).
 CHARTS_CSS = (Path(__file__).resolve().parent.parent / "static" / "charts.css").read_text()
@@ -40,7 +40,7 @@ class WeightBars(pn.viewable.Viewer):
     models for the server to build for every page, this is one. Widths are in % of the chart, so it fills
     whatever width it is given; text sizes come from CSS (``static/charts.css``), in the theme's ink, and
     the layout makes room for them in each mode. Each bar carries ``data-weight``; the page's drag script
-    moves the bars during a drag (``static/drag.js``). ``shown`` is what is drawn, for tests.
+    moves the bars during a drag (``link/drag.js``). ``shown`` is what is drawn, for tests.
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
@@ -178,7 +178,7 @@ class ValuePlane(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
-        # named: the page's drag script draws into them (static/drag.js)
+        # named: the page's drag script draws into them (link/drag.js)
         self._values = ColumnDataSource(data=dict(x=[], y=[], x0=[], y0=[], label=[], color=[], size=[]),
                                         name="value-plane-values")
         self._output = ColumnDataSource(data=dict(x=[], y=[], label=[]), name="value-plane-output")

@@ -1,6 +1,6 @@
-"""The server's end of a drag that the page sends one position at a time (``static/outbox.js``).
+"""The server's end of a drag that the page sends one position at a time (``link/outbox.js``).
 
-Two drags use it: the query's in the explorer (:class:`widgets.drag.DragChannel`) and the Projections tab's
+Two drags use it: the query's in the explorer (:class:`link.drag.DragChannel`) and the Projections tab's
 (:class:`widgets.projections.ProjectionChannel`). Both pages draw every position themselves, so what the
 server does with a position only confirms the page's numbers (the Projections page sends only the press and
 the release: its state takes nothing in between); a position must cost the server the same in either, and a
@@ -25,7 +25,7 @@ import time
 import panel as pn
 import param
 from server.pacing import get_budget
-from widgets.row import OneRow
+from link.row import OneRow
 
 
 #: The largest ``seq`` a page sends: JavaScript's largest exact integer (the page counts 1, 2, …).
@@ -38,7 +38,7 @@ def is_number(x) -> bool:
 
 
 class PositionChannel(param.Parameterized):
-    """A :class:`~widgets.row.OneRow` the page writes positions into, and the pacing of what the server takes.
+    """A :class:`~link.row.OneRow` the page writes positions into, and the pacing of what the server takes.
 
     ``channel`` holds ``x``, ``y`` (data units of the plot dragged in), ``seq`` (1, 2, … per page),
     ``start`` (the press), ``end`` (the release; a tap is both) and the columns of :attr:`EXTRA`.

@@ -31,8 +31,8 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal, get_decimal_symbol
 
-from widgets.format import fmt, fmt_short
-from widgets.text import N_, Text, _format, ngettext  # noqa: F401 (marked texts, re-exported)
+from core.report import fmt, fmt_short
+from course.text import N_, Text, _format, ngettext  # noqa: F401 (marked texts, re-exported)
 
 LOCALE_DIR = Path(__file__).resolve().parent.parent / "locale"
 #: The page's languages, by code, each named as it names itself (the menu's labels). English is the source.
@@ -183,7 +183,7 @@ class Translator:
         return self._mark(number)
 
     def number_format(self) -> dict:
-        """What the page's own scripts need to write numbers the same way (static/drag.js)."""
+        """What the page's own scripts need to write numbers the same way (link/drag.js)."""
         return {"decimal": self.decimal, "vector_sep": self.vector_sep, "list_sep": self.list_sep,
                 "isolate": self.rtl}
 

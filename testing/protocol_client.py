@@ -5,7 +5,7 @@ websocket wrapper of ``bokeh.client``), like ``bokeh.client.pull_session`` does,
 document in Python: it reads the JSON of each patch the server sends. That keeps the cost of a hundred
 simulated learners small enough to share a machine with the server they measure.
 
-A drag is what the page's drag script sends (``static/drag.js``): each position as a change of the
+A drag is what the page's drag script sends (``link/drag.js``): each position as a change of the
 ``drag-channel`` data source (a ``ModelChanged`` patch event), at most one at a time: the next once the
 server's ``drag-confirmed`` source has answered the one in flight, a move waiting to go replaced by a newer
 one, the press and the release always sent. ``Learner(one_at_a_time=False)`` is a client that ignores the
@@ -122,7 +122,7 @@ class Learner:
         self._outbox: list[dict] = []
         self._seq = self._in_flight = 0
         self._sent_at = 0.0
-        # the browser bridge (widgets/browser.py), which takes the page's keys: a ReactiveESM whose data is its params
+        # the browser bridge (link/browser.py), which takes the page's keys: a ReactiveESM whose data is its params
         self.bridge_id = next((o["id"] for o in find_objects(reply.content["doc"], "ReactiveESM")
                                if str(o.get("attributes", {}).get("data", {}).get("name", "")).startswith("BrowserBridge")),
                               None)

@@ -13,7 +13,7 @@ class OneRow(DataModel):
     A ``ColumnDataSource`` brings a ``Selection`` and a selection policy with it, three models to build and
     send with every page for data nothing draws or selects; BokehJS makes this one's class from its
     definition in the document (Bokeh's ``DataModel``), so the page needs no script of its own for it.
-    The script reads and writes ``data`` exactly as a source's (``static/drag.js``), and a change of it, from
+    The script reads and writes ``data`` exactly as a source's (``link/drag.js``), and a change of it, from
     either side, is a change of one property, as a source's is.
     """
 

@@ -12,7 +12,7 @@ tab's answers.
 - An exponent (``3e-2``) only where asked: coordinates take one, the Check tab's answers, judged by their
   decimal places, do not.
 
-Standard library only, so the Check tab's grading (``widgets/questions.py``) shares it.
+Standard library only, so the Check tab's grading (``course/questions.py``) shares it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from widgets.text import N_
+from course.text import N_
 
 #: Characters of what a person typed that a message quotes back; longer text is cut with "…".
 SHOWN_CHARS = 40
@@ -44,7 +44,7 @@ def read_number(text: str, decimal: str | None = ".", *, exponent: bool = True, 
 
     ``decimal``: the page's decimal mark, ``"."`` or ``","``; None takes either (a reader whose language is not
     known). ``exponent``: whether ``3e-2`` is a number; ``max_chars``: the longest text taken. Digits stay as typed (any script's). Raises ValueError
-    whose argument is a message fragment for the learner (a :class:`~widgets.text.Text`, "… is not a number: …",
+    whose argument is a message fragment for the learner (a :class:`~course.text.Text`, "… is not a number: …",
     to be set in a sentence): for empty text, the other decimal mark, anything else.
 
     >>> read_number("１，５", ","), read_number("0٫731"), read_number(" −.5 ", None)

@@ -17,8 +17,8 @@ from core import (
 from core.cost import MAX_N, MIN_N
 from core.projections import IDENTITY as IDENTITY_PROJECTION
 from core.scaling import MAX_D_K
-from widgets.i18n import LANGUAGES, PSEUDO, N_, Translator, translator
-from widgets.numbers import read_number, shown
+from session.i18n import LANGUAGES, PSEUDO, N_, Translator, translator
+from course.numbers import read_number, shown
 
 #: Largest coordinate a learner may set; beyond it the numbers stop being instructive.
 MAX_ABS_COORD = 1e6
@@ -43,14 +43,14 @@ TOKEN_NAME = re.compile(r"^[\w .,!?'-]+$")
 def parse_coordinate(text, decimal: str = ".") -> float:
     """The number a learner typed, or ValueError saying why it cannot be a coordinate.
 
-    Accepts ints, floats and text as :func:`widgets.numbers.read_number` reads it, the same in the editor, the
+    Accepts ints, floats and text as :func:`course.numbers.read_number` reads it, the same in the editor, the
     page address and the Check tab: "1.5", " -2 ", "−2" (the minus sign), ".5", "5.", "3e-2", digits of any
     script or full-width ("１"), which mean the same digits, and the Arabic decimal separator ("0٫5"). Refuses
     empty text, anything else ("1_000", "1 000", "0x10", "inf", "nan"), ±inf and |x| > MAX_ABS_COORD.
 
     ``decimal`` is the decimal mark of the learner's language (``","``: "1,5" is 1.5 and "1.5" is refused with
     how to write it, since a German or French reader may mean 1.500 by it; ``"."``: "1,5" is refused likewise);
-    the page address always uses ``"."``. The ValueError's argument is a :class:`~widgets.i18n.Text`, shown in
+    the page address always uses ``"."``. The ValueError's argument is a :class:`~session.i18n.Text`, shown in
     each page's language.
     """
     if isinstance(text, str):
@@ -166,12 +166,12 @@ class AttentionState(param.Parameterized):
     step = param.Integer(default=1, bounds=(1, len(STEPS)), doc="Guided step: 1 score, 2 normalise, 3 combine.")
     notice = param.String(default="", doc="Which parts of the page address were ignored, and why.")
     lang = param.Selector(default="en", objects=[*LANGUAGES, PSEUDO], doc=(
-        "The page's language (widgets/i18n.py): its words and how it writes and reads numbers. Each page's own, "
+        "The page's language (session/i18n.py): its words and how it writes and reads numbers. Each page's own, "
         "also in a room: a room shares the view, not the words."))
 
     result = param.ClassSelector(class_=AttentionResult, constant=True, doc="Core output for `queries`.")
     previewing = param.Boolean(default=False, doc=(
-        "The page is drawing a drag of the query itself (widgets/drag.py), from the press to the release. "
+        "The page is drawing a drag of the query itself (link/drag.py), from the press to the release. "
         "Only the drag channel sets it; any change of the numbers' inputs other than a position of that drag "
         "(move_query with drag=True) ends it."))
     plotted = param.ClassSelector(class_=AttentionResult, doc=(
@@ -202,7 +202,7 @@ class AttentionState(param.Parameterized):
     # Their own sentence, HEAD_TOKENS; the explorer's tokens, keys and values change only when the learner
     # shows a head there (show_head_in_explorer). Nothing here is computed until a view asks (head_attention).
     # instantiate=False: every page starts from the same read-only arrays (the state replaces them, never writes
-    # into them), so a page costs no copies and an unedited page is told apart by identity (widgets/address.py)
+    # into them), so a page costs no copies and an unedited page is told apart by identity (session/address.py)
     embeddings = param.Array(default=I_LOVE_NLP.keys, instantiate=False,
                              doc="X : (3, d_model = 2), one embedding per token.")
     projections = param.Array(default=DEFAULT_PROJECTIONS, instantiate=False, doc=(
@@ -218,7 +218,7 @@ class AttentionState(param.Parameterized):
     projection_seed = param.Integer(default=0, bounds=(0, None), doc="Seed of the last random projections drawn.")
     cost_n = param.Selector(default=256, objects=list(COST_SIZES), doc="n of the n² cost measurement.")
 
-    #: The params that make up the view a presenter shares with a room (see widgets/follow.py). Every
+    #: The params that make up the view a presenter shares with a room (see widgets/room.py). Every
     #: other param is the page's own (``LOCAL_PARAMS``); a new param must be added to exactly one list.
     SHARED_PARAMS = ("preset", "tokens", "keys", "values", "selected", "query", "scale", "causal", "trap",
                      "guided", "step", "dk_experiment", "dk_seed", "embeddings", "projections", "heads", "head", "w_o",

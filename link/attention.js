@@ -32,7 +32,7 @@ function attentionStep(q, keys, values, allowed, scale) {
   return { dots, scores, rowMax, shifted, exp, expSum, weights, output };
 }
 
-// Same text as widgets/format.py's fmt (Python's f"{x:.{d}f}"), so that the server's
+// Same text as core/report.py's fmt (Python's f"{x:.{d}f}"), so that the server's
 // confirmation of a previewed number never flickers. toFixed breaks exact ties away
 // from zero, Python to even; an exact tie at d decimals is an odd multiple of 2^-(d+1).
 function fmt(x, d = 4) {

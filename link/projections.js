@@ -56,7 +56,7 @@ function selfAttention(X, WQ, WK, WV, T) {
 
 // The text widgets/projections.py writes for the same numbers (projection_status): during a drag, the
 // dragged handle and where it is, then each token's output.
-// `w`: the page's language (widgets/i18n.py, Translator.number_format, and the line's template `outputs`).
+// `w`: the page's language (session/i18n.py, Translator.number_format, and the line's template `outputs`).
 const ENGLISH_WORDS = { decimal: ".", vector_sep: ", ", isolate: false, outputs: "Outputs Σ aⱼvⱼ: {outputs}" };
 const fmtIn = (x, d, w) => (w.decimal === "." ? fmt(x, d) : fmt(x, d).replace(".", w.decimal));
 const fmtPoint = (p, d, w) => {
@@ -73,7 +73,7 @@ function statusText(tokens, r, handle = "", at = null, w = ENGLISH_WORDS) {
 
 function projectionState(a) {
   const all = (window.attentionExplorerProjections ??= new Map());
-  let st = all.get(a.channel);  // the model, not its id: see static/drag.js's previewState
+  let st = all.get(a.channel);  // the model, not its id: see link/drag.js's previewState
   if (st == null) all.set(a.channel, st = { target: null, outbox: [], inFlight: 0, seq: 0, sentAt: 0,
                                                    releaseSeq: null, moves: 0, sent: 0 });
   return st;

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field, replace
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
 from types import MappingProxyType
 
-from widgets.numbers import read_number
-from widgets.text import N_, Text
+from course.numbers import read_number
+from course.text import N_, Text
 
 #: Wrong tries after which the answer is shown and the question can no longer earn credit.
 MAX_TRIES = 3
@@ -143,11 +143,11 @@ class Question:
 def parse_number(text, decimal: str | None = None, max_chars: int = MAX_NUMBER_CHARS) -> tuple[Decimal, int]:
     """The number typed in ``text`` and how many decimal places it was typed with.
 
-    Read by the page's one number rule (:func:`widgets.numbers.read_number`), without an exponent: an optional
+    Read by the page's one number rule (:func:`course.numbers.read_number`), without an exponent: an optional
     sign, digits (any script's, full width too), one decimal mark — ``.731``, ``-2``, ``6,0`` in French.
     ``decimal``: the page's decimal mark; the other one is refused with how to write the number, never misread
     (a French reader may mean 0.500 by ``0.5``); None takes either. Raises ValueError with a sentence for the
-    learner (a :class:`~widgets.text.Text`) otherwise: empty text, words, ``1e3``, ``nan``, over ``max_chars``.
+    learner (a :class:`~course.text.Text`) otherwise: empty text, words, ``1e3``, ``nan``, over ``max_chars``.
 
     >>> parse_number(" .731 ", "."), parse_number("6,0", ","), parse_number("０．７３１", ".")
     ((Decimal('0.731'), 3), (Decimal('6.0'), 1), (Decimal('0.731'), 3))

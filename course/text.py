@@ -1,7 +1,7 @@
 """A marked text: a ``str`` that reads as its English message and remembers it, for a page to translate.
 
-Standard library only, so that modules which must stay free of Panel, NumPy and Babel (``widgets/questions.py``)
-can mark their texts for the catalogs too; :mod:`widgets.i18n` translates them.
+Standard library only, so that modules which must stay free of Panel, NumPy and Babel (``course/questions.py``)
+can mark their texts for the catalogs too; :mod:`session.i18n` translates them.
 """
 
 from __future__ import annotations

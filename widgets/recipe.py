@@ -11,9 +11,9 @@ import numpy as np
 import panel as pn
 import param
 
-from widgets.i18n import N_, Translator
-from widgets.presentation import KATEX_CSS
-from widgets.state import AttentionState
+from session.i18n import N_, Translator
+from widgets.style import KATEX_CSS
+from session.state import AttentionState
 
 #: KaTeX draws at 1.21em of its host: the formulas' main line is the page's formula size (22 px on a projector).
 FORMULA_CSS = ":host { font-size: calc(var(--ae-formula, 19px) / 1.21); overflow-x: auto; }"
@@ -24,7 +24,7 @@ TERMS_PER_LINE = 3
 
 def latex_text(name: str) -> str:
     r"""``\text{name}`` for a token name. Names are already restricted to words
-    (see ``widgets.state.TOKEN_NAME``); escaping the few characters TeX reads
+    (see ``session.state.TOKEN_NAME``); escaping the few characters TeX reads
     specially keeps this safe even for a name set directly on the state."""
     special = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
                "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}"}

@@ -1,7 +1,7 @@
-// A drag on a plot, from the pointer to the server, shared by the query's drag (static/drag.js) and the
-// Projections tab's (static/projections.js): the page's own pointer listening (listenToPointer), and the
+// A drag on a plot, from the pointer to the server, shared by the query's drag (link/drag.js) and the
+// Projections tab's (link/projections.js): the page's own pointer listening (listenToPointer), and the
 // positions on their way to the server, at most one at a time (send). Their server ends pace what they take
-// the same way (widgets/channel.py).
+// the same way (link/channel.py).
 //
 // `a.channel` is the one-row data source the page writes, `a.confirmed` the server's answer, whose `seq` is
 // the last position it has taken. `st` is the drag's own state: outbox (positions waiting to go), inFlight

@@ -26,7 +26,7 @@ it in full would recompute and re-render every view of every follower's page on 
 server, for every move (tens of ms each: a class of 60 would fall seconds behind). So the
 page takes the presenter's query from the room's live channel (``server/room_live.py``)
 and computes and draws the numbers itself, as it does for its own drag
-(``static/drag.js``); its server only tells it, through the page's live source
+(``link/drag.js``); its server only tells it, through the page's live source
 (``DragChannel.live``), which room to follow and which view its own numbers show. Once
 the room's view has rested for ``RoomRegistry.settle_after`` seconds, the follower's
 server takes it in full, one page of the class at a time: its numbers replace the page's,
@@ -50,13 +50,13 @@ from panel.io.state import set_curdoc
 from server.logs import install_log_redaction
 from server.room_live import ROUTE as LIVE_ROUTE
 from server.rooms import RoomError, RoomRegistry, get_registry, normalize_code
-from widgets.i18n import N_, translator
-from widgets.address import address_of
-from widgets.browser import BrowserBridge
+from session.i18n import N_, translator
+from session.address import address_of
+from link.browser import BrowserBridge
 from widgets.poll import FollowerPoll, PresenterPoll
-from widgets.row import OneRow
-from widgets.state import AttentionState
-from widgets.updates import one_message
+from link.row import OneRow
+from session.state import AttentionState
+from link.updates import one_message
 
 ROOM_CSS = (Path(__file__).parent.parent / "static" / "room.css").read_text()
 
@@ -276,7 +276,7 @@ class RoomControls(pn.viewable.Viewer):
             return
         # Reload as the presenter link so that a proxy routing by room code sends this page where the room lives.
         # The room's process may be another one, which knows the page only from its address: the address
-        # carries the whole view (widgets/address.py), as it is now, not as the page was opened.
+        # carries the whole view (session/address.py), as it is now, not as the page was opened.
         self.browser.navigate = "?" + urlencode({"room": room.code, "token": token, **address_of(self.state)})
 
     def _publish(self, query_only: bool = False) -> None:
@@ -381,7 +381,7 @@ class RoomControls(pn.viewable.Viewer):
             self._scheduled = True
             self._requested = time.perf_counter()
         if served:
-            # Paced like a drag (widgets/drag.py): after each view a follower waits as long as that
+            # Paced like a drag (link/drag.py): after each view a follower waits as long as that
             # view took from offer to shown, so a big class on one server sees fewer, newer views instead of
             # a growing queue of stale ones; the newest view always lands.
             wait = self._next_take - self._requested

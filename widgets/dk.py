@@ -11,7 +11,7 @@ from bokeh.models import ColumnDataSource, FixedTicker, Quad, Range1d, Text, VBa
 from bokeh.plotting import figure
 
 from widgets.glyphs import draw
-from widgets.state import AttentionState
+from session.state import AttentionState
 
 from core.scaling import MAX_D_K, N_KEYS, N_QUERIES, histogram
 

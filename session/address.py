@@ -3,7 +3,7 @@
 Beyond the view it carries the example itself when it is not the default one:
 ``preset``, the edited ``tokens``, ``keys`` and ``values`` (rows separated by ``;``,
 coordinates by ``,``) and the switches ``scale=off``, ``causal=on``, ``trap=on``.
-A room's presenter link is a reload of the page (widgets/follow.py), possibly on
+A room's presenter link is a reload of the page (widgets/room.py), possibly on
 another server process, so everything a presenter shares must survive it.
 
 Reading is strict: each argument is checked on its own; a bad one is ignored
@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from core import I_LOVE_NLP, PRESETS
-from widgets.i18n import LANGUAGES, N_, languages, ngettext
-from widgets.state import (
+from session.i18n import LANGUAGES, N_, languages, ngettext
+from session.state import (
     COST_SIZES, CUSTOM, DEFAULT_PRESET, DEFAULT_PROJECTIONS, DEFAULT_TEMPERATURE, DEFAULT_W_O, MAX_ABS_COORD, MAX_HEADS,
     MAX_TEMPERATURE, MAX_TOKEN_CHARS, MAX_TOKENS, MIN_TEMPERATURE, MIN_TOKENS, MODES, ROLES, STEPS, THEMES,
     TOKEN_NAME, AttentionState, default_w_o, parse_coordinate, shown,
@@ -43,7 +43,7 @@ ARGUMENTS = ("preset", "tokens", "keys", "values", "scale", "causal", "trap", "q
 MAX_SEED = 2 ** 31 - 1
 #: The switches and the word for each of their states.
 SWITCHES = {"scale": ("off", "on"), "causal": ("off", "on"), "trap": ("off", "on")}
-#: Arguments that belong to a room (widgets/follow.py reads them); the address leaves them alone.
+#: Arguments that belong to a room (widgets/room.py reads them); the address leaves them alone.
 ROOM_ARGUMENTS = ("room", "token")
 #: The query plot's visible plane (see widgets.query_plot.PLANE): where the arrow keys move q. A q typed in the
 #: editor may lie anywhere within ±MAX_ABS_COORD, and so may the address's.

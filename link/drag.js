@@ -1,6 +1,6 @@
 // The page's drag of q (and of a key): what the pointer does, what the page draws, what it sends.
 // Needs attentionStep and fmt from attention.js, send and answered from outbox.js. The server's end is
-// widgets/drag.py (DragChannel).
+// link/drag.py (DragChannel).
 //
 // Drawn: while the pointer moves, the numbers it implies, on the same frame, before the server's
 // answer arrives (a preview). The page writes them straight into the plots' data and the readout's
@@ -11,7 +11,7 @@
 // replaced by a newer one; the press and the release are always sent. The server computes each
 // position it takes with the NumPy core; its numbers replace the preview's.
 //
-// `a` holds the Bokeh models (see widgets/drag.py): inputs (what the server says the computation
+// `a` holds the Bokeh models (see link/drag.py): inputs (what the server says the computation
 // depends on), confirmed (the query of the server's latest numbers and the last position it answered),
 // channel, query, lines, bars, line_out, plane_out, plane_values, cells, sums, outputs, readout,
 // figure, and live (which room the page follows live; see onLive).
@@ -46,7 +46,7 @@ function col(src, name, i, value) {
   if (src.data[name] !== undefined && i < src.data[name].length) src.data[name][i] = value;
 }
 
-// Numbers as the page's language writes them (widgets/i18n.py, Translator.num and .vec): its decimal mark, a
+// Numbers as the page's language writes them (session/i18n.py, Translator.num and .vec): its decimal mark, a
 // vector separator that never clashes with it, and a left-to-right isolate inside right-to-left text.
 function fmtL(x, d, w) { const s = fmt(x, d); return w.decimal === "." ? s : s.replace(".", w.decimal); }
 function fmtVec(v, d, w) {
@@ -57,7 +57,7 @@ function fmtEntry(x, w) { return x === -Infinity ? w.masked : fmtL(x, 4, w); }
 function sqrtText(d) { const r = Math.round(Math.sqrt(d)); return r * r === d ? String(r) : "√" + d; }
 const fill = (template, args) => template.replace(/\{(\w+)\}/g, (m, k) => (k in args ? args[k] : m));
 
-// The same text as widgets/inspector.py's Readout.text, from the same templates in the page's language
+// The same text as widgets/steps.py's Readout.text, from the same templates in the page's language
 // (readout_words), including the step-through's placeholders for numbers of steps not yet revealed
 // (revealed[k-1] for step k).
 function readoutText(inp, q, r) {
@@ -110,7 +110,7 @@ function markup(st, model) {
   return view != null ? view.markup_el : null;
 }
 
-// The weights' bars and the values' number line are SVG drawn by the server (widgets/charts.py); the
+// The weights' bars and the values' number line are SVG drawn by the server (widgets/weights.py); the
 // preview moves their bars, numbers and marker in place, from the layout the server wrote on the <svg>.
 function drawBars(st, model, weights, L) {
   const svg = markup(st, model)?.querySelector("svg.bars");
@@ -231,7 +231,7 @@ function attach(a) {
   if (st.pointerTarget === el) return;
   st.pointerTarget = el;
   const doc = a.figure.document;
-  // What the page's own drag shows, for its address (widgets/browser.py): the server takes a drag's positions
+  // What the page's own drag shows, for its address (link/browser.py): the server takes a drag's positions
   // paced and writes the address only at the release, so the page's last drawn q is newer than the server's.
   (window.attentionExplorerDrawn ??= new WeakMap()).set(doc, () => (st.q != null && !st.fromLive ? st.q : null));
   if (!st.watchesConnection) {
@@ -239,7 +239,7 @@ function attach(a) {
     // the server has gone: no answer will replace the preview, so the page keeps what it drew last
     doc.on_event("connection_lost", () => { st.lost = true; });
   }
-  // the keys' nudges come in this way (widgets/browser.py), each display's to its own plot
+  // the keys' nudges come in this way (link/browser.py), each display's to its own plot
   (window.attentionExplorerPointers ??= new WeakMap()).set(a.figure.document, (ev) => onPointer(a, ev));
   listenToPointer(view, (ev) => onPointer(a, ev), (p) => { if (st.dragging) previewAt(a, st, p.x, p.y); });
   // The plot's side is set by CSS from its column's box. When that box changes (the presenter's room code
@@ -253,7 +253,7 @@ function attach(a) {
   })).observe(view.el);
 }
 
-// Preview the query at (x, y), clamped to the plane as widgets/drag.py clamps it.
+// Preview the query at (x, y), clamped to the plane as link/drag.py clamps it.
 function previewAt(a, st, x, y) {
   const [lo, hi] = inputsOf(a).plane;
   const q = [Math.min(Math.max(x, lo), hi), Math.min(Math.max(y, lo), hi)];
@@ -304,7 +304,7 @@ function release(a, st, sent) {
   st.dragging = false;
   st.releasedAt = performance.now();
   if (!sent) st.releaseSeq = null;
-  // the address holds where the hand let go at once, before the server's answer (widgets/browser.py)
+  // the address holds where the hand let go at once, before the server's answer (link/browser.py)
   window.attentionExplorerAddress?.get(a.figure.document)?.();
   // a nudge's key is still on its way: the server's numbers are those from before it, which the preview never
   // showed, and ending it here would take the nudge's numbers off the page in the task that drew them
@@ -322,8 +322,8 @@ function finished(a, st) {
 }
 
 // Tap, PanStart, Pan, PanEnd on the query plot: send the position (any drag: of q or of a key) and
-// preview it (a drag of q, chosen as widgets/drag.py's DragChannel chooses it). An arrow key's nudge
-// comes here as a tap with preview_only: the key itself goes to the server (widgets/browser.py).
+// preview it (a drag of q, chosen as link/drag.py's DragChannel chooses it). An arrow key's nudge
+// comes here as a tap with preview_only: the key itself goes to the server (link/browser.py).
 function onPointer(a, ev) {
   const st = previewState(a), inp = inputsOf(a);
   const [lo, hi] = inp.plane;

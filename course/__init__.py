@@ -1,0 +1,1 @@
+"""Teaching content: the course's questions, their rules and the learner's records (standard library only)."""
