@@ -6,7 +6,6 @@ its own :class:`~session.state.AttentionState`.
 
 from __future__ import annotations
 
-import os
 import sys
 from html import escape
 from pathlib import Path
@@ -14,30 +13,30 @@ from pathlib import Path
 import panel as pn
 from bokeh.models import Plot
 
+from link.browser import SHORTCUTS, BrowserBridge
+from link.drag import DragChannel
 from server.bokeh_defaults import install as keep_stable_defaults
 from server.housekeeping import return_freed_memory
 from server.transport import nodelay_on_load
 from session.address import apply_address
-from link.browser import SHORTCUTS, BrowserBridge
-from widgets.weights import ValuesView, WeightBars
+from session.i18n import N_, from_accept_language, menu_languages, translator
+from session.state import AttentionState
 from widgets.check import CheckView, LearnerProgress
 from widgets.dk import DkPanel
 from widgets.edit import Editor
 from widgets.export import Export
-from widgets.room import RoomControls
-from widgets.recipe import Formula
 from widgets.heads import heads_tab
-from session.i18n import N_, from_accept_language, menu_languages, translator
-from widgets.steps import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
-from widgets.style import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler, katex_fonts_inline_css
 from widgets.projections import projections_tab
-from link.drag import DragChannel
 from widgets.query_plot import QueryPlot
-from session.state import AttentionState
+from widgets.recipe import Formula
+from widgets.room import RoomControls
 from widgets.stepper import StepThrough
+from widgets.steps import Announcer, Inspector, Readout
+from widgets.style import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler, katex_fonts_inline_css
 from widgets.tabs import lazy_tabs, retitle
 from widgets.trap import TrapPanel
+from widgets.weights import ValuesView, WeightBars
 
 HERE = Path(__file__).parent
 INSPECTOR_CSS = (HERE / "static" / "inspector.css").read_text()
@@ -247,7 +246,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
               inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
               lambda: projections_tab(state, styler), lambda: heads_tab(state, styler),
               lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: _keys_help(state))
-    tabs = lazy_tabs(*zip(map(tr, TAB_TITLES), builds), sizing_mode="stretch_both", css_classes=["explorer-tabs"],
+    tabs = lazy_tabs(*zip(map(tr, TAB_TITLES), builds, strict=True), sizing_mode="stretch_both", css_classes=["explorer-tabs"],
                      stylesheets=[APP_CSS])
 
     def relabel(*_):  # the header's and the tabs' words; every view re-renders its own

@@ -33,9 +33,9 @@ import statistics
 
 from bokeh.protocol.messages.patch_doc import patch_doc
 
+from bench.stats import append_jsonl
 from testing.protocol_client import Learner, _entry, _map, find_ids, find_objects
 from testing.server import serve, ws_url
-from bench.stats import append_jsonl
 
 #: The handles dragged: (channel's name, confirmed's name, the plane column or None, start, circle radius).
 DRAGS = {

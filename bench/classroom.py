@@ -30,9 +30,9 @@ from pathlib import Path
 
 import psutil
 
+from bench.stats import summary_ms
 from testing.protocol_client import Learner
-from testing.server import CHECK_UNUSED_MS, ROOT, UNUSED_SESSION_LIFETIME_MS, serve, ws_url
-from bench.stats import pct, summary_ms
+from testing.server import CHECK_UNUSED_MS, UNUSED_SESSION_LIFETIME_MS, serve, ws_url
 
 #: How long a release or a key may take to come back before it counts as lost.
 FINAL_WAIT_S = 5.0

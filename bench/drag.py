@@ -22,8 +22,8 @@ from pathlib import Path
 import psutil
 from playwright.sync_api import sync_playwright
 
-from testing.server import ROOT, serve
 from bench.stats import median
+from testing.server import ROOT, serve
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]

@@ -21,9 +21,9 @@ from pathlib import Path
 import psutil
 
 from bench.classroom import FINAL_WAIT_S, _final_shown, drag
+from bench.stats import summary_ms
 from testing.protocol_client import Learner
 from testing.server import Sampler, serve, ws_url
-from bench.stats import summary_ms
 
 
 async def flood(url: str) -> None:

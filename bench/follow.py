@@ -98,10 +98,9 @@ def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file:
     import asyncio
 
     import psutil
+    from tornado.websocket import websocket_connect
 
     from testing.protocol_client import Learner
-
-    from tornado.websocket import websocket_connect
 
     live_url = ws_url.rsplit("/", 2)[0] + f"/room-live?room={code}"
 
@@ -129,7 +128,7 @@ def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file:
         for learner in learners:
             learner.live_shown = []
         channels = await asyncio.gather(*(websocket_connect(live_url) for _ in learners))
-        listeners += [asyncio.create_task(follow_live(c, learner)) for c, learner in zip(channels, learners)]
+        listeners += [asyncio.create_task(follow_live(c, learner)) for c, learner in zip(channels, learners, strict=True)]
         me = psutil.Process()
         cpu0, wall0 = sum(me.cpu_times()[:2]), time.monotonic()
         bytes0 = sum(learner.bytes_in for learner in learners)  # after the documents themselves
@@ -137,7 +136,7 @@ def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file:
         while not Path(ready_file + ".stop").exists():
             await asyncio.sleep(0.1)
         cpu, wall = sum(me.cpu_times()[:2]) - cpu0, time.monotonic() - wall0
-        for learner, channel in zip(learners, channels):
+        for learner, channel in zip(learners, channels, strict=True):
             learner.close()
             channel.close()
         await asyncio.gather(*listeners, return_exceptions=True)
@@ -301,7 +300,7 @@ class BrowserPresenter(Presenter):
         page.mouse.up()
         # the query each move aimed at: the plot's own scales invert the pixel
         data = page.evaluate(f"(pts) => pts.map(p => ({_TO_DATA})(p))", [[x, y] for _, x, y in moves])
-        return [(t, x, y) for (t, _, _), (x, y) in zip(moves, data)]
+        return [(t, x, y) for (t, _, _), (x, y) in zip(moves, data, strict=True)]
 
     def final_text(self):
         m = QUERY_RE.search(self.page.locator("[data-testid=readout] .bk-clearfix").text_content())

@@ -79,7 +79,7 @@ class Stack:
                 self.logs.append(log)
                 self.procs.append(subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=settings,
                                                    stdout=log, stderr=subprocess.STDOUT))
-            for port, proc in zip(self.backends, self.procs):
+            for port, proc in zip(self.backends, self.procs, strict=True):
                 wait_for_http(f"http://127.0.0.1:{port}/liveness", proc)
             site = site_config(self.listen, self.backends, sticky)
             self.access_log = tmp / "site-access.log"

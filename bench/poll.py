@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.follow import FollowerProcesses, percentile  # noqa: E402
-from testing.protocol_client import Learner, _entry, _map, find_objects, presenter_link  # noqa: E402
 from bench.stats import publish  # noqa: E402
+from testing.protocol_client import Learner, _entry, _map, find_objects, presenter_link  # noqa: E402
 
 COUNT_LINE = re.compile(r"<strong>(\d+)</strong> answers? · (\d+) pages? following")
 BAR = re.compile(r'<span class="poll-label">(.*?)</span><span class="poll-n">(\d+)</span>')
@@ -209,9 +209,9 @@ def main() -> None:
 
     import psutil
 
+    from course.questions import BY_ID
     from tests.ui.conftest import free_port, wait_for_http
     from widgets.poll import question_options
-    from course.questions import BY_ID
 
     question = BY_ID[args.question]
     label = next(lab for group in question_options().values() for lab, qid in group.items() if qid == question.id)

@@ -37,8 +37,8 @@ from playwright.sync_api import sync_playwright
 
 from bench.drag import _FIND_READOUT, _ON_MOVE, _TO_PAGE, _WS_CLOCK, CHROMIUM_ARGS, chromium
 from bench.proxy import running_proxy
-from testing.server import ROOT, free_port, serve
 from bench.stats import median, pct
+from testing.server import ROOT, free_port, serve
 
 MISS_TIMEOUT_MS = 2000
 CONFIRM_TIMEOUT_MS = 5000

@@ -26,8 +26,8 @@ import os
 from playwright.sync_api import sync_playwright
 
 from bench.drag import CHROMIUM_ARGS, chromium
-from testing.server import serve
 from bench.stats import append_jsonl, median, pct
+from testing.server import serve
 
 _INSTALL = """() => {
   const doc = Bokeh.documents[0];

@@ -144,7 +144,7 @@ def main(argv=None) -> None:
                          + f" | {_fmt(m(lambda r: r['final_positions_lost']), 0)} "
                          f"| {_fmt(m(lambda r: r['flood_events_sent']), 0)} |")
 
-    lines.append(f"\nLoad average at the end: " + " / ".join(f"{x:.1f}" for x in psutil.getloadavg()))
+    lines.append("\nLoad average at the end: " + " / ".join(f"{x:.1f}" for x in psutil.getloadavg()))
     print("\n".join(lines))
 
 

@@ -4,16 +4,41 @@ from core.attention import AttentionResult, TemperatureSweep, scaled_dot_product
 from core.cost import CostMeasurement, ScoreMatrixSize, downsample, measure_attention, random_qkv, score_matrix_size
 from core.examples import I_LOVE_NLP, MODULE_2, PRESETS, Example
 from core.multihead import (
-    PREVIOUS_AND_SELF, PREVIOUS_AND_SELF_2D, MultiHeadPreset, MultiHeadResult, multi_head_attention,
+    PREVIOUS_AND_SELF,
+    PREVIOUS_AND_SELF_2D,
+    MultiHeadPreset,
+    MultiHeadResult,
+    multi_head_attention,
 )
 from core.projections import (
-    PROJECTION_PRESETS, SECTION_6_2D, ProjectionPreset, Projections, SelfAttention, ValueReachability,
-    linear_values_reachable, project, random_projections, self_attention,
+    PROJECTION_PRESETS,
+    SECTION_6_2D,
+    ProjectionPreset,
+    Projections,
+    SelfAttention,
+    ValueReachability,
+    linear_values_reachable,
+    project,
+    random_projections,
+    self_attention,
 )
 from core.scaling import Saturation, ScalingExperiment, saturation, scaling_experiment
 from core.training import (
-    TRAINING_PRESETS, Gradients, Learned, LossFloor, RowConflict, TrainingRun, TrainingTask, learned,
-    loss_and_gradients, loss_floor, loss_floor_reason, outputs_task, swapped_loss, train, weights_task,
+    TRAINING_PRESETS,
+    Gradients,
+    Learned,
+    LossFloor,
+    RowConflict,
+    TrainingRun,
+    TrainingTask,
+    learned,
+    loss_and_gradients,
+    loss_floor,
+    loss_floor_reason,
+    outputs_task,
+    swapped_loss,
+    train,
+    weights_task,
 )
 from core.trap import scores_against_values
 

@@ -309,7 +309,7 @@ class ValueReachability:
 def _combination(coefficients, names) -> str:
     # "x_I + x_love", "2 + 6", "0.5 x_I - x_love": terms with a coefficient of ~0 are left out
     terms = []
-    for c, name in zip(coefficients, names):
+    for c, name in zip(coefficients, names, strict=True):
         if abs(c) < 1e-9:
             continue
         mag = fmt_short(abs(c))

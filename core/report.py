@@ -58,7 +58,7 @@ def scores_label(d_k: int, scale: bool = True, temperature: float | None = None)
 
 
 def _per_token(tokens, row) -> str:
-    return ", ".join(f"{t} {fmt_entry(x)}" for t, x in zip(tokens, row))
+    return ", ".join(f"{t} {fmt_entry(x)}" for t, x in zip(tokens, row, strict=True))
 
 
 def _output_text(out) -> str:
@@ -133,7 +133,7 @@ def query_steps(tokens, query, values, result: AttentionResult, row: int, scale:
     allowed = r.mask[i]
 
     def steps(xs):
-        return ", ".join(f"{t} {fmt_entry(x) if ok else 'masked'}" for t, x, ok in zip(tokens, xs, allowed))
+        return ", ".join(f"{t} {fmt_entry(x) if ok else 'masked'}" for t, x, ok in zip(tokens, xs, allowed, strict=True))
 
     softmax_steps = [
         f"  max of s: {fmt(r.row_max[i])}",
@@ -158,7 +158,7 @@ def query_report(tokens, query, keys, values, result: AttentionResult, row: int,
     allowed = r.mask[i].tolist()
 
     def masked(xs):
-        return [x.tolist() if ok else None for x, ok in zip(np.asarray(xs), allowed)]
+        return [x.tolist() if ok else None for x, ok in zip(np.asarray(xs), allowed, strict=True)]
 
     return {
         "tokens": list(tokens),

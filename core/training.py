@@ -754,7 +754,7 @@ def train(task, *, seed: int, steps: int = 500, learning_rate: float = 0.05, sca
 
     # Every trained entry in one flat row per step, so that Adam's update is a few whole-array operations.
     edges = np.cumsum([0, *(math.prod(shapes[name]) for name in trained)]).tolist()
-    cuts = {name: (a, b) for name, a, b in zip(trained, edges[:-1], edges[1:])}
+    cuts = {name: (a, b) for name, a, b in zip(trained, edges[:-1], edges[1:], strict=True)}
     history = np.empty((steps + 1, edges[-1]))
     history[0] = np.concatenate([start[name].ravel() for name in trained])
     first_moment = np.zeros(edges[-1])
@@ -778,7 +778,7 @@ def train(task, *, seed: int, steps: int = 500, learning_rate: float = 0.05, sca
 
     every_step = views(history)
     gradient = np.empty(edges[-1])
-    into = [None if W is None or name not in cuts else W[0] for name, W in zip(ROLES, views(gradient[None]))]
+    into = [None if W is None or name not in cuts else W[0] for name, W in zip(ROLES, views(gradient[None]), strict=True)]
     for k in range(steps):
         _gradients(p, *(None if W is None else W[k] for W in every_step), out=into)
         first_moment *= ADAM_BETA1

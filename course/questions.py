@@ -20,7 +20,7 @@ from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
 from types import MappingProxyType
 
 from course.numbers import read_number
-from course.text import N_, Text
+from course.text import N_
 
 #: Wrong tries after which the answer is shown and the question can no longer earn credit.
 MAX_TRIES = 3

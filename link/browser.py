@@ -16,12 +16,12 @@ import panel as pn
 import param
 from bokeh.models import Div
 
-from session.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
-from widgets.check import STORAGE_KEY, STORE_NAME
-from session.i18n import N_, menu_languages
 from course.questions import MAX_JSON_CHARS
-from session.state import AttentionState
 from link.updates import one_message
+from session.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
+from session.i18n import N_, menu_languages
+from session.state import AttentionState
+from widgets.check import STORAGE_KEY, STORE_NAME
 
 #: Nudge of q per arrow key, and with Shift held.
 NUDGE, FINE_NUDGE = 0.1, 0.01

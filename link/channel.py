@@ -24,9 +24,9 @@ import time
 
 import panel as pn
 import param
-from server.pacing import get_budget
-from link.row import OneRow
 
+from link.row import OneRow
+from server.pacing import get_budget
 
 #: The largest ``seq`` a page sends: JavaScript's largest exact integer (the page counts 1, 2, …).
 MAX_SEQ = 2**53 - 1

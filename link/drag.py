@@ -31,13 +31,13 @@ import param
 from bokeh.models import CustomJS
 
 from link.channel import PositionChannel
-from widgets.weights import WeightBars
-from widgets.steps import PLACEHOLDER, Readout, readout_script_words
+from link.row import OneRow
+from link.updates import one_message
+from session.state import AttentionState
 from widgets.matrix import cell_decimals
 from widgets.query_plot import MAX_LINE_WIDTH, PLANE, QueryPlot
-from link.row import OneRow
-from session.state import AttentionState
-from link.updates import one_message
+from widgets.steps import PLACEHOLDER, Readout, readout_script_words
+from widgets.weights import WeightBars
 
 HERE = Path(__file__).resolve().parent
 #: The page's JavaScript: the formula, the outbox, then the drag. Read once; it never changes.

@@ -32,11 +32,11 @@ anything of a session's: one entry per (model class, property) read, a few thous
 from __future__ import annotations
 
 from bokeh.core.has_props import HasProps
-from bokeh.core.serialization import Serializer
 from bokeh.core.property.descriptors import PropertyDescriptor, UnsetValueError
 from bokeh.core.property.instance import InstanceDefault
 from bokeh.core.property.singletons import Undefined
 from bokeh.core.property.wrappers import PropertyValueContainer
+from bokeh.core.serialization import Serializer
 
 #: The types of default kept: immutable, so one value can be shared by every object. Exact types only: a
 #: subclass could carry state.

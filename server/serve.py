@@ -156,10 +156,9 @@ def _serve_command():
             install_link_limit(kwargs)
             install_log_redaction()
             # a room's live channel to its followers' pages (server/room_live.py)
-            from server.room_live import live_patterns
-
             # KaTeX's fonts, where Panel's bundled KaTeX stylesheet looks for them (server/katex_fonts.py)
             from server.katex_fonts import font_patterns
+            from server.room_live import live_patterns
 
             kwargs["extra_patterns"] = [*kwargs.get("extra_patterns", []), *live_patterns(), *font_patterns()]
             # everything a page's build imports, loaded now so that the collector can leave it alone from here on

@@ -22,9 +22,28 @@ import numpy as np
 from core import I_LOVE_NLP, PRESETS
 from session.i18n import LANGUAGES, N_, languages, ngettext
 from session.state import (
-    COST_SIZES, CUSTOM, DEFAULT_PRESET, DEFAULT_PROJECTIONS, DEFAULT_TEMPERATURE, DEFAULT_W_O, MAX_ABS_COORD, MAX_HEADS,
-    MAX_TEMPERATURE, MAX_TOKEN_CHARS, MAX_TOKENS, MIN_TEMPERATURE, MIN_TOKENS, MODES, ROLES, STEPS, THEMES,
-    TOKEN_NAME, AttentionState, default_w_o, parse_coordinate, shown,
+    COST_SIZES,
+    CUSTOM,
+    DEFAULT_PRESET,
+    DEFAULT_PROJECTIONS,
+    DEFAULT_TEMPERATURE,
+    DEFAULT_W_O,
+    MAX_ABS_COORD,
+    MAX_HEADS,
+    MAX_TEMPERATURE,
+    MAX_TOKEN_CHARS,
+    MAX_TOKENS,
+    MIN_TEMPERATURE,
+    MIN_TOKENS,
+    MODES,
+    ROLES,
+    STEPS,
+    THEMES,
+    TOKEN_NAME,
+    AttentionState,
+    default_w_o,
+    parse_coordinate,
+    shown,
 )
 
 #: The Projections and Heads tabs' arguments: X, the heads' projections (``wq1`` is head 1's W_Q, rows

@@ -10,15 +10,26 @@ import numpy as np
 import param
 
 from core import (
-    I_LOVE_NLP, PRESETS, PREVIOUS_AND_SELF_2D, SECTION_6_2D, AttentionResult, MultiHeadResult, ScalingExperiment,
-    SelfAttention, multi_head_attention, random_projections, scaled_dot_product_attention, scaling_experiment,
-    scores_against_values, self_attention,
+    I_LOVE_NLP,
+    PRESETS,
+    PREVIOUS_AND_SELF_2D,
+    SECTION_6_2D,
+    AttentionResult,
+    MultiHeadResult,
+    ScalingExperiment,
+    SelfAttention,
+    multi_head_attention,
+    random_projections,
+    scaled_dot_product_attention,
+    scaling_experiment,
+    scores_against_values,
+    self_attention,
 )
 from core.cost import MAX_N, MIN_N
 from core.projections import IDENTITY as IDENTITY_PROJECTION
 from core.scaling import MAX_D_K
-from session.i18n import LANGUAGES, PSEUDO, N_, Translator, translator
 from course.numbers import read_number, shown
+from session.i18n import LANGUAGES, N_, PSEUDO, Translator, translator
 
 #: Largest coordinate a learner may set; beyond it the numbers stop being instructive.
 MAX_ABS_COORD = 1e6

@@ -26,7 +26,7 @@ def matmul(A, B):
     """(n, m) x (m, p) -> (n, p) by three loops; a 1-D B (m,) gives a 1-D result (n,)."""
     A, B = tolist(A), tolist(B)
     if not isinstance(B[0], list):
-        return [sum(a * b for a, b in zip(row, B)) for row in A]
+        return [sum(a * b for a, b in zip(row, B, strict=True)) for row in A]
     return [[sum(A[i][k] * B[k][j] for k in range(len(B))) for j in range(len(B[0]))] for i in range(len(A))]
 
 
@@ -42,7 +42,7 @@ def attention(Q, K, V, mask=None, divide_by=None):
     scores, weights, output = [], [], []
     for i, q in enumerate(Q):
         allowed = [mask is None or bool(mask[i][j]) for j in range(len(K))]
-        s = [sum(a * b for a, b in zip(q, k)) / t if ok else None for k, ok in zip(K, allowed)]
+        s = [sum(a * b for a, b in zip(q, k, strict=True)) / t if ok else None for k, ok in zip(K, allowed, strict=True)]
         top = max(x for x in s if x is not None)
         e = [math.exp(x - top) if x is not None else 0.0 for x in s]
         total = sum(e)
@@ -63,10 +63,10 @@ def multi_head(X, W_Q, W_K, W_V, W_O, mask=None, divide_by=None):
     Returns ``(heads, concat, output)``: heads as ``(Q, K, V, weights, head_output)`` lists.
     """
     heads, concat = [], [[] for _ in tolist(X)]
-    for wq, wk, wv in zip(tolist(W_Q), tolist(W_K), tolist(W_V)):
+    for wq, wk, wv in zip(tolist(W_Q), tolist(W_K), tolist(W_V), strict=True):
         Q, K, V = matmul(X, wq), matmul(X, wk), matmul(X, wv)
         _, a, out = attention(Q, K, V, mask, divide_by)
         heads.append((Q, K, V, a, out))
-        for row, o in zip(concat, out):
+        for row, o in zip(concat, out, strict=True):
             row.extend(o)
     return heads, concat, matmul(concat, W_O)

@@ -6,10 +6,10 @@ import re
 from unittest import mock
 
 from bokeh.core.has_props import HasProps
+from bokeh.core.json_encoder import serialize_json
 from bokeh.core.property.bases import Property
 from bokeh.core.property.descriptors import PropertyDescriptor
 from bokeh.core.property.singletons import Undefined
-from bokeh.core.json_encoder import serialize_json
 from bokeh.core.serialization import Serializer
 from bokeh.document import Document
 from bokeh.models import CDSView, ColumnDataSource, Div, GlyphRenderer, Plot, Scatter

@@ -19,9 +19,28 @@ import pytest
 import course.questions as questions
 from core import I_LOVE_NLP
 from course.questions import (
-    ALL, BY_ID, MAX_NUMBER_CHARS, PRACTICE, QUESTIONS, RIGHT_AFTER_SHOWN, RIGHT_AFTER_UNREADABLE, SECTION_TOKENS,
-    SHOWN_AFTER_TRIES, SHOWN_ASKED, TASKS, UNKNOWN, UNREADABLE, Choice, Progress, Question, QuestionProgress,
-    TaskRecord, check_number, credit_line, explanation, nlp_task_met,
+    ALL,
+    BY_ID,
+    MAX_NUMBER_CHARS,
+    PRACTICE,
+    QUESTIONS,
+    RIGHT_AFTER_SHOWN,
+    RIGHT_AFTER_UNREADABLE,
+    SECTION_TOKENS,
+    SHOWN_AFTER_TRIES,
+    SHOWN_ASKED,
+    TASKS,
+    UNKNOWN,
+    UNREADABLE,
+    Choice,
+    Progress,
+    Question,
+    QuestionProgress,
+    TaskRecord,
+    check_number,
+    credit_line,
+    explanation,
+    nlp_task_met,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -390,7 +409,7 @@ def _course_recipe(q):
     scores = [(q[0] * k[0] + q[1] * k[1]) / math.sqrt(2) for k in ((1, 0), (0, 1), (1, 1))]
     e = [math.exp(s - max(scores)) for s in scores]
     weights = [x / sum(e) for x in e]
-    return weights, sum(w * v for w, v in zip(weights, (2, 6, 4)))
+    return weights, sum(w * v for w, v in zip(weights, (2, 6, 4), strict=True))
 
 
 @pytest.mark.parametrize("x, met", [(0.005, False), (0.02, False), (0.1, False), (0.15, False), (0.2, True),

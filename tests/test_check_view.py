@@ -19,13 +19,20 @@ from bokeh.document import Document
 from bokeh.models import Div
 from panel.models.esm import ReactiveESM
 
+from course.questions import BY_ID, PRACTICE, QUESTIONS, RIGHT_AFTER_UNREADABLE, Progress
 from link.browser import BrowserBridge
+from session.state import AttentionState
 from widgets.check import (
-    CHECK_CSS, START_OUTPUTS, STORAGE_KEY, STORE_NAME, CheckTab, CheckView, LearnerProgress, ProgressStore,
+    CHECK_CSS,
+    START_OUTPUTS,
+    STORAGE_KEY,
+    STORE_NAME,
+    CheckTab,
+    CheckView,
+    LearnerProgress,
+    ProgressStore,
     on_section_6,
 )
-from course.questions import BY_ID, PRACTICE, QUESTIONS, RIGHT_AFTER_UNREADABLE, Progress
-from session.state import AttentionState
 
 ROOT = Path(__file__).resolve().parents[1]
 TOL = dict(rel=0, abs=5e-5)
@@ -38,7 +45,7 @@ def recipe(q, keys=((1, 0), (0, 1), (1, 1)), values=(2, 6, 4)):
     top = max(scores)
     e = [math.exp(s - top) for s in scores]
     weights = [x / sum(e) for x in e]
-    return weights, sum(w * v for w, v in zip(weights, values))
+    return weights, sum(w * v for w, v in zip(weights, values, strict=True))
 
 
 @pytest.fixture
@@ -78,7 +85,7 @@ def task(view, task_id) -> str:
 # --- questions, as the page sends its answers ---------------------------------------------------------------------
 def test_every_question_is_sent_to_the_page_in_order(view):
     assert [q["id"] for q in view.tab.questions] == [q.id for q in QUESTIONS + PRACTICE]
-    for q, shown in zip(QUESTIONS + PRACTICE, view.tab.questions):
+    for q, shown in zip(QUESTIONS + PRACTICE, view.tab.questions, strict=True):
         assert shown["kind"] == q.kind and shown["counts"] == q.counts
         title = f"Question {q.number}" if q.counts else f"Practice problem {q.number}"
         assert shown["title"] == title and f"<h4>{title}</h4>" in shown["prompt"] and escape(q.prompt) in shown["prompt"]
@@ -496,7 +503,7 @@ def test_the_page_makes_the_progress_and_its_store_and_builds_the_check_tab_when
     # no component of the Check tab's on the first page: the page's one script stores the progress
     assert [m.name for m in doc.models if isinstance(m, ReactiveESM)] == ["BrowserBridge"]
     tabs = page.select(pn.Tabs)[0]
-    check = [title for title, _ in zip(tabs._names, tabs.objects)].index("Check")
+    check = [title for title, _ in zip(tabs._names, tabs.objects, strict=True)].index("Check")
     assert isinstance(tabs.objects[check], pn.Spacer)  # nothing built before the tab is shown
     page.state.move_query(1.0, 1.0)  # the task ticks before the tab was ever opened
     assert learner.progress.task("nlp").done

@@ -18,17 +18,17 @@ import pytest
 from bokeh.models import Plot
 
 from app import create_app
-from session.address import address_of, apply_address, parse_address
 from link.browser import handle_key
-from widgets.weights import OutputLine, WeightBars
+from session.address import address_of, apply_address, parse_address
+from session.state import AttentionState, shown
 from widgets.dk import DkPanel
 from widgets.export import to_csv, to_json
-from widgets.steps import Announcer, Inspector, Readout
 from widgets.matrix import AttentionMatrix
-from widgets.style import FigureStyler
 from widgets.query_plot import QueryPlot
-from session.state import AttentionState, shown
 from widgets.stepper import step_latex
+from widgets.steps import Announcer, Inspector, Readout
+from widgets.style import FigureStyler
+from widgets.weights import OutputLine, WeightBars
 
 TOKENS = ["I", "love", "NLP"]
 E = math.exp(1 / math.sqrt(2))
@@ -204,10 +204,9 @@ def test_create_app_reads_the_address():
 
 def test_a_built_page_passes_bokehs_own_checks():
     """The served page skips Bokeh's document validation (server/serve.py): this is that check, once."""
+    import panel as pn
     from bokeh.core.validation.check import check_integrity
     from bokeh.document import Document
-
-    import panel as pn
 
     page = create_app()
     doc = Document()
@@ -391,7 +390,7 @@ def test_the_svg_charts_are_laid_out_for_the_projectors_larger_text(state):
     normal = [int(v.div.text.split('height="')[1].split('"')[0]) for v in (bars, line)]
     state.mode = "projector"
     projector = [int(v.div.text.split('height="')[1].split('"')[0]) for v in (bars, line)]
-    assert all(p > n for p, n in zip(projector, normal)), (normal, projector)
+    assert all(p > n for p, n in zip(projector, normal, strict=True)), (normal, projector)
     css = (ROOT / "static" / "charts.css").read_text()
     assert "font-size: var(--ae-num" in css and "--ae-num: 22px" in (ROOT / "static" / "theme.css").read_text()
 

@@ -21,11 +21,11 @@ TOL = dict(rtol=0, atol=5e-5)  # the course prints 4 decimals
 def reference_attention(q, keys, values, scale=True):
     """Independent scalar-loop attention for one query (no NumPy)."""
     d_k = len(q)
-    s = [sum(a * b for a, b in zip(q, k)) / (math.sqrt(d_k) if scale else 1.0) for k in keys]
+    s = [sum(a * b for a, b in zip(q, k, strict=True)) / (math.sqrt(d_k) if scale else 1.0) for k in keys]
     m = max(s)
     e = [math.exp(x - m) for x in s]
     a = [x / sum(e) for x in e]
-    return s, a, sum(w * v for w, v in zip(a, values))
+    return s, a, sum(w * v for w, v in zip(a, values, strict=True))
 
 
 @pytest.mark.parametrize(

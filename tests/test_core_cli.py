@@ -18,8 +18,8 @@ import pytest
 
 from core.attention import scaled_dot_product_attention
 from core.report import readout_lines
-from widgets.steps import Readout
 from session.state import AttentionState
+from widgets.steps import Readout
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 from core.cost import (
-    D_K, MAX_N, MIN_N, NN_ARRAYS, downsample, measure_attention, random_qkv, score_matrix_size,
+    D_K,
+    MAX_N,
+    MIN_N,
+    NN_ARRAYS,
+    downsample,
+    measure_attention,
+    random_qkv,
+    score_matrix_size,
 )
 
 
@@ -43,7 +50,7 @@ def test_random_qkv_is_seeded_and_bounded():
     a, b, c = random_qkv(5), random_qkv(5), random_qkv(5, seed=1)
     np.testing.assert_array_equal(np.random.get_state()[1], before)
     assert all(x.shape == (5, D_K) for x in a) and D_K == 64
-    for x, y, z in zip(a, b, c):
+    for x, y, z in zip(a, b, c, strict=True):
         np.testing.assert_array_equal(x, y)
         assert not np.array_equal(x, z)
     assert not np.array_equal(a.Q, a.K)

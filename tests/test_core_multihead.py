@@ -13,9 +13,8 @@ import pytest
 
 from core.multihead import PREVIOUS_AND_SELF, PREVIOUS_AND_SELF_2D, multi_head_attention
 from core.projections import self_attention
-from tests.loop_reference import matmul
+from tests.loop_reference import matmul, random_mask
 from tests.loop_reference import multi_head as loop_multi_head
-from tests.loop_reference import random_mask
 
 
 @pytest.mark.parametrize("seed", range(25))
@@ -32,8 +31,8 @@ def test_multi_head_matches_the_loop_reference(seed):
     r = multi_head_attention(X, W_Q, W_K, W_V, W_O, attn_mask=mask, temperature=T)
     heads, concat, output = loop_multi_head(X, W_Q, W_K, W_V, W_O, mask, divide_by=T)
     assert len(r.heads) == h
-    for got, (Q, K, V, weights, out) in zip(r.heads, heads):
-        for a, b in zip(got.projections, (Q, K, V)):
+    for got, (Q, K, V, weights, out) in zip(r.heads, heads, strict=True):
+        for a, b in zip(got.projections, (Q, K, V), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(got.attention.weights, weights, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(got.attention.output, out, rtol=1e-12, atol=1e-12)
@@ -114,7 +113,7 @@ def test_planar_preset_has_the_same_two_patterns_with_points_of_a_plane():
     assert p.tokens == ("I", "love", "NLP") and p.head_names == ("previous token", "itself")
     assert p.X.shape == (3, 2) and p.W_Q.shape == p.W_K.shape == p.W_V.shape == (2, 2, 2) and p.W_O.shape == (4, 2)
     # unit vectors at 0, 60 and 120 degrees
-    for x, degrees in zip(p.X, (0, 60, 120)):
+    for x, degrees in zip(p.X, (0, 60, 120), strict=True):
         np.testing.assert_allclose(x, [math.cos(math.radians(degrees)), math.sin(math.radians(degrees))],
                                    atol=1e-15)
     r = multi_head_attention(p.X, p.W_Q, p.W_K, p.W_V, p.W_O)

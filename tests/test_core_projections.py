@@ -15,11 +15,17 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from core.projections import (
-    IDENTITY, PROJECTION_PRESETS, SECTION_6, SECTION_6_2D, linear_values_reachable, project, random_projections, self_attention,
+    IDENTITY,
+    PROJECTION_PRESETS,
+    SECTION_6,
+    SECTION_6_2D,
+    linear_values_reachable,
+    project,
+    random_projections,
+    self_attention,
 )
 from tests.loop_reference import attention as loop_attention
-from tests.loop_reference import random_mask
-from tests.loop_reference import matmul
+from tests.loop_reference import matmul, random_mask
 
 TOL = dict(rtol=0, atol=5e-5)  # the course prints 4 decimals
 
@@ -37,7 +43,7 @@ def test_projections_and_self_attention_match_the_loop_reference(seed):
 
     p = project(X, W_Q, W_K, W_V)
     Q, K, V = matmul(X, W_Q), matmul(X, W_K), matmul(X, W_V)
-    for got, want in zip(p, (Q, K, V)):
+    for got, want in zip(p, (Q, K, V), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     assert p.V.shape == ((n,) if W_V.ndim == 1 else (n, d_v))
 
@@ -47,7 +53,7 @@ def test_projections_and_self_attention_match_the_loop_reference(seed):
     _, weights, output = loop_attention(Q, K, V, mask, divide_by)
     np.testing.assert_allclose(r.attention.weights, weights, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(r.attention.output, output, rtol=1e-12, atol=1e-12)
-    for got, want in zip(r.projections, p):
+    for got, want in zip(r.projections, p, strict=True):
         np.testing.assert_array_equal(got, want)
 
 
@@ -133,7 +139,7 @@ def test_section_6_values_are_not_reachable_with_two_dimensions():
     # the dependency the values break: x_NLP = x_I + x_love
     np.testing.assert_allclose(r.dependency, [1, 1, -1], rtol=0, atol=1e-12)
     for col in range(2):
-        assert abs(sum(c * x[col] for c, x in zip(r.dependency.tolist(), X))) < 1e-12
+        assert abs(sum(c * x[col] for c, x in zip(r.dependency.tolist(), X, strict=True))) < 1e-12
     assert "x_NLP = x_I + x_love" in r.reason and "v_NLP = v_I + v_love" in r.reason
     assert "2 + 6 = 8" in r.reason and "not 4" in r.reason
     # the closest reachable values keep v_NLP = v_I + v_love

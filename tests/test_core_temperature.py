@@ -123,10 +123,10 @@ def test_rows_of_weights_sum_to_one_at_any_temperature(qkm, T):
 @given(queries_keys_mask())
 def test_temperature_to_zero_gives_a_one_hot_on_the_largest_score(qkm):
     Q, Kr, mask = qkm
-    dots = [[sum(a * b for a, b in zip(q, k)) for k in Kr.tolist()] for q in Q.tolist()]
+    dots = [[sum(a * b for a, b in zip(q, k, strict=True)) for k in Kr.tolist()] for q in Q.tolist()]
     winners = []
-    for row, allowed in zip(dots, mask.tolist()):
-        ranked = sorted((s, j) for j, (s, ok) in enumerate(zip(row, allowed)) if ok)
+    for row, allowed in zip(dots, mask.tolist(), strict=True):
+        ranked = sorted((s, j) for j, (s, ok) in enumerate(zip(row, allowed, strict=True)) if ok)
         # a unique largest score, clear of the runner-up by more than rounding
         assume(len(ranked) == 1 or ranked[-1][0] - ranked[-2][0] > 1e-6)
         winners.append(ranked[-1][1])

@@ -17,8 +17,16 @@ from scipy.optimize import minimize
 import core.training as training
 from core import multi_head_attention, scaled_dot_product_attention, self_attention
 from core.training import (
-    INIT_STD, TRAINING_PRESETS, learned, loss_and_gradients, loss_floor, loss_floor_reason, outputs_task,
-    swapped_loss, train, weights_task,
+    INIT_STD,
+    TRAINING_PRESETS,
+    learned,
+    loss_and_gradients,
+    loss_floor,
+    loss_floor_reason,
+    outputs_task,
+    swapped_loss,
+    train,
+    weights_task,
 )
 from tests.loop_reference import attention as loop_attention
 from tests.loop_reference import random_mask
@@ -173,7 +181,7 @@ def test_every_gradient_matches_central_finite_differences(seed):
               rng.normal(size=(heads * d_v, d_out)) if heads > 1 else None]
     got = loss_and_gradients(task, *Ws, **kwargs)
     want = finite_differences(task, Ws, kwargs)
-    for name, g, w in zip(("W_Q", "W_K", "W_V", "W_O"), got[1:5], want):
+    for name, g, w in zip(("W_Q", "W_K", "W_V", "W_O"), got[1:5], want, strict=True):
         assert (g is None) == (w is None), name
         if w is not None:
             assert g.shape == w.shape
@@ -188,7 +196,7 @@ def test_gradients_stay_right_where_every_heads_weight_on_a_target_cell_underflo
     got = loss_and_gradients(task, W, W)
     assert got.weights[:, 0, 1].max() == 0.0
     assert got.loss == pytest.approx(0.5 * 1600 / math.sqrt(2) / 2, rel=1e-2)  # half a row at log e^-1131
-    for g, w in zip(got[1:3], finite_differences(task, [W, W, None, None], {})[:2]):
+    for g, w in zip(got[1:3], finite_differences(task, [W, W, None, None], {})[:2], strict=True):
         assert relative_error(g, w) <= 1e-6
 
 
@@ -197,7 +205,7 @@ def test_gradients_of_one_head_with_a_W_O_and_of_2_d_outputs():
     task = outputs_task(rng.normal(size=(5, 2)), rng.normal(size=(5, 2)))
     Ws = [rng.normal(size=(1, 2, 2)), rng.normal(size=(1, 2, 2)), rng.normal(size=(1, 2, 3)), rng.normal(size=(3, 2))]
     got = loss_and_gradients(task, *Ws, scale=False)
-    for g, w in zip(got[1:5], finite_differences(task, Ws, dict(scale=False))):
+    for g, w in zip(got[1:5], finite_differences(task, Ws, dict(scale=False)), strict=True):
         assert relative_error(g, w) <= 1e-6
 
 

@@ -126,7 +126,7 @@ def test_hadolint_finds_nothing():
 
 def test_defaults_are_safe():
     argv = serve.serve_argv({})
-    flags = dict(zip(argv[5::2], argv[6::2]))
+    flags = dict(zip(argv[5::2], argv[6::2], strict=True))
     assert flags["--address"] == "127.0.0.1"
     assert "--allow-websocket-origin" not in argv  # Bokeh then allows only localhost:<port>
     assert image_env().get("BOKEH_ALLOW_WS_ORIGIN", "") == ""

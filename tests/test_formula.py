@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from widgets.recipe import Formula, latex_text, recipe_latex, recipe_steps_latex
 from session.state import AttentionState
+from widgets.recipe import Formula, latex_text, recipe_latex, recipe_steps_latex
 
 
 def test_love_query_formulas_show_the_course_numbers():

@@ -14,12 +14,12 @@ import panel as pn
 import pytest
 from bokeh.document import Document
 
-from tests.loop_reference import attention as loop_attention
-from widgets.cost import CACHE_KEY, CostCache, CostView, bytes_text, count_text, cost_cache
 from core.report import fmt
+from session.state import COST_SIZES, AttentionState
+from tests.loop_reference import attention as loop_attention
+from widgets.cost import CACHE_KEY, CostCache, CostView, bytes_text, cost_cache, count_text
 from widgets.heads import HeadsView
 from widgets.projections import ProjectionsView
-from session.state import COST_SIZES, AttentionState
 from widgets.style import is_marked_invalid
 
 X_COURSE = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
@@ -44,7 +44,7 @@ def cells(view: ProjectionsView, m: str) -> dict[tuple[int, int], str]:
 
 def outputs_text(output) -> str:
     return "Outputs Σ aⱼvⱼ: " + " · ".join(f"{t} ({fmt(o[0])}, {fmt(o[1])})" for t, o in zip(("I", "love", "NLP"),
-                                                                                               output))
+                                                                                               output, strict=True))
 
 
 # --- the Projections tab ---------------------------------------------------------------------------------------
@@ -330,7 +330,7 @@ def test_the_heads_tab_speaks_the_pages_language(monkeypatch, state):
     html = heads.matrices.object
     assert "<figcaption>Tête 1\u00a0: jeton précédent</figcaption>" in html and "<figcaption>Tête 2\u00a0: lui-même</figcaption>" in html
     e = [math.exp(5 / math.sqrt(2) * c) for c in (1.0, 0.5, -0.5)]  # head 1, love: previous token I
-    row = "\u00a0; ".join(f"{t} {fmt(w / sum(e), 2).replace('.', ',')}" for t, w in zip(("I", "love", "NLP"), e))
+    row = "\u00a0; ".join(f"{t} {fmt(w / sum(e), 2).replace('.', ',')}" for t, w in zip(("I", "love", "NLP"), e, strict=True))
     assert f"love: {row}" in html  # French writes 0,14 and separates the list's numbers with " ; " (no break before ";")
     assert heads.explore[0].label == "Explorer la tête 1" and heads.preset.label == "Deux têtes\u00a0: jeton précédent\u00a0; lui-même"
     assert heads._inputs[(0, 0)].value == "0,5"  # W_O averages the two heads

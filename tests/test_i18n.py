@@ -6,16 +6,16 @@ import re
 import string
 
 import numpy as np
-import pytest
 import panel as pn
+import pytest
 from babel.messages.extract import extract_from_dir
 from babel.messages.frontend import parse_mapping_cfg
 from babel.messages.pofile import read_po
 
 from session.address import address_of, apply_address
 from session.i18n import LANGUAGES, LOCALE_DIR, N_, from_accept_language, pseudo, read_catalog, translator
-from widgets.steps import Readout
 from session.state import AttentionState, parse_coordinate
+from widgets.steps import Readout
 
 TRANSLATED = [lang for lang in LANGUAGES if lang != "en"]
 ROOT = LOCALE_DIR.parent

@@ -14,10 +14,10 @@ import pytest
 from babel.messages.pofile import read_po
 
 from core import measure_attention
-from widgets.cost import CACHE_KEY, CostCache, CostView
 from session.i18n import LOCALE_DIR
-from widgets.projections import ProjectionsView
 from session.state import AttentionState
+from widgets.cost import CACHE_KEY, CostCache, CostView
+from widgets.projections import ProjectionsView
 
 S = 1 / math.sqrt(2)  # the score of I and NLP, both ways: (1, 0)·(1, 1) / √2
 I_TO_NLP = math.exp(S) / (math.exp(S) + 1 + math.exp(S))  # row I: scores (s, 0, s)

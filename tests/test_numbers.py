@@ -11,9 +11,9 @@ from decimal import Decimal
 
 import pytest
 
+from course.questions import BY_ID, Progress, parse_number
 from session.address import apply_address
 from session.i18n import translator
-from course.questions import BY_ID, Progress, parse_number
 from session.state import AttentionState, parse_coordinate
 
 SOFTMAX = BY_ID["two-key-softmax"]  # 0.731, to 3 places

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import math
-
 import gc
+import math
 import time
 
 import pytest
 
 from server.pacing import DragBudget, get_budget
-from tests.test_widgets import MOVE, PRESS, RELEASE, drag_channel
 from session.state import AttentionState
+from tests.test_widgets import MOVE, PRESS, RELEASE, drag_channel
 
 
 class Page:

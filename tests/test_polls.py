@@ -14,12 +14,12 @@ import pytest
 from bokeh.document import Document
 from bokeh.models import LayoutDOM
 
+from course.questions import BY_ID, PRACTICE, QUESTIONS
 from server.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, number_bin
 from server.rooms import RoomError, RoomRegistry
-from widgets.room import RoomControls
-from widgets.poll import FollowerCard, PresenterPoll, counts_html, question_options
-from course.questions import BY_ID, PRACTICE, QUESTIONS
 from session.state import AttentionState
+from widgets.poll import FollowerCard, PresenterPoll, counts_html, question_options
+from widgets.room import RoomControls
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_answers_are_counted_per_choice_once_per_page(registry, room):
     code, token, presenter, pages = room
     view = registry.ask(code, token, "recipe-order")
     assert view == PollView(1, "recipe-order", OPEN)
-    for page, choice in zip(pages, (2, 2, 0, 3)):
+    for page, choice in zip(pages, (2, 2, 0, 3), strict=True):
         registry.answer_poll(code, page.key, view.id, choice)
     counts = registry.poll_counts(code, token)
     assert counts == PollCounts(1, answers=4, pages=4, right=2, choices=(1, 0, 2, 1))
@@ -71,7 +71,7 @@ def test_answers_are_counted_per_choice_once_per_page(registry, room):
 def test_answers_are_anonymous_the_poll_keeps_only_which_pages_answered(registry, room):
     code, token, presenter, pages = room
     view = registry.ask(code, token, "recipe-order")
-    for page, choice in zip(pages, (2, 0, 3, 2)):
+    for page, choice in zip(pages, (2, 0, 3, 2), strict=True):
         registry.answer_poll(code, page.key, view.id, choice)
     keys = {p.key for p in pages}
     poll = registry.get(code).poll
@@ -173,7 +173,7 @@ def test_numbers_fall_into_bins_of_the_asked_precision_and_rights_follow_the_num
     code, token, _, pages = room
     more = [Page(registry, code, f"more-{i}") for i in range(3)]
     view = registry.ask(code, token, "two-key-softmax")  # 0.731, 3 places; exactly 0.7310585...
-    for page, given in zip(pages + more, ("0.731", ".731", "0.7306", "0.73", "0,731", "-0.2", "0.7311")):
+    for page, given in zip(pages + more, ("0.731", ".731", "0.7306", "0.73", "0,731", "-0.2", "0.7311"), strict=True):
         registry.answer_poll(code, page.key, view.id, given)
     counts = registry.poll_counts(code, token)
     assert counts.numbers == (("-0.200", 1), ("0.730", 1), ("0.731", 5))
@@ -258,11 +258,11 @@ def test_a_poll_from_the_presenters_card_to_the_followers_cards_and_back(classro
     card._ask.clicks += 1
     q = BY_ID["why-scale"]
     polls = [s._poll for s in students]
-    assert all(p.built and p.card in s._layout for p, s in zip(polls, students))
+    assert all(p.built and p.card in s._layout for p, s in zip(polls, students, strict=True))
     for p in polls:
         shown = p.card.poll
         assert (shown["title"], shown["prompt"], shown["kind"]) == ("Class poll · Question 5", q.prompt, "choice")
-        assert shown["choices"] == [f"{x}. {c.text}" for x, c in zip("ABCD", q.choices)] and shown["can_answer"]
+        assert shown["choices"] == [f"{x}. {c.text}" for x, c in zip("ABCD", q.choices, strict=True)] and shown["can_answer"]
         assert p.card.visible
     send(polls[0], 1)
     send(polls[1], 3)
@@ -280,7 +280,7 @@ def test_a_poll_from_the_presenters_card_to_the_followers_cards_and_back(classro
     assert "closed" in card_text(polls[2]) and "2 answers" in card_text(card)
     card._reveal.clicks += 1
     for p, mine in zip(polls, ("Your answer, B, is right.", "Your answer, D, is not the answer.",
-                               "You did not answer this one.")):
+                               "You did not answer this one."), strict=True):
         assert f"Answer: {q.answer_text}" in card_text(p) and f"Why: {q.why}" in card_text(p)
         assert mine in card_text(p)
     assert "answer shown" in card_text(card)

@@ -16,13 +16,13 @@ import pytest
 
 from core import random_projections
 from server.rooms import RoomRegistry
+from session.address import address_of, apply_address, parse_address
+from session.state import DEFAULT_TEMPERATURE, AttentionState
 from tests.loop_reference import attention as loop_attention
 from tests.loop_reference import matmul
 from tests.loop_reference import multi_head as loop_multi_head
-from session.address import address_of, apply_address, parse_address
 from widgets.export import to_csv, to_json
 from widgets.room import RoomControls
-from session.state import DEFAULT_TEMPERATURE, AttentionState
 
 X_COURSE = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]  # Section 6's keys, also its queries
 LOVE = [0.1978, 0.4011, 0.4011]  # Section 6: the weights of q_love = (0, 1)
@@ -302,7 +302,7 @@ def test_json_export_holds_the_heads_numbers(state):
     P = state.projections
     heads, concat, output = loop_multi_head(data["embeddings"], P[:2, 0], P[:2, 1], P[:2, 2], data["W_O"],
                                             divide_by=0.5)
-    for got, (Q, K, V, weights, out) in zip(data["heads"], heads):
+    for got, (Q, K, V, weights, out) in zip(data["heads"], heads, strict=True):
         np.testing.assert_allclose(got["Q"], Q, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(got["weights"], weights, rtol=1e-12, atol=1e-300)
         np.testing.assert_allclose(got["output"], out, rtol=1e-12)
@@ -322,7 +322,7 @@ def test_csv_export_has_the_heads_numbers_one_per_line(state):
     assert by[("head1_W_V", "", "", "[1][0]")] == 6.0  # e₂W_V = (6, 0)
     assert by[("head1_V", "", "NLP", "0")] == 8.0
     assert [by[("head1_weight", "love", k, "")] for k in ("I", "love", "NLP")] == pytest.approx(LOVE, abs=5e-5)
-    assert by[("head1_output", "love", "", "0")] == pytest.approx(sum(a * v for a, v in zip(LOVE, (2, 6, 8))),
+    assert by[("head1_output", "love", "", "0")] == pytest.approx(sum(a * v for a, v in zip(LOVE, (2, 6, 8), strict=True)),
                                                                   abs=5e-4)
     assert by[("W_O", "", "", "[1][1]")] == 1.0
     assert sum(1 for r in rows if r["quantity"].startswith("head1_")) == 3 * 4 + 3 * 3 * 2 + 9 * 2 + 3 * 2 + 3 * 2

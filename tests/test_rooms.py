@@ -11,12 +11,21 @@ import numpy as np
 import param
 import pytest
 
-from server.logs import RedactLogLines
-from widgets.room import RoomControls, qr_svg
 from link.row import OneRow
-from server.rooms import (ALPHABET, CODE_LENGTH, SECRET_ENV, RoomError, RoomRegistry, RoomSecret, end_after_from_env,
-                          normalize_code, seconds_from_env)
+from server.logs import RedactLogLines
+from server.rooms import (
+    ALPHABET,
+    CODE_LENGTH,
+    SECRET_ENV,
+    RoomError,
+    RoomRegistry,
+    RoomSecret,
+    end_after_from_env,
+    normalize_code,
+    seconds_from_env,
+)
 from session.state import AttentionState
+from widgets.room import RoomControls, qr_svg
 
 
 class FakeClock:

@@ -6,17 +6,16 @@ import math
 
 import numpy as np
 import pytest
-from bokeh import events
 
-from widgets.weights import ValuePlane, ValuesView
+from session.state import CUSTOM, AttentionState
 from widgets.dk import DkPanel
 from widgets.edit import Editor
-from widgets.steps import Inspector, Readout
 from widgets.matrix import AttentionMatrix
 from widgets.query_plot import QueryPlot
-from session.state import CUSTOM, AttentionState
-from widgets.trap import TrapPanel
+from widgets.steps import Inspector, Readout
 from widgets.style import is_marked_invalid
+from widgets.trap import TrapPanel
+from widgets.weights import ValuesView
 
 TOL = dict(rtol=0, atol=5e-5)
 M2 = "Module 2: vector values"
@@ -68,7 +67,7 @@ def test_causal_mask_in_matrix_inspector_and_readout(state):
     matrix, inspector, readout = AttentionMatrix(state=state), Inspector(state=state), Readout(state=state)
     state.causal = True
     # upper triangle: masked, drawn apart from the colour-mapped cells
-    assert list(zip(matrix._masked.data["x"], matrix._masked.data["y"])) == [(1, 0), (2, 0), (2, 1)]
+    assert list(zip(matrix._masked.data["x"], matrix._masked.data["y"], strict=True)) == [(1, 0), (2, 0), (2, 1)]
     assert matrix._masked.data["label"] == ["masked"] * 3
     assert len(matrix._cells.data["weight"]) == 6 and "0.0000" not in matrix._cells.data["label"]
     assert matrix._sums.data["label"] == ["1.0000"] * 3
@@ -163,7 +162,7 @@ def test_trap_panel_scalar_explains_and_vector_compares(state):
     state.preset = M2
     state.trap = True
     assert view._figure_pane.visible
-    bars = dict(zip(view._bars.data["x"], view._bars.data["top"]))
+    bars = dict(zip(view._bars.data["x"], view._bars.data["top"], strict=True))
     assert bars[("love", "keys")] == pytest.approx(0.4011, abs=5e-5)
     # q_love·v = (0, 10, 5) / √2: scipy-free check with exp
     e = np.exp(np.array([0, 10, 5]) / math.sqrt(2))

@@ -12,8 +12,8 @@ from bokeh.models import Div
 from panel.io.server import get_server
 
 from app import create_app
-from testing.protocol_client import Learner
 from server.transport import session_websockets, set_websocket_nodelay
+from testing.protocol_client import Learner
 
 ROOT = Path(__file__).resolve().parents[1]
 

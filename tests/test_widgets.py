@@ -10,12 +10,12 @@ from bokeh import events
 
 from app import create_app
 from link.browser import BrowserBridge
-from widgets.weights import OutputLine, WeightBars
 from link.drag import DragChannel
-from widgets.steps import Inspector, Readout
+from session.state import AttentionState
 from widgets.matrix import AttentionMatrix
 from widgets.query_plot import MAX_LINE_WIDTH, QueryPlot
-from session.state import AttentionState
+from widgets.steps import Inspector, Readout
+from widgets.weights import OutputLine, WeightBars
 
 LOVE = [0.1978, 0.4011, 0.4011]
 NLP = [0.2483, 0.2483, 0.5035]

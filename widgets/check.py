@@ -28,14 +28,31 @@ from bokeh.models import Div
 from panel.io.state import set_curdoc
 
 from core import I_LOVE_NLP, scaled_dot_product_attention
-from session.i18n import N_, Text, Translator, translator
 from course.questions import (
-    ALL, ALL_QUESTIONS, BY_ID, MAX_NUMBER_CHARS, PRACTICE, PRECISION_RULE, QUESTIONS, SECTION_TOKENS, TASK_DECIMALS,
-    TASK_RULE, TASKS, Outcome, Progress, Question, QuestionProgress, Task, TaskRecord, credit_line, explanation,
+    ALL,
+    ALL_QUESTIONS,
+    BY_ID,
+    MAX_NUMBER_CHARS,
+    PRACTICE,
+    PRECISION_RULE,
+    QUESTIONS,
+    SECTION_TOKENS,
+    TASK_DECIMALS,
+    TASK_RULE,
+    TASKS,
+    Outcome,
+    Progress,
+    Question,
+    QuestionProgress,
+    Task,
+    TaskRecord,
+    credit_line,
+    explanation,
     nlp_task_met,
 )
-from session.state import AttentionState
 from link.updates import one_message
+from session.i18n import N_, Text, Translator, translator
+from session.state import AttentionState
 
 STATIC = Path(__file__).resolve().parents[1] / "static"
 CHECK_CSS = (STATIC / "check.css").read_text()
@@ -279,7 +296,7 @@ def task_html(task: Task, record: TaskRecord, paused: str, tr: Translator = ENGL
              f"<p>{escape(tr(task.prompt))}</p>"]
     seen, sep = record.seen, tr.list_sep
     if task.id == "nlp" and record.done:
-        w = sep.join(f"{t} {tr.num(x)}" for t, x in zip(SECTION_TOKENS, seen["weights"]))
+        w = sep.join(f"{t} {tr.num(x)}" for t, x in zip(SECTION_TOKENS, seen["weights"], strict=True))
         parts.append('<p class="seen">' + escape(tr._(
             "Seen on the query of “{token}”: q = {q}; weights {weights}; output {output}, from {start} where q "
             "started.", token=seen["row"], q=tr.vec(seen["q"], 4, short=True), weights=w, output=tr.num(seen["output"]),
@@ -428,7 +445,7 @@ class CheckView(pn.viewable.Viewer):
     # --- what the page shows ------------------------------------------------------------------------------------
     def records(self) -> dict[str, dict]:
         """Each question's record as its card shows it, by id."""
-        return {q["id"]: r for q, r in zip(self.tab.questions, self.tab.records)}
+        return {q["id"]: r for q, r in zip(self.tab.questions, self.tab.records, strict=True)}
 
     def _relabel(self, *_):
         tr = self.learner.state.tr

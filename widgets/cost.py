@@ -21,25 +21,34 @@ import pickle
 import subprocess
 import sys
 import threading
-from pathlib import Path
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from html import escape
+from pathlib import Path
 
 import numpy as np
 import panel as pn
 import param
 from bokeh.document import without_document_lock
-from bokeh.models import ColorBar, ColumnDataSource, Image, LinearColorMapper, Line, PrintfTickFormatter, Range1d, Scatter
+from bokeh.models import (
+    ColorBar,
+    ColumnDataSource,
+    Image,
+    Line,
+    LinearColorMapper,
+    PrintfTickFormatter,
+    Range1d,
+    Scatter,
+)
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from core import CostMeasurement, measure_attention, score_matrix_size
 from core.cost import D_K, NN_ARRAYS
-from widgets.glyphs import draw
 from session.i18n import N_, Translator, translator
-from widgets.projections import styled
 from session.state import COST_SIZES, AttentionState
+from widgets.glyphs import draw
+from widgets.projections import styled
 
 #: Where the process keeps its measurements (``pn.state.cache`` is shared by every session of the process).
 CACHE_KEY = "attention-explorer:n2-cost"

@@ -10,10 +10,9 @@ import param
 from bokeh.models import ColumnDataSource, FixedTicker, Quad, Range1d, Text, VBar
 from bokeh.plotting import figure
 
-from widgets.glyphs import draw
-from session.state import AttentionState
-
 from core.scaling import MAX_D_K, N_KEYS, N_QUERIES, histogram
+from session.state import AttentionState
+from widgets.glyphs import draw
 
 BINS = 41
 #: Histogram half-widths in standard deviations of the scaled scores.

@@ -15,10 +15,10 @@ import numpy as np
 import panel as pn
 import param
 
-from session.i18n import N_, Translator
-from widgets.style import mark_invalid
-from session.state import MAX_TOKENS, MIN_TOKENS, AttentionState
 from link.updates import one_message
+from session.i18n import N_, Translator
+from session.state import MAX_TOKENS, MIN_TOKENS, AttentionState
+from widgets.style import mark_invalid
 
 FIELD_WIDTH = 74
 NAME_WIDTH = 96

@@ -12,9 +12,9 @@ import param
 
 from core import saturation, score_matrix_size
 from core.cost import D_K as COST_D_K
-from widgets.cost import cost_cache
 from session.i18n import N_
 from session.state import D_MODEL, HEAD_D_K, HEAD_TOKENS, ROLES, AttentionState
+from widgets.cost import cost_cache
 
 #: CSV columns: one number per row, named by what it is and which tokens it belongs to.
 CSV_COLUMNS = ("quantity", "query_token", "key_token", "dimension", "value")
@@ -99,12 +99,12 @@ def to_csv(state: AttentionState) -> str:
     n = numbers(state)
     tokens, sel = [text_cell(t) for t in n["tokens"]], text_cell(n["selected"])
     rows = [("q", sel, "", d, x) for d, x in enumerate(n["q"])]
-    rows += [("key", "", t, d, x) for t, k in zip(tokens, n["keys"]) for d, x in enumerate(k)]
-    rows += [("value", "", t, "", x) for t, x in zip(tokens, n["values"])]
+    rows += [("key", "", t, d, x) for t, k in zip(tokens, n["keys"], strict=True) for d, x in enumerate(k)]
+    rows += [("value", "", t, "", x) for t, x in zip(tokens, n["values"], strict=True)]
     for name in ("dots", "scores", "weights"):
-        rows += [(name.rstrip("s"), sel, t, "", x) for t, x in zip(tokens, n[name])]
+        rows += [(name.rstrip("s"), sel, t, "", x) for t, x in zip(tokens, n[name], strict=True)]
     rows += [("output", sel, "", "", n["output"])]
-    rows += [("weight_matrix", qt, kt, "", x) for qt, row in zip(tokens, n["weight_matrix"]) for kt, x in zip(tokens, row)]
+    rows += [("weight_matrix", qt, kt, "", x) for qt, row in zip(tokens, n["weight_matrix"], strict=True) for kt, x in zip(tokens, row, strict=True)]
     rows += _projection_rows(n["projections"])
     for m in n["n2_cost"]["measurements"]:  # one row per quantity and n; the dimension column holds n
         rows += [(f"cost_{name}", "", "", m["n"], m[name]) for name in ("seconds", "peak_bytes", "nn_bytes", "entries")]
@@ -124,20 +124,20 @@ def _matrix(name: str, M) -> list[tuple]:
 def _projection_rows(p: dict) -> list[tuple]:
     tokens = [text_cell(t) for t in p["tokens"]]
     rows = [("temperature", "", "", "", p["temperature"])]
-    rows += [("embedding", "", t, d, x) for t, e in zip(tokens, p["embeddings"]) for d, x in enumerate(e)]
+    rows += [("embedding", "", t, d, x) for t, e in zip(tokens, p["embeddings"], strict=True) for d, x in enumerate(e)]
     for h, head in enumerate(p["heads"], start=1):
         rows += [r for role in ROLES for r in _matrix(f"head{h}_{role}", head[role])]
         for name in ("Q", "K", "V"):
-            rows += [(f"head{h}_{name}", "", t, d, x) for t, v in zip(tokens, head[name]) for d, x in enumerate(v)]
+            rows += [(f"head{h}_{name}", "", t, d, x) for t, v in zip(tokens, head[name], strict=True) for d, x in enumerate(v)]
         for name in ("scores", "weights"):
             rows += [(f"head{h}_{name.rstrip('s')}", qt, kt, "", x)
-                     for qt, row in zip(tokens, head[name]) for kt, x in zip(tokens, row)]
-        rows += [(f"head{h}_output", t, "", d, x) for t, o in zip(tokens, head["output"]) for d, x in enumerate(o)]
+                     for qt, row in zip(tokens, head[name], strict=True) for kt, x in zip(tokens, row, strict=True)]
+        rows += [(f"head{h}_output", t, "", d, x) for t, o in zip(tokens, head["output"], strict=True) for d, x in enumerate(o)]
         rows += [(f"head{h}_{name}", t, "", "", x) for name in ("max_weight", "entropy")
-                 for t, x in zip(tokens, head[name])]
+                 for t, x in zip(tokens, head[name], strict=True)]
     rows += _matrix("W_O", p["W_O"])
-    rows += [("concat", t, "", d, x) for t, c in zip(tokens, p["concat"]) for d, x in enumerate(c)]
-    rows += [("multihead_output", t, "", d, x) for t, o in zip(tokens, p["output"]) for d, x in enumerate(o)]
+    rows += [("concat", t, "", d, x) for t, c in zip(tokens, p["concat"], strict=True) for d, x in enumerate(c)]
+    rows += [("multihead_output", t, "", d, x) for t, o in zip(tokens, p["output"], strict=True) for d, x in enumerate(o)]
     return rows
 
 

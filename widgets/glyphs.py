@@ -40,7 +40,7 @@ def draw(fig: Plot, glyph: type[Glyph], source: ColumnDataSource, *fields, **pro
         for name in ("fill_color", "line_color"):
             if name in glyph.properties():
                 props.setdefault(name, color)
-    props.update(zip(glyph._args, fields))
+    props.update(zip(glyph._args, fields, strict=False))
     views = [r.view for r in fig.renderers if isinstance(r, GlyphRenderer)]
     view = next((r.view for r in fig.renderers if isinstance(r, GlyphRenderer) and r.data_source is source), None)
     if view is None:

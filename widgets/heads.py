@@ -16,11 +16,11 @@ import param
 from bokeh.models import Plot
 from bokeh.palettes import Cividis256
 
-from widgets.cost import CostView
 from session.i18n import N_, Translator, translator
-from widgets.style import mark_invalid
-from widgets.projections import HEADS_CSS, styled
 from session.state import HEAD_TOKENS, MAX_HEADS, AttentionState
+from widgets.cost import CostView
+from widgets.projections import HEADS_CSS, styled
+from widgets.style import mark_invalid
 
 #: Text size (CSS px) the heads' SVG matrices are laid out for, by mode (static/theme.css's --ae-num).
 NUM_PX = {"normal": 16, "projector": 22}
@@ -60,8 +60,8 @@ def head_svg(weights: np.ndarray, mode: str, label: str, tr: Translator | None =
                       f'dominant-baseline="middle">{tr.num(w, 2)}</text>']
     # rows apart by "; ", or by " | " where a list's entries are already apart by ";" (a decimal comma)
     rows_sep = "; " if tr.list_sep.strip() != ";" else " | "
-    text = rows_sep.join(f"{t}: " + tr.list_sep.join(f"{k} {tr.num(w, 2)}" for k, w in zip(HEAD_TOKENS, row))
-                         for t, row in zip(HEAD_TOKENS, weights))
+    text = rows_sep.join(f"{t}: " + tr.list_sep.join(f"{k} {tr.num(w, 2)}" for k, w in zip(HEAD_TOKENS, row, strict=True))
+                         for t, row in zip(HEAD_TOKENS, weights, strict=True))
     aria = tr._("{head} weights, query by key: {list}", head=label, list=text)
     # direction="ltr": a figure is drawn left to right in a right-to-left page too (its text anchors would flip)
     return (f'<svg width="{width}" height="{height}" direction="ltr" role="img" aria-label="{escape(aria)}">'

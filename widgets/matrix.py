@@ -14,11 +14,10 @@ from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMap
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
+from link.updates import one_message
+from session.state import AttentionState, show_step
 from widgets.glyphs import draw
 from widgets.style import PROJECTOR_FONT_STEP, PROJECTOR_MIN_FONT
-from session.state import AttentionState, show_step
-from link.updates import one_message
-
 
 #: Decimals of the matrix's numbers by mode: at two, a projector's 20 px digits fit a cell beside the query plot
 #: on a 1024 px screen (the readout, the inspector and the export keep four).

@@ -28,11 +28,11 @@ import panel as pn
 import param
 from panel.io.state import set_curdoc
 
+from course.questions import BY_ID, MAX_NUMBER_CHARS, PRACTICE, QUESTIONS, Question
 from server.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, number_bin
 from server.rooms import RoomError, RoomRegistry
 from session.i18n import N_, Text, Translator, translator
 from widgets.check import answer_text, title_of
-from course.questions import BY_ID, MAX_NUMBER_CHARS, PRACTICE, QUESTIONS, Question
 
 POLL_CSS = (Path(__file__).resolve().parents[1] / "static" / "poll.css").read_text()
 LETTERS = "ABCDEFGH"

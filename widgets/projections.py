@@ -32,7 +32,15 @@ import panel as pn
 import param
 from bokeh.core.property.validation import without_property_validation
 from bokeh.models import (
-    BasicTickFormatter, ColumnDataSource, CustomJS, CustomJSTickFormatter, Div, Range1d, Scatter, Segment, Text,
+    BasicTickFormatter,
+    ColumnDataSource,
+    CustomJS,
+    CustomJSTickFormatter,
+    Div,
+    Range1d,
+    Scatter,
+    Segment,
+    Text,
     TextInput,
 )
 from bokeh.plotting import figure
@@ -40,16 +48,18 @@ from bokeh.plotting import figure
 from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention, temperature_sweep
 from core.projections import IDENTITY, _combination
 from link.channel import PositionChannel
-from widgets.style import token_color
-from session.i18n import N_, Translator, translator
-from widgets.glyphs import draw
-from widgets.style import COMPONENT_CSS, mark_invalid
-from widgets.query_plot import label_sides
 from link.row import OneRow
+from session.i18n import N_, Translator, translator
 from session.state import (
-    DEFAULT_TEMPERATURE, HEAD_TOKENS, PROJECTION_CHOICES, ROLES,
+    DEFAULT_TEMPERATURE,
+    HEAD_TOKENS,
+    PROJECTION_CHOICES,
+    ROLES,
     AttentionState,
 )
+from widgets.glyphs import draw
+from widgets.query_plot import label_sides
+from widgets.style import COMPONENT_CSS, mark_invalid, token_color
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 LINK = Path(__file__).resolve().parent.parent / "link"
@@ -100,7 +110,7 @@ def projection_status(result, handle: str = "", at=None, tr: Translator = ENGLIS
     page's language."""
     points = [tr.vec(o, 4) for o in result.attention.output]
     where = f"{handle} {tr.vec(at, 2)} → " if handle else ""
-    return where + tr(N_(OUTPUTS.msgid, outputs=" · ".join(f"{t} {p}" for t, p in zip(HEAD_TOKENS, points))))
+    return where + tr(N_(OUTPUTS.msgid, outputs=" · ".join(f"{t} {p}" for t, p in zip(HEAD_TOKENS, points, strict=True))))
 
 
 def reach_reason(reach, X, values, tr: Translator = ENGLISH) -> str:
@@ -377,7 +387,7 @@ class ProjectionsView(pn.viewable.Viewer):
         tr = s.tr
         self.presets = [styled(pn.widgets.Button(label=tr(PRESET_LABELS.get(name, name))))
                         for name in PROJECTION_CHOICES[:2]]
-        for button, name in zip(self.presets, PROJECTION_CHOICES):
+        for button, name in zip(self.presets, PROJECTION_CHOICES[:2], strict=True):
             button.on_click(lambda _, name=name: self.state.load_projection_preset(name))
         self.new_draw = styled(pn.widgets.Button(label=tr._("New draw"), color="primary"))
         self.new_draw.on_click(lambda _: self.state.new_projection_draw())
@@ -466,7 +476,7 @@ class ProjectionsView(pn.viewable.Viewer):
     def _relabel(self) -> None:
         """The tab's own words in the page's language (its numbers are redrawn by _render)."""
         tr = self.state.tr
-        for button, name in zip(self.presets, PROJECTION_CHOICES):
+        for button, name in zip(self.presets, PROJECTION_CHOICES[:2], strict=True):
             label = tr(PRESET_LABELS.get(name, name))
             button.param.update(label=label, description=tr._("Load {name} into X and this head", name=label))
         self.new_draw.param.update(label=tr._("New draw"), description=tr._("Random W_Q, W_K, W_V (the next seed)"))
@@ -582,7 +592,7 @@ class ProjectionsView(pn.viewable.Viewer):
         colors = [token_color(i) for i in range(len(HEAD_TOKENS))]
         for plane, fig, points in (("x", self.x_fig, X), ("w", self.w_fig, np.vstack([Q, K, V, W[role]]))):
             self.channel.bounds[plane] = fit = _fit(points)
-            for rng, (lo, hi) in zip((fig.x_range, fig.y_range), fit):
+            for rng, (lo, hi) in zip((fig.x_range, fig.y_range), fit, strict=True):
                 if (rng.start, rng.end) != (lo, hi):  # mostly they stay: a Bokeh set costs even when unchanged
                     rng.update(start=lo, end=hi)
         names = handle_names(role)
@@ -596,7 +606,7 @@ class ProjectionsView(pn.viewable.Viewer):
         qkv_place, tips = ({k: v[:3 * n] for k, v in placed.items()}, {k: v[3 * n:] for k, v in placed.items()})
         # a tip on a labelled point (x_love = e₂, so q_love = e₂W_Q): the other side
         on = np.isclose(W[role][:, None, :], P[role * n:(role + 1) * n][None, :, :]).all(axis=2)  # (2, n)
-        for b, j in zip(*np.nonzero(on)):
+        for b, j in zip(*np.nonzero(on), strict=True):
             i = role * n + int(j)
             tips["dx"][b], tips["dy"][b] = -qkv_place["dx"][i], -qkv_place["dy"][i]
             tips["align"][b] = "right" if qkv_place["align"][i] == "left" else "left"

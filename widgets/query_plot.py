@@ -11,10 +11,10 @@ from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, MultiLine, Range1d, Scatter, SingleIntervalTicker, Text
 from bokeh.plotting import figure
 
-from widgets.style import token_color
 from session.i18n import N_
-from widgets.glyphs import draw
 from session.state import AttentionState, show_step
+from widgets.glyphs import draw
+from widgets.style import token_color
 
 #: Visible plane; drags beyond it are clamped to its edge so q never leaves the view.
 PLANE = (-1.5, 2.5)
@@ -164,7 +164,7 @@ class QueryPlot(pn.viewable.Viewer):
         self._keys.data = dict(
             x=K[:, 0].tolist(), y=K[:, 1].tolist(), token=list(s.tokens),
             color=[token_color(i) for i in range(len(s.tokens))],
-            label=[f"{t} {s.tr.vec(k, 2, isolate=False, short=True)}" for t, k in zip(s.tokens, K)],
+            label=[f"{t} {s.tr.vec(k, 2, isolate=False, short=True)}" for t, k in zip(s.tokens, K, strict=True)],
             dx=[mx * sx for sx, _ in sides], dy=[-my * sy for _, sy in sides],  # screen y runs down
             align=["left" if sx > 0 else "right" for sx, _ in sides],
             baseline=["bottom" if sy > 0 else "top" for _, sy in sides],

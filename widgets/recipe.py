@@ -12,8 +12,8 @@ import panel as pn
 import param
 
 from session.i18n import N_, Translator
-from widgets.style import KATEX_CSS
 from session.state import AttentionState
+from widgets.style import KATEX_CSS
 
 #: KaTeX draws at 1.21em of its host: the formulas' main line is the page's formula size (22 px on a projector).
 FORMULA_CSS = ":host { font-size: calc(var(--ae-formula, 19px) / 1.21); overflow-x: auto; }"
@@ -139,7 +139,7 @@ class Formula(pn.viewable.Viewer):
         self._heading.object = f"<h3>{tr._('The recipe with your numbers')}</h3>"
         for k, title in STEP_TITLES.items():
             self._titles[k].object = f"<strong>{tr(title)}</strong>"
-        for k, latex in zip(STEP_TITLES, recipe_steps_latex(self.state)):
+        for k, latex in zip(STEP_TITLES, recipe_steps_latex(self.state), strict=True):
             self._panes[k].object = f"$${latex}$$"
 
     def __panel__(self):

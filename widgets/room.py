@@ -47,16 +47,16 @@ import param
 import segno
 from panel.io.state import set_curdoc
 
+from link.browser import BrowserBridge
+from link.row import OneRow
+from link.updates import one_message
 from server.logs import install_log_redaction
 from server.room_live import ROUTE as LIVE_ROUTE
 from server.rooms import RoomError, RoomRegistry, get_registry, normalize_code
-from session.i18n import N_, translator
 from session.address import address_of
-from link.browser import BrowserBridge
-from widgets.poll import FollowerPoll, PresenterPoll
-from link.row import OneRow
+from session.i18n import N_, translator
 from session.state import AttentionState
-from link.updates import one_message
+from widgets.poll import FollowerPoll, PresenterPoll
 
 ROOM_CSS = (Path(__file__).parent.parent / "static" / "room.css").read_text()
 

@@ -9,8 +9,8 @@ import panel as pn
 import param
 
 from session.i18n import N_, Translator
-from widgets.style import APP_CSS, KATEX_CSS
 from session.state import STEPS, AttentionState
+from widgets.style import APP_CSS, KATEX_CSS
 
 TITLES = {1: N_("Step 1 of 3 · score"), 2: N_("Step 2 of 3 · normalise"), 3: N_("Step 3 of 3 · combine")}
 
@@ -53,7 +53,7 @@ def step_latex(state: AttentionState, step: int) -> str:
     elif step == 3:
         v = np.asarray(s.values, dtype=float)
         terms = " + ".join(rf"{fmt(float(a))} \cdot {tr.short(float(x), 2).replace(',', '{,}')}"
-                           for a, x in zip(r.weights[i], v))
+                           for a, x in zip(r.weights[i], v, strict=True))
         body = rf"o &= \textstyle\sum_i a_i v_i \\ &= {terms} = {fmt(float(r.output[i]))}"
     else:
         raise ValueError(f"step must be 1, 2 or 3, got {step!r}")

@@ -13,10 +13,9 @@ import param
 from bokeh.models import CustomJS, Div
 
 from core.report import sqrt_text
-from widgets.style import token_color
 from session.i18n import Translator, translator
-from widgets.style import APP_CSS
 from session.state import AttentionState
+from widgets.style import APP_CSS, token_color
 
 #: What a number of a step not yet revealed shows instead (step-through mode).
 PLACEHOLDER = "?"
@@ -171,7 +170,7 @@ class Readout(pn.viewable.Viewer):
 
         def per_token(row, step=1):
             return tr.list_sep.join(f"{tr.name(t)} {tr.entry(x) if state.revealed(step) else PLACEHOLDER}"
-                                    for t, x in zip(tokens, row))
+                                    for t, x in zip(tokens, row, strict=True))
 
         scale = words["scaled"].format(root=sqrt_text(state.d_k)) if state.scale else words["unscaled"]
         value = (PLACEHOLDER if not state.revealed(3)
@@ -232,7 +231,7 @@ class Announcer(pn.viewable.Viewer):
         parts = [tr._('Query of "{token}".', token=tokens[i])]
         if state.revealed(2):
             parts.append(tr._("Weights: {list}.", list=tr.list_sep.join(f"{t} {tr.num(x)}"
-                                                                        for t, x in zip(tokens, r.weights[i]))))
+                                                                        for t, x in zip(tokens, r.weights[i], strict=True))))
         if state.revealed(3):
             parts.append(tr._("Output {value}.", value=tr.entry(r.output[i])))
         if state.guided:

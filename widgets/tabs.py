@@ -31,7 +31,7 @@ class LazyTabs(pn.Tabs):
         if shared is None:
             shared = Spacer(sizing_mode="stretch_both", margin=0, tags=["hidden"])
         placed = []
-        for i, (name, pane) in enumerate(zip(self._names, self)):
+        for i, (name, pane) in enumerate(zip(self._names, self, strict=True)):
             if i == self.active or not isinstance(pane, pn.viewable.Viewable):
                 continue  # the shown tab, and one that Panel has still to wrap: Panel's own way
             panel = panels.get(id(pane))
@@ -74,7 +74,7 @@ def retitle(tabs: pn.Tabs, titles: list[str]) -> None:
     tabs._names[:] = titles
     for ref, (model, _) in tabs._models.items():
         cache = tabs._panels.get(ref, {})
-        new = [TabPanel(child=old.child, title=title, closable=old.closable) for old, title in zip(model.tabs, titles)]
+        new = [TabPanel(child=old.child, title=title, closable=old.closable) for old, title in zip(model.tabs, titles, strict=True)]
         for key, old in list(cache.items()):  # Panel finds a tab's panel by its contents' id
             if old in model.tabs:
                 cache[key] = new[model.tabs.index(old)]

@@ -10,10 +10,10 @@ import param
 from bokeh.models import ColumnDataSource, FactorRange, FixedTicker, Range1d, Text, VBar
 from bokeh.plotting import figure
 
-from widgets.edit import relabel_switch, switch
-from widgets.glyphs import draw
 from session.i18n import N_
 from session.state import AttentionState
+from widgets.edit import relabel_switch, switch
+from widgets.glyphs import draw
 
 #: Bar labels under each token: scored against the keys (correct) or the values (the trap).
 CORRECT, TRAP = "keys", "values"
@@ -93,7 +93,7 @@ class TrapPanel(pn.viewable.Viewer):
         tokens = list(s.tokens)
         x = [(t, tr._(k)) for t in tokens for k in (CORRECT, TRAP)]
         self.figure.x_range.factors = x
-        tops = [w for pair in zip(good, bad) for w in pair]
+        tops = [w for pair in zip(good, bad, strict=True) for w in pair]
         kinds = [k for _ in tokens for k in (CORRECT, TRAP)]
         self._bars.data = dict(x=x, top=tops, label=[tr.num(w, 2) for w in tops],
                                color=[COLORS[k] for k in kinds], kind=kinds)

@@ -11,9 +11,9 @@ import param
 from bokeh.models import ColumnDataSource, Div, Range1d, Scatter, Segment, Text
 from bokeh.plotting import figure
 
-from widgets.style import token_color
-from widgets.glyphs import draw
 from session.state import AttentionState
+from widgets.glyphs import draw
+from widgets.style import token_color
 
 #: The SVG charts' look: text sizes and ink from the page's custom properties (static/theme.css).
 CHARTS_CSS = (Path(__file__).resolve().parent.parent / "static" / "charts.css").read_text()
@@ -68,7 +68,7 @@ class WeightBars(pn.viewable.Viewer):
         self.shown = dict(top=w.tolist() if revealed else [], label=[tr.num(a) for a in w] if revealed else [])
         parts = [f'<line class="axis" x1="0" x2="100%" y1="{bottom}" y2="{bottom}"/>']
         width = 70 / n  # % of the chart: bars take 70 % of their slot
-        for j, (token, a) in enumerate(zip(s.tokens, w)):
+        for j, (token, a) in enumerate(zip(s.tokens, w, strict=True)):
             x = _x(j, n)
             if revealed:
                 h = a * (bottom - top)
@@ -81,7 +81,7 @@ class WeightBars(pn.viewable.Viewer):
                              f'dominant-baseline="middle">?</text>')
             parts.append(f'<text class="token" x="{x:.3f}%" y="{height - 4}" text-anchor="middle">{escape(token)}</text>')
         label = tr._("Softmax weights: {list}", list=tr.list_sep.join(f"{t} {tr.num(a) if revealed else '?'}"
-                                                                      for t, a in zip(s.tokens, w)))
+                                                                      for t, a in zip(s.tokens, w, strict=True)))
         self.div.text = (_heading(tr._("Softmax weights a = softmax(s)")) +
                          f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" '
                          f'role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
@@ -157,7 +157,7 @@ class OutputLine(pn.viewable.Viewer):
             parts.append(f'<text class="unknown" x="50%" y="{line_y + num * 2:.1f}" text-anchor="middle">'
                          f'{escape(tr._("output"))} = ?</text>')
         label = tr._("Output {value} between the values {list}", value=tr.num(out) if revealed else "?",
-                     list=tr.list_sep.join(f"{t} {tr.short(x, 2)}" for t, x in zip(s.tokens, v)))
+                     list=tr.list_sep.join(f"{t} {tr.short(x, 2)}" for t, x in zip(s.tokens, v, strict=True)))
         self.div.text = (_heading(tr._("Output = Σ aᵢ vᵢ on the values' number line")) +
                          f'<svg class="number-line" width="100%" height="{height}" data-lo="{lo!r}" '
                          f'data-hi="{hi!r}" role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
@@ -213,7 +213,7 @@ class ValuePlane(pn.viewable.Viewer):
         self._values.data = dict(
             x=V[:, 0].tolist(), y=V[:, 1].tolist(), x0=[0.0] * len(V), y0=[0.0] * len(V),
             color=[token_color(i) for i in range(len(V))], size=(8 + 16 * w).tolist(),
-            label=[f"v {t} {tr.vec(v, 4, isolate=False, short=True)}" for t, v in zip(tokens, V)],
+            label=[f"v {t} {tr.vec(v, 4, isolate=False, short=True)}" for t, v in zip(tokens, V, strict=True)],
         )
         out = self.state.plotted.output[self.state.selected]
         self._output.data = dict(x=[float(out[0])], y=[float(out[1])],

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from testing.server import free_port, stop, wait_for_http  # noqa: F401  (the tests' server helpers too)
 from server.transport import SCREENED
+from testing.server import free_port, stop, wait_for_http  # noqa: F401  (the tests' server helpers too)
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM_ARGS = [

@@ -16,11 +16,22 @@ from decimal import Decimal
 
 import pytest
 
+from course.questions import PRACTICE, PRECISION_RULE, QUESTIONS
 from tests.ui.conftest import ROOT, SCREENSHOTS, VIEWPORTS, free_port, stop, wait_for_http
 from tests.ui.helpers import (
-    _DEEP as DEEP, READOUT, controls, open_app, settle, show_tab, text_sizes, to_page, wait_for_readout, weights,
+    _DEEP as DEEP,
 )
-from course.questions import PRACTICE, PRECISION_RULE, QUESTIONS
+from tests.ui.helpers import (
+    READOUT,
+    controls,
+    open_app,
+    settle,
+    show_tab,
+    text_sizes,
+    to_page,
+    wait_for_readout,
+    weights,
+)
 
 #: A loaded machine (load 4 on 2 cores) can take seconds for one round trip: wait long, assert exactly.
 WAIT = 20_000
@@ -257,7 +268,7 @@ def recipe(q, keys=((1, 0), (0, 1), (1, 1)), values=(2, 6, 4)):
     scores = [(q[0] * k[0] + q[1] * k[1]) / math.sqrt(2) for k in keys]
     e = [math.exp(s - max(scores)) for s in scores]
     w = [x / sum(e) for x in e]
-    return w, sum(a * v for a, v in zip(w, values))
+    return w, sum(a * v for a, v in zip(w, values, strict=True))
 
 
 def test_the_tasks_tick_on_a_real_drag_and_real_clicks_on_each_matrix_row(open_page):

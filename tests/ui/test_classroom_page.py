@@ -10,7 +10,16 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.ui.conftest import SCREENSHOTS, VIEWPORTS
 from tests.ui.helpers import (
-    READOUT, controls, readout, settle, show_tab, slow_touch_drag, text_sizes, to_page, wait_for_readout, weights,
+    READOUT,
+    controls,
+    readout,
+    settle,
+    show_tab,
+    slow_touch_drag,
+    text_sizes,
+    to_page,
+    wait_for_readout,
+    weights,
 )
 
 MODES = {"normal": "", "projector": "?mode=projector"}

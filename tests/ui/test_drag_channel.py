@@ -80,9 +80,9 @@ def test_eight_pages_drag_at_once_and_each_ends_on_its_own_numbers(browser, serv
         pages.append(page)
     ends = [(round(-1.0 + 0.45 * i, 2), round(2.0 - 0.35 * i, 2)) for i in range(8)]
     starts = [to_page(p, "query-plot", 0.0, 1.0) for p in pages]  # every page's q is on k_love
-    targets = [to_page(p, "query-plot", *end) for p, end in zip(pages, ends)]
+    targets = [to_page(p, "query-plot", *end) for p, end in zip(pages, ends, strict=True)]
     steps = 30
-    for page, (x0, y0), (x1, y1) in zip(pages, starts, targets):
+    for page, (x0, y0), (x1, y1) in zip(pages, starts, targets, strict=True):
         page.mouse.move(x0, y0)
         page.mouse.down()
         # the first move at once: a button held still for a quarter of a second is a press, not a drag
@@ -96,7 +96,7 @@ def test_eight_pages_drag_at_once_and_each_ends_on_its_own_numbers(browser, serv
                 seen[i].add(readout(page).splitlines()[0])
     for page in pages:
         page.mouse.up()
-    for i, (page, (x, y)) in enumerate(zip(pages, ends)):
+    for i, (page, (x, y)) in enumerate(zip(pages, ends, strict=True)):
         # live during the drag: the readout followed the hand, not only its start and end
         assert len(seen[i]) >= 4, (i, seen[i])
         wait_for_readout(page, rf'Query of "love": q = \({x:.3f}, {y:.3f}\)', LOADED)

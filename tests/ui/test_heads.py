@@ -14,10 +14,20 @@ import numpy as np
 import pytest
 
 from core import saturation, self_attention
+from core.report import fmt
 from tests.loop_reference import attention as loop_attention
 from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import _DEEP, readout, settle, show_tab, slow_touch_drag, text_sizes, to_page, wait_for_readout, weights
-from core.report import fmt
+from tests.ui.helpers import (
+    _DEEP,
+    readout,
+    settle,
+    show_tab,
+    slow_touch_drag,
+    text_sizes,
+    to_page,
+    wait_for_readout,
+    weights,
+)
 from widgets.projections import projection_status
 
 # The page's functions exactly as it received them: the code of the planes' pointer callback, up to where it binds
@@ -54,12 +64,12 @@ def test_the_pages_projections_and_attention_agree_with_the_core(page):
     show_tab(page, "Projections", "projection-x")
     cases = random_cases()
     payload = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in c.items()} for c in cases]
-    for i, (p, c) in enumerate(zip(payload, cases)):  # the tab's text of the outputs, during a drag and at rest
+    for i, (p, c) in enumerate(zip(payload, cases, strict=True)):  # the tab's text of the outputs, during a drag and at rest
         if c["X"].shape == (3, 2) and c["WV"].shape == (2, 2):
             p.update(tokens=["I", "love", "NLP"], handle="x love" if i % 4 == 1 else "", at=[0.125, -1.5])
     got = page.evaluate(PAGE_FUNCTIONS, payload)
     assert len(got) == len(cases) >= 200
-    for c, p, g in zip(cases, payload, got):
+    for c, p, g in zip(cases, payload, got, strict=True):
         ref = self_attention(c["X"], c["WQ"], c["WK"], c["WV"], temperature=c["T"])
         sat = saturation(ref.attention.weights)
         r = g["r"]
@@ -78,7 +88,7 @@ def test_the_pages_projections_and_attention_agree_with_the_core(page):
 
 def outputs_text(out) -> str:
     """The tab's line of outputs for the outputs ``out`` of a reference computation."""
-    return "Outputs Σ aⱼvⱼ: " + " · ".join(f"{t} ({fmt(o[0])}, {fmt(o[1])})" for t, o in zip(("I", "love", "NLP"), out))
+    return "Outputs Σ aⱼvⱼ: " + " · ".join(f"{t} ({fmt(o[0])}, {fmt(o[1])})" for t, o in zip(("I", "love", "NLP"), out, strict=True))
 
 
 # Every position the page writes into the channel, with the last answer it had then; every change the server

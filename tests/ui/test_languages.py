@@ -7,9 +7,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from session.i18n import pseudo
 from tests.ui.conftest import SCREENSHOTS
 from tests.ui.helpers import PATIENCE, READOUT, readout, show_tab
-from session.i18n import pseudo
 
 #: The tabs whose every text comes from the catalogs, by their titles in the pseudo-language.
 CHECKED_TABS = (*(pseudo(t) for t in ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap")), "√d_k",

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from bench.nginx import Stack
-from tests.ui.test_offline import is_loopback
 from tests.ui.helpers import open_app, readout, show_tab, to_page, wait_for_readout, weights
+from tests.ui.test_offline import is_loopback
 
 # a busy shared machine can take seconds per round trip: wait long, still before the button is released
 LOADED = 30_000

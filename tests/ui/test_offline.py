@@ -16,8 +16,16 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from server import serve
-from tests.ui.helpers import (KATEX_FONTS, failed_requests, open_app, readout, show_tab, to_page, wait_for_readout,
-                              weights)
+from tests.ui.helpers import (
+    KATEX_FONTS,
+    failed_requests,
+    open_app,
+    readout,
+    show_tab,
+    to_page,
+    wait_for_readout,
+    weights,
+)
 
 # a busy shared machine can take seconds per round trip
 LOADED = 60_000

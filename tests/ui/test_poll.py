@@ -6,12 +6,19 @@ any room code, link or token when the module ends.
 
 from __future__ import annotations
 
-from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import _DEEP as DEEP, controls, settle, show_tab
-from tests.ui.test_follow import WAIT, close, follower, new_page, present
-from tests.ui.test_follow import room_server  # noqa: F401  (the fixture: one server for this module)
-from widgets.poll import question_options
 from course.questions import BY_ID
+from tests.ui.conftest import SCREENSHOTS
+from tests.ui.helpers import _DEEP as DEEP
+from tests.ui.helpers import controls, settle, show_tab
+from tests.ui.test_follow import (
+    WAIT,
+    close,
+    follower,
+    new_page,
+    present,
+    room_server,  # noqa: F401  (the fixture: one server for this module)
+)
+from widgets.poll import question_options
 
 LABELS = {qid: label for group in question_options().values() for label, qid in group.items()}
 
@@ -96,7 +103,7 @@ def test_a_poll_asked_answered_once_each_closed_and_revealed(browser, room_serve
     teacher.get_by_role("button", name="Class poll").click()
     q = BY_ID["why-scale"]
     ask(teacher, q.id)
-    assert wait_counts(teacher, "0 answers") == [(f"{x}. {c.text}", 0, False) for x, c in zip("ABCD", q.choices)]
+    assert wait_counts(teacher, "0 answers") == [(f"{x}. {c.text}", 0, False) for x, c in zip("ABCD", q.choices, strict=True)]
     assert total(teacher) == "0 answers · 2 pages following"
     for s in students:
         s.get_by_text(q.prompt).wait_for(timeout=WAIT)
@@ -107,7 +114,7 @@ def test_a_poll_asked_answered_once_each_closed_and_revealed(browser, room_serve
     answer(late, 1)
     shown = wait_counts(teacher, "3 answers")
     assert total(teacher) == "3 answers · 3 pages following"
-    assert shown == [(f"{x}. {c.text}", n, False) for x, c, n in zip("ABCD", q.choices, (0, 2, 0, 1))]
+    assert shown == [(f"{x}. {c.text}", n, False) for x, c, n in zip("ABCD", q.choices, (0, 2, 0, 1), strict=True)]
 
     # a page that sends again (its Send button shown again by hand) is refused by the room: nothing counted
     students[0].evaluate(SHOW_SEND)
@@ -124,7 +131,7 @@ def test_a_poll_asked_answered_once_each_closed_and_revealed(browser, room_serve
         status(s).filter(has_text="The presenter has closed the poll").wait_for(timeout=WAIT)
     teacher.get_by_role("button", name="Reveal the answer").click()
     for s, mine in zip([*students, late], ("Your answer, B, is right.", "Your answer, D, is not the answer.",
-                                            "Your answer, B, is right.")):
+                                            "Your answer, B, is right."), strict=True):
         status(s).filter(has_text="Why:").wait_for(timeout=WAIT)
         text = status(s).text_content()
         assert f"Answer: {q.answer_text}" in text and f"Why: {q.why}" in text and mine in text
@@ -135,7 +142,7 @@ def test_a_poll_asked_answered_once_each_closed_and_revealed(browser, room_serve
     # a number question: a histogram of the numbers given, rounded to its 3 places
     teacher.get_by_role("button", name="Ask another question").click()
     ask(teacher, "two-key-softmax")
-    for s, given in zip([*students, late], ("0.731", ".731", "0.73")):
+    for s, given in zip([*students, late], ("0.731", ".731", "0.73"), strict=True):
         s.get_by_text(BY_ID["two-key-softmax"].prompt).wait_for(timeout=WAIT)
         answer(s, given)
     assert wait_counts(teacher, "3 answers") == [("0.730", 1, False), ("0.731", 2, False)]

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from core import scaled_dot_product_attention
+from session.i18n import LANGUAGES
+from session.state import AttentionState
 from tests.ui.conftest import serve_script
 from tests.ui.helpers import PATIENCE, open_app, readout, to_page, wait_for_readout
-from session.i18n import LANGUAGES
 from widgets.steps import Readout, readout_script_words
-from session.state import AttentionState
 
 # The preview's functions exactly as the page received them: the code of the drag script's callback on the
 # readout, up to where it binds its Bokeh models.
@@ -50,7 +50,7 @@ def test_in_browser_formula_agrees_with_the_core(page):
                     allowed=c["allowed"].tolist(), scale=c["scale"], inp=None) for c in cases]
     got = page.evaluate(PAGE_FUNCTIONS, payload)
     assert len(got) >= 200
-    for c, g in zip(cases, got):
+    for c, g in zip(cases, got, strict=True):
         ref = scaled_dot_product_attention(c["q"][None, :], c["K"], c["V"], c["allowed"][None, :],
                                            scale=None if c["scale"] else 1.0)
         r = g["r"]
@@ -58,7 +58,7 @@ def test_in_browser_formula_agrees_with_the_core(page):
         finite = np.isfinite(ref.scores[0])
         np.testing.assert_allclose(np.array(r["scores"], dtype=float)[finite], ref.scores[0][finite], rtol=1e-9,
                                    atol=1e-9)
-        assert all(s is None or s == -np.inf for s, f in zip(r["scores"], finite) if not f)  # masked: -inf
+        assert all(s is None or s == -np.inf for s, f in zip(r["scores"], finite, strict=True) if not f)  # masked: -inf
         np.testing.assert_allclose(r["weights"], ref.weights[0], rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(r["output"], np.atleast_1d(ref.output[0]), rtol=1e-9, atol=1e-9)
 
@@ -88,7 +88,7 @@ def test_in_browser_readout_text_is_the_servers(page):
         ))
         states.append(s)
     got = page.evaluate(PAGE_FUNCTIONS, payload)
-    for s, g in zip(states, got):
+    for s, g in zip(states, got, strict=True):
         assert g["text"] == Readout.text(s)
 
 

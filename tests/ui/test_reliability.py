@@ -32,7 +32,7 @@ def reference(q, keys=KEYS, values=VALUES) -> tuple[list[float], float]:
     top = max(scores)
     e = [math.exp(s - top) for s in scores]
     weights = [x / sum(e) for x in e]
-    return weights, sum(a * v for a, v in zip(weights, values))
+    return weights, sum(a * v for a, v in zip(weights, values, strict=True))
 
 
 def shown(page) -> tuple[tuple[float, float], list[float], float]:

@@ -82,7 +82,7 @@ def test_causal_mask_greys_the_upper_triangle(page):
     show_tab(page, "Matrix", "attention-matrix")
     assert weights(page) == pytest.approx([0.3302, 0.6698, 0.0], abs=1e-4)
     data = matrix_source(page, "masked-cells")
-    assert sorted(zip(data["x"], data["y"])) == [(1, 0), (2, 0), (2, 1)]
+    assert sorted(zip(data["x"], data["y"], strict=True)) == [(1, 0), (2, 0), (2, 1)]
     cells = {(2, 0): "masked", (1, 0): "masked", (2, 1): "masked", (0, 1): "weight", (0, 0): "weight"}
     # a patch off each cell's centre (where its label is); positions first: to_page scrolls
     spots = {c: to_page(page, "attention-matrix", c[0] - 0.3, c[1] - 0.3) for c in cells}
@@ -91,7 +91,7 @@ def test_causal_mask_greys_the_upper_triangle(page):
     for cell, kind in cells.items():
         px, py = spots[cell]
         patch = shot.crop((int(px) - 4, int(py) - 4, int(px) + 4, int(py) + 4))
-        r, g, b = (sum(c) / len(c) for c in zip(*patch.get_flattened_data()))
+        r, g, b = (sum(c) / len(c) for c in zip(*patch.get_flattened_data(), strict=True))
         # light grey with darker hatching: neither white (nothing drawn) nor a Cividis colour
         grey = max(r, g, b) - min(r, g, b) < 12 and 160 < min(r, g, b) and max(r, g, b) < 245
         assert grey == (kind == "masked"), f"cell {cell}: mean colour {(r, g, b)}"
