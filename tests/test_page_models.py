@@ -11,7 +11,7 @@ from bokeh.models import AllIndices, CDSView, ColumnDataSource, GlyphRenderer, S
 import app
 from widgets.tabs import LazyTabs
 
-TITLES = ["Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²",
+TITLES = ["Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Train",
           "Check", "Export", "Keys"]
 
 

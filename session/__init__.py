@@ -1,0 +1,1 @@
+"""One learner's page: its state, its address, its language."""
