@@ -136,7 +136,7 @@ function unpack(model) {
 export function render({model, el, view}) {
   const doc = view.model.document;
   const st = {run: null, step: 0, playing: false, pos: 0, last: 0, frame: 0, swap: false, sent: null,
-              settle: 0, scrubbing: false};
+              settle: 0, scrubbing: false, runs: 0};
   const words = () => model.words || {};
 
   // --- the page's parts, made once ---
@@ -484,6 +484,7 @@ export function render({model, el, view}) {
   }
   function newRun() {
     st.run = unpack(model);
+    st.runs += 1;  // the tests wait on it: a run has arrived
     stop(false);
     if (st.run == null) return;
     build();
@@ -501,7 +502,7 @@ export function render({model, el, view}) {
     document.removeEventListener("keydown", onKey, true);
   });
   // the tests' and the mirror check's way in
-  root.trainMirror = {forward, stepWeights, run: () => st.run, state: st};
+  root.trainMirror = {forward, stepWeights, run: () => st.run, state: st, root};
   window.attentionExplorerTrain = root.trainMirror;
   label();
   newRun();

@@ -319,3 +319,103 @@ def _same(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return a is not None and b is not None and np.shape(a) == np.shape(b) and bool(np.array_equal(a, b))
     return a == b
+
+
+# --- the page address ------------------------------------------------------------------------------------------
+
+#: The Train tab's address arguments: ``train`` (a preset's slug or a painted pattern, ``100.100.010``), ``lr``,
+#: ``train_seed``, ``train_step``, ``train_scale`` (``off``), ``train_t`` and ``train_heads``; each written only
+#: when it is not the default. (``seed``, ``step``, ``heads``, ``temperature`` and ``scale`` are the other tabs'.)
+TRAIN_ARGUMENTS = ("train", "lr", "train_seed", "train_step", "train_scale", "train_t", "train_heads")
+
+
+def _whole(value: str, top: int) -> int | None:
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 10 and int(value) <= top else None
+
+
+def _positive(value: str, lo: float, hi: float, lo_open: bool) -> float | None:
+    try:
+        x = float(value) if re.fullmatch(r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?", value) else None
+    except ValueError:
+        return None
+    return x if x is not None and math.isfinite(x) and (lo < x if lo_open else lo <= x) and x <= hi else None
+
+
+def parse_train_address(values_of: dict[str, str]) -> tuple[dict, list]:
+    """The Train tab's arguments (:data:`TRAIN_ARGUMENTS`, text already decoded): TrainingState settings and
+    one marked sentence per argument ignored.
+
+    >>> parse_train_address({"train": "100.100.010", "lr": "0.1", "train_step": "120"})[0]["pattern"].tolist()
+    [[1, 0, 0], [1, 0, 0], [0, 1, 0]]
+    >>> parse_train_address({"train": "nope", "lr": "2"})[1]
+    ["train = 'nope' ignored: choose previous, yourself, nlp, retrieve or a painted target such as 100.100.010.", \
+"lr = '2' ignored: a number above 0 and at most 1."]
+    """
+    settings: dict = {}
+    problems: list = []
+    if "train" in values_of:
+        value = values_of["train"]
+        if value in PRESET_SLUGS:
+            settings["target"] = value
+        else:
+            try:
+                settings.update(target=PAINT, pattern=parse_pattern(value))
+            except ValueError:
+                problems.append(N_("train = {value} ignored: choose {names} or a painted target such as {example}.",
+                        value=repr(value[:40]), names=", ".join(PRESET_SLUGS), example="100.100.010"))
+    if "lr" in values_of:
+        x = _positive(values_of["lr"], 0.0, MAX_LEARNING_RATE, True)
+        if x is None:
+            problems.append(N_("lr = {value} ignored: a number above 0 and at most {top}.", value=repr(values_of["lr"][:40]),
+                    top=f"{MAX_LEARNING_RATE:g}"))
+        else:
+            settings["learning_rate"] = x
+    if "train_t" in values_of:
+        x = _positive(values_of["train_t"], MIN_TEMPERATURE, MAX_TEMPERATURE, False)
+        if x is None:
+            problems.append(N_("train_t = {value} ignored: a number from {lo} to {hi}.", value=repr(values_of["train_t"][:40]),
+                    lo=f"{MIN_TEMPERATURE:g}", hi=f"{MAX_TEMPERATURE:g}"))
+        else:
+            settings["temperature"] = x
+    for name, param_name, top in (("train_seed", "seed", MAX_SEED), ("train_step", "step", RUN_STEPS),
+                                  ("train_heads", "heads", MAX_TRAIN_HEADS)):
+        if name in values_of:
+            k = _whole(values_of[name], top)
+            if k is None or (name == "train_heads" and k < 1):
+                problems.append(N_("{name} = {value} ignored: a whole number from {lo} to {top}.", name=name,
+                        value=repr(values_of[name][:40]), lo=int(name == "train_heads"), top=top))
+            else:
+                settings[param_name] = k
+    if "train_scale" in values_of:
+        value = values_of["train_scale"]
+        if value in ("on", "off"):
+            settings["scale"] = value == "on"
+        else:
+            problems.append(N_("train_scale = {value} ignored: choose on or off.", value=repr(value[:40])))
+    return settings, problems
+
+
+def train_address(training: TrainingState) -> dict[str, str]:
+    """The arguments that reopen ``training``'s run at its step: only those that differ from the defaults.
+
+    >>> train_address(TrainingState(target="yourself", step=40))
+    {'train': 'yourself', 'train_step': '40'}
+    """
+    out = {}
+    if training.target == PAINT and training.pattern is not None:
+        out["train"] = write_pattern(training.pattern)
+    elif training.target != TrainingState.param.target.default:
+        out["train"] = training.target
+    if training.learning_rate != DEFAULT_LEARNING_RATE:
+        out["lr"] = repr(float(training.learning_rate))
+    if training.seed:
+        out["train_seed"] = str(training.seed)
+    if training.step:
+        out["train_step"] = str(training.step)
+    if not training.scale:
+        out["train_scale"] = "off"
+    if training.temperature != TrainingState.param.temperature.default:
+        out["train_t"] = repr(float(training.temperature))
+    if training.heads != 1:
+        out["train_heads"] = str(training.heads)
+    return out

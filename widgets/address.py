@@ -20,6 +20,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from core import I_LOVE_NLP, PRESETS
+from session.training import TRAIN_ARGUMENTS, parse_train_address, train_address
 from widgets.i18n import LANGUAGES, N_, languages, ngettext
 from widgets.state import (
     COST_SIZES, CUSTOM, DEFAULT_PRESET, DEFAULT_PROJECTIONS, DEFAULT_TEMPERATURE, DEFAULT_W_O, MAX_ABS_COORD, MAX_HEADS,
@@ -38,7 +39,7 @@ HEAD_ARGUMENT_PARAMS = ("embeddings", "projections", "heads", "head", "w_o", "te
                         "projection_seed")
 #: Query arguments the page understands, in the order they are written.
 ARGUMENTS = ("preset", "tokens", "keys", "values", "scale", "causal", "trap", "q", "row", "step", "mode", "theme",
-             "lang", *PROJECTION_ARGUMENTS)
+             "lang", *PROJECTION_ARGUMENTS, *TRAIN_ARGUMENTS)
 #: The largest seed the address takes (a NumPy seed can be larger; no page draws that many times).
 MAX_SEED = 2 ** 31 - 1
 #: The switches and the word for each of their states.
@@ -105,9 +106,13 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
     heads, heads_problems = _parse_heads(values_of)
     settings.update(heads)
     problems += heads_problems
+    training, training_problems = parse_train_address(values_of)
+    if training:
+        settings["training"] = training  # the Train tab's settings and step (session/training.py)
+    problems += training_problems
     tokens = settings.get("tokens", tokens)
     for name, value in values_of.items():
-        if name in ("preset", "tokens", "keys", "values", *PROJECTION_ARGUMENTS):
+        if name in ("preset", "tokens", "keys", "values", *PROJECTION_ARGUMENTS, *TRAIN_ARGUMENTS):
             continue  # read above, together
         if name in SWITCHES:
             words = SWITCHES[name]
@@ -358,6 +363,8 @@ def apply_address(state: AttentionState, args: Mapping[str, Iterable]) -> None:
             heads[name] = np.array(heads[name], dtype=np.float64)
             heads[name].setflags(write=False)
     state.param.update(**heads)
+    if "training" in settings:
+        state.training.apply_view(settings.pop("training"))
     if "lang" in settings:
         state.lang_chosen = True
     state.param.update(**settings)
@@ -388,6 +395,7 @@ def address_of(state: AttentionState) -> dict[str, str]:
     if state.lang_chosen:
         out["lang"] = state.lang
     out.update(_heads_address(state))
+    out.update(train_address(state.training))
     return out
 
 

@@ -48,16 +48,10 @@ TARGET_NOTES = {
     PAINT: N_("Click a cell of the target to switch it on or off: row i is what token i should attend to (its "
               "cells share the row's attention equally). Will one head learn it?"),
 }
-#: The targets' buttons wrap onto a second line where the tab is narrow (a phone, a projector's 800 px).
-WRAP_CSS = ".bk-btn-group { flex-wrap: wrap; row-gap: 4px; }"
 #: Markers of the queries, keys and values in a head's plane (as the Projections tab's right plane).
 MARKERS = {"Q": "circle", "K": "square", "V": "triangle"}
 #: A swap that raises the loss by more than this (nats, or squared units) shows that the roles have parted.
 ROLES_APART = 0.1
-
-
-def _options(tr: Translator, labels: dict) -> dict:
-    return {tr(label): key for key, label in labels.items()}
 
 
 def player_words(tr: Translator) -> dict:
@@ -78,7 +72,7 @@ def player_words(tr: Translator) -> dict:
 class TrainView(pn.viewable.Viewer):
     """The Train tab over ``state.training``: the target, the settings, the player, the planes, what was learned.
 
-    Test hooks: the targets are the radio group ``train-target``; the player is :class:`link.train.TrainLink`
+    Test hooks: the targets are the buttons ``train-target-<slug>`` (``paint`` too); the player is :class:`link.train.TrainLink`
     (its own hooks); the planes are the figures ``train-plane-<h>``; what was learned is the pane
     ``train-summary`` (``[data-swap]``, ``[data-floor]``), the "Two heads" button ``train-two-heads``.
     """
@@ -94,10 +88,11 @@ class TrainView(pn.viewable.Viewer):
         if doc is not None and doc.session_context is not None:  # a served page: its runs wait their turn
             t.scheduler = scheduler_for(doc)
         tr = s.tr
-        self.target = styled(pn.widgets.RadioButtonGroup(options=_options(tr, TARGET_LABELS), value=t.target,
-                                                         name="train-target", css_classes=["train-target"],
-                                                         stylesheets=[WRAP_CSS], sizing_mode="stretch_width"))
-        self.target.param.watch(lambda e: self._syncing or t.choose_target(e.new), "value")
+        # one button per target, in a box that wraps (a button group does not: its second line covered the note)
+        self.targets = {key: styled(pn.widgets.Button(css_classes=["train-target", f"train-target-{key}"]))
+                        for key in TARGET_LABELS}
+        for key, button in self.targets.items():
+            button.on_click(lambda _, key=key: t.choose_target(key))
         self.note = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
         self.new_seed = styled(pn.widgets.Button(css_classes=["train-new-seed"]))
         self.new_seed.on_click(lambda _: t.new_seed())
@@ -139,7 +134,7 @@ class TrainView(pn.viewable.Viewer):
         self.labels = {k: styled(pn.pane.HTML("", margin=(8, 5))) for k in ("rate", "temperature", "scale")}
         self._layout = pn.Column(
             self.intro,
-            self.target, self.note,
+            pn.FlexBox(*self.targets.values(), align_items="center", css_classes=["train-targets"]), self.note,
             pn.FlexBox(self.new_seed, self.seed_text, self.heads_label, self.heads, align_items="center"),
             pn.FlexBox(self.labels["rate"], self.rate, self.labels["temperature"], self.temperature,
                        self.scale, align_items="center"),
@@ -165,11 +160,8 @@ class TrainView(pn.viewable.Viewer):
 
     def _relabel(self) -> None:
         tr = self.state.tr
-        self._syncing = True
-        try:
-            self.target.options = _options(tr, TARGET_LABELS)
-        finally:
-            self._syncing = False
+        for key, button in self.targets.items():
+            button.label = tr(TARGET_LABELS[key])
         self.new_seed.param.update(label=tr._("New seed"), description=tr._("Another random start: the same target"))
         self.heads_label.object = f"<span class='label'>{escape(tr._('Heads'))}</span>"
         self.labels["rate"].object = f"<span class='label'>{escape(tr._('Learning rate'))}</span>"
@@ -201,17 +193,19 @@ class TrainView(pn.viewable.Viewer):
         t, tr = self.state.training, self.state.tr
         self._syncing = True
         try:
-            self.target.value = t.target
             self.rate.value = nearest(LEARNING_RATES, t.learning_rate)
             self.temperature.value = nearest(TEMPERATURES, t.temperature)
             self.scale.value = t.scale
             self.heads.value = str(t.heads)
         finally:
             self._syncing = False
+        for key, button in self.targets.items():
+            button.button_type = "primary" if key == t.target else "default"
         self.seed_text.object = f"<span class='label'>{escape(tr._('seed {seed}', seed=t.seed))}</span>"
         self.note.object = f"<p>{escape(tr(TARGET_NOTES[t.target]))}</p>"
         for h, pane in enumerate(self.planes):
-            pane.visible = h < t.heads
+            # the figure is the pane's model: Panel's Bokeh pane does not pass its own `visible` on to it
+            pane.visible = self.figures[h].visible = h < t.heads
 
     # --- what the run shows -------------------------------------------------------------------------------------
 
@@ -274,8 +268,8 @@ class TrainView(pn.viewable.Viewer):
             "from {l1} to {s1}.", l0=tr.num(first), s0=tr.num(start_swap), l1=tr.num(last), s1=tr.num(swapped))) + " "
             + escape(tr._("The roles are no longer interchangeable: a query learned to look for what a key learned to "
                           "expose.") if apart else tr._(
-                "Swapping changes little here: this target is met by a symmetric W_Q W_Kᵀ, where a query and a key "
-                "can play each other's part (as with Q = K).")) + "</p>")
+                "Swapping changes little here: the learned W_Q W_Kᵀ is nearly symmetric, so a query and a key can "
+                "play each other's part (as with Q = K).")) + "</p>")
         if t.floor is not None:
             parts.append(self._floor_html(run, t))
         return "".join(parts)
@@ -291,8 +285,10 @@ class TrainView(pn.viewable.Viewer):
                 text = tr._("the query of position i points where the key of i − 1 points (the first token's where "
                             "its own key points).")
             else:
-                text = tr.list_sep.join(tr._("the query of {a} points where the key of {b} points", a=tokens[i],
-                                             b=tokens[j]) for i, j in enumerate(picks)) + "."
+                top = what.top_weight[h]
+                text = tr.list_sep.join(
+                    tr._("the query of {a} points where the key of {b} points", a=tokens[i], b=tokens[j]) if top[i] > 0.6
+                    else tr._("the query of {a} spreads its attention", a=tokens[i]) for i, j in enumerate(picks)) + "."
             turn = ""
             if what.rotation_share[h] > 0.9:
                 turn = " " + tr._("W_Q W_Kᵀ is close to a turn by {deg}°: each query is its embedding turned by "
@@ -340,18 +336,20 @@ class TrainView(pn.viewable.Viewer):
         """Why three rows conflict: one embedding is a combination of two others, and so are its scores."""
         tr = self.state.tr
         X = run.task.X
-        k = int(np.argmax(floor.row_excess))
-        others = [i for i in range(len(X)) if i != k]
-        best = None
-        for a in others:
-            for b in others:
-                if a < b and abs(np.linalg.det(X[[a, b]])) > 1e-9:
-                    coef = np.linalg.solve(X[[a, b]].T, X[k])
-                    if best is None or np.abs(coef).sum() < np.abs(best[2]).sum():
-                        best = (a, b, coef)
+        short = [k for k in range(len(X)) if floor.row_excess[k] > 1e-6] or range(len(X))
+        best = None  # (negative coefficients, their size), k, a, b, coefficients: the plainest sum first
+        for k in short:
+            others = [i for i in range(len(X)) if i != k]
+            for a in others:
+                for b in others:
+                    if a < b and abs(np.linalg.det(X[[a, b]])) > 1e-9:
+                        coef = np.linalg.solve(X[[a, b]].T, X[k])
+                        key = (int(np.sum(coef < 0)), float(np.abs(coef).sum()))
+                        if best is None or key < best[0]:
+                            best = (key, k, a, b, coef)
         if best is None:
             return ""
-        a, b, (ca, cb) = best
+        _, k, a, b, (ca, cb) = best
         return tr._("In two dimensions x_{k} = {ca} x_{a} + {cb} x_{b}, so for any W_Q and W_K one head's scores of "
                     "{k} are that same mix of {a}'s and {b}'s (a score x_i W_Q W_Kᵀ x_jᵀ is linear in x_i): the rows "
                     "cannot all get what they ask for.", k=tokens[k], a=tokens[a], b=tokens[b],
