@@ -9,11 +9,12 @@
 // checked against it in tests/ui/test_train.py), so the run needs only the W's of each step.
 //
 // Sent (model.send_msg), sparingly: {action: "show", step, playing} when a learner presses Play or Pause,
-// when a scrub is let go and a moment after stepping stops; {action: "paint", row, col} for a click on a
+// when a scrub is let go and a moment after stepping stops (not when a run plays to its end by itself); {action: "paint", row, col} for a click on a
 // painted target's cell. Never one per frame.
 //
-// Received: `run` (a new run: the page shows model.step, playing if model.playing), and `step` / `playing`
-// changed by the server (a link, a presenter's page): the page goes there.
+// Received: `run` (a new run: the page shows model.step, playing if model.playing), and `step` / `playing` /
+// `plays` (one more each time Play is pressed) changed by the server (a link, a presenter's page): the page
+// goes there, and plays from there if it plays.
 
 // Steps played a second: a run of 500 steps in about four seconds, at 60 frames a second (two steps a frame).
 const STEPS_PER_SECOND = 120;
@@ -399,7 +400,8 @@ export function render({model, el, view}) {
     const t = Math.floor(st.pos);
     if (t !== st.step) draw(t);
     if (st.pos >= st.run.steps) {
-      stop(true);
+      // the end is not a learner's act: nothing is sent (a page following a presenter would leave the room)
+      stop(false);
       return;
     }
     st.frame = requestAnimationFrame(tick);
@@ -494,7 +496,7 @@ export function render({model, el, view}) {
     if (!model.playing && st.step !== model.step) draw(model.step);
   }
   model.on("run", newRun);
-  model.on(["step", "playing"], follow);
+  model.on(["step", "playing", "plays"], follow);
   model.on(["words", "paintable"], () => { label(); if (st.run) { build(); draw(st.step); } });
   model.on("remove", () => {
     cancelAnimationFrame(st.frame);

@@ -68,6 +68,7 @@ class TrainLink(pn.custom.JSComponent):
     run = param.Dict(default={}, doc="The run to play (run_payload); empty until the first is computed.")
     step = param.Integer(default=0, doc="The step the server holds: the page's last report, or a link's or presenter's.")
     playing = param.Boolean(default=False)
+    plays = param.Integer(default=0, doc="How many times Play was pressed: a press from the same step plays again.")
     paintable = param.Boolean(default=False, doc="The target is the learner's painted pattern: its cells are buttons.")
     words = param.Dict(default={}, doc="The player's texts and the number format, in the page's language.")
     palette = param.List(default=list(Cividis256[::8]), doc="The weights' colours, 0 to 1 (the Matrix tab's Cividis).")
@@ -79,7 +80,7 @@ class TrainLink(pn.custom.JSComponent):
         super().__init__(**params)
         self.training = training  # plain attribute: the state stays on the server
         training.param.watch(self._on_run, ["run", "floor"])
-        training.param.watch(self._on_step, ["step", "playing"])
+        training.param.watch(self._on_step, ["step", "playing", "plays"])
         training.param.watch(self._on_target, ["target"])
         self._on_target()
         self._on_run()
@@ -90,10 +91,11 @@ class TrainLink(pn.custom.JSComponent):
         if t.run is None:
             return
         floor = t.floor.loss if t.floor is not None and not t.floor.learnable else None
-        self.param.update(run=run_payload(t.run, floor), step=t.step, playing=t.playing)
+        self.param.update(run=run_payload(t.run, floor), step=t.step, playing=t.playing, plays=t.plays)
 
     def _on_step(self, *_) -> None:
-        self.param.update(step=self.training.step, playing=self.training.playing)
+        t = self.training
+        self.param.update(step=t.step, playing=t.playing, plays=t.plays)
 
     def _on_target(self, *_) -> None:
         self.paintable = self.training.target == "paint"

@@ -124,6 +124,9 @@ class TrainingState(param.Parameterized):
     heads = param.Integer(default=1, bounds=(1, MAX_TRAIN_HEADS), doc="Heads trained together (their average weights).")
     step = param.Integer(default=0, bounds=(0, RUN_STEPS), doc="The step of the run the page shows (0: the random start).")
     playing = param.Boolean(default=False, doc="Whether the page plays the run (from ``step``).")
+    plays = param.Integer(default=0, bounds=(0, None), doc=(
+        "How many times Play was pressed: a room's followers play again when the presenter plays again from the "
+        "same step."))
     run = param.ClassSelector(class_=TrainingRun, allow_None=True, doc="Derived: the run of the current settings.")
     floor = param.ClassSelector(class_=LossFloor, allow_None=True, doc=(
         "Derived: the lowest loss one head can reach on a painted pattern (None for a preset, which one head learns)."))
@@ -194,10 +197,10 @@ class TrainingState(param.Parameterized):
         return False
 
     def _choose(self, **changes) -> bool:
-        """Apply settings that changed; the new run starts at its random start, paused unless it was playing."""
+        """Apply settings that changed; the new run opens at its random start, paused (Play plays it)."""
         changed = {k: v for k, v in changes.items() if not _same(getattr(self, k), v)}
         if changed:
-            self.param.update(**changed, step=0, message="")
+            self.param.update(**changed, step=0, playing=False, message="")
         elif self.message:
             self.message = ""
         return True
@@ -290,7 +293,7 @@ class TrainingState(param.Parameterized):
                                    top=RUN_STEPS))
         if not isinstance(playing, bool):
             return False
-        self.param.update(step=int(step), playing=playing)
+        self.param.update(step=int(step), playing=playing, plays=self.plays + playing)
         return True
 
     # --- what a room shares ---------------------------------------------------------------------------------
@@ -299,12 +302,13 @@ class TrainingState(param.Parameterized):
         """The shared part of the tab as plain values: settings, the pattern, the step and whether it plays."""
         return {"target": self.target, "pattern": None if self.pattern is None else np.asarray(self.pattern).tolist(),
                 "seed": self.seed, "learning_rate": self.learning_rate, "scale": self.scale,
-                "temperature": self.temperature, "heads": self.heads, "step": self.step, "playing": self.playing}
+                "temperature": self.temperature, "heads": self.heads, "step": self.step, "playing": self.playing,
+                "plays": self.plays}
 
     def apply_view(self, view: dict) -> None:
         """Take a presenter's :meth:`view` (values from another page of this app, checked all the same)."""
         update = {}
-        for name in ("target", "seed", "learning_rate", "scale", "temperature", "heads", "step", "playing"):
+        for name in ("target", "seed", "learning_rate", "scale", "temperature", "heads", "step", "playing", "plays"):
             if name in view and not _same(getattr(self, name), view[name]):
                 update[name] = view[name]
         if view.get("pattern") is not None:

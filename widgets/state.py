@@ -263,7 +263,7 @@ class AttentionState(param.Parameterized):
         self._head_result = None  # (X, projections, head, T, result) of the last head_self_attention
         #: The Train tab's own state (session/training.py); its shared part is mirrored in ``training_view``.
         self.training = TrainingState()
-        self.training.param.watch(self._training_changed, [*TrainingState.SETTINGS, "step", "playing"])
+        self.training.param.watch(self._training_changed, [*TrainingState.SETTINGS, "step", "playing", "plays"])
         self.param.watch(self._training_view_changed, "training_view")
         self._training_changed()
         # The named preset that Reset returns to, even after edits made the preset Custom.

@@ -14,6 +14,9 @@ The state is ``AttentionState.training`` (session/training.py); the run is playe
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from html import escape
 
 import numpy as np
@@ -69,6 +72,43 @@ def player_words(tr: Translator) -> dict:
             "head": tr._("head {n}")}
 
 
+#: The run's CSV columns: one number per line, named by what it is, its head, its step and its place.
+RUN_CSV_COLUMNS = ("quantity", "head", "step", "row", "column", "value")
+
+
+def run_numbers(run) -> dict:
+    """A run as plain numbers (full float64 precision, English keys): its settings, the sentence, the target, and
+    at every step (index 0 the random start) the loss and each W, ``W_Q[step][head][row][column]``."""
+    task = run.task
+    return {"target": task.name, "tokens": list(task.tokens), "X": task.X.tolist(), "kind": task.kind,
+            "target_values": np.asarray(task.target).tolist(), "seed": run.seed, "steps": run.steps,
+            "learning_rate": run.learning_rate, "scaled": run.scale, "temperature": run.temperature,
+            "heads": run.heads, "loss": run.loss.tolist(), "W_Q": run.W_Q.tolist(), "W_K": run.W_K.tolist(),
+            "W_V": run.W_V.tolist(), "W_O": None if run.W_O is None else run.W_O.tolist()}
+
+
+def run_json(run) -> str:
+    return json.dumps(run_numbers(run))
+
+
+def run_csv(run) -> str:
+    """The run, one number a line (:data:`RUN_CSV_COLUMNS`): the loss of each step, then each W's entries."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(RUN_CSV_COLUMNS)
+    writer.writerows(("loss", "", k, "", "", repr(float(x))) for k, x in enumerate(run.loss))
+    for name in ("W_Q", "W_K", "W_V"):
+        W = getattr(run, name)
+        writer.writerows((name, h + 1, k, r, c, repr(float(W[k, h, r, c])))
+                         for k in range(W.shape[0]) for h in range(W.shape[1]) for r in range(W.shape[2])
+                         for c in range(W.shape[3]))
+    if run.W_O is not None:
+        writer.writerows(("W_O", "", k, r, c, repr(float(run.W_O[k, r, c])))
+                         for k in range(run.W_O.shape[0]) for r in range(run.W_O.shape[1])
+                         for c in range(run.W_O.shape[2]))
+    return out.getvalue()
+
+
 class TrainView(pn.viewable.Viewer):
     """The Train tab over ``state.training``: the target, the settings, the player, the planes, what was learned.
 
@@ -115,6 +155,11 @@ class TrainView(pn.viewable.Viewer):
         self.two_heads = styled(pn.widgets.Button(color="primary", visible=False, css_classes=["train-two-heads"]))
         self.two_heads.on_click(lambda _: t.set_heads(2))
         self.field_message = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
+        self.csv = pn.widgets.FileDownload(callback=lambda: io.StringIO(run_csv(t.run)), filename="training-run.csv",
+                                           embed=False, width=200, css_classes=["train-csv"])
+        self.json = pn.widgets.FileDownload(callback=lambda: io.StringIO(run_json(t.run)),
+                                            filename="training-run.json", embed=False, width=200,
+                                            css_classes=["train-json"])
         self.intro = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
         # each head's queries and keys (and values, when W_V learns) in a plane of the Projections tab's drawing
         self.sources, self.figures = [], []
@@ -143,6 +188,7 @@ class TrainView(pn.viewable.Viewer):
             pn.FlexBox(*self.planes, flex_wrap="wrap", sizing_mode="stretch_width", max_width=820,
                        margin=(0, 8, 0, 0)),
             self.summary, self.two_heads,
+            pn.FlexBox(self.csv, self.json, align_items="center"),
             name="train", css_classes=["heads-tab", "train-tab"], sizing_mode="stretch_both", scroll=True,
             stylesheets=[HEADS_CSS],
         )
@@ -167,6 +213,7 @@ class TrainView(pn.viewable.Viewer):
         self.labels["rate"].object = f"<span class='label'>{escape(tr._('Learning rate'))}</span>"
         self.labels["temperature"].object = f"<span class='label'>{escape(tr._('Temperature T'))}</span>"
         self.scale.name = tr._("Divide the scores by √d_k")
+        self.csv.label, self.json.label = tr._("Run as CSV"), tr._("Run as JSON")
         self.two_heads.param.update(label=tr._("Two heads"),
                                     description=tr._("Train two heads together: their average attention"))
         self.intro.object = "<h3>" + escape(tr._("Train W_Q, W_K and W_V")) + "</h3><p>" + tr._(

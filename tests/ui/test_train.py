@@ -8,6 +8,9 @@ the sum of I's and love's, so "attend to the previous token" on them stops at lo
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
 
 import numpy as np
@@ -15,6 +18,7 @@ import pytest
 
 from core.training import TRAINING_PRESETS, swapped_loss, train, weights_task
 from tests.ui.helpers import PATIENCE, show_tab
+from tests.ui.test_follow import close, follower, new_page, present, room_server  # noqa: F401 (a fixture)
 
 RUN = "window.attentionExplorerTrain"
 #: What the page shows of its run: the step drawn, the loss and swapped loss it computed, and every number.
@@ -245,3 +249,67 @@ def test_the_pages_forward_pass_agrees_with_the_core(open_page, address, preset,
         np.testing.assert_allclose(g["outputs"], outputs, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(g["Q"], X @ run.W_Q[k], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(g["K"], X @ run.W_K[k], rtol=1e-12, atol=1e-12)
+
+
+# --- the address, Present, Export ---------------------------------------------------------------------------------
+
+def test_a_link_reopens_the_same_run_at_the_same_step_and_bad_values_get_a_notice(open_page):
+    link = "?train=100.100.010&lr=0.1&train_seed=3&train_step=240&train_heads=2"
+    page = open_train(open_page, link)
+    run = train(weights_task([[1, 0, 0], [1, 0, 0], [0, 1, 0]]), seed=3, steps=500, learning_rate=0.1, heads=2)
+    page.wait_for_function(f"() => {RUN}.state.step === 240", timeout=PATIENCE)
+    s = shown(page)
+    assert s["loss"] == pytest.approx(run.loss[240], rel=1e-9)
+    np.testing.assert_allclose(weights_of(s, 3), run.weights[240], rtol=1e-9, atol=1e-12)
+    assert page.locator(".train-player .target button.paint").count() == 9  # the painted target, paintable
+    # the address the page writes back is the link's own (as the state holds it)
+    for part in ("train=100.100.010", "lr=0.1", "train_seed=3", "train_step=240", "train_heads=2"):
+        wait_address(page, part)
+    bad = open_train(open_page, "?train=nowhere&lr=2&train_step=9999")
+    bad.get_by_text("train = 'nowhere' ignored").wait_for(timeout=PATIENCE)
+    notice = bad.get_by_text("Some of the page address was ignored").text_content()
+    assert "lr = '2' ignored" in notice and "train_step = '9999' ignored" in notice
+    assert shown(bad)["step"] == 0 and bad.evaluate(f"() => {RUN}.run().n") == 5  # the defaults: previous token
+
+
+def test_the_run_downloads_as_csv_and_json(open_page):
+    page = open_train(open_page, "?train=retrieve&train_heads=2")
+    run = train(TRAINING_PRESETS["retrieve the value"], seed=0, steps=500, heads=2)
+    with page.expect_download() as got:
+        page.locator(".train-json").get_by_text("Run as JSON").click()
+    data = json.loads(open(got.value.path()).read())
+    assert data["steps"] == 500 and data["heads"] == 2 and data["tokens"] == ["I", "love", "NLP"]
+    np.testing.assert_array_equal(data["loss"], run.loss)
+    np.testing.assert_array_equal(data["W_Q"], run.W_Q)
+    np.testing.assert_array_equal(data["W_O"], run.W_O)
+    with page.expect_download() as got:
+        page.locator(".train-csv").get_by_text("Run as CSV").click()
+    rows = list(csv.reader(io.StringIO(open(got.value.path()).read())))
+    assert rows[0] == ["quantity", "head", "step", "row", "column", "value"]
+    loss = [float(r[5]) for r in rows if r[0] == "loss"]
+    assert loss == run.loss.tolist()
+    w_k = {(int(r[1]), int(r[2]), int(r[3]), int(r[4])): float(r[5]) for r in rows if r[0] == "W_K"}
+    assert w_k[(2, 500, 1, 0)] == run.W_K[500, 1, 1, 0] and len(w_k) == 501 * 2 * 4
+
+
+def test_present_shares_play_and_the_step_with_a_follower(browser, room_server):
+    teacher = new_page(browser, room_server + "?train=yourself")
+    code, link = present(teacher)
+    student = follower(browser, link)
+    for p in (teacher, student):
+        show_tab(p, "Train", "train-plane-0")
+        p.wait_for_function(f"() => {RUN} && {RUN}.state.runs > 0 && {RUN}.run().n === 3", timeout=PATIENCE)
+    teacher.locator(".train-player button.play").click()
+    # the teacher's Play plays on the student's page, from the same step, drawn by the student's page
+    student.wait_for_function(f"() => {RUN}.state.playing || {RUN}.state.step === 500", timeout=PATIENCE)
+    student.wait_for_function(f"() => {RUN}.state.step === 500 && !{RUN}.state.playing", timeout=PATIENCE)
+    # the teacher scrubs back: the student's page shows that step, with the numbers of that step
+    scrub_to(teacher, 150)
+    student.wait_for_function(f"() => {RUN}.state.step === 150", timeout=PATIENCE)
+    run = train(TRAINING_PRESETS["attend to yourself"], seed=0, steps=500)
+    assert shown(student)["loss"] == pytest.approx(run.loss[150], rel=1e-9)
+    student.get_by_text("Following room").wait_for(timeout=PATIENCE)  # it still follows: it did nothing itself
+    # the teacher plays again from there: the student's page plays again too
+    teacher.locator(".train-player button.play").click()
+    student.wait_for_function(f"() => {RUN}.state.step > 150", timeout=PATIENCE)
+    close(teacher, student)
