@@ -106,6 +106,11 @@ class TrainLink(pn.custom.JSComponent):
         action = msg.get("action")
         with one_message():
             if action == "show":
-                self.training.show(msg.get("step"), msg.get("playing"))
+                # The page is where it says: the player's own step and play state are not sent back to it (a
+                # class pressing Play together costs the server one message less each), only what follows from
+                # them (the address, a room). The parameters still take the values, so a later change from the
+                # server (a presenter's step) is compared with where the page really is.
+                with param.parameterized.discard_events(self):
+                    self.training.show(msg.get("step"), msg.get("playing"))
             elif action == "paint":
                 self.training.paint(msg.get("row"), msg.get("col"))

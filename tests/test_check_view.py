@@ -23,7 +23,7 @@ from widgets.browser import BrowserBridge
 from widgets.check import (
     CHECK_CSS, START_OUTPUTS, STORAGE_KEY, STORE_NAME, CheckView, LearnerProgress, ProgressStore, on_section_6,
 )
-from widgets.questions import BY_ID, PRACTICE, QUESTIONS, Progress
+from widgets.questions import BY_ID, PRACTICE, QUESTIONS, TRAIN_QUESTIONS, Progress
 from widgets.state import AttentionState
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +70,7 @@ def text_of(html: str) -> str:
 def test_every_question_is_shown_in_order_with_its_hook(view):
     root = view.__panel__()
     hooks = [c for col in root.objects for c in col.css_classes if c.startswith("question-")]
-    assert hooks == [f"question-{q.id}" for q in QUESTIONS]
+    assert hooks == [f"question-{q.id}" for q in (*QUESTIONS, *TRAIN_QUESTIONS)]  # the Train tab's two after
     for q in QUESTIONS:
         card = view.cards[q.id]
         assert f"feedback-{q.id}" in card.feedback.css_classes and "check-feedback" in card.feedback.css_classes
@@ -451,3 +451,23 @@ def test_the_page_makes_the_progress_and_its_store_and_builds_the_check_tab_when
     lab = view.select(pn.widgets.FileDownload)
     assert len(lab) == 1 and lab[0].file == str(LAB_NOTEBOOK) and lab[0].filename == "attention_lab.ipynb"
     assert not lab[0].embed and LAB_NOTEBOOK.read_bytes().startswith(b"{")  # sent when pressed, as the repo has it
+
+
+def test_the_train_task_ticks_when_two_heads_train_a_painted_target_below_one_heads_floor(learner):
+    t = learner.state.training
+    t.activate()
+    t.choose_target("yourself")
+    for i, j in ((1, 0), (1, 1), (2, 1), (2, 2)):  # previous token on "I love NLP": one head's floor is log 2
+        t.paint(i, j)
+    t.show(500, False)
+    assert not learner.progress.task("train").done  # one head stops at its floor
+    t.set_heads(2)
+    assert not learner.progress.task("train").done  # not played yet: the page shows the random start
+    t.show(0, True)  # Play: the run's end is below the floor
+    record = learner.progress.task("train")
+    assert record.done and record.seen["pattern"] == "100.100.010"
+    assert record.seen["loss"] < record.seen["floor"] == pytest.approx(0.6931, abs=1e-4)
+    # the record survives the browser's store, and a forged one (a loss above its floor) does not
+    assert Progress.from_json(learner.progress.to_json()).task("train").done
+    forged = learner.progress.to_json().replace('"floor":0.6931', '"floor":0.1')
+    assert not Progress.from_json(forged).task("train").done

@@ -28,9 +28,10 @@ from bokeh.models import Div
 from panel.io.state import set_curdoc
 
 from core import I_LOVE_NLP, scaled_dot_product_attention
+from session.training import write_pattern
 from widgets.i18n import N_, Text, Translator, translator
 from widgets.questions import (
-    BY_ID, MAX_JSON_CHARS, MAX_NUMBER_CHARS, PRACTICE, PRECISION_RULE, QUESTIONS, SECTION_TOKENS, TASK_DECIMALS,
+    BY_ID, MAX_JSON_CHARS, TRAIN_QUESTIONS, MAX_NUMBER_CHARS, PRACTICE, PRECISION_RULE, QUESTIONS, SECTION_TOKENS, TASK_DECIMALS,
     TASK_RULE, TASKS, Outcome, Progress, Question, QuestionProgress, Task, TaskRecord, credit_line, explanation,
     nlp_task_met,
 )
@@ -138,6 +139,7 @@ class LearnerProgress(param.Parameterized):
         self.state.param.watch(self._observe_nlp, "result")
         # every selection, also of the row already selected: a click on it is a click
         self.state.param.watch(self._observe_rows, "selected", onlychanged=False)
+        self.state.training.param.watch(self._observe_train, ["run", "step", "playing"])
         self._save()
 
     # --- answers ------------------------------------------------------------------------------------------------
@@ -180,6 +182,8 @@ class LearnerProgress(param.Parameterized):
         s = self.state
         if self.following:
             return N_("your page is following a presenter, so the explorer shows their work")
+        if task_id == "train":  # the Train tab's own sentences and targets
+            return ""
         if not on_section_6(s):
             return N_("the tokens, keys or values are not the Section 6 example's (choose its preset, or press "
                       "Reset after an edit)")
@@ -204,6 +208,18 @@ class LearnerProgress(param.Parameterized):
                     "output": _rounded(output), "start": _rounded(START_OUTPUTS[i])}
             self.progress = self.progress.with_task("nlp", TaskRecord(True, seen))
 
+    def _observe_train(self, *_):
+        """Task 3: a painted target one head cannot learn, trained (with two heads) below one head's floor, at the
+        step the page shows (the run's end while it plays)."""
+        t = self.state.training
+        if self.progress.task("train").done or self.paused("train") or t.run is None or t.floor is None \
+                or t.floor.learnable:
+            return
+        loss = float(t.run.loss[t.run.steps if t.playing else t.step])
+        if loss < t.floor.loss - 1e-3:
+            seen = {"pattern": write_pattern(t.pattern), "loss": _rounded(loss), "floor": _rounded(t.floor.loss)}
+            self.progress = self.progress.with_task("train", TaskRecord(True, seen))
+
     def _observe_rows(self, *_):
         record = self.progress.task("rows")
         if record.done or self.paused("rows"):
@@ -221,7 +237,9 @@ class LearnerProgress(param.Parameterized):
 
 # --- the view ---------------------------------------------------------------------------------------------------
 def title_of(q: Question) -> Text:
-    """How a question is named: "Question 5" or "Practice problem 2"."""
+    """How a question is named: "Question 5", "Practice problem 2" or "Train tab, question 1"."""
+    if q in TRAIN_QUESTIONS:
+        return N_("Train tab, question {n}", n=q.number)
     return N_("Question {n}", n=q.number) if q.counts else N_("Practice problem {n}", n=q.number)
 
 
@@ -272,6 +290,10 @@ def task_html(task: Task, record: TaskRecord, paused: str, tr: Translator = ENGL
                                         if t in seen else escape(tr._("not selected yet"))) + "</li>"
                 for t in SECTION_TOKENS]
         parts.append(f'<ul class="seen">{"".join(rows)}</ul>')
+    elif task.id == "train" and record.done:
+        parts.append('<p class="seen">' + escape(tr._(
+            "Seen on the target {pattern}: loss {loss}, below one head's floor {floor}.", pattern=seen["pattern"],
+            loss=tr.num(seen["loss"]), floor=tr.num(seen["floor"]))) + "</p>")
     if paused and not record.done:
         parts.append(f'<p class="paused">{escape(tr._("Not counting right now: {why}.", why=tr(paused)))}</p>')
     return "".join(parts)
@@ -368,6 +390,9 @@ class CheckView(pn.viewable.Viewer):
         self._tasks = {t.id: pn.pane.HTML("", css_classes=["check-task", f"task-{t.id}"], **html) for t in TASKS}
         self._tasks_intro = pn.pane.HTML(self._tasks_intro_html(tr), **html)
         questions = [self._card(q).layout for q in QUESTIONS]
+        # the Train tab's two questions (Module 2), scored on their own: Section 6's score stays its own
+        self._train_intro = pn.pane.HTML("", css_classes=["check-train"], **html)
+        train_questions = [self._card(q).layout for q in TRAIN_QUESTIONS]
         self._practice_toggle = pn.widgets.Toggle(label=tr._("Open the practice problems"), stylesheets=[CHECK_CSS],
                                                   width=280, margin=(4, 10))
         self._practice_toggle.param.watch(self._toggle_practice, "value")
@@ -390,6 +415,7 @@ class CheckView(pn.viewable.Viewer):
         self._confirm.on_click(self._clear)
         self._layout = pn.Column(
             self._intro, self._score, self._tasks_intro, *self._tasks.values(), *questions,
+            self._train_intro, *train_questions,
             self._practice_intro, self._practice_toggle, self._practice, self._lab_intro, self._lab,
             pn.Row(self._start, self._confirm, self._keep, margin=(10, 5)),
             # scrolls inside its tab, like the √d_k panel: the page itself never scrolls
@@ -485,6 +511,10 @@ class CheckView(pn.viewable.Viewer):
     def _render_score(self):
         tr = self.learner.state.tr
         self._score.object = f'<p role="status">{escape(tr._("Score: {score}", score=tr(self.learner.score_text)))}</p>'
+        self._train_intro.object = (f"<h3>{escape(tr._('On the Train tab'))}</h3><p>" + escape(tr._(
+            "Two questions on Module 2's claim that training gives W_Q, W_K and W_V their roles: train on the Train "
+            "tab first. They are scored on their own: {score}.",
+            score=tr(self.learner.progress.score_text(TRAIN_QUESTIONS)))) + "</p>")
 
     def _render_tasks(self, *_):
         for task in TASKS:

@@ -143,8 +143,10 @@ class TrainView(pn.viewable.Viewer):
         self.temperature = styled(pn.widgets.DiscreteSlider(options={f"{x:g}": x for x in TEMPERATURES},
                                                             value=nearest(TEMPERATURES, t.temperature), width=220))
         self.temperature.param.watch(lambda e: self._syncing or t.set_temperature(e.new), "value_throttled")
-        self.scale = styled(pn.widgets.Checkbox(value=t.scale, css_classes=["train-scale"]))
-        self.scale.param.watch(lambda e: self._syncing or t.set_scale(e.new), "value")
+        # CheckBoxGroup, not Checkbox: its box sits in a <label>, so it has an accessible name
+        self.scale = styled(pn.widgets.CheckBoxGroup(options={"√d_k": "scale"}, value=["scale"] * t.scale,
+                                                     inline=True, css_classes=["train-scale"]))
+        self.scale.param.watch(lambda e: self._syncing or t.set_scale("scale" in e.new), "value")
         self.heads = styled(pn.widgets.RadioButtonGroup(options=[str(h) for h in range(1, MAX_TRAIN_HEADS + 1)],
                                                         value=str(t.heads), css_classes=["train-heads"]))
         self.heads.param.watch(lambda e: self._syncing or t.set_heads(int(e.new)), "value")
@@ -212,7 +214,7 @@ class TrainView(pn.viewable.Viewer):
         self.heads_label.object = f"<span class='label'>{escape(tr._('Heads'))}</span>"
         self.labels["rate"].object = f"<span class='label'>{escape(tr._('Learning rate'))}</span>"
         self.labels["temperature"].object = f"<span class='label'>{escape(tr._('Temperature T'))}</span>"
-        self.scale.name = tr._("Divide the scores by √d_k")
+        self.scale.param.update(options={tr._("Divide the scores by √d_k"): "scale"}, value=self.scale.value)
         self.csv.label, self.json.label = tr._("Run as CSV"), tr._("Run as JSON")
         self.two_heads.param.update(label=tr._("Two heads"),
                                     description=tr._("Train two heads together: their average attention"))
@@ -226,7 +228,7 @@ class TrainView(pn.viewable.Viewer):
     def _on_lang(self, *_) -> None:
         with pn.io.hold():
             self._relabel()
-            self._sync()
+            self._sync()  # every control: their words are the language's
             self._render()
 
     def _on_message(self, *_) -> None:
@@ -236,23 +238,33 @@ class TrainView(pn.viewable.Viewer):
 
     # --- the controls follow the state --------------------------------------------------------------------------
 
-    def _sync(self, *_) -> None:
+    def _sync(self, *events) -> None:
+        """The controls that show the settings which changed (all of them without ``events``): a class pressing
+        New seed together costs the server only the seed's text each."""
         t, tr = self.state.training, self.state.tr
+        names = {e.name for e in events} or set(TrainingState.SETTINGS)
         self._syncing = True
         try:
-            self.rate.value = nearest(LEARNING_RATES, t.learning_rate)
-            self.temperature.value = nearest(TEMPERATURES, t.temperature)
-            self.scale.value = t.scale
-            self.heads.value = str(t.heads)
+            if "learning_rate" in names:
+                self.rate.value = nearest(LEARNING_RATES, t.learning_rate)
+            if "temperature" in names:
+                self.temperature.value = nearest(TEMPERATURES, t.temperature)
+            if "scale" in names:
+                self.scale.value = ["scale"] * t.scale
+            if "heads" in names:
+                self.heads.value = str(t.heads)
         finally:
             self._syncing = False
-        for key, button in self.targets.items():
-            button.button_type = "primary" if key == t.target else "default"
-        self.seed_text.object = f"<span class='label'>{escape(tr._('seed {seed}', seed=t.seed))}</span>"
-        self.note.object = f"<p>{escape(tr(TARGET_NOTES[t.target]))}</p>"
-        for h, pane in enumerate(self.planes):
-            # the figure is the pane's model: Panel's Bokeh pane does not pass its own `visible` on to it
-            pane.visible = self.figures[h].visible = h < t.heads
+        if "target" in names:
+            for key, button in self.targets.items():
+                button.button_type = "primary" if key == t.target else "default"
+            self.note.object = f"<p>{escape(tr(TARGET_NOTES[t.target]))}</p>"
+        if "seed" in names:
+            self.seed_text.object = f"<span class='label'>{escape(tr._('seed {seed}', seed=t.seed))}</span>"
+        if "heads" in names:
+            for h, pane in enumerate(self.planes):
+                # the figure is the pane's model: Panel's Bokeh pane does not pass its own `visible` on to it
+                pane.visible = self.figures[h].visible = h < t.heads
 
     # --- what the run shows -------------------------------------------------------------------------------------
 
