@@ -152,7 +152,7 @@ export function render({model, el, view}) {
   const figs = el_("div", {class: "figs"});
   const lossFig = el_("figure", {class: "loss"});
   const lossCap = el_("figcaption");
-  const lossSvg = svg_("svg", {viewBox: "0 0 320 150", role: "img", class: "loss-curve"});
+  const lossSvg = svg_("svg", {viewBox: "0 0 320 170", role: "img", class: "loss-curve"});
   lossFig.append(lossCap, lossSvg);
   const weightsFig = el_("figure", {class: "weights"});
   const targetFig = el_("figure", {class: "target"});
@@ -193,18 +193,19 @@ export function render({model, el, view}) {
     scrub.max = String(run.steps);
     // the loss curve: the whole run, a dashed floor where one head stops, a marker at the step
     lossSvg.replaceChildren();
-    const W = 320, H = 150, L = 34, B = 18, T = 8, R = 6;
+    // room for tick labels in the page's number size (22 px on a projector: static/train.css)
+    const W = 320, H = 170, L = 56, B = 30, T = 12, R = 10;
     const x = (t) => L + (t / run.steps) * (W - L - R), y = (v) => T + (1 - v / run.top) * (H - T - B);
     lossSvg.append(svg_("line", {x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis"}),
                    svg_("line", {x1: L, y1: T, x2: L, y2: H - B, class: "axis"}));
     for (const [v, anchor] of [[0, "end"], [run.top, "end"]]) {
-      const t = svg_("text", {x: L - 4, y: y(v) + 4, "text-anchor": anchor, class: "tick"});
+      const t = svg_("text", {x: L - 5, y: y(v) + 6, "text-anchor": anchor, class: "tick"});
       t.textContent = fmt(v, 2, w);
       lossSvg.append(t);
     }
-    const t0 = svg_("text", {x: L, y: H - 3, "text-anchor": "start", class: "tick"});
+    const t0 = svg_("text", {x: L, y: H - 6, "text-anchor": "middle", class: "tick"});
     t0.textContent = "0";
-    const t1 = svg_("text", {x: W - R, y: H - 3, "text-anchor": "end", class: "tick"});
+    const t1 = svg_("text", {x: W - R, y: H - 6, "text-anchor": "end", class: "tick"});
     t1.textContent = String(run.steps);
     lossSvg.append(t0, t1);
     if (run.floor != null) {

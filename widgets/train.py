@@ -299,7 +299,9 @@ class TrainView(pn.viewable.Viewer):
                 marker=[MARKERS[name] for name, _ in sets for _ in range(n)],
                 color=[token_color(i) for _ in sets for i in range(n)],
                 alpha=[1.0 if name == "Q" else 0.75 for name, _ in sets for _ in range(n)],
-                label=[f"{name.lower()} {tok}" for name, _ in sets for tok in tokens],
+                # the queries are named; a key or value has its token's colour (ten labels crowded the random
+                # start, where every point lies near the origin)
+                label=[tok if name == "Q" else "" for name, _ in sets for tok in tokens],
                 **_placed(points, points, fig, mode))
 
     def _summary_html(self, run) -> str:
