@@ -37,6 +37,8 @@ from bench.stats import summary_ms
 KEY_EVERY_S = 0.25
 #: How long one round may take for every run to arrive (60 runs at ~25 ms, half the loop: ~3 s).
 ROUND_WAIT_S = 60.0
+#: How long the class may take to open the tab: sixty tabs built on the server, 17-46 s at load 2-6 on 2 cores.
+OPEN_WAIT_S = 300.0
 
 
 class TrainLearner(Learner):
@@ -150,7 +152,7 @@ async def train_class(url: str, n: int, rounds: int, server: Processes, spread: 
             tabs, index = learner.find_tab("Train")
             await learner.set_property(tabs, "active", index)
         opened = await wait_for(lambda: time.perf_counter() if all(lr.runs for lr in learners) else None,
-                                ROUND_WAIT_S)
+                                OPEN_WAIT_S)
         if opened is None:
             raise RuntimeError("not every learner's Train tab got its first run")
         for learner in learners:
