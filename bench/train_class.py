@@ -207,7 +207,8 @@ async def train_class(url: str, n: int, rounds: int, server: Processes, spread: 
 
 def table(results: list[dict]) -> str:
     """The figures as a Markdown table (RESULTS.md's)."""
-    rows = ["| learners | presses within (s) | row key p50 / p95 quiet (ms) | while all open the tab (ms), tab open (s) "
+    rows = ["| learners | presses within (s) | row key p50 / p95 quiet (ms) | while all open the tab (ms), "
+            "tab open (s) "
             "| while all press Play (ms) | row key p50 / p95 / max while training (ms) | New seed → run p50 / p95 (ms) "
             "| runs | server CPU per run (ms) | load |",
             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]

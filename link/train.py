@@ -66,7 +66,8 @@ class TrainLink(pn.custom.JSComponent):
     """
 
     run = param.Dict(default={}, doc="The run to play (run_payload); empty until the first is computed.")
-    step = param.Integer(default=0, doc="The step the server holds: the page's last report, or a link's or presenter's.")
+    step = param.Integer(default=0, doc=(
+        "The step the server holds: the page's last report, or a link's or presenter's."))
     playing = param.Boolean(default=False)
     plays = param.Integer(default=0, doc="How many times Play was pressed: a press from the same step plays again.")
     paintable = param.Boolean(default=False, doc="The target is the learner's painted pattern: its cells are buttons.")

@@ -122,7 +122,8 @@ class TrainingState(param.Parameterized):
     scale = param.Boolean(default=True, doc="Divide the scores by √d_k.")
     temperature = param.Number(default=1.0, bounds=(MIN_TEMPERATURE, MAX_TEMPERATURE), doc="Scores divided by T too.")
     heads = param.Integer(default=1, bounds=(1, MAX_TRAIN_HEADS), doc="Heads trained together (their average weights).")
-    step = param.Integer(default=0, bounds=(0, RUN_STEPS), doc="The step of the run the page shows (0: the random start).")
+    step = param.Integer(default=0, bounds=(0, RUN_STEPS), doc=(
+        "The step of the run the page shows (0: the random start)."))
     playing = param.Boolean(default=False, doc="Whether the page plays the run (from ``step``).")
     plays = param.Integer(default=0, bounds=(0, None), doc=(
         "How many times Play was pressed: a room's followers play again when the presenter plays again from the "
@@ -370,14 +371,16 @@ def parse_train_address(values_of: dict[str, str]) -> tuple[dict, list]:
     if "lr" in values_of:
         x = _positive(values_of["lr"], 0.0, MAX_LEARNING_RATE, True)
         if x is None:
-            problems.append(N_("lr = {value} ignored: a number above 0 and at most {top}.", value=repr(values_of["lr"][:40]),
+            problems.append(N_("lr = {value} ignored: a number above 0 and at most {top}.",
+                               value=repr(values_of["lr"][:40]),
                     top=f"{MAX_LEARNING_RATE:g}"))
         else:
             settings["learning_rate"] = x
     if "train_t" in values_of:
         x = _positive(values_of["train_t"], MIN_TEMPERATURE, MAX_TEMPERATURE, False)
         if x is None:
-            problems.append(N_("train_t = {value} ignored: a number from {lo} to {hi}.", value=repr(values_of["train_t"][:40]),
+            problems.append(N_("train_t = {value} ignored: a number from {lo} to {hi}.",
+                               value=repr(values_of["train_t"][:40]),
                     lo=f"{MIN_TEMPERATURE:g}", hi=f"{MAX_TEMPERATURE:g}"))
         else:
             settings["temperature"] = x

@@ -31,9 +31,9 @@ from core import I_LOVE_NLP, scaled_dot_product_attention
 from session.training import write_pattern
 from widgets.i18n import N_, Text, Translator, translator
 from widgets.questions import (
-    BY_ID, MAX_JSON_CHARS, TRAIN_QUESTIONS, MAX_NUMBER_CHARS, PRACTICE, PRECISION_RULE, QUESTIONS, SECTION_TOKENS, TASK_DECIMALS,
-    TASK_RULE, TASKS, Outcome, Progress, Question, QuestionProgress, Task, TaskRecord, credit_line, explanation,
-    nlp_task_met,
+    BY_ID, MAX_JSON_CHARS, MAX_NUMBER_CHARS, PRACTICE, PRECISION_RULE, QUESTIONS, SECTION_TOKENS, TASK_DECIMALS,
+    TASK_RULE, TASKS, TRAIN_QUESTIONS, Outcome, Progress, Question, QuestionProgress, Task, TaskRecord, credit_line,
+    explanation, nlp_task_met,
 )
 from widgets.state import AttentionState
 from widgets.updates import one_message

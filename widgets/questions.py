@@ -495,8 +495,8 @@ TRAIN_QUESTIONS: tuple[Question, ...] = (
     ),
     Question(
         "train-floor", 2, "choice",
-        N_("On the Train tab, paint “attend to the previous token” on “I love NLP” (I → I, love → I, NLP → love) "
-           "and train one head. Why does the loss stop at log 2 = 0.6931 instead of reaching 0?"),
+        N_("On the Train tab, paint “attend to the previous token” on “I love NLP” (I → I, love → I, "
+           "NLP → love) and train one head. Why does the loss stop at log 2 = 0.6931 instead of reaching 0?"),
         answer=2,
         choices=(
             Choice(N_("The learning rate is too small: with more steps the loss would reach 0."),

@@ -112,7 +112,8 @@ def run_csv(run) -> str:
 class TrainView(pn.viewable.Viewer):
     """The Train tab over ``state.training``: the target, the settings, the player, the planes, what was learned.
 
-    Test hooks: the targets are the buttons ``train-target-<slug>`` (``paint`` too); the player is :class:`link.train.TrainLink`
+    Test hooks: the targets are the buttons ``train-target-<slug>`` (``paint`` too); the player is
+    :class:`link.train.TrainLink`
     (its own hooks); the planes are the figures ``train-plane-<h>``; what was learned is the pane
     ``train-summary`` (``[data-swap]``, ``[data-floor]``), the "Two heads" button ``train-two-heads``.
     """
@@ -348,7 +349,8 @@ class TrainView(pn.viewable.Viewer):
             else:
                 top = what.top_weight[h]
                 text = tr.list_sep.join(
-                    tr._("the query of {a} points where the key of {b} points", a=tokens[i], b=tokens[j]) if top[i] > 0.6
+                    tr._("the query of {a} points where the key of {b} points", a=tokens[i], b=tokens[j])
+                    if top[i] > 0.6
                     else tr._("the query of {a} spreads its attention", a=tokens[i]) for i, j in enumerate(picks)) + "."
             turn = ""
             if what.rotation_share[h] > 0.9:

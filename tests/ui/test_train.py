@@ -25,7 +25,8 @@ RUN = "window.attentionExplorerTrain"
 SHOWN = """() => {
   const root = window.attentionExplorerTrain, player = root.root;
   const cells = {};
-  for (const td of player.querySelectorAll('.weights td[data-i]')) cells[td.dataset.i + ',' + td.dataset.j] = Number(td.dataset.value);
+  for (const td of player.querySelectorAll('.weights td[data-i]'))
+    cells[td.dataset.i + ',' + td.dataset.j] = Number(td.dataset.value);
   const w = {};
   for (const td of player.querySelectorAll('table[data-w] td')) {
     const t = td.closest('table');
@@ -219,7 +220,8 @@ def test_a_painted_target_one_head_cannot_learn_stops_at_its_floor_and_two_heads
 
 MIRROR = f"""(steps) => {{
   const t = {RUN}, run = t.run();
-  return steps.map((k) => {{ const f = t.forward(run, t.stepWeights(run, k)), s = t.forward(run, t.stepWeights(run, k, true));
+  return steps.map((k) => {{
+    const f = t.forward(run, t.stepWeights(run, k)), s = t.forward(run, t.stepWeights(run, k, true));
     return {{loss: f.loss, swapped: s.loss, weights: f.weights, outputs: f.outputs,
              Q: f.heads.map((h) => h.Q), K: f.heads.map((h) => h.K), heads: f.heads.map((h) => h.weights)}}; }});
 }}"""
