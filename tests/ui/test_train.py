@@ -149,7 +149,8 @@ def test_pause_step_and_scrub_show_the_numbers_of_that_step(open_page):
     page.wait_for_function(f"() => !{RUN}.state.playing", timeout=PATIENCE)
     paused = shown(page)["step"]
     check(paused)
-    wait_address(page, f"train_step={paused}")
+    if paused < 500:  # paused by the key (a very slow machine may have played to the end first: nothing is sent)
+        wait_address(page, f"train_step={paused}")
     page.keyboard.press("ArrowLeft")
     check(paused - 1)
 
