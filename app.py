@@ -35,6 +35,7 @@ from widgets.stepper import StepThrough
 from widgets.steps import Announcer, Inspector, Readout
 from widgets.style import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler, katex_fonts_inline_css
 from widgets.tabs import lazy_tabs, retitle
+from widgets.train import train_tab
 from widgets.trap import TrapPanel
 from widgets.weights import ValuesView, WeightBars
 
@@ -152,7 +153,7 @@ def _language_menu(lang: str) -> str:
 
 #: The tabs beside the explorer, in order.
 TAB_TITLES = (N_("Weights"), N_("Matrix"), N_("All steps"), N_("Recipe"), N_("Edit"), N_("Trap"), "√d_k",
-              N_("Projections"), N_("Heads · n²"), N_("Check"), N_("Export"), N_("Keys"))
+              N_("Projections"), N_("Heads · n²"), N_("Train"), N_("Check"), N_("Export"), N_("Keys"))
 
 
 def page_language(state: AttentionState) -> None:
@@ -244,7 +245,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
               # smallest size its cells' numbers need; the figure alone in the tab would be squeezed to the tab's box
               lambda: pn.Column(built(AttentionMatrix(state=state)), sizing_mode="stretch_both"),
               inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
-              lambda: projections_tab(state, styler), lambda: heads_tab(state, styler),
+              lambda: projections_tab(state, styler), lambda: heads_tab(state, styler), lambda: train_tab(state, styler),
               lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: _keys_help(state))
     tabs = lazy_tabs(*zip(map(tr, TAB_TITLES), builds, strict=True), sizing_mode="stretch_both", css_classes=["explorer-tabs"],
                      stylesheets=[APP_CSS])

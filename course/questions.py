@@ -485,7 +485,51 @@ PRACTICE: tuple[Question, ...] = (
     ),
 )
 
-ALL_QUESTIONS: tuple[Question, ...] = QUESTIONS + PRACTICE
+# Module 2 on the Train tab: what training gives each W, and what one head cannot learn. They earn credit, scored
+# on their own (Progress.score(TRAIN_QUESTIONS)): Section 6's score stays its fourteen questions'.
+TRAIN_QUESTIONS: tuple[Question, ...] = (
+    Question(
+        "train-roles", 1, "choice",
+        N_("On the Train tab, train “Attend to the previous token” to the end, then tick Swap W_Q and W_K. What "
+           "happens to the loss?"),
+        answer=1,
+        choices=(
+            Choice(N_("It stays about the same: W_Q and W_K were drawn from the same random distribution, so they "
+                      "are interchangeable."),
+                   N_("That holds at the random start only (1.6102 → 1.6088). Training gave each its specialty: "
+                      "after it, the swap makes every token look for the next token instead of the previous one.")),
+            Choice(N_("It jumps back up: W_Q learned what each token looks for and W_K what each token exposes; "
+                      "swapped, every token attends to the next token instead of the previous one.")),
+            Choice(N_("It falls further: the swap adds what W_K learned to what W_Q learned."),
+                   N_("A swap trains nothing: it exchanges the two learned matrices, and the scores become their "
+                      "transpose (token i scores j as j scored i).")),
+        ),
+        why=N_("A score is x_i W_Q W_Kᵀ x_jᵀ. Swapping W_Q and W_K transposes every score: token i now scores j as "
+               "j scored i, so “the previous token” becomes “the next token”, and the loss goes from 0.0013 to "
+               "about 19 (seed 0)."),
+    ),
+    Question(
+        "train-floor", 2, "choice",
+        N_("On the Train tab, paint “attend to the previous token” on “I love NLP” (I → I, love → I, "
+           "NLP → love) and train one head. Why does the loss stop at log 2 = 0.6931 instead of reaching 0?"),
+        answer=2,
+        choices=(
+            Choice(N_("The learning rate is too small: with more steps the loss would reach 0."),
+                   N_("No number of steps and no learning rate helps: 0.6931 is the lowest loss any W_Q and W_K "
+                      "give one head on these embeddings.")),
+            Choice(N_("Softmax weights are never exactly 0 or 1, so no loss can go below log 2."),
+                   N_("Weights only approach 0 and 1, but the loss can come as close to 0 as you like: the "
+                      "presets train to 0.001. This floor comes from the embeddings.")),
+            Choice(N_("x_NLP = x_I + x_love, so whatever W_Q and W_K are, NLP's scores are the sum of I's and "
+                      "love's: the three rows cannot all be what the target asks.")),
+        ),
+        why=N_("One head scores token j for token i by x_i W_Q W_Kᵀ x_jᵀ, linear in x_i. With x_NLP = x_I + "
+               "x_love, NLP's row of scores is I's plus love's, whatever the W's. Two heads average two patterns "
+               "and go below it."),
+    ),
+)
+
+ALL_QUESTIONS: tuple[Question, ...] = QUESTIONS + PRACTICE + TRAIN_QUESTIONS
 #: Every question by id; read-only, like all module-level data here (every learner's page shares it).
 BY_ID = MappingProxyType({q.id: q for q in ALL_QUESTIONS})
 if len(BY_ID) != len(ALL_QUESTIONS):
@@ -515,6 +559,8 @@ TASKS: tuple[Task, ...] = (
     Task("rows", 2, N_("Select each row of the attention matrix (click it, or press 1, 2, 3) and compare it with the "
                     "worked examples: row “love” reads about (0.20, 0.40, 0.40), and every row's weights add up "
                     "to 1.")),
+    Task("train", 3, N_("On the Train tab, paint a target that one head cannot learn (the tab says so and why), "
+                     "then train two heads on it: the loss goes below one head's floor.")),
 )
 #: The tasks' ids, as a stored record names them.
 TASK_IDS = tuple(t.id for t in TASKS)
@@ -816,6 +862,11 @@ def _task_record(task_id: str, v) -> TaskRecord | None:
             done and set(seen) == {"row", "q", "weights", "output", "start"} and seen["row"] in SECTION_TOKENS
             and _numbers(seen["q"], 2) and _numbers(seen["weights"], 3) and _number(seen["output"])
             and _number(seen["start"]))
+    elif task_id == "train":
+        ok = (not done and not seen) or (
+            done and set(seen) == {"pattern", "loss", "floor"} and isinstance(seen["pattern"], str)
+            and len(seen["pattern"]) <= 40 and _number(seen["loss"]) and _number(seen["floor"])
+            and seen["loss"] < seen["floor"])
     elif task_id == "rows":
         ok = (set(seen) <= set(SECTION_TOKENS) and done == (set(seen) == set(SECTION_TOKENS))
               and all(isinstance(r, dict) and set(r) == {"weights", "sum"} and _numbers(r["weights"], 3)

@@ -34,6 +34,7 @@ SHORTCUTS = (
     (N_("Space"), N_("next step (starts the step-through)")),
     ("1  2  3", N_("inspect the query of I / love / NLP")),
     ("R", N_("reset the example")),
+    (N_("Space  ← →"), N_("on the Train tab: play and pause / one step of the run (with Shift: ten)")),
 )
 
 _ARROWS = {"ArrowLeft": (-1, 0), "ArrowRight": (1, 0), "ArrowUp": (0, 1), "ArrowDown": (0, -1)}
@@ -355,7 +356,8 @@ export function render({ model, el, view }) {
         self.state.param.watch(self._sync_look, ["mode", "theme", "lang"])
         self.state.param.watch(self._sync_address, ["mode", "theme", "query", "selected", "guided", "step", "preset",
                                                     "tokens", "keys", "values", "scale", "causal", "trap",
-                                                    "previewing", "lang", *HEAD_ARGUMENT_PARAMS])
+                                                    "previewing", "lang", *HEAD_ARGUMENT_PARAMS,
+                                                    "training_view"])
         self._sync_look()
         self._sync_address()
 

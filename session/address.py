@@ -45,6 +45,7 @@ from session.state import (
     parse_coordinate,
     shown,
 )
+from session.training import TRAIN_ARGUMENTS, parse_train_address, train_address
 
 #: The Projections and Heads tabs' arguments: X, the heads' projections (``wq1`` is head 1's W_Q, rows
 #: separated by ``;``), their number and the one shown, W_O, the temperature, the n of the n² cost and the seed
@@ -57,7 +58,7 @@ HEAD_ARGUMENT_PARAMS = ("embeddings", "projections", "heads", "head", "w_o", "te
                         "projection_seed")
 #: Query arguments the page understands, in the order they are written.
 ARGUMENTS = ("preset", "tokens", "keys", "values", "scale", "causal", "trap", "q", "row", "step", "mode", "theme",
-             "lang", *PROJECTION_ARGUMENTS)
+             "lang", *PROJECTION_ARGUMENTS, *TRAIN_ARGUMENTS)
 #: The largest seed the address takes (a NumPy seed can be larger; no page draws that many times).
 MAX_SEED = 2 ** 31 - 1
 #: The switches and the word for each of their states.
@@ -124,9 +125,13 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
     heads, heads_problems = _parse_heads(values_of)
     settings.update(heads)
     problems += heads_problems
+    training, training_problems = parse_train_address(values_of)
+    if training:
+        settings["training"] = training  # the Train tab's settings and step (session/training.py)
+    problems += training_problems
     tokens = settings.get("tokens", tokens)
     for name, value in values_of.items():
-        if name in ("preset", "tokens", "keys", "values", *PROJECTION_ARGUMENTS):
+        if name in ("preset", "tokens", "keys", "values", *PROJECTION_ARGUMENTS, *TRAIN_ARGUMENTS):
             continue  # read above, together
         if name in SWITCHES:
             words = SWITCHES[name]
@@ -377,6 +382,8 @@ def apply_address(state: AttentionState, args: Mapping[str, Iterable]) -> None:
             heads[name] = np.array(heads[name], dtype=np.float64)
             heads[name].setflags(write=False)
     state.param.update(**heads)
+    if "training" in settings:
+        state.training.apply_view(settings.pop("training"))
     if "lang" in settings:
         state.lang_chosen = True
     state.param.update(**settings)
@@ -407,6 +414,7 @@ def address_of(state: AttentionState) -> dict[str, str]:
     if state.lang_chosen:
         out["lang"] = state.lang
     out.update(_heads_address(state))
+    out.update(train_address(state.training))
     return out
 
 

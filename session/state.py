@@ -30,6 +30,7 @@ from core.projections import IDENTITY as IDENTITY_PROJECTION
 from core.scaling import MAX_D_K
 from course.numbers import read_number, shown
 from session.i18n import LANGUAGES, N_, PSEUDO, Translator, translator
+from session.training import TrainingState
 
 #: Largest coordinate a learner may set; beyond it the numbers stop being instructive.
 MAX_ABS_COORD = 1e6
@@ -228,12 +229,15 @@ class AttentionState(param.Parameterized):
         "keeps its own scaling switch)."))
     projection_seed = param.Integer(default=0, bounds=(0, None), doc="Seed of the last random projections drawn.")
     cost_n = param.Selector(default=256, objects=list(COST_SIZES), doc="n of the n² cost measurement.")
+    training_view = param.Dict(default={}, doc=(
+        "The Train tab's shared settings and step (session.training.TrainingState.view), kept by ``training``: "
+        "what a room shares of it."))
 
     #: The params that make up the view a presenter shares with a room (see widgets/room.py). Every
     #: other param is the page's own (``LOCAL_PARAMS``); a new param must be added to exactly one list.
     SHARED_PARAMS = ("preset", "tokens", "keys", "values", "selected", "query", "scale", "causal", "trap",
                      "guided", "step", "dk_experiment", "dk_seed", "embeddings", "projections", "heads", "head", "w_o",
-                     "temperature", "projection_seed", "cost_n")
+                     "temperature", "projection_seed", "cost_n", "training_view")
     #: Params never followed: derived ones, feedback about the page's own input or address, and the page's
     #: own look (a follower chooses projector mode and theme for their own screen).
     LOCAL_PARAMS = ("name", "message", "message_field", "notice", "result", "trap_result", "trap_error",
@@ -245,6 +249,11 @@ class AttentionState(param.Parameterized):
     def __init__(self, **params):
         super().__init__(**params)
         self._head_result = None  # (X, projections, head, T, result) of the last head_self_attention
+        #: The Train tab's own state (session/training.py); its shared part is mirrored in ``training_view``.
+        self.training = TrainingState()
+        self.training.param.watch(self._training_changed, [*TrainingState.SETTINGS, "step", "playing", "plays"])
+        self.param.watch(self._training_view_changed, "training_view")
+        self._training_changed()
         # The named preset that Reset returns to, even after edits made the preset Custom.
         self._origin = self.preset if self.preset != CUSTOM else DEFAULT_PRESET
         if "preset" in params and self.preset != CUSTOM:
@@ -272,6 +281,13 @@ class AttentionState(param.Parameterized):
                 self.param.update(**update, message="")
                 changed += list(update)
         return changed
+
+    def _training_changed(self, *_) -> None:
+        self.training_view = self.training.view()
+
+    def _training_view_changed(self, event) -> None:
+        if event.new != self.training.view():  # a presenter's view, or a snapshot: the Train tab takes it
+            self.training.apply_view(event.new)
 
     @property
     def origin(self) -> str:

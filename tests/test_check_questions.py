@@ -386,7 +386,7 @@ def test_merging_two_copies_keeps_the_further_record():
 # --- the tasks' rule ------------------------------------------------------------------------------------------
 def test_section_tokens_are_the_core_example():
     assert SECTION_TOKENS == I_LOVE_NLP.tokens
-    assert [t.id for t in TASKS] == ["nlp", "rows"]
+    assert [t.id for t in TASKS] == ["nlp", "rows", "train"]
 
 
 def test_nlp_task_rule():
@@ -543,3 +543,21 @@ def test_an_unreadable_question_can_still_be_answered_and_shown_but_never_credit
     assert outcome.message == RIGHT_AFTER_UNREADABLE and not p3.of(q.id).credit
     for record in (p, p2, p3):
         assert Progress.load(record.to_json()) == (record, ())
+
+
+def test_the_train_tabs_questions_say_what_the_core_does():
+    from core.training import loss_floor, swapped_loss, train, weights_task
+    from course.questions import TRAIN_QUESTIONS
+
+    roles, floor = TRAIN_QUESTIONS
+    assert (roles.id, floor.id) == ("train-roles", "train-floor") and roles.counts and floor.counts
+    # after training on the previous token the swap raises the loss (its right answer); at the start it does not
+    run = train("attend to the previous token", seed=0, steps=500)
+    assert swapped_loss(run, -1) > run.loss[-1] + 1 and abs(swapped_loss(run, 0) - run.loss[0]) < 0.01
+    assert "jumps back up" in roles.choices[roles.answer].text
+    # previous token painted on "I love NLP": one head's floor is log 2, from x_NLP = x_I + x_love (its right answer)
+    f = loss_floor(weights_task([[1, 0, 0], [1, 0, 0], [0, 1, 0]]))
+    assert f.loss == pytest.approx(math.log(2), abs=1e-6) and not f.learnable
+    assert "x_NLP = x_I + x_love" in floor.choices[floor.answer].text
+    p, _ = Progress().answer(floor, "2")
+    assert p.of("train-floor").credit and p.score() == (0, 14) and p.score(TRAIN_QUESTIONS) == (1, 2)

@@ -19,7 +19,7 @@ from bokeh.document import Document
 from bokeh.models import Div
 from panel.models.esm import ReactiveESM
 
-from course.questions import BY_ID, PRACTICE, QUESTIONS, RIGHT_AFTER_UNREADABLE, Progress
+from course.questions import BY_ID, PRACTICE, QUESTIONS, RIGHT_AFTER_UNREADABLE, TRAIN_QUESTIONS, Progress
 from link.browser import BrowserBridge
 from session.state import AttentionState
 from widgets.check import (
@@ -84,10 +84,13 @@ def task(view, task_id) -> str:
 
 # --- questions, as the page sends its answers ---------------------------------------------------------------------
 def test_every_question_is_sent_to_the_page_in_order(view):
-    assert [q["id"] for q in view.tab.questions] == [q.id for q in QUESTIONS + PRACTICE]
-    for q, shown in zip(QUESTIONS + PRACTICE, view.tab.questions, strict=True):
+    assert [q["id"] for q in view.tab.questions] == [q.id for q in QUESTIONS + PRACTICE + TRAIN_QUESTIONS]
+    for q, shown in zip(QUESTIONS + PRACTICE + TRAIN_QUESTIONS, view.tab.questions, strict=True):
+        train = q in TRAIN_QUESTIONS
         assert shown["kind"] == q.kind and shown["counts"] == q.counts
-        title = f"Question {q.number}" if q.counts else f"Practice problem {q.number}"
+        assert shown["group"] == ("train" if train else "section" if q.counts else "practice")
+        title = (f"Train tab, question {q.number}" if train else f"Question {q.number}" if q.counts
+                 else f"Practice problem {q.number}")
         assert shown["title"] == title and f"<h4>{title}</h4>" in shown["prompt"] and escape(q.prompt) in shown["prompt"]
         assert shown["choices"] == [c.text for c in q.choices]
         assert ("<summary>Hint</summary>" in shown["prompt"]) == bool(q.hint) and escape(q.hint) in shown["prompt"]
@@ -515,3 +518,23 @@ def test_the_page_makes_the_progress_and_its_store_and_builds_the_check_tab_when
     lab = view.select(pn.widgets.FileDownload)
     assert len(lab) == 1 and lab[0].file == str(LAB_NOTEBOOK) and lab[0].filename == "attention_lab.ipynb"
     assert not lab[0].embed and LAB_NOTEBOOK.read_bytes().startswith(b"{")  # sent when pressed, as the repo has it
+
+
+def test_the_train_task_ticks_when_two_heads_train_a_painted_target_below_one_heads_floor(learner):
+    t = learner.state.training
+    t.activate()
+    t.choose_target("yourself")
+    for i, j in ((1, 0), (1, 1), (2, 1), (2, 2)):  # previous token on "I love NLP": one head's floor is log 2
+        t.paint(i, j)
+    t.show(500, False)
+    assert not learner.progress.task("train").done  # one head stops at its floor
+    t.set_heads(2)
+    assert not learner.progress.task("train").done  # not played yet: the page shows the random start
+    t.show(0, True)  # Play: the run's end is below the floor
+    record = learner.progress.task("train")
+    assert record.done and record.seen["pattern"] == "100.100.010"
+    assert record.seen["loss"] < record.seen["floor"] == pytest.approx(0.6931, abs=1e-4)
+    # the record survives the browser's store, and a forged one (a loss above its floor) does not
+    assert Progress.from_json(learner.progress.to_json()).task("train").done
+    forged = learner.progress.to_json().replace('"floor":0.6931', '"floor":0.1')
+    assert not Progress.from_json(forged).task("train").done

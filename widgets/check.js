@@ -37,6 +37,8 @@ export function render({ model, data }) {
   const [tasksIntro, tasksIntroBody] = html("check-tasks-intro")
   const tasks = make("div", "check-tasks")
   const questions = make("div", "check-questions")
+  const [trainIntro, trainIntroBody] = html("check-train")
+  const trainQuestions = make("div", "check-train-questions")
   const [practiceIntro, practiceIntroBody] = html("check-practice")
   const practiceToggle = make("button", "check-practice-toggle")
   practiceToggle.type = "button"
@@ -49,8 +51,8 @@ export function render({ model, data }) {
   for (const b of [start, confirm, keep]) b.type = "button"
   restart.append(start, confirm, keep)
   const [lab, labBody] = html("check-lab")
-  root.append(intro, notice, score, own, tasksIntro, tasks, questions, practiceIntro, practiceToggle, practice,
-              restart, lab)
+  root.append(intro, notice, score, own, tasksIntro, tasks, questions, trainIntro, trainQuestions, practiceIntro,
+              practiceToggle, practice, restart, lab)
 
   let cards = {}  // question id -> its elements
 
@@ -117,8 +119,10 @@ export function render({ model, data }) {
   function build() {  // the cards, anew for each language: what was typed or chosen stays
     cards = {}
     const built = model.questions.map((q) => [q, (cards[q.id] = card(q))])
-    questions.replaceChildren(...built.filter(([q]) => q.counts).map(([, c]) => c.section))
-    practice.replaceChildren(...built.filter(([q]) => !q.counts).map(([, c]) => c.section))
+    const group = (g) => built.filter(([q]) => q.group === g).map(([, c]) => c.section)
+    questions.replaceChildren(...group("section"))
+    trainQuestions.replaceChildren(...group("train"))
+    practice.replaceChildren(...group("practice"))
     fill()
   }
 
@@ -155,6 +159,7 @@ export function render({ model, data }) {
     scoreBody.innerHTML = model.score
     own.textContent = words.own_record
     tasksIntroBody.innerHTML = model.tasks_intro
+    trainIntroBody.innerHTML = model.train_intro
     practiceIntroBody.innerHTML = model.practice_intro
     labBody.innerHTML = model.lab
     practiceToggle.textContent = model.practice_open ? words.close_practice : words.open_practice
@@ -178,7 +183,7 @@ export function render({ model, data }) {
   model.on("questions", build)
   model.on(["records", "restarts"], fill)
   model.on("tasks", drawTasks)
-  model.on(["words", "intro", "notice", "score", "tasks_intro", "practice_intro", "lab", "practice_open", "asking"],
+  model.on(["words", "intro", "notice", "score", "tasks_intro", "train_intro", "practice_intro", "lab", "practice_open", "asking"],
            () => { texts(); fill() })
   texts()
   drawTasks()

@@ -40,6 +40,7 @@ from course.questions import (
     TASK_DECIMALS,
     TASK_RULE,
     TASKS,
+    TRAIN_QUESTIONS,
     Outcome,
     Progress,
     Question,
@@ -53,6 +54,7 @@ from course.questions import (
 from link.updates import one_message
 from session.i18n import N_, Text, Translator, translator
 from session.state import AttentionState
+from session.training import write_pattern
 
 STATIC = Path(__file__).resolve().parents[1] / "static"
 CHECK_CSS = (STATIC / "check.css").read_text()
@@ -165,6 +167,7 @@ class LearnerProgress(param.Parameterized):
         self.state.param.watch(self._observe_nlp, "result")
         # every selection, also of the row already selected: a click on it is a click
         self.state.param.watch(self._observe_rows, "selected", onlychanged=False)
+        self.state.training.param.watch(self._observe_train, ["run", "step", "playing"])
         self._save()
 
     # --- answers ------------------------------------------------------------------------------------------------
@@ -213,6 +216,8 @@ class LearnerProgress(param.Parameterized):
         s = self.state
         if self.following:
             return N_("your page is following a presenter, so the explorer shows their work")
+        if task_id == "train":  # the Train tab's own sentences and targets
+            return ""
         if not on_section_6(s):
             return N_("the tokens, keys or values are not the Section 6 example's (choose its preset, or press "
                       "Reset after an edit)")
@@ -237,6 +242,18 @@ class LearnerProgress(param.Parameterized):
                     "output": _rounded(output), "start": _rounded(START_OUTPUTS[i])}
             self.progress = self.progress.with_task("nlp", TaskRecord(True, seen))
 
+    def _observe_train(self, *_):
+        """Task 3: a painted target one head cannot learn, trained (with two heads) below one head's floor, at the
+        step the page shows (the run's end while it plays)."""
+        t = self.state.training
+        if self.progress.task("train").done or self.paused("train") or t.run is None or t.floor is None \
+                or t.floor.learnable:
+            return
+        loss = float(t.run.loss[t.run.steps if t.playing else t.step])
+        if loss < t.floor.loss - 1e-3:
+            seen = {"pattern": write_pattern(t.pattern), "loss": _rounded(loss), "floor": _rounded(t.floor.loss)}
+            self.progress = self.progress.with_task("train", TaskRecord(True, seen))
+
     def _observe_rows(self, *_):
         record = self.progress.task("rows")
         if record.done or self.paused("rows"):
@@ -254,8 +271,15 @@ class LearnerProgress(param.Parameterized):
 
 # --- the view ---------------------------------------------------------------------------------------------------
 def title_of(q: Question) -> Text:
-    """How a question is named: "Question 5" or "Practice problem 2"."""
+    """How a question is named: "Question 5", "Practice problem 2" or "Train tab, question 1"."""
+    if q in TRAIN_QUESTIONS:
+        return N_("Train tab, question {n}", n=q.number)
     return N_("Question {n}", n=q.number) if q.counts else N_("Practice problem {n}", n=q.number)
+
+
+def group_of(q: Question) -> str:
+    """Where the tab puts a question: with Section 6's ("section"), the Train tab's ("train"), or the practice."""
+    return "train" if q in TRAIN_QUESTIONS else "section" if q.counts else "practice"
 
 
 def answer_text(q: Question, tr: Translator) -> str:
@@ -306,6 +330,10 @@ def task_html(task: Task, record: TaskRecord, paused: str, tr: Translator = ENGL
                                         if t in seen else escape(tr._("not selected yet"))) + "</li>"
                 for t in SECTION_TOKENS]
         parts.append(f'<ul class="seen">{"".join(rows)}</ul>')
+    elif task.id == "train" and record.done:
+        parts.append('<p class="seen">' + escape(tr._(
+            "Seen on the target {pattern}: loss {loss}, below one head's floor {floor}.", pattern=seen["pattern"],
+            loss=tr.num(seen["loss"]), floor=tr.num(seen["floor"]))) + "</p>")
     if paused and not record.done:
         parts.append(f'<p class="paused">{escape(tr._("Not counting right now: {why}.", why=tr(paused)))}</p>')
     return "".join(parts)
@@ -349,9 +377,11 @@ class CheckTab(pn.custom.JSComponent):
     notice = param.String(default="", doc="HTML: what of the progress kept in the browser could not be read.")
     score = param.String(default="", doc="HTML: the score line.")
     tasks_intro = param.String(default="", doc="HTML: when the tasks count.")
+    train_intro = param.String(default="", doc="HTML: the Train tab's questions' heading and their own score.")
     tasks = param.List(default=[], doc="[task id, HTML] for each task, in order.")
     questions = param.List(default=[], doc=(
-        "Each question, in order, the practice problems last: {id, title, kind, counts, prompt (HTML), choices}."))
+        "Each question, in order: {id, title, kind, counts, group ('section', 'train' or 'practice'), prompt (HTML), "
+        "choices}."))
     records = param.List(default=[], doc=(
         "Each question's record as the card shows it, in the order of ``questions``: {feedback (HTML), value (the "
         "last answer checked, or None: a box the learner has not typed in shows it), done (answered right), shown "
@@ -457,7 +487,7 @@ class CheckView(pn.viewable.Viewer):
                        "confirm": tr._("Yes, clear my progress"), "keep": tr._("Keep it"), "own_record": tr(OWN_RECORD)},
                 intro=self._intro_html(tr), tasks_intro=self._tasks_intro_html(tr),
                 practice_intro=self._practice_html(tr), lab=self._lab_html(tr),
-                questions=[{"id": q.id, "title": tr(title_of(q)), "kind": q.kind, "counts": q.counts,
+                questions=[{"id": q.id, "title": tr(title_of(q)), "kind": q.kind, "counts": q.counts, "group": group_of(q),
                             "prompt": prompt_html(q, tr), "choices": [tr(c.text) for c in q.choices]}
                            for q in ALL_QUESTIONS])
             self._lab.label = tr._("Download the lab notebook")
@@ -517,6 +547,10 @@ class CheckView(pn.viewable.Viewer):
     def _render_score(self):
         tr = self.learner.state.tr
         self.tab.score = f'<p>{escape(tr._("Score: {score}", score=tr(self.learner.score_text)))}</p>'
+        self.tab.train_intro = (f"<h3>{escape(tr._('On the Train tab'))}</h3><p>" + escape(tr._(
+            "Two questions on Module 2's claim that training gives W_Q, W_K and W_V their roles: train on the Train "
+            "tab first. They are scored on their own: {score}.",
+            score=tr(self.learner.progress.score_text(TRAIN_QUESTIONS)))) + "</p>")
 
     def _render_notice(self, *_):
         self.tab.notice = unreadable_html(self.learner.unreadable, self.learner.state.tr)

@@ -23,7 +23,7 @@ from tests.ui.conftest import SCREENSHOTS
 from tests.ui.helpers import PATIENCE, READOUT, settle, show_tab, wait_for_tab
 
 CHECKS = (Path(__file__).parent / "layout_checks.js").read_text()
-TABS = ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Check",
+TABS = ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Train", "Check",
         "Export", "Keys")
 #: name: (viewport, browser context options)
 SCREENS = {

@@ -1,0 +1,111 @@
+"""The process's queue of training runs: one at a time, at most half of the event loop.
+
+A run of the Train tab costs 14-36 ms of one core (``bench/training.py``); sixty learners pressing Play in the
+same second ask for a second or two of the loop. Run as each page asks, they would all be due at once, and
+another learner's key would wait behind every one of them. So the pages' requests wait in one queue per
+process: a run is taken, then the queue rests as long as that run took (so training takes at most
+:attr:`TrainQueue.SHARE` of the loop) and lets everything that came meanwhile through, then the next.
+
+A page has at most one request waiting (``session.training.TrainingState`` asks again only once its run is
+computed, and the run takes the settings as they are then): a learner who drags the learning-rate slider
+across its stops gets one run for where the slider rests, however many stops it passed.
+
+One queue per process, in ``pn.state.cache`` (like the rooms' registry and the drag budget): it is the process's
+concern and holds no learner's data, only which documents wait (weakly: a page that closes while it waits
+drops out).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+import weakref
+
+#: Where the process keeps its queue.
+CACHE_KEY = "explorer-train-queue"
+
+log = logging.getLogger(__name__)
+
+
+class TrainQueue:
+    """Runs that pages ask for, taken one at a time on the server's event loop.
+
+    :meth:`submit` ``(doc, compute)``: call ``compute()`` in ``doc``'s own turn of the loop (Bokeh's next-tick
+    callback, under the document's lock) when the queue reaches it. ``later(seconds, fn)`` schedules the queue's
+    own next turn (the loop's ``call_later``; a test's own clock).
+    """
+
+    #: At most this share of the loop's time goes to runs: after a run of c seconds the queue rests
+    #: c (1 - SHARE) / SHARE seconds.
+    SHARE = 0.5
+
+    def __init__(self, later=None):
+        self._waiting: collections.deque = collections.deque()  # (weakref to doc, weak method to compute)
+        self._busy = False
+        self._later = later
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def submit(self, doc, compute) -> None:
+        """Queue ``compute`` (a bound method) to run in ``doc``'s turn of the loop."""
+        self._waiting.append((weakref.ref(doc), weakref.WeakMethod(compute)))
+        if not self._busy:
+            self._busy = True
+            self._schedule(0.0)
+
+    def _schedule(self, delay: float) -> None:
+        later = self._later
+        if later is None:
+            from tornado.ioloop import IOLoop
+
+            later = IOLoop.current().call_later
+        later(delay, self._next)
+
+    def _next(self) -> None:
+        while self._waiting:
+            doc_ref, compute_ref = self._waiting.popleft()
+            doc, compute = doc_ref(), compute_ref()
+            if doc is None or compute is None or doc.session_context is None:
+                continue  # the page has closed
+            try:
+                doc.add_next_tick_callback(lambda: self._run(doc, compute))
+            except Exception:  # a document being torn down refuses new callbacks: skip the page
+                log.debug("a closed page's run skipped", exc_info=True)
+                continue
+            return
+        self._busy = False
+
+    def _run(self, doc, compute) -> None:
+        import panel as pn
+
+        start = time.perf_counter()
+        try:
+            with pn.io.hold(doc):
+                compute()
+        finally:
+            took = time.perf_counter() - start
+            self._schedule(took * (1 - self.SHARE) / self.SHARE)
+
+
+def get_queue() -> TrainQueue:
+    """This server process's queue, created on first use."""
+    import panel as pn
+
+    queue = pn.state.cache.get(CACHE_KEY)
+    if queue is None:
+        queue = pn.state.cache.setdefault(CACHE_KEY, TrainQueue())
+    return queue
+
+
+def scheduler_for(doc):
+    """A :class:`session.training.TrainingState` scheduler for the page ``doc``: its runs go through the queue, and
+    each run's changes reach the page as one message."""
+    doc_ref = weakref.ref(doc)
+
+    def schedule(compute) -> None:
+        d = doc_ref()
+        if d is not None:
+            get_queue().submit(d, compute)
+    return schedule
