@@ -48,7 +48,8 @@ DEFAULT_END_AFTER = 300.0
 #: costs tens of ms per follower, so it must not happen mid-drag); short enough that a follower's
 #: inspector has caught up by the time anyone reads it.
 DEFAULT_SETTLE_AFTER = 1.0
-#: Live channels one room accepts: a class, with room to spare, but not a flood of sockets.
+#: Live channels one room accepts: a class, with room to spare. Each belongs to one page following the room
+#: (its ticket, :meth:`RoomRegistry.live_ticket`), so only pages can hold them.
 MAX_LIVE_CHANNELS = 500
 #: Shortest time between two texts of a presenter's hand on a room's live channel (one 60 Hz frame).
 HAND_GAP_S = 1 / 60
@@ -82,6 +83,10 @@ class RoomError(Exception):
 
 class RoomFull(RoomError):
     """The room already has :data:`MAX_LIVE_CHANNELS` live channels."""
+
+
+class NotFollowing(RoomError):
+    """A live channel whose ticket is no page's following the room (made up, or its page has left)."""
 
 
 def normalize_code(text: str | None) -> str | None:
@@ -170,7 +175,10 @@ class Room:
     published_at: float = 0.0  # when the view last changed (the registry's clock)
     ended: bool = False
     _listeners: dict[object, Listener] = field(default_factory=dict, repr=False)
-    _live: set = field(default_factory=set, repr=False)  # live channels watching the room's query
+    #: live channels watching the room's query, by the key of the page each belongs to (one a page)
+    _live: dict[object, LiveSink] = field(default_factory=dict, repr=False)
+    _tickets: dict[str, object] = field(default_factory=dict, repr=False)  # live channel ticket -> follower key
+    _ticket_of: dict[object, str] = field(default_factory=dict, repr=False)
     hand_at: float = -1e9  # when the presenter's hand last moved the query (the registry's clock)
     #: follower pages take a view in full one at a time: the one doing it now, and the others' turns to come
     _settling: bool = field(default=False, repr=False)
@@ -326,7 +334,7 @@ class RoomRegistry:
                 raise RoomError(f"Only the presenter can change room {code}.")
             room.version += 1
             room.snapshot, room.published_at = snapshot, self._clock()
-            version, listeners, sinks = room.version, list(room._listeners.values()), list(room._live)
+            version, listeners, sinks = room.version, list(room._listeners.values()), list(room._live.values())
         for listener in listeners:  # each only records the snapshot and schedules its own page
             try:
                 listener(version, snapshot, query_only)
@@ -381,7 +389,7 @@ class RoomRegistry:
             return
         room._hand_sent = self._loop.time()
         with self._lock:
-            sinks = list(room._live)
+            sinks = list(room._live.values())
         self._send_live(sinks, json.dumps({"version": hand[0], "query": hand[1]}), True)
 
     @staticmethod
@@ -417,11 +425,28 @@ class RoomRegistry:
             room._listeners[key] = listener
             return room
 
-    def watch(self, code: str | None, sink: LiveSink) -> Room:
+    def live_ticket(self, code: str, key: object) -> str | None:
+        """The ticket with which page ``key``, following room ``code``, opens the room's live channel (:meth:`watch`).
+
+        One per page, the same until the page leaves the room; None if the page does not follow the room.
+        """
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is None or key not in room._listeners:
+                return None
+            ticket = room._ticket_of.get(key)
+            if ticket is None:
+                ticket = room._ticket_of[key] = secrets.token_urlsafe(18)
+                room._tickets[ticket] = key
+            return ticket
+
+    def watch(self, code: str | None, ticket: str | None, sink: LiveSink) -> Room:
         """Send room ``code``'s later views and hand positions to ``sink`` (see :meth:`publish`, :meth:`publish_hand`).
 
-        Call on the event loop. Raises :class:`RoomError` if the room is not running, :class:`RoomFull` if it
-        already has :data:`MAX_LIVE_CHANNELS` channels.
+        ``ticket`` is a following page's (:meth:`live_ticket`): the channel is that page's, and replaces any
+        channel the page had (closed with code 4409). Call on the event loop. Raises :class:`RoomError` if the room
+        is not running, :class:`NotFollowing` for a ticket that is no following page's, :class:`RoomFull` if
+        the room already has :data:`MAX_LIVE_CHANNELS` channels.
         """
         from tornado.ioloop import IOLoop
 
@@ -429,23 +454,37 @@ class RoomRegistry:
             room = self.get(code)
             if room is None or room.ended:
                 raise RoomError("There is no such room running on this server.")
-            if len(room._live) >= MAX_LIVE_CHANNELS:
+            key = room._tickets.get(ticket) if isinstance(ticket, str) else None
+            if key is None:
+                raise NotFollowing("Only a page following this room opens its live channel.")
+            replaced = room._live.pop(key, None)
+            if replaced is None and len(room._live) >= MAX_LIVE_CHANNELS:
                 raise RoomFull("This room has as many live channels as it accepts.")
             self._loop = IOLoop.current()
-            room._live.add(sink)
-            return room
+            room._live[key] = sink
+        if replaced is not None:
+            replaced.close(4409, "replaced by this page's newer live channel")
+        return room
 
     def unwatch(self, code: str | None, sink: LiveSink) -> None:
         room = self.get(code)
         if room is not None:
             with self._lock:
-                room._live.discard(sink)
+                for key, kept in list(room._live.items()):
+                    if kept is sink:
+                        del room._live[key]
 
     def unfollow(self, code: str, key: object) -> None:
+        """Page ``key`` has left room ``code``: it hears no more, and its live channel ticket and channel go."""
         with self._lock:
             room = self._rooms.get(code)
-            if room is not None:
-                room._listeners.pop(key, None)
+            if room is None:
+                return
+            room._listeners.pop(key, None)
+            room._tickets.pop(room._ticket_of.pop(key, None), None)
+            sink = room._live.pop(key, None)
+        if sink is not None:
+            self._loop.add_callback(sink.close, 4404, "this page has left the room")
 
     # -- the class poll ---------------------------------------------------------------------------------------------
 
@@ -576,7 +615,8 @@ class RoomRegistry:
             self._ended[room.code] = self._clock()
             room.ended = True
             listeners, room._listeners = list(room._listeners.values()), {}
-            sinks, room._live = list(room._live), set()
+            room._tickets, room._ticket_of = {}, {}
+            sinks, room._live = list(room._live.values()), {}
             polls, room._poll_watchers, room.poll = [w for w, _ in room._poll_watchers.values()], {}, None
         for listener in listeners:
             listener(None, None, False)

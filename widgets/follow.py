@@ -472,11 +472,13 @@ class RoomControls(pn.viewable.Viewer):
             self._applying = False
 
     def _sync_live(self) -> None:
-        """Tell the page which room to follow live (none: ""), where the channel is, and which version its
-        server's numbers show."""
+        """Tell the page which room to follow live (none: ""), where the channel is, its ticket for it (this page
+        alone sees it: it makes the channel this page's), and which version its server's numbers show."""
         if self.live is not None and self._loaded:
             room = self.code if self.role == "follower" and self.following else ""
-            self.live.data = {"room": [room], "version": [self._shown_version], "path": [self._live_path]}
+            ticket = (self._registry.live_ticket(room, self._session) if room else None) or ""
+            self.live.data = {"room": [room], "version": [self._shown_version], "path": [self._live_path],
+                              "ticket": [ticket]}
 
     def _on_load(self) -> None:
         self._loaded = True
