@@ -23,6 +23,7 @@ that has never seen its code (another process, or this one after a restart):
 from __future__ import annotations
 
 import base64
+import bisect
 import collections
 import hashlib
 import hmac
@@ -33,6 +34,7 @@ import os
 import secrets
 import threading
 import time
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -51,6 +53,9 @@ DEFAULT_SETTLE_AFTER = 1.0
 #: Live channels one room accepts: a class, with room to spare. Each belongs to one page following the room
 #: (its ticket, :meth:`RoomRegistry.live_ticket`), so only pages can hold them.
 MAX_LIVE_CHANNELS = 500
+#: Rooms one page may start within a minute. A page has one running room at a time (pressing Present again gives
+#: it back), so it starts another only once that one has ended.
+MAX_ROOMS_PER_MINUTE = 3
 #: Shortest time between two texts of a presenter's hand on a room's live channel (one 60 Hz frame).
 HAND_GAP_S = 1 / 60
 #: While the presenter's hand has moved this recently, the room's query-only views are not written to the
@@ -58,6 +63,8 @@ HAND_GAP_S = 1 / 60
 HAND_ACTIVE_S = 0.5
 #: Ended codes are not given to a new room for this long (their presenter's link would still drive it).
 TOMBSTONE_SECONDS = 24 * 3600.0
+#: Ended codes are kept in batches of this many seconds, each dropped whole once all of it is old enough.
+TOMBSTONE_BATCH_SECONDS = 3600.0
 #: The environment variable holding the server's secret for presenter tokens (see :class:`RoomSecret`).
 SECRET_ENV = "EXPLORER_ROOM_SECRET"
 #: Shortest secret accepted, in characters; Bokeh asks the same of ``BOKEH_SECRET_KEY``.
@@ -89,6 +96,10 @@ class NotFollowing(RoomError):
     """A live channel whose ticket is no page's following the room (made up, or its page has left)."""
 
 
+class TooManyRooms(RoomError):
+    """A page has started :data:`MAX_ROOMS_PER_MINUTE` rooms within the last minute."""
+
+
 def normalize_code(text: str | None) -> str | None:
     """The room code in ``text`` (case, spaces and dashes ignored), or None if it cannot be one.
 
@@ -103,6 +114,53 @@ def normalize_code(text: str | None) -> str | None:
     if len(code) != CODE_LENGTH or any(c not in ALPHABET for c in code):
         return None
     return code
+
+
+def code_number(code: str) -> int:
+    """A room code as the number it writes in base 31 (:data:`ALPHABET`): under 31⁶ < 2³², so 4 bytes.
+
+    >>> code_number("222222"), code_number("222223")
+    (0, 1)
+    """
+    n = 0
+    for c in code:
+        n = n * len(ALPHABET) + ALPHABET.index(c)
+    return n
+
+
+class EndedCodes:
+    """The codes of ended rooms, each kept at least ``keep`` seconds: 4 bytes a code.
+
+    Kept as numbers (:func:`code_number`) in sorted arrays, one per :data:`TOMBSTONE_BATCH_SECONDS` of endings,
+    and an array is dropped whole once its newest code is ``keep`` seconds old. A dict of code strings to times
+    kept 92 bytes a code (``bench/rooms.py``: 1.8 MB for 20,000 Present clicks), and was rebuilt every second.
+    Not thread-safe: the registry holds its lock.
+    """
+
+    def __init__(self, keep: float = TOMBSTONE_SECONDS):
+        self.keep = keep
+        self._batches: collections.deque[tuple[float, array]] = collections.deque()  # (first ending's time, codes)
+
+    def add(self, code: str, now: float) -> None:
+        if not self._batches or now - self._batches[-1][0] >= TOMBSTONE_BATCH_SECONDS:
+            self._batches.append((now, array("I")))
+        bisect.insort(self._batches[-1][1], code_number(code))
+
+    def expire(self, now: float) -> None:
+        """Drop every batch whose codes have all been kept ``keep`` seconds."""
+        while self._batches and self._batches[0][0] + TOMBSTONE_BATCH_SECONDS + self.keep <= now:
+            self._batches.popleft()
+
+    def __contains__(self, code: str) -> bool:
+        n = code_number(code)
+        for _, codes in self._batches:
+            i = bisect.bisect_left(codes, n)
+            if i < len(codes) and codes[i] == n:
+                return True
+        return False
+
+    def __len__(self) -> int:
+        return sum(len(codes) for _, codes in self._batches)
 
 
 def seconds_from_env(name: str, default: float) -> float:
@@ -211,25 +269,47 @@ class RoomRegistry:
         self.settle_after = settle_after
         self._clock = clock
         self._rooms: dict[str, Room] = {}
-        self._ended: dict[str, float] = {}  # code -> when it ended
+        self._ended = EndedCodes()
+        #: page key -> (the code of the room it started last, when it started rooms within the last minute)
+        self._creators: dict[object, tuple[str, collections.deque]] = {}
         self._lock = threading.RLock()
         self._sweeper = None
         self._loop = None  # the event loop live channels are written on; set by the first watch()
 
     # -- creating and entering ------------------------------------------------------------------------------------
 
-    def create(self, snapshot: Snapshot | None = None) -> tuple[Room, str]:
+    def create(self, snapshot: Snapshot | None = None, creator: object = None) -> tuple[Room, str]:
         """Open a room under a fresh code; returns it with its presenter token (shown to nobody else).
 
         The room waits for its presenter's page (:meth:`enter_as_presenter`) and
         ends ``end_after`` seconds from now if none comes.
+
+        ``creator``: the key of the page asking (its session). A page has one running room at a time: while the
+        room it started last runs, it gets that room again (with ``snapshot`` as its view if nobody presents
+        it yet). Raises :class:`TooManyRooms` for a page that has started :data:`MAX_ROOMS_PER_MINUTE` rooms in
+        the last minute. Without ``creator`` (a test, a tool) neither rule applies.
         """
+        now = self._clock()
         with self._lock:
+            made = self._creators.get(creator) if creator is not None else None
+            if made is not None and made[0] in self._rooms:
+                room = self._rooms[made[0]]
+                if room.presenter is None and room.version == 0 and snapshot is not None:
+                    room.snapshot = snapshot
+                return room, self.secret.token(room.code)
+            times = made[1] if made is not None else collections.deque()
+            while times and now - times[0] >= 60:
+                times.popleft()
+            if creator is not None and len(times) >= MAX_ROOMS_PER_MINUTE:
+                raise TooManyRooms(f"This page has started {len(times)} rooms in the last minute.")
             while True:
                 code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
                 if code not in self._rooms and code not in self._ended:
                     break
             room = self._open(code, snapshot)
+            if creator is not None:
+                times.append(now)
+                self._creators[creator] = (code, times)
         return room, self.secret.token(code)
 
     def enter_as_presenter(self, code: str | None, token: str | None, session: str) -> Room:
@@ -251,8 +331,7 @@ class RoomRegistry:
             raise RoomError(f"This presenter link is not valid for room {norm} on this server.{why}")
         with self._lock:
             room = self._rooms.get(norm)
-            if room is None:
-                self._ended.pop(norm, None)
+            if room is None:  # its code may stay among the ended ones: it only keeps new rooms off it a while longer
                 room = self._open(norm, None)
             room.presenter, room.left_at = session, None
             return room
@@ -602,9 +681,14 @@ class RoomRegistry:
         now = self._clock()
         with self._lock:
             done = [r for r in self._rooms.values() if r.left_at is not None and now - r.left_at >= self.end_after]
-            self._ended = {c: at for c, at in self._ended.items() if now - at < TOMBSTONE_SECONDS}
         for room in done:
             self._end(room)
+        with self._lock:
+            self._ended.expire(now)
+            # a page's record of the rooms it started goes once its room has ended and the minute has passed
+            if self._creators:
+                self._creators = {k: (code, times) for k, (code, times) in self._creators.items()
+                                  if code in self._rooms or (times and now - times[-1] < 60)}
         return [r.code for r in done]
 
     def _end(self, room: Room) -> None:
@@ -612,7 +696,7 @@ class RoomRegistry:
             if self._rooms.get(room.code) is not room:
                 return
             del self._rooms[room.code]
-            self._ended[room.code] = self._clock()
+            self._ended.add(room.code, self._clock())
             room.ended = True
             listeners, room._listeners = list(room._listeners.values()), {}
             room._tickets, room._ticket_of = {}, {}

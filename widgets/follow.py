@@ -49,7 +49,7 @@ from panel.io.state import set_curdoc
 
 from server.logs import install_log_redaction
 from server.room_live import ROUTE as LIVE_ROUTE
-from server.rooms import RoomError, RoomRegistry, get_registry, normalize_code
+from server.rooms import RoomError, RoomRegistry, TooManyRooms, get_registry, normalize_code
 from widgets.i18n import N_, translator
 from widgets.address import address_of
 from widgets.browser import BrowserBridge
@@ -267,7 +267,13 @@ class RoomControls(pn.viewable.Viewer):
     # -- presenter --------------------------------------------------------------------------------------------------
 
     def _on_present(self, _event) -> None:
-        room, token = self._registry.create(self.state.snapshot())
+        try:
+            # one running room per page: pressing again gives the same room back (server/rooms.py)
+            room, token = self._registry.create(self.state.snapshot(), creator=self._session)
+        except TooManyRooms:
+            self.notice = N_("This page has started several rooms in the last minute. Wait a minute, then press "
+                             "Present again.")
+            return
         if self.browser is None:  # no page around it (component tests): present in place
             self._registry.enter_as_presenter(room.code, token, self._session)
             self._token = token
