@@ -100,11 +100,13 @@ class Learner:
     keep_patches: bool = True
     #: the document as pulled (JSON), when ``connect(keep_doc=True)``
     doc: dict | None = None
+    #: the session to open; None for a new one (a second connection to a session names it)
+    session_id: str | None = None
     #: the page's live source (``live-room``, widgets/follow.py) as last sent: room, path, ticket, version
     live: dict | None = None
 
     async def connect(self, keep_doc: bool = False) -> None:
-        session_id = generate_session_id()
+        self.session_id = session_id = self.session_id or generate_session_id()
         token = generate_jwt_token(session_id)
         sock = await websocket_connect(HTTPRequest(self.ws_url), subprotocols=["bokeh", token],
                                        max_message_size=20 * 1024 * 1024,

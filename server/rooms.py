@@ -233,6 +233,7 @@ class Room:
     published_at: float = 0.0  # when the view last changed (the registry's clock)
     ended: bool = False
     _listeners: dict[object, Listener] = field(default_factory=dict, repr=False)
+    _joined: dict[object, float] = field(default_factory=dict, repr=False)  # follower key -> when it joined
     #: live channels watching the room's query, by the key of the page each belongs to (one a page)
     _live: dict[object, LiveSink] = field(default_factory=dict, repr=False)
     _tickets: dict[str, object] = field(default_factory=dict, repr=False)  # live channel ticket -> follower key
@@ -245,6 +246,7 @@ class Room:
     _hand_sent: float = field(default=-1e9, repr=False)  # when it was last written (the event loop's clock)
     _hand_timer: Any = field(default=None, repr=False)
     poll: Poll | None = field(default=None, repr=False)  # the question asked of the room, if any
+    poll_asked_at: float = 0.0  # when it was asked (the registry's clock)
     _polls_asked: int = field(default=0, repr=False)
     #: pages watching the poll: key -> (listener, whether it is the presenter's and sees the counts)
     _poll_watchers: dict[object, tuple[PollListener, bool]] = field(default_factory=dict, repr=False)
@@ -502,7 +504,9 @@ class RoomRegistry:
             if room is None or room.ended:
                 raise RoomError(f"There is no room {code} running on this server.")
             room._listeners[key] = listener
-            return room
+            room._joined.setdefault(key, self._clock())
+        self._poll_changed(room, counts_only=True)  # the presenter's count of pages following
+        return room
 
     def live_ticket(self, code: str, key: object) -> str | None:
         """The ticket with which page ``key``, following room ``code``, opens the room's live channel (:meth:`watch`).
@@ -560,10 +564,12 @@ class RoomRegistry:
             if room is None:
                 return
             room._listeners.pop(key, None)
+            room._joined.pop(key, None)
             room._tickets.pop(room._ticket_of.pop(key, None), None)
             sink = room._live.pop(key, None)
         if sink is not None:
             self._loop.add_callback(sink.close, 4404, "this page has left the room")
+        self._poll_changed(room, counts_only=True)
 
     # -- the class poll ---------------------------------------------------------------------------------------------
 
@@ -585,6 +591,7 @@ class RoomRegistry:
             room = self._presenters_room(code, token)
             room.poll = Poll(room._polls_asked + 1, question_id)
             room._polls_asked += 1
+            room.poll_asked_at = self._clock()
             view = room.poll.view
         self._poll_changed(room)
         return view
@@ -607,24 +614,41 @@ class RoomRegistry:
         self._poll_changed(room)
         return view
 
+    def poll_drawn(self, code: str | None, key: object, poll_id: int, browser: str) -> bool:
+        """Page ``key`` of room ``code`` has shown poll ``poll_id``'s question, in browser ``browser`` (the id the
+        browser keeps); True if that browser has answered the poll already (see :meth:`Poll.drawn`).
+
+        Only a page that has shown the question may answer it. PollRefused for a page that does not follow the
+        room, or a poll that is not the room's.
+        """
+        with self._lock:
+            room = self._following(code, key)
+            return room.poll.drawn(key, poll_id, browser)
+
     def answer_poll(self, code: str | None, key: object, poll_id: int, given) -> None:
         """Count page ``key``'s answer ``given`` (a choice's index, or the typed number) to poll ``poll_id``.
 
         ``key`` is the page's session, as its own server knows it, never something the page sends. Only a page
-        following the room answers, once per poll, while it is open, with one of the question's answers;
-        anything else raises PollRefused (its message is for the learner) and counts nothing. Only the
-        presenter's page hears of an answer (its counts).
+        following the room that has shown the question (:meth:`poll_drawn`) answers, once per poll and browser,
+        while it is open, with one of the question's answers; anything else raises PollRefused (its message is
+        for the learner) and counts nothing. Only the presenter's page hears of an answer (its counts), and
+        how many came from pages that joined after the question was asked.
         """
         with self._lock:
-            room = self.get(code)
-            if room is None or room.ended:
-                raise PollRefused("This room has ended.")
-            if key not in room._listeners:
-                raise PollRefused("Only a page following the room answers its poll.")
-            if room.poll is None:
-                raise PollRefused("There is no poll to answer.")
-            room.poll.answer(key, poll_id, given)
+            room = self._following(code, key)
+            room.poll.answer(key, poll_id, given, late=room._joined.get(key, 0.0) > room.poll_asked_at)
         self._poll_changed(room, counts_only=True)
+
+    def _following(self, code: str | None, key: object) -> Room:
+        """The running room ``code`` with a poll, which page ``key`` follows; PollRefused otherwise. Under the lock."""
+        room = self.get(code)
+        if room is None or room.ended:
+            raise PollRefused("This room has ended.")
+        if key not in room._listeners:
+            raise PollRefused("Only a page following the room answers its poll.")
+        if room.poll is None:
+            raise PollRefused("There is no poll to answer.")
+        return room
 
     def poll(self, code: str | None) -> PollView | None:
         """Room ``code``'s poll as every page may see it (what a late joiner is shown); None if there is none."""
@@ -699,7 +723,7 @@ class RoomRegistry:
             self._ended.add(room.code, self._clock())
             room.ended = True
             listeners, room._listeners = list(room._listeners.values()), {}
-            room._tickets, room._ticket_of = {}, {}
+            room._joined, room._tickets, room._ticket_of = {}, {}, {}
             sinks, room._live = list(room._live.values()), {}
             polls, room._poll_watchers, room.poll = [w for w, _ in room._poll_watchers.values()], {}, None
         for listener in listeners:

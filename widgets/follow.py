@@ -533,7 +533,9 @@ class RoomControls(pn.viewable.Viewer):
                                  f'<div class="room-code">{code}</div>')
             self._toggle.param.update(label=tr._("Follow again"), description=tr._("Take the presenter's view again"))
         poll = [self._poll.__panel__()] if isinstance(self._poll, FollowerPoll) and self._poll.built else []
-        self._layout[:] = [self._card, self._toggle, self._notice, *poll]
+        laid_out = [self._card, self._toggle, self._notice, *poll]
+        if self._layout.objects != laid_out:  # called several times as a page joins: the header is laid out once
+            self._layout[:] = laid_out
 
     # -- leaving ----------------------------------------------------------------------------------------------------
 
