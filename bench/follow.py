@@ -16,7 +16,8 @@ Present and moves the mouse); on a small, busy machine Chromium cannot move the 
 so the rate it reached is reported.
 
 Followers open the join link ``?room=CODE`` in separate processes (asyncio each), with permessage-deflate
-as browsers negotiate it, and the room's live channel (``room-live?room=CODE``) as the page's script does.
+as browsers negotiate it, and the room's live channel (``room-live?room=CODE``, with the ticket each page's
+server sends it) as the page's script does.
 They note when the page showed which query: when its readout's text came from the server, or when the
 live channel brought the query (the page draws its numbers as it arrives, ``link/drag.js``). A
 follower's latency for a shown query is the time from the latest move that aimed at it until the page
@@ -98,11 +99,8 @@ def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file:
     import asyncio
 
     import psutil
-    from tornado.websocket import websocket_connect
 
     from testing.protocol_client import Learner
-
-    live_url = ws_url.rsplit("/", 2)[0] + f"/room-live?room={code}"
 
     async def follow_live(channel, learner) -> None:
         """The page's live channel (server/room_live.py): the page draws each query it brings at once."""
@@ -127,7 +125,8 @@ def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file:
         listeners = [asyncio.create_task(learner.listen()) for learner in learners]
         for learner in learners:
             learner.live_shown = []
-        channels = await asyncio.gather(*(websocket_connect(live_url) for _ in learners))
+        # each page's own channel, with the ticket its server sent it (server/room_live.py)
+        channels = await asyncio.gather(*(learner.live_channel() for learner in learners))
         listeners += [asyncio.create_task(follow_live(c, learner)) for c, learner in zip(channels, learners, strict=True)]
         me = psutil.Process()
         cpu0, wall0 = sum(me.cpu_times()[:2]), time.monotonic()

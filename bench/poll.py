@@ -4,15 +4,26 @@ presenter's counts are complete, and whether they are right.
     .venv/bin/python bench/poll.py                          # 60 followers, answers spread over 4 s
     .venv/bin/python bench/poll.py --followers 10 --spread 2  # a quick run
     .venv/bin/python bench/poll.py --question two-key-softmax  # a number question: a histogram
+    .venv/bin/python -m bench.poll --followers 0 --stuff 100 --within 20  # pages joining only to answer
+    .venv/bin/python -m bench.poll --followers 0 --stuff 100 --within 20 --plain  # their page builds alone
+
+With ``--stuff N``, N more pages join the room after the question is asked, started evenly over ``--within``
+seconds, each doing what a page's script does to answer (its card reports it has drawn the question, then
+sends an answer) and closing at once: a script stuffing the poll. Meanwhile the presenter presses a row key
+every 0.3 s, as during the 5 s before the question, and the time from each key to its readout line is
+measured (``presenter_key_ms_*``), with how many of the stuffing answers were counted and how the presenter's
+card said so. With ``--plain`` those pages open the explorer without joining the room: the same page builds,
+no room, no poll.
 
 The server is ``python app.py`` on a free loopback port. Every page speaks Bokeh's own protocol
 (``testing/protocol_client.py``, as ``bench/follow.py``): the presenter opens the page, presses Present, opens the
 presenter link it is given, then presses "Class poll" (the toggle's ``active``), picks the question (the
 select's ``value``, a label of ``widgets.poll.question_options``) and presses "Ask the room". Followers open the
 join link in separate processes. Each follower page waits for the question to arrive (the patch that sets its
-poll card's ``poll``; the card itself, hidden, came once the page had loaded), then, after a delay of its own drawn evenly from ``[0, --spread]`` seconds, sends its answer as the card's
-script does (a ``data_event`` of the card's model: ``{"poll": id, "answer": ...}``); its own page then says
-"Your answer is in".
+poll card's ``poll``; the card itself, hidden, came once the page had loaded), reports it drawn as the card's
+script does (``{"drawn": id, "nonce": ..., "browser": ...}``), then, after a delay of its own drawn evenly from
+``[0, --spread]`` seconds, sends its answer as the card's script does (a ``data_event`` of the card's model:
+``{"poll": id, "answer": ...}``); its own page then says "Your answer is in".
 
 Measured, on CLOCK_MONOTONIC (comparable across processes): ask → question on each follower page; ask → last
 answer sent (the class answered within this); last answer sent → the presenter's counts complete (the patch
@@ -42,6 +53,8 @@ from bench.stats import publish  # noqa: E402
 from testing.protocol_client import Learner, _entry, _map, find_objects, presenter_link  # noqa: E402
 
 COUNT_LINE = re.compile(r"<strong>(\d+)</strong> answers? · (\d+) pages? following")
+#: The rows a key press inspects, by the readout's first line
+TOKENS = ("I", "love", "NLP")
 BAR = re.compile(r'<span class="poll-label">(.*?)</span><span class="poll-n">(\d+)</span>')
 
 
@@ -98,7 +111,11 @@ def run_followers(ws_url: str, code: str, count: int, first: int, spread: float,
             records.append(record)
             ids = {}
 
-            async def answer(page=page, record=record, ids=ids):
+            async def answer(page=page, record=record, ids=ids, i=i):
+                # as the card's script: the question drawn (with its nonce and the browser's id), then the answer
+                await page._send_event(_map(model={"id": ids["card"]}, data=_map(
+                    drawn=ids["poll"], nonce=ids["nonce"], browser=f"{code}-following-{first + i:07d}")),
+                    name="data_event")
                 await asyncio.sleep(record["delay"])
                 record["sent"] = time.monotonic()
                 await page._send_event(_map(model={"id": ids["card"]}, data=_map(poll=ids["poll"],
@@ -114,7 +131,7 @@ def run_followers(ws_url: str, code: str, count: int, first: int, spread: float,
                 for ev in events:  # the question: the card's `poll`, which its page draws
                     if (record["seen"] is None and ev.get("kind") == "ModelChanged" and ev.get("attr") == "poll"
                             and ev.get("model", {}).get("id") == ids.get("data") and _entry(ev["new"], "can_answer")):
-                        ids["poll"] = _entry(ev["new"], "id")
+                        ids["poll"], ids["nonce"] = _entry(ev["new"], "id"), _entry(ev["new"], "nonce")
                         record["seen"] = when
                         tasks.append(asyncio.create_task(answer()))
                 if record["acked"] is None and "Your answer is in" in json.dumps(events):
@@ -128,6 +145,76 @@ def run_followers(ws_url: str, code: str, count: int, first: int, spread: float,
             page.close()
         await asyncio.gather(*tasks, return_exceptions=True)
         return records
+
+    Path(out_file).write_text(json.dumps(asyncio.run(main())))
+
+
+def run_stuffer(ws_url: str, code: str, count: int, within: float, ready_file: str, out_file: str) -> None:
+    """``count`` pages that join the room only to answer its open poll, started evenly over ``within`` seconds:
+    each connects, reports its card drawn as the page's script does, answers, and closes at once."""
+
+    async def one(i: int) -> dict:
+        record = {"started": time.monotonic(), "counted": False, "refused": None}
+        page = Learner(f"{ws_url}?room={code}" if code else ws_url, compress=True, clock=time.monotonic,
+                       keep_patches=False)
+        try:
+            await page.connect()
+        except Exception as exc:  # refused or overloaded: the page never joined
+            record["refused"] = f"connect: {exc}"
+            return record
+        if not code:  # a plain page of the explorer, which joins no room: what building the page alone costs
+            await asyncio.sleep(1.0)
+            page.close()
+            record["refused"] = "a plain page (no room)"
+            return record
+        ids, done = {}, asyncio.Event()
+
+        async def on_patch(events, when):
+            if "card" not in ids:
+                card = next((obj for obj in find_objects(events, "") if "poll-follower" in
+                             (obj.get("attributes", {}).get("css_classes") or [])), None)
+                if card is not None:
+                    ids.update(card=card["id"], data=card["attributes"]["data"]["id"])
+            for ev in events:
+                if not (ev.get("kind") == "ModelChanged" and ev.get("attr") == "poll"
+                        and ev.get("model", {}).get("id") == ids.get("data")):
+                    continue
+                shown = ev["new"]
+                if "sent" not in ids and _entry(shown, "can_answer"):
+                    ids["sent"] = poll = _entry(shown, "id")
+                    drawn = _map(drawn=poll, nonce=_entry(shown, "nonce"), browser=f"{code}-stuffing-{i:08d}")
+                    await page._send_event(_map(model={"id": ids["card"]}, data=drawn), name="data_event")
+                    await page._send_event(_map(model={"id": ids["card"]}, data=_map(poll=poll, answer=i % 4)),
+                                           name="data_event")
+                elif "sent" in ids:
+                    lines = _entry(shown, "status") or []
+                    note = next((line[1] for line in lines if line and line[0] == "poll-note"), None)
+                    if any("Your answer is in" in "".join(map(str, line)) for line in lines):
+                        record["counted"], record["refused"] = True, None
+                        done.set()
+                    elif note and record["refused"] is None:
+                        # refused: but a server that took no report of a drawn card refuses the report itself
+                        # first, as an answer (the code before it), and may count the answer after it
+                        record["refused"] = note
+                        asyncio.get_running_loop().call_later(2.0, done.set)
+
+        listening = asyncio.create_task(listen(page, on_patch))
+        try:
+            await asyncio.wait_for(done.wait(), 30)
+        except asyncio.TimeoutError:
+            record["refused"] = record["refused"] or "no answer from the server within 30 s"
+        page.close()
+        await asyncio.gather(listening, return_exceptions=True)
+        return record
+
+    async def main() -> list[dict]:
+        Path(ready_file).write_text("ready")
+        start = time.monotonic()
+        tasks = []
+        for i in range(count):
+            await asyncio.sleep(max(0.0, start + i * within / max(count, 1) - time.monotonic()))
+            tasks.append(asyncio.create_task(one(i)))
+        return await asyncio.gather(*tasks)
 
     Path(out_file).write_text(json.dumps(asyncio.run(main())))
 
@@ -147,6 +234,8 @@ class Presenter:
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
         self.counts: list[tuple[float, int, int, list[tuple[str, int]]]] = []  # (when, answers, pages, bars)
         self.found: dict[str, str] = {}
+        self.lines: list[tuple[str, float]] = []  # the readout's first line, and when it came
+        self.cards: list[str] = []  # every text of the presenter's counts
 
     def run(self, coro, timeout: float = 300):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
@@ -167,8 +256,14 @@ class Presenter:
             for obj in find_objects(events, type_suffix):
                 if name not in self.found and (label is None or obj["attributes"].get("label") == label):
                     self.found[name] = obj["id"]
+        for ev in events:
+            if (ev.get("kind") == "ModelChanged" and ev.get("attr") == "text"
+                    and ev.get("model", {}).get("id") == self.me.readout_id):
+                self.lines.append((ev["new"].split("\n", 1)[0], when))
         for text in texts(events):
             m = COUNT_LINE.search(text)
+            if m:
+                self.cards.append(text)
             if m:
                 self.counts.append((when, int(m[1]), int(m[2]), [(html.unescape(a), int(n)) for a, n in
                                                                  BAR.findall(text)]))
@@ -191,6 +286,26 @@ class Presenter:
         await self.me.click(self.found["ask"])
         return asked
 
+    async def keys(self, seconds: float, gap: float = 0.3) -> list[float]:
+        """Press a row key every ``gap`` seconds for ``seconds``; each one's time to its readout line, in seconds."""
+        latencies, end = [], time.monotonic() + seconds
+        # the page opens on the row of "love"; each press moves to the next row, so each changes the readout
+        row = next((i for line, _ in self.lines[-1:] for i, t in enumerate(TOKENS) if f'"{t}"' in line), 1)
+        while time.monotonic() < end:
+            row = (row + 1) % 3
+            seen = len(self.lines)
+            pressed = time.monotonic()
+            await self.me.key(str(row + 1))
+            want = f'Query of "{TOKENS[row]}"'
+            while time.monotonic() < pressed + 30:
+                shown = next((t for line, t in self.lines[seen:] if line.startswith(want)), None)
+                if shown is not None:
+                    latencies.append(shown - pressed)
+                    break
+                await asyncio.sleep(0.002)
+            await asyncio.sleep(max(0.0, pressed + gap - time.monotonic()))
+        return latencies
+
     def close(self) -> None:
         if hasattr(self, "me"):
             self.loop.call_soon_threadsafe(self.me.close)
@@ -205,6 +320,10 @@ def main() -> None:
                     help="seconds over which the followers answer, each after the question reached its page")
     ap.add_argument("--question", default="key-role", help="a question id of course/questions.py")
     ap.add_argument("--wait", type=float, default=30.0, help="seconds to wait for every answer to be counted")
+    ap.add_argument("--stuff", type=int, default=0, help="pages that join after the question only to answer it")
+    ap.add_argument("--within", type=float, default=20.0, help="seconds over which the --stuff pages start")
+    ap.add_argument("--plain", action="store_true",
+                    help="the --stuff pages open the explorer without joining the room: their builds alone")
     args = ap.parse_args()
 
     import psutil
@@ -233,7 +352,7 @@ def main() -> None:
         per = [args.followers // args.processes + (i < args.followers % args.processes) for i in range(args.processes)]
         first = 0
         choices = len(question.choices) or 1
-        for n in per:
+        for n in filter(None, per):
             followers.start(__file__, "--_follower", ws, code, str(n), str(first), str(args.spread), question.kind,
                             str(choices))
             first += n
@@ -241,18 +360,26 @@ def main() -> None:
         time.sleep(2.0)  # the last pages' first views settle before the clock starts
 
         proc = psutil.Process(server.pid)
+        keys_before = presenter.run(presenter.keys(5.0)) if args.stuff else []
         cpu0 = proc.cpu_times()
         asked = presenter.run(presenter.open_poll(label))
-        deadline = time.monotonic() + args.wait
+        if args.stuff:
+            stuffers = FollowerProcesses(out_dir, "poll-stuff")
+            stuffers.start(__file__, "--_stuffer", ws, "" if args.plain else code, str(args.stuff), str(args.within))
+            keys_during = presenter.run(presenter.keys(args.within + 3.0), timeout=args.within + 120)
+            stuffed = stuffers.stop(timeout=args.within + 120)[0]
+        deadline = time.monotonic() + (args.wait if args.followers else 0)
         while time.monotonic() < deadline and not any(n == args.followers for _, n, _, _ in presenter.counts):
             time.sleep(0.05)
         cpu1, done = proc.cpu_times(), time.monotonic()
         time.sleep(1.0)  # acknowledgements still on their way to the last pages
-        records = [r for out in followers.stop() for r in out]
+        records = [r for out in followers.stop() for r in out] if args.followers else []
     finally:
         if presenter is not None:
             presenter.close()
         followers.kill()
+        if args.stuff and "stuffers" in locals():
+            stuffers.kill()
         # Bokeh logs an AssertionError when it is stopped while a websocket is still closing: let them close
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -296,6 +423,21 @@ def main() -> None:
         "server_cpu_s_ask_to_complete": round(cpu1.user + cpu1.system - cpu0.user - cpu0.system, 2),
         "ask_to_complete_s": round(done - asked, 2),
     }
+    if args.stuff:
+        from collections import Counter
+
+        from bench.stats import summary_ms
+
+        before, during = summary_ms(keys_before), summary_ms(keys_during)
+        result.update({
+            "stuffing_pages": args.stuff, "stuffing_within_s": args.within, "stuffing_pages_plain": args.plain,
+            "stuffing_answers_counted": sum(r["counted"] for r in stuffed),
+            "stuffing_refusals": dict(Counter(r["refused"] for r in stuffed if not r["counted"])),
+            "presenter_key_ms_before": {k: round(v, 1) if isinstance(v, float) else v for k, v in before.items()},
+            "presenter_key_ms_during": {k: round(v, 1) if isinstance(v, float) else v for k, v in during.items()},
+            "presenter_card_last": re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", presenter.cards[-1])).strip()
+            if presenter.cards else None,
+        })
     publish(result, load_start, out_dir / "poll.json")
 
 
@@ -303,5 +445,8 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--_follower":
         a = sys.argv[2:]
         run_followers(a[0], a[1], int(a[2]), int(a[3]), float(a[4]), a[5], int(a[6]), a[7], a[8])
+    elif len(sys.argv) > 1 and sys.argv[1] == "--_stuffer":
+        a = sys.argv[2:]
+        run_stuffer(a[0], a[1], int(a[2]), float(a[3]), a[4], a[5])
     else:
         main()

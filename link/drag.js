@@ -394,38 +394,45 @@ function onServerUpdate(a, from) {
 }
 
 // Following a room: a.live says which room's live channel to follow (room; "" for none), where the
-// channel is (path, under the server's prefix) and which of the room's views the server's numbers on
-// this page show (version). The channel brings the presenter's query during a drag, tagged with the
+// channel is (path, under the server's prefix), the page's ticket for it (ticket: the channel is this
+// page's, server/room_live.py) and which of the room's views the server's numbers on this page show
+// (version). The channel brings the presenter's query during a drag, tagged with the
 // room's view it belongs to; the page previews each one for a later view than it shows, as if its own
 // pointer had moved there. A text without a query (more than the query changed) makes the page wait
 // for its server's numbers. The server sends the version last with each view it applies, so the
 // preview ends there, with the server's data put back where the view did not change it.
 function onLive(a, st) {
-  const d = a.live.data, room = d.room[0];
+  const d = a.live.data, room = d.room[0], ticket = d.ticket?.[0] ?? "";
   st.shown = d.version[0];
   if (st.q != null && st.fromLive && !st.dragging && (st.previewed <= st.shown || !room))
     queueMicrotask(() => { if (st.q != null && st.fromLive) endPreview(a, st); });
-  if (room === st.room) return;
+  if (room === st.room && ticket === st.ticket) return;
   st.room = room;
+  st.ticket = ticket;
   if (st.socket != null) st.socket.close();
   st.socket = null;
   st.retry = 1000;
-  if (room) connectLive(a, st, room, d.path[0]);
+  if (room && ticket) connectLive(a, st, room, d.path[0], ticket);
 }
 
-function connectLive(a, st, room, path) {
+// These close codes say asking again would be refused again: a page that wrote (4400), no following page's
+// ticket (4403), no such room (4404), replaced by this page's newer channel (4409).
+const LIVE_FINAL = new Set([4400, 4403, 4404, 4409]);
+
+function connectLive(a, st, room, path, ticket) {
   const url = new URL(path + "?room=" + encodeURIComponent(room), location.href);
   url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
-  const socket = new WebSocket(url);
+  // the ticket goes as a subprotocol, as BokehJS sends its session token: never in an address or a log
+  const socket = new WebSocket(url, ["explorer-live", ticket]);
   st.socket = socket;
   socket.onopen = () => { st.retry = 1000; };
   socket.onmessage = (e) => onLiveView(a, st, JSON.parse(e.data));
   socket.onclose = (e) => {
-    // 4400/4404: the server refused this page or knows no such room: do not ask again. Otherwise
-    // (a restart, a dropped network) try again, less and less often; the server's full views arrive
-    // without the channel all the same, only later.
-    if (st.socket !== socket || e.code === 4400 || e.code === 4404) return;
-    setTimeout(() => { if (st.socket === socket && st.room === room) connectLive(a, st, room, path); }, st.retry);
+    // Otherwise (a restart, a dropped network, a full room) try again, less and less often; the server's
+    // full views arrive without the channel all the same, only later.
+    if (st.socket !== socket || LIVE_FINAL.has(e.code)) return;
+    setTimeout(() => { if (st.socket === socket && st.room === room && st.ticket === ticket)
+      connectLive(a, st, room, path, ticket); }, st.retry);
     st.retry = Math.min(2 * st.retry, 60000);
   };
 }

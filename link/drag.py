@@ -66,7 +66,8 @@ class DragChannel(PositionChannel):
 
     ``live`` is a :class:`OneRow` that only the room controls write (``widgets/room.py``):
     ``room``, the code of the room whose live channel the page follows ("" for none), ``path``, the
-    channel's URL path, and ``version``, the room's view that the server's numbers on the page show.
+    channel's URL path, ``ticket``, the page's own ticket for it (``server/room_live.py``), and ``version``,
+    the room's view that the server's numbers on the page show.
     The page previews each query the channel brings for a later view.
     """
 
@@ -79,7 +80,7 @@ class DragChannel(PositionChannel):
     def __init__(self, query_plot: QueryPlot, readout: Readout, bars: WeightBars, **params):
         super().__init__(**params)
         self.inputs = OneRow(data=self._inputs(), name="drag-inputs")
-        self.live = OneRow(data=dict(room=[""], version=[0], path=[""]), name="live-room")
+        self.live = OneRow(data=dict(room=[""], version=[0], path=[""], ticket=[""]), name="live-room")
         self._answered = 0  # seq of the last position taken
         self.confirmed = OneRow(data=self._confirmed(), name="drag-confirmed")
         self._open_channel("drag-channel")  # _pending: (target, x, y, seq) not yet taken

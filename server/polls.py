@@ -4,11 +4,19 @@ The presenter asks a question (any of ``course.questions``: the ones that count 
 each page following the room may answer it once; the presenter sees how many answered and how (a count per
 choice, or a histogram of the numbers given), closes the poll, then reveals the answer and its "Why".
 
+Only a page that has shown the question answers it: its card reports, from the page's own script, that it
+has drawn the question the server sent it (:meth:`Poll.drawn`), and names the browser it runs in, by an id the
+browser keeps (``localStorage``). A page that never did is refused; so is a second answer from one browser, a
+reloaded page's included. A script can still join as a page, send the same report without drawing anything,
+and mint browser ids: which is why the presenter is told how many answers came from pages that joined after
+the question was asked (a class is there before it; a script stuffing the poll joins after it).
+
 Pure Python, standard library only, like the questions themselves. A :class:`Poll` lives in its room, in
 the process's :class:`~server.rooms.RoomRegistry`, and changes only under the registry's lock. What leaves
 it is immutable: a :class:`PollView` (which question, open, closed or revealed), which every page of the
 room may see, and :class:`PollCounts`, which only the presenter's page receives. A poll keeps no answer
-with the page that gave it: only which pages have answered (so each answers once) and the totals.
+with the page or the browser that gave it: only which pages and browsers have answered (so each answers once)
+and the totals.
 """
 
 from __future__ import annotations
@@ -50,7 +58,8 @@ class PollCounts:
     ``choices`` (answers per choice, in the question's order) or ``numbers`` (``(value, count)`` by value,
     each value the numbers given rounded to the question's decimal places: a histogram whose bins are one
     unit of the last place wide). ``right``: answers right by the Check tab's rules (for a number, its
-    precision rule, which a bin alone cannot tell: 0.7306 falls in bin 0.731 and is not right)."""
+    precision rule, which a bin alone cannot tell: 0.7306 falls in bin 0.731 and is not right). ``late``: answers
+    from pages that joined the room after the question was asked."""
 
     poll_id: int
     answers: int
@@ -58,6 +67,8 @@ class PollCounts:
     right: int = 0
     choices: tuple[int, ...] = ()
     numbers: tuple[tuple[str, int], ...] = ()
+    #: answers from pages that joined the room after the question was asked
+    late: int = 0
 
 
 def choice_answer(question: Question, given) -> int:
@@ -98,9 +109,12 @@ class Poll:
         self.id, self.question = poll_id, BY_ID[question_id]
         self.state = OPEN
         self._answered: set = set()  # which pages answered: keys only, never with their answer
+        self._browsers: set[str] = set()  # which browsers answered, by the id each keeps: never with the answer
+        self._drawn: dict = {}  # page key -> its browser's id, for each page that has shown the question
         self._choices = [0] * len(self.question.choices)
         self._numbers: Counter[str] = Counter()
         self._right = 0
+        self._late = 0
 
     @property
     def view(self) -> PollView:
@@ -108,23 +122,40 @@ class Poll:
 
     def counts(self, pages: int) -> PollCounts:
         numbers = tuple(sorted(self._numbers.items(), key=lambda kv: Decimal(kv[0])))
-        return PollCounts(self.id, len(self._answered), pages, self._right, tuple(self._choices), numbers)
+        return PollCounts(self.id, len(self._answered), pages, self._right, tuple(self._choices), numbers,
+                          self._late)
 
-    def answer(self, key, poll_id: int, given) -> None:
+    def drawn(self, key, poll_id: int, browser: str) -> bool:
+        """Page ``key``, in the browser ``browser``, has shown poll ``poll_id``'s question; True if that browser
+        has answered this poll already (from another page of it, or before a reload). PollRefused for another
+        poll; a page keeps the browser it named first."""
+        if poll_id != self.id:
+            raise PollRefused("That poll is over: the presenter has asked another question.")
+        browser = self._drawn.setdefault(key, browser)
+        return browser in self._browsers
+
+    def answer(self, key, poll_id: int, given, late: bool = False) -> None:
         """Count ``given`` from the page ``key`` for poll ``poll_id``; PollRefused (and nothing counted) unless
-        this poll is open, the page has not answered it yet, and ``given`` is one of its answers."""
+        this poll is open, the page has shown its question (:meth:`drawn`), neither the page nor its browser has
+        answered it yet, and ``given`` is one of its answers. ``late``: the page joined after the question."""
         if poll_id != self.id:
             raise PollRefused("That poll is over: the presenter has asked another question.")
         if self.state != OPEN:
             raise PollRefused("The presenter has closed this poll.")
         if key in self._answered:
             raise PollRefused("You have already answered this poll: each page answers once.")
+        if key not in self._drawn:
+            raise PollRefused("Only a page that shows the question answers it: reload the page.")
+        if self._drawn[key] in self._browsers:
+            raise PollRefused("This browser has already answered this poll.")
         if self.question.kind == "choice":
             self._choices[choice_answer(self.question, given)] += 1
         else:
             self._numbers[number_bin(self.question, given)] += 1
         self._right += bool(self.question.grade(given).ok)
+        self._late += bool(late)
         self._answered.add(key)
+        self._browsers.add(self._drawn[key])
 
     def close(self) -> None:
         if self.state == OPEN:

@@ -10,10 +10,18 @@ them: each pointer move of the presenter as it reaches the server
 move (:meth:`~server.rooms.RoomRegistry.publish`). The page's own server sends the full view,
 with its authoritative numbers, once the room's view rests (``widgets/room.py``).
 
+Each channel belongs to one page following the room: its server gives the page a ticket
+(:meth:`~server.rooms.RoomRegistry.live_ticket`, in the page's own document, which no other page sees),
+and the page's script opens the channel with it, as the websocket subprotocols ``explorer-live, TICKET``
+(the way BokehJS sends its session token: not in the address, so never in a log). A page has one channel:
+a newer one with its ticket replaces it (the old one closes with 4409), and leaving the room closes it.
+So the room's slots are held by its pages only, never by sockets anyone can open.
+
 The channel is read-only: it carries only what every follower of the room may see, accepts the
-same origins as Bokeh's websocket, and closes on any message from the page (code 4400), when it
-names no running room (4404; the page does not try again then), or when the room has as many channels as
-it accepts (4429; the page tries again later). It is pinged, so a page that
+same origins as Bokeh's websocket, and closes on any message from the page (code 4400), without a
+following page's ticket (4403), when it names no running room (4404), when the page's newer channel
+replaces it (4409; the page does not try again after any of these), or when the room has as many channels
+as it accepts (4429; the page tries again later). It is pinged, so a page that
 vanished without closing is dropped, and a page that reads slowly gets the newest query rather
 than a backlog.
 """
@@ -23,16 +31,19 @@ from __future__ import annotations
 from bokeh.server.views.ws import WSHandler
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from server.rooms import RoomError, RoomFull, get_registry
+from server.rooms import NotFollowing, RoomError, RoomFull, get_registry
 
 #: The channel's path, under the server's prefix; pages open it relative to their own address.
 ROUTE = "/room-live"
+#: The subprotocol a page asks for, followed by its ticket.
+SUBPROTOCOL = "explorer-live"
 
 
 class RoomLiveHandler(WebSocketHandler):
     """One follower page's live channel (``GET /room-live?room=CODE``, websocket)."""
 
     code = ""
+    _ticket: str | None = None  # the ticket the page offered with the subprotocol
     _writing = None  # the write in flight
     _queue: list[tuple[str, bool]]  # (text, replaceable) waiting for it; of consecutive positions only the newest
 
@@ -48,13 +59,23 @@ class RoomLiveHandler(WebSocketHandler):
         # the same rule, and the same settings (BOKEH_ALLOW_WS_ORIGIN), as the page's Bokeh websocket
         return WSHandler.check_origin(self, origin)
 
+    def select_subprotocol(self, subprotocols: list[str]) -> str | None:
+        # the page offers [SUBPROTOCOL, ticket]; the answer names the first only, so the ticket goes no further
+        if len(subprotocols) == 2 and subprotocols[0] == SUBPROTOCOL:
+            self._ticket = subprotocols[1]
+            return SUBPROTOCOL
+        return None
+
     def open(self) -> None:
         self._queue = []
         self.code = self.get_query_argument("room", "")
         try:
-            get_registry().watch(self.code, self)
+            get_registry().watch(self.code, self._ticket, self)
         except RoomFull:  # the page tries again later, less and less often
             self.close(4429, "this room has as many live channels as it accepts")
+            return
+        except NotFollowing:
+            self.close(4403, "only a page following the room opens its live channel")
             return
         except RoomError:
             self.close(4404, "no such room")

@@ -23,6 +23,7 @@ that has never seen its code (another process, or this one after a restart):
 from __future__ import annotations
 
 import base64
+import bisect
 import collections
 import hashlib
 import hmac
@@ -33,6 +34,7 @@ import os
 import secrets
 import threading
 import time
+from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -48,8 +50,12 @@ DEFAULT_END_AFTER = 300.0
 #: costs tens of ms per follower, so it must not happen mid-drag); short enough that a follower's
 #: inspector has caught up by the time anyone reads it.
 DEFAULT_SETTLE_AFTER = 1.0
-#: Live channels one room accepts: a class, with room to spare, but not a flood of sockets.
+#: Live channels one room accepts: a class, with room to spare. Each belongs to one page following the room
+#: (its ticket, :meth:`RoomRegistry.live_ticket`), so only pages can hold them.
 MAX_LIVE_CHANNELS = 500
+#: Rooms one page may start within a minute. A page has one running room at a time (pressing Present again gives
+#: it back), so it starts another only once that one has ended.
+MAX_ROOMS_PER_MINUTE = 3
 #: Shortest time between two texts of a presenter's hand on a room's live channel (one 60 Hz frame).
 HAND_GAP_S = 1 / 60
 #: While the presenter's hand has moved this recently, the room's query-only views are not written to the
@@ -57,6 +63,8 @@ HAND_GAP_S = 1 / 60
 HAND_ACTIVE_S = 0.5
 #: Ended codes are not given to a new room for this long (their presenter's link would still drive it).
 TOMBSTONE_SECONDS = 24 * 3600.0
+#: Ended codes are kept in batches of this many seconds, each dropped whole once all of it is old enough.
+TOMBSTONE_BATCH_SECONDS = 3600.0
 #: The environment variable holding the server's secret for presenter tokens (see :class:`RoomSecret`).
 SECRET_ENV = "EXPLORER_ROOM_SECRET"
 #: Shortest secret accepted, in characters; Bokeh asks the same of ``BOKEH_SECRET_KEY``.
@@ -84,6 +92,14 @@ class RoomFull(RoomError):
     """The room already has :data:`MAX_LIVE_CHANNELS` live channels."""
 
 
+class NotFollowing(RoomError):
+    """A live channel whose ticket is no page's following the room (made up, or its page has left)."""
+
+
+class TooManyRooms(RoomError):
+    """A page has started :data:`MAX_ROOMS_PER_MINUTE` rooms within the last minute."""
+
+
 def normalize_code(text: str | None) -> str | None:
     """The room code in ``text`` (case, spaces and dashes ignored), or None if it cannot be one.
 
@@ -98,6 +114,53 @@ def normalize_code(text: str | None) -> str | None:
     if len(code) != CODE_LENGTH or any(c not in ALPHABET for c in code):
         return None
     return code
+
+
+def code_number(code: str) -> int:
+    """A room code as the number it writes in base 31 (:data:`ALPHABET`): under 31⁶ < 2³², so 4 bytes.
+
+    >>> code_number("222222"), code_number("222223")
+    (0, 1)
+    """
+    n = 0
+    for c in code:
+        n = n * len(ALPHABET) + ALPHABET.index(c)
+    return n
+
+
+class EndedCodes:
+    """The codes of ended rooms, each kept at least ``keep`` seconds: 4 bytes a code.
+
+    Kept as numbers (:func:`code_number`) in sorted arrays, one per :data:`TOMBSTONE_BATCH_SECONDS` of endings,
+    and an array is dropped whole once its newest code is ``keep`` seconds old. A dict of code strings to times
+    kept 92 bytes a code (``bench/rooms.py``: 1.8 MB for 20,000 Present clicks), and was rebuilt every second.
+    Not thread-safe: the registry holds its lock.
+    """
+
+    def __init__(self, keep: float = TOMBSTONE_SECONDS):
+        self.keep = keep
+        self._batches: collections.deque[tuple[float, array]] = collections.deque()  # (first ending's time, codes)
+
+    def add(self, code: str, now: float) -> None:
+        if not self._batches or now - self._batches[-1][0] >= TOMBSTONE_BATCH_SECONDS:
+            self._batches.append((now, array("I")))
+        bisect.insort(self._batches[-1][1], code_number(code))
+
+    def expire(self, now: float) -> None:
+        """Drop every batch whose codes have all been kept ``keep`` seconds."""
+        while self._batches and self._batches[0][0] + TOMBSTONE_BATCH_SECONDS + self.keep <= now:
+            self._batches.popleft()
+
+    def __contains__(self, code: str) -> bool:
+        n = code_number(code)
+        for _, codes in self._batches:
+            i = bisect.bisect_left(codes, n)
+            if i < len(codes) and codes[i] == n:
+                return True
+        return False
+
+    def __len__(self) -> int:
+        return sum(len(codes) for _, codes in self._batches)
 
 
 def seconds_from_env(name: str, default: float) -> float:
@@ -170,7 +233,11 @@ class Room:
     published_at: float = 0.0  # when the view last changed (the registry's clock)
     ended: bool = False
     _listeners: dict[object, Listener] = field(default_factory=dict, repr=False)
-    _live: set = field(default_factory=set, repr=False)  # live channels watching the room's query
+    _joined: dict[object, float] = field(default_factory=dict, repr=False)  # follower key -> when it joined
+    #: live channels watching the room's query, by the key of the page each belongs to (one a page)
+    _live: dict[object, LiveSink] = field(default_factory=dict, repr=False)
+    _tickets: dict[str, object] = field(default_factory=dict, repr=False)  # live channel ticket -> follower key
+    _ticket_of: dict[object, str] = field(default_factory=dict, repr=False)
     hand_at: float = -1e9  # when the presenter's hand last moved the query (the registry's clock)
     #: follower pages take a view in full one at a time: the one doing it now, and the others' turns to come
     _settling: bool = field(default=False, repr=False)
@@ -179,6 +246,7 @@ class Room:
     _hand_sent: float = field(default=-1e9, repr=False)  # when it was last written (the event loop's clock)
     _hand_timer: Any = field(default=None, repr=False)
     poll: Poll | None = field(default=None, repr=False)  # the question asked of the room, if any
+    poll_asked_at: float = 0.0  # when it was asked (the registry's clock)
     _polls_asked: int = field(default=0, repr=False)
     #: pages watching the poll: key -> (listener, whether it is the presenter's and sees the counts)
     _poll_watchers: dict[object, tuple[PollListener, bool]] = field(default_factory=dict, repr=False)
@@ -203,25 +271,47 @@ class RoomRegistry:
         self.settle_after = settle_after
         self._clock = clock
         self._rooms: dict[str, Room] = {}
-        self._ended: dict[str, float] = {}  # code -> when it ended
+        self._ended = EndedCodes()
+        #: page key -> (the code of the room it started last, when it started rooms within the last minute)
+        self._creators: dict[object, tuple[str, collections.deque]] = {}
         self._lock = threading.RLock()
         self._sweeper = None
         self._loop = None  # the event loop live channels are written on; set by the first watch()
 
     # -- creating and entering ------------------------------------------------------------------------------------
 
-    def create(self, snapshot: Snapshot | None = None) -> tuple[Room, str]:
+    def create(self, snapshot: Snapshot | None = None, creator: object = None) -> tuple[Room, str]:
         """Open a room under a fresh code; returns it with its presenter token (shown to nobody else).
 
         The room waits for its presenter's page (:meth:`enter_as_presenter`) and
         ends ``end_after`` seconds from now if none comes.
+
+        ``creator``: the key of the page asking (its session). A page has one running room at a time: while the
+        room it started last runs, it gets that room again (with ``snapshot`` as its view if nobody presents
+        it yet). Raises :class:`TooManyRooms` for a page that has started :data:`MAX_ROOMS_PER_MINUTE` rooms in
+        the last minute. Without ``creator`` (a test, a tool) neither rule applies.
         """
+        now = self._clock()
         with self._lock:
+            made = self._creators.get(creator) if creator is not None else None
+            if made is not None and made[0] in self._rooms:
+                room = self._rooms[made[0]]
+                if room.presenter is None and room.version == 0 and snapshot is not None:
+                    room.snapshot = snapshot
+                return room, self.secret.token(room.code)
+            times = made[1] if made is not None else collections.deque()
+            while times and now - times[0] >= 60:
+                times.popleft()
+            if creator is not None and len(times) >= MAX_ROOMS_PER_MINUTE:
+                raise TooManyRooms(f"This page has started {len(times)} rooms in the last minute.")
             while True:
                 code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
                 if code not in self._rooms and code not in self._ended:
                     break
             room = self._open(code, snapshot)
+            if creator is not None:
+                times.append(now)
+                self._creators[creator] = (code, times)
         return room, self.secret.token(code)
 
     def enter_as_presenter(self, code: str | None, token: str | None, session: str) -> Room:
@@ -243,8 +333,7 @@ class RoomRegistry:
             raise RoomError(f"This presenter link is not valid for room {norm} on this server.{why}")
         with self._lock:
             room = self._rooms.get(norm)
-            if room is None:
-                self._ended.pop(norm, None)
+            if room is None:  # its code may stay among the ended ones: it only keeps new rooms off it a while longer
                 room = self._open(norm, None)
             room.presenter, room.left_at = session, None
             return room
@@ -326,7 +415,7 @@ class RoomRegistry:
                 raise RoomError(f"Only the presenter can change room {code}.")
             room.version += 1
             room.snapshot, room.published_at = snapshot, self._clock()
-            version, listeners, sinks = room.version, list(room._listeners.values()), list(room._live)
+            version, listeners, sinks = room.version, list(room._listeners.values()), list(room._live.values())
         for listener in listeners:  # each only records the snapshot and schedules its own page
             try:
                 listener(version, snapshot, query_only)
@@ -381,7 +470,7 @@ class RoomRegistry:
             return
         room._hand_sent = self._loop.time()
         with self._lock:
-            sinks = list(room._live)
+            sinks = list(room._live.values())
         self._send_live(sinks, json.dumps({"version": hand[0], "query": hand[1]}), True)
 
     @staticmethod
@@ -415,13 +504,32 @@ class RoomRegistry:
             if room is None or room.ended:
                 raise RoomError(f"There is no room {code} running on this server.")
             room._listeners[key] = listener
-            return room
+            room._joined.setdefault(key, self._clock())
+        self._poll_changed(room, counts_only=True)  # the presenter's count of pages following
+        return room
 
-    def watch(self, code: str | None, sink: LiveSink) -> Room:
+    def live_ticket(self, code: str, key: object) -> str | None:
+        """The ticket with which page ``key``, following room ``code``, opens the room's live channel (:meth:`watch`).
+
+        One per page, the same until the page leaves the room; None if the page does not follow the room.
+        """
+        with self._lock:
+            room = self._rooms.get(code)
+            if room is None or key not in room._listeners:
+                return None
+            ticket = room._ticket_of.get(key)
+            if ticket is None:
+                ticket = room._ticket_of[key] = secrets.token_urlsafe(18)
+                room._tickets[ticket] = key
+            return ticket
+
+    def watch(self, code: str | None, ticket: str | None, sink: LiveSink) -> Room:
         """Send room ``code``'s later views and hand positions to ``sink`` (see :meth:`publish`, :meth:`publish_hand`).
 
-        Call on the event loop. Raises :class:`RoomError` if the room is not running, :class:`RoomFull` if it
-        already has :data:`MAX_LIVE_CHANNELS` channels.
+        ``ticket`` is a following page's (:meth:`live_ticket`): the channel is that page's, and replaces any
+        channel the page had (closed with code 4409). Call on the event loop. Raises :class:`RoomError` if the room
+        is not running, :class:`NotFollowing` for a ticket that is no following page's, :class:`RoomFull` if
+        the room already has :data:`MAX_LIVE_CHANNELS` channels.
         """
         from tornado.ioloop import IOLoop
 
@@ -429,23 +537,39 @@ class RoomRegistry:
             room = self.get(code)
             if room is None or room.ended:
                 raise RoomError("There is no such room running on this server.")
-            if len(room._live) >= MAX_LIVE_CHANNELS:
+            key = room._tickets.get(ticket) if isinstance(ticket, str) else None
+            if key is None:
+                raise NotFollowing("Only a page following this room opens its live channel.")
+            replaced = room._live.pop(key, None)
+            if replaced is None and len(room._live) >= MAX_LIVE_CHANNELS:
                 raise RoomFull("This room has as many live channels as it accepts.")
             self._loop = IOLoop.current()
-            room._live.add(sink)
-            return room
+            room._live[key] = sink
+        if replaced is not None:
+            replaced.close(4409, "replaced by this page's newer live channel")
+        return room
 
     def unwatch(self, code: str | None, sink: LiveSink) -> None:
         room = self.get(code)
         if room is not None:
             with self._lock:
-                room._live.discard(sink)
+                for key, kept in list(room._live.items()):
+                    if kept is sink:
+                        del room._live[key]
 
     def unfollow(self, code: str, key: object) -> None:
+        """Page ``key`` has left room ``code``: it hears no more, and its live channel ticket and channel go."""
         with self._lock:
             room = self._rooms.get(code)
-            if room is not None:
-                room._listeners.pop(key, None)
+            if room is None:
+                return
+            room._listeners.pop(key, None)
+            room._joined.pop(key, None)
+            room._tickets.pop(room._ticket_of.pop(key, None), None)
+            sink = room._live.pop(key, None)
+        if sink is not None:
+            self._loop.add_callback(sink.close, 4404, "this page has left the room")
+        self._poll_changed(room, counts_only=True)
 
     # -- the class poll ---------------------------------------------------------------------------------------------
 
@@ -467,6 +591,7 @@ class RoomRegistry:
             room = self._presenters_room(code, token)
             room.poll = Poll(room._polls_asked + 1, question_id)
             room._polls_asked += 1
+            room.poll_asked_at = self._clock()
             view = room.poll.view
         self._poll_changed(room)
         return view
@@ -489,24 +614,41 @@ class RoomRegistry:
         self._poll_changed(room)
         return view
 
+    def poll_drawn(self, code: str | None, key: object, poll_id: int, browser: str) -> bool:
+        """Page ``key`` of room ``code`` has shown poll ``poll_id``'s question, in browser ``browser`` (the id the
+        browser keeps); True if that browser has answered the poll already (see :meth:`Poll.drawn`).
+
+        Only a page that has shown the question may answer it. PollRefused for a page that does not follow the
+        room, or a poll that is not the room's.
+        """
+        with self._lock:
+            room = self._following(code, key)
+            return room.poll.drawn(key, poll_id, browser)
+
     def answer_poll(self, code: str | None, key: object, poll_id: int, given) -> None:
         """Count page ``key``'s answer ``given`` (a choice's index, or the typed number) to poll ``poll_id``.
 
         ``key`` is the page's session, as its own server knows it, never something the page sends. Only a page
-        following the room answers, once per poll, while it is open, with one of the question's answers;
-        anything else raises PollRefused (its message is for the learner) and counts nothing. Only the
-        presenter's page hears of an answer (its counts).
+        following the room that has shown the question (:meth:`poll_drawn`) answers, once per poll and browser,
+        while it is open, with one of the question's answers; anything else raises PollRefused (its message is
+        for the learner) and counts nothing. Only the presenter's page hears of an answer (its counts), and
+        how many came from pages that joined after the question was asked.
         """
         with self._lock:
-            room = self.get(code)
-            if room is None or room.ended:
-                raise PollRefused("This room has ended.")
-            if key not in room._listeners:
-                raise PollRefused("Only a page following the room answers its poll.")
-            if room.poll is None:
-                raise PollRefused("There is no poll to answer.")
-            room.poll.answer(key, poll_id, given)
+            room = self._following(code, key)
+            room.poll.answer(key, poll_id, given, late=room._joined.get(key, 0.0) > room.poll_asked_at)
         self._poll_changed(room, counts_only=True)
+
+    def _following(self, code: str | None, key: object) -> Room:
+        """The running room ``code`` with a poll, which page ``key`` follows; PollRefused otherwise. Under the lock."""
+        room = self.get(code)
+        if room is None or room.ended:
+            raise PollRefused("This room has ended.")
+        if key not in room._listeners:
+            raise PollRefused("Only a page following the room answers its poll.")
+        if room.poll is None:
+            raise PollRefused("There is no poll to answer.")
+        return room
 
     def poll(self, code: str | None) -> PollView | None:
         """Room ``code``'s poll as every page may see it (what a late joiner is shown); None if there is none."""
@@ -563,9 +705,14 @@ class RoomRegistry:
         now = self._clock()
         with self._lock:
             done = [r for r in self._rooms.values() if r.left_at is not None and now - r.left_at >= self.end_after]
-            self._ended = {c: at for c, at in self._ended.items() if now - at < TOMBSTONE_SECONDS}
         for room in done:
             self._end(room)
+        with self._lock:
+            self._ended.expire(now)
+            # a page's record of the rooms it started goes once its room has ended and the minute has passed
+            if self._creators:
+                self._creators = {k: (code, times) for k, (code, times) in self._creators.items()
+                                  if code in self._rooms or (times and now - times[-1] < 60)}
         return [r.code for r in done]
 
     def _end(self, room: Room) -> None:
@@ -573,10 +720,11 @@ class RoomRegistry:
             if self._rooms.get(room.code) is not room:
                 return
             del self._rooms[room.code]
-            self._ended[room.code] = self._clock()
+            self._ended.add(room.code, self._clock())
             room.ended = True
             listeners, room._listeners = list(room._listeners.values()), {}
-            sinks, room._live = list(room._live), set()
+            room._joined, room._tickets, room._ticket_of = {}, {}, {}
+            sinks, room._live = list(room._live.values()), {}
             polls, room._poll_watchers, room.poll = [w for w, _ in room._poll_watchers.values()], {}, None
         for listener in listeners:
             listener(None, None, False)

@@ -100,9 +100,13 @@ class Learner:
     keep_patches: bool = True
     #: the document as pulled (JSON), when ``connect(keep_doc=True)``
     doc: dict | None = None
+    #: the session to open; None for a new one (a second connection to a session names it)
+    session_id: str | None = None
+    #: the page's live source (``live-room``, widgets/room.py) as last sent: room, path, ticket, version
+    live: dict | None = None
 
     async def connect(self, keep_doc: bool = False) -> None:
-        session_id = generate_session_id()
+        self.session_id = session_id = self.session_id or generate_session_id()
         token = generate_jwt_token(session_id)
         sock = await websocket_connect(HTTPRequest(self.ws_url), subprotocols=["bokeh", token],
                                        max_message_size=20 * 1024 * 1024,
@@ -115,10 +119,11 @@ class Learner:
         await self._next_message("ACK")
         await self.protocol.create("PULL-DOC-REQ").send(self.sock)
         reply = await self._next_message("PULL-DOC-REPLY")
-        ids = find_ids(reply.content["doc"], {self.figure, self.readout, "drag-channel", "drag-confirmed"})
+        ids = find_ids(reply.content["doc"], {self.figure, self.readout, "drag-channel", "drag-confirmed", "live-room"})
         self.figure_id, self.readout_id = ids[self.figure], ids[self.readout]
         # the page's drag channel; None for a page without one (another app, in tests)
         self.channel_id, self.confirmed_id = ids.get("drag-channel"), ids.get("drag-confirmed")
+        self.live_id = ids.get("live-room")
         self._outbox: list[dict] = []
         self._seq = self._in_flight = 0
         self._sent_at = 0.0
@@ -221,6 +226,9 @@ class Learner:
                     m = QUERY_RE.search(ev["new"])
                     if m:
                         self.shown.append(((m[1], m[2]), now))
+                elif ev.get("attr") == "data" and model == self.live_id:
+                    data = ev.get("data", ev.get("new"))
+                    self.live = {k: (_entry(data, k) or [None])[0] for k in ("room", "path", "ticket", "version")}
                 elif ev.get("attr") == "data" and model == self.confirmed_id:
                     # a data source's new data: a ColumnDataChanged event, or a ModelChanged one
                     seq = _entry(ev.get("data", ev.get("new")), "seq")
@@ -229,6 +237,26 @@ class Learner:
                         if self._in_flight and seq[0] >= self._in_flight:
                             self._in_flight = 0
                             await self._pump()
+
+    async def live_channel(self, timeout: float = 60.0):
+        """Open the page's live channel (``server/room_live.py``) with the ticket its server sent, as its script does.
+
+        Needs ``listen()`` running (the ticket comes in a patch once the page has loaded). Returns tornado's
+        websocket connection.
+        """
+        import asyncio
+        from urllib.parse import quote, urlsplit
+
+        from tornado.websocket import websocket_connect as connect
+
+        deadline = time.monotonic() + timeout
+        while not (self.live and self.live.get("ticket")):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the page's server sent no live channel ticket")
+            await asyncio.sleep(0.02)
+        here = urlsplit(self.ws_url)
+        url = f"{here.scheme}://{here.netloc}{self.live['path']}?room={quote(self.live['room'])}"
+        return await connect(url, subprotocols=["explorer-live", self.live["ticket"]])
 
     def close(self) -> None:
         self.sock.close()

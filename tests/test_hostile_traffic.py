@@ -184,13 +184,18 @@ def test_a_rooms_live_channel_is_read_only_and_for_the_pages_origin_only(app_ser
         assert run(no_such_room()) == 4404
 
         async def follow_a_move():
-            channel = await _live_channel(port, code.lower(), f"http://localhost:{port}")
+            page = Learner(ws_url(port) + f"?room={code}")  # a page following the room opens its channel
+            await page.connect()
+            listening = asyncio.ensure_future(page.listen())
+            channel = await page.live_channel()
             await asyncio.sleep(1.0)  # the handler has registered the channel with the room
             presenter._run(presenter.me.pointer("tap", 1.5, -0.5))
             message = json.loads(await asyncio.wait_for(channel.read_message(), 30))
             channel.write_message("a follower cannot drive the room")
             while await channel.read_message() is not None:  # texts already on their way, then the close
                 pass
+            page.close()
+            listening.cancel()
             return message, channel.close_code
 
         message, close_code = run(follow_a_move())

@@ -1,7 +1,8 @@
 """The class poll: the registry's counts and rules, and the presenter's and followers' cards without a server.
 
 Every follower here is a key the registry knows from ``follow`` (a page's session, on a served page); what a
-hostile page could make its server pass on is tried against the registry itself.
+hostile page could make its server pass on is tried against the registry itself. A page answers after its
+card has reported the question drawn (``answer`` below does both, as a page's script does).
 """
 
 from __future__ import annotations
@@ -36,6 +37,12 @@ class Page:
         registry.watch_poll(code, key, lambda view, counts: self.polls.append((view, counts)))
 
 
+def answer(registry, code, key, poll_id, given, browser=None):
+    """Page ``key`` draws poll ``poll_id``'s question (in a browser of its own), then answers it."""
+    registry.poll_drawn(code, key, poll_id, browser or f"browser-of-{key}")
+    registry.answer_poll(code, key, poll_id, given)
+
+
 @pytest.fixture
 def room(registry):
     room, token = registry.create()
@@ -57,11 +64,11 @@ def test_answers_are_counted_per_choice_once_per_page(registry, room):
     view = registry.ask(code, token, "recipe-order")
     assert view == PollView(1, "recipe-order", OPEN)
     for page, choice in zip(pages, (2, 2, 0, 3), strict=True):
-        registry.answer_poll(code, page.key, view.id, choice)
+        answer(registry, code, page.key, view.id, choice)
     counts = registry.poll_counts(code, token)
     assert counts == PollCounts(1, answers=4, pages=4, right=2, choices=(1, 0, 2, 1))
     with pytest.raises(PollRefused, match="already answered"):
-        registry.answer_poll(code, pages[0].key, view.id, 1)
+        answer(registry, code, pages[0].key, view.id, 1)
     assert registry.poll_counts(code, token) == counts  # the second answer changed nothing
     # the presenter heard every answer; each follower only that the question was asked
     assert [c.answers for _, c in presenter] == [0, 1, 2, 3, 4]
@@ -72,33 +79,36 @@ def test_answers_are_anonymous_the_poll_keeps_only_which_pages_answered(registry
     code, token, presenter, pages = room
     view = registry.ask(code, token, "recipe-order")
     for page, choice in zip(pages, (2, 0, 3, 2), strict=True):
-        registry.answer_poll(code, page.key, view.id, choice)
+        answer(registry, code, page.key, view.id, choice)
     keys = {p.key for p in pages}
     poll = registry.get(code).poll
     for name, kept in vars(poll).items():  # no record ties a page to what it answered
-        if name != "_answered" and hasattr(kept, "keys"):
+        if name not in ("_answered", "_drawn") and hasattr(kept, "keys"):
             assert not keys & set(kept.keys()), name
     assert poll._answered == keys
+    # the pages that drew the question, each with its browser's id: never with an answer
+    assert poll._drawn == {key: f"browser-of-{key}" for key in keys}
+    assert poll._browsers == set(poll._drawn.values())
     assert not any(key in repr(counts) for _, counts in presenter for key in keys)  # nor do the presenter's counts
 
 
 def test_a_late_joiner_sees_the_open_poll_and_may_answer(registry, room):
     code, token, _, pages = room
     view = registry.ask(code, token, "two-key-softmax")
-    registry.answer_poll(code, pages[0].key, view.id, "0.731")
+    answer(registry, code, pages[0].key, view.id, "0.731")
     late = Page(registry, code, "late")
     assert registry.poll(code) == view and late.polls == []  # what the late page's card is built from
-    registry.answer_poll(code, late.key, view.id, ".731")
+    answer(registry, code, late.key, view.id, ".731")
     assert registry.poll_counts(code, token).answers == 2
 
 
 def test_close_then_reveal_reaches_every_page(registry, room):
     code, token, presenter, pages = room
     view = registry.ask(code, token, "key-role")
-    registry.answer_poll(code, pages[0].key, view.id, 1)
+    answer(registry, code, pages[0].key, view.id, 1)
     assert registry.close_poll(code, token) == PollView(1, "key-role", CLOSED)
     with pytest.raises(PollRefused, match="closed"):
-        registry.answer_poll(code, pages[1].key, view.id, 1)
+        answer(registry, code, pages[1].key, view.id, 1)
     assert registry.reveal_poll(code, token) == PollView(1, "key-role", REVEALED)
     for page in pages:
         assert [v.state for v, _ in page.polls] == [OPEN, CLOSED, REVEALED]
@@ -109,12 +119,12 @@ def test_close_then_reveal_reaches_every_page(registry, room):
 def test_a_new_question_replaces_the_poll_and_its_answers(registry, room):
     code, token, _, pages = room
     first = registry.ask(code, token, "key-role")
-    registry.answer_poll(code, pages[0].key, first.id, 0)
+    answer(registry, code, pages[0].key, first.id, 0)
     second = registry.ask(code, token, "practice-dot")
     assert second == PollView(2, "practice-dot", OPEN)
     with pytest.raises(PollRefused, match="another question"):
-        registry.answer_poll(code, pages[1].key, first.id, 0)  # an answer to the poll before
-    registry.answer_poll(code, pages[0].key, second.id, "4")  # each page answers each poll once
+        answer(registry, code, pages[1].key, first.id, 0)  # an answer to the poll before
+    answer(registry, code, pages[0].key, second.id, "4")  # each page answers each poll once
     assert registry.poll_counts(code, token) == PollCounts(2, 1, 4, 1, (), (("4", 1),))
 
 
@@ -132,22 +142,22 @@ def test_a_hostile_answer_is_refused_and_counts_nothing(registry, room, question
     view = registry.ask(code, token, question)
     heard = len(presenter)
     with pytest.raises(PollRefused, match=why):
-        registry.answer_poll(code, pages[0].key, view.id, given)
+        answer(registry, code, pages[0].key, view.id, given)
     assert registry.poll_counts(code, token).answers == 0 and len(presenter) == heard
-    registry.answer_poll(code, pages[0].key, view.id, 1 if question == "key-role" else "0.731")  # not a try used up
+    answer(registry, code, pages[0].key, view.id, 1 if question == "key-role" else "0.731")  # not a try used up
     assert registry.poll_counts(code, token).answers == 1
 
 
 def test_only_followers_answer_and_only_the_presenter_polls(registry, room):
     code, token, _, pages = room
     with pytest.raises(PollRefused, match="no poll"):
-        registry.answer_poll(code, pages[0].key, 1, 0)
+        answer(registry, code, pages[0].key, 1, 0)
     view = registry.ask(code, token, "key-role")
     for key in ("presenter", "stranger", None):  # the presenter's own page, a page of no room
         with pytest.raises(PollRefused, match="following"):
-            registry.answer_poll(code, key, view.id, 1)
+            answer(registry, code, key, view.id, 1)
     with pytest.raises(PollRefused, match="ended"):
-        registry.answer_poll("ZZZZZZ", pages[0].key, view.id, 1)
+        answer(registry, "ZZZZZZ", pages[0].key, view.id, 1)
     for bad in (None, "forged", registry.secret.token("ZZZZZZ")):
         for act in (lambda t: registry.ask(code, t, "key-role"), lambda t: registry.close_poll(code, t),
                     lambda t: registry.reveal_poll(code, t), lambda t: registry.poll_counts(code, t)):
@@ -174,7 +184,7 @@ def test_numbers_fall_into_bins_of_the_asked_precision_and_rights_follow_the_num
     more = [Page(registry, code, f"more-{i}") for i in range(3)]
     view = registry.ask(code, token, "two-key-softmax")  # 0.731, 3 places; exactly 0.7310585...
     for page, given in zip(pages + more, ("0.731", ".731", "0.7306", "0.73", "0,731", "-0.2", "0.7311"), strict=True):
-        registry.answer_poll(code, page.key, view.id, given)
+        answer(registry, code, page.key, view.id, given)
     counts = registry.poll_counts(code, token)
     assert counts.numbers == (("-0.200", 1), ("0.730", 1), ("0.731", 5))
     assert counts.right == 4  # 0.731, .731, 0,731, 0.7311; not 0.7306, though it falls in bin 0.731
@@ -226,15 +236,25 @@ def card_text(poll) -> str:
     return " ".join([shown["title"], shown["prompt"], *("".join(line[1:]) for line in shown["status"])])
 
 
+def draw(poll, browser=None):
+    """The follower's card reports the question drawn, as its page's script does once it has painted it."""
+    shown = poll.card.poll
+    browser = browser or f"{id(poll):024d}"[-24:]  # a browser of its own, named as the script names one
+    poll.card._handle_msg({"drawn": shown["id"], "nonce": shown["nonce"], "browser": browser, "mine": None})
+
+
 def send(poll, answer, poll_id=None):
-    """The follower's card sends its answer, as its page's script does."""
+    """The follower's card sends its answer, as its page's script does (after reporting the question drawn)."""
+    if poll.card.poll["nonce"]:
+        draw(poll)
     poll.card._handle_msg({"poll": poll.card.poll["id"] if poll_id is None else poll_id, "answer": answer})
 
 
 def test_a_followers_card_sets_text_as_text_and_sends_only_its_answer():
     esm = FollowerCard._esm
     assert "innerHTML" not in esm and "insertAdjacentHTML" not in esm and "textContent" in esm
-    assert esm.count("send_msg(") == 1 and "fetch" not in esm and "WebSocket" not in esm
+    # its report of the question drawn, and its answer
+    assert esm.count("send_msg(") == 2 and "fetch" not in esm and "WebSocket" not in esm
 
 
 def test_a_followers_card_is_one_model_of_its_page(classroom):
@@ -294,6 +314,7 @@ def test_whatever_a_followers_card_sends_only_a_valid_answer_is_counted(classroo
     teacher._poll_toggle.value = True
     teacher._poll._ask.clicks += 1  # question 1, key-role: poll 1
     poll = students[0]._poll
+    draw(poll)
     poll.card._handle_msg(msg)
     assert "0 answers" in card_text(teacher._poll) and poll.card.poll["can_answer"]
     send(poll, 1)
@@ -347,3 +368,151 @@ def test_stopping_the_room_takes_the_poll_off_every_page(classroom):
     teacher._on_stop(None)
     assert teacher._poll is None and not teacher._poll_toggle.value
     assert all(s._poll is None and s.role == "follower" and not s.following for s in students)
+
+
+# --- who may answer: a page that has shown the question, once per browser -----------------------------------------
+def test_only_a_page_that_has_shown_the_question_answers_it(registry, room):
+    """A script opened pages that answered without ever drawing the question: 100 answers in 19 s."""
+    code, token, presenter, pages = room
+    view = registry.ask(code, token, "key-role")
+    with pytest.raises(PollRefused, match="Only a page that shows the question answers it"):
+        registry.answer_poll(code, pages[0].key, view.id, 1)
+    assert registry.poll_counts(code, token).answers == 0
+    assert registry.poll_drawn(code, pages[0].key, view.id, "browser-a") is False
+    registry.answer_poll(code, pages[0].key, view.id, 1)
+    assert registry.poll_counts(code, token).answers == 1
+    with pytest.raises(PollRefused, match="another question"):  # a report of another poll's question
+        registry.poll_drawn(code, pages[1].key, view.id + 1, "browser-b")
+
+
+def test_a_browser_answers_once_also_from_a_reloaded_page(registry, room):
+    code, token, _, pages = room
+    view = registry.ask(code, token, "key-role")
+    answer(registry, code, pages[0].key, view.id, 1, browser="browser-a")
+    reloaded = Page(registry, code, "page-0-reloaded")  # a new session, the same browser
+    assert registry.poll_drawn(code, reloaded.key, view.id, "browser-a") is True
+    with pytest.raises(PollRefused, match="This browser has already answered this poll"):
+        registry.answer_poll(code, reloaded.key, view.id, 2)
+    # a page keeps the browser it named first: naming another one afterwards does not help it
+    assert registry.poll_drawn(code, reloaded.key, view.id, "browser-z") is True
+    with pytest.raises(PollRefused, match="This browser has already answered this poll"):
+        registry.answer_poll(code, reloaded.key, view.id, 2)
+    answer(registry, code, pages[1].key, view.id, 2, browser="browser-b")  # another browser answers as usual
+    assert registry.poll_counts(code, token).choices == (0, 1, 1, 0)
+
+
+def test_the_presenter_is_told_how_many_answers_came_from_pages_that_joined_after_the_question():
+    clock = type("Clock", (), {"now": 1000.0, "__call__": lambda self: self.now})()
+    registry = RoomRegistry(end_after=120, clock=clock)
+    room, token = registry.create()
+    code = room.code
+    present = Page(registry, code, "there-before")
+    clock.now += 1
+    view = registry.ask(code, token, "key-role")
+    clock.now += 1
+    late = [Page(registry, code, f"joined-after-{i}") for i in range(3)]
+    for page in (present, *late):
+        answer(registry, code, page.key, view.id, 1)
+    counts = registry.poll_counts(code, token)
+    assert (counts.answers, counts.late, counts.pages) == (4, 3, 4)
+    shown = text(counts_html(BY_ID["key-role"], counts, revealed=False))
+    assert shown.startswith("4 answers · 4 pages following "
+                            "3 of them from pages that joined after the question was asked")
+    one = text(counts_html(BY_ID["key-role"], PollCounts(1, 2, 2, 0, (0, 2, 0, 0), late=1), revealed=False))
+    assert "1 of them from a page that joined after the question was asked" in one
+    assert "joined after" not in text(counts_html(BY_ID["key-role"], PollCounts(1, 2, 2, 0, (0, 2, 0, 0)), False))
+
+
+def test_the_presenter_hears_of_pages_joining_and_leaving_an_open_poll(registry, room):
+    code, token, presenter, pages = room
+    registry.ask(code, token, "key-role")
+    Page(registry, code, "newcomer")
+    registry.unfollow(code, pages[0].key)
+    assert [c.pages for _, c in presenter[-2:]] == [5, 4]
+
+
+def test_a_followers_card_answers_after_reporting_the_question_drawn_with_the_nonce_it_was_sent(classroom):
+    teacher, students = classroom
+    teacher._poll_toggle.value = True
+    teacher._poll._ask.clicks += 1
+    poll = students[0]._poll
+    shown = poll.card.poll
+    assert shown["can_answer"] and len(shown["nonce"]) >= 16
+    assert students[1]._poll.card.poll["nonce"] != shown["nonce"]  # each page its own
+    poll.card._handle_msg({"poll": shown["id"], "answer": 1})  # no report of the question drawn
+    assert "Only a page that shows the question answers it" in card_text(poll) and "0 answers" in card_text(
+        teacher._poll)
+    for wrong in ({"nonce": "made-up"}, {"nonce": students[1]._poll.card.poll["nonce"]}, {"drawn": shown["id"] + 1},
+                  {"browser": "short"}, {"browser": "<script>alert(1)</script>xx"}, {"browser": 7}, {"nonce": None}):
+        poll.card._handle_msg({"drawn": shown["id"], "nonce": shown["nonce"], "browser": "b" * 24, **wrong})
+        poll.card._handle_msg({"poll": shown["id"], "answer": 1})
+        assert "0 answers" in card_text(teacher._poll), wrong
+    send(poll, 1)
+    assert "1 answer ·" in card_text(teacher._poll) and poll.card.poll["mine"] == 1 and not poll.card.poll["nonce"]
+    assert poll.card.poll["key"] == f"{teacher.code}/1"  # what the browser keeps its answer under
+
+
+def test_a_reloaded_followers_card_shows_what_its_browser_answered_and_takes_no_second_answer(registry, classroom):
+    teacher, students = classroom
+    teacher._poll_toggle.value = True
+    teacher._poll._ask.clicks += 1
+    draw(students[0]._poll, browser="the-same-browser-24-char")
+    send(students[0]._poll, 1)
+    # the page is reloaded: a new page of the same browser, which remembers its answer
+    again = RoomControls(state=AttentionState(), registry=registry)
+    again._enter(teacher.code, None)
+    poll = again._poll
+    assert poll.card.poll["can_answer"]  # until its card reports the question drawn in that browser
+    draw(poll, browser="the-same-browser-24-char")
+    poll.card._handle_msg({"drawn": 1, "nonce": poll.card.poll["nonce"], "browser": "the-same-browser-24-char",
+                           "mine": 1})
+    assert not poll.card.poll["can_answer"]
+    # its report came without the answer (draw): the card says the browser has answered
+    assert "This browser has already answered this poll." in card_text(poll)
+    poll.card._handle_msg({"poll": 1, "answer": 2})  # sent anyway
+    assert "1 answer ·" in card_text(teacher._poll)
+    # a page whose browser remembers its answer shows it, and is told whether it was right
+    third = RoomControls(state=AttentionState(), registry=registry)
+    third._enter(teacher.code, None)
+    shown = third._poll.card.poll
+    third._poll.card._handle_msg({"drawn": 1, "nonce": shown["nonce"], "browser": "the-same-browser-24-char",
+                                  "mine": 1})
+    assert "Your answer is in: B." in card_text(third._poll) and not third._poll.card.poll["can_answer"]
+    forged = RoomControls(state=AttentionState(), registry=registry)  # a remembered "answer" that is none
+    forged._enter(teacher.code, None)
+    forged._poll.card._handle_msg({"drawn": 1, "nonce": forged._poll.card.poll["nonce"],
+                                   "browser": "the-same-browser-24-char", "mine": "<b>9</b>"})
+    assert "This browser has already answered this poll." in card_text(forged._poll)
+    teacher._poll._close.clicks += 1
+    teacher._poll._reveal.clicks += 1
+    assert "Your answer, B, is right." in card_text(third._poll)
+    assert "This browser has already answered this poll." in card_text(forged._poll)
+    assert "1 answer ·" in card_text(teacher._poll)
+
+
+def test_the_presenters_counts_are_a_few_updates_a_second_however_fast_answers_come():
+    """The presenter's card took every answer as it came; now a stream of them is one update per COUNTS_GAP_S."""
+    from widgets.poll import COUNTS_GAP_S, _OnPage
+
+    ran, timeouts, ticks = [], [], []
+    page = _OnPage(lambda view, counts: ran.append((view, counts)), gap=COUNTS_GAP_S)
+    page._doc = type("Doc", (), {"session_context": object(),
+                                 "add_timeout_callback": lambda self, cb, ms: timeouts.append((cb, ms)),
+                                 "add_next_tick_callback": lambda self, cb: ticks.append(cb)})()
+    served = page._doc
+
+    def run(callback):  # as the page's session runs it (a held document is Bokeh's, not this stand-in's)
+        page._doc = None
+        callback()
+        page._doc = served
+
+    view = PollView(1, "key-role", OPEN)
+    page(view, "0 answers")
+    run(ticks.pop())  # the first at once
+    for n in range(1, 50):
+        page(view, f"{n} answers")
+    assert not ticks and len(timeouts) == 1 and 200 <= timeouts[0][1] <= 250  # one update, a gap later ...
+    run(timeouts.pop()[0])
+    assert ran == [(view, "0 answers"), (view, "49 answers")]  # ... with the newest counts
+    page(PollView(1, "key-role", CLOSED), "49 answers")  # a new view (the presenter closed it): at once
+    assert len(ticks) == 1 and not timeouts

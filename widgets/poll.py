@@ -10,7 +10,11 @@ Two views, one per page of a room that needs it, both made by :class:`~widgets.r
 The poll itself is the room's, in this process's registry (``server/polls.py``, ``RoomRegistry.ask`` ...). A
 follower's answer goes from its page to its own server session only, which hands it to the registry under
 the session's own key; the registry tells the presenter's page the counts, and every other page only when the
-poll is asked, closed or revealed. The registry calls a page from whichever callback changed the poll (the
+poll is asked, closed or revealed. A page answers only after its card has reported, on the same websocket,
+that it has drawn the question the server sent it (with a nonce only that page was sent) and which browser
+it runs in; a browser answers each poll once, also after a reload.
+
+The registry calls a page from whichever callback changed the poll (the
 presenter's, another follower's): each view only records what it was told and changes its own document in a
 callback of its own session, as the room's views do.
 
@@ -19,7 +23,11 @@ Every text is escaped: choices and prompts are the project's own, but a refusal 
 
 from __future__ import annotations
 
+import re
+import secrets
 import threading
+import time
+import weakref
 from html import escape
 from pathlib import Path
 from typing import Callable
@@ -29,8 +37,9 @@ import param
 from panel.io.state import set_curdoc
 
 from course.questions import BY_ID, MAX_NUMBER_CHARS, PRACTICE, QUESTIONS, Question
-from server.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, number_bin
+from server.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, choice_answer, number_bin
 from server.rooms import RoomError, RoomRegistry
+from server.sessions import page_connection
 from session.i18n import N_, Text, Translator, translator
 from widgets.check import answer_text, title_of
 
@@ -38,6 +47,11 @@ POLL_CSS = (Path(__file__).resolve().parents[1] / "static" / "poll.css").read_te
 LETTERS = "ABCDEFGH"
 #: Bins the presenter's histogram shows; the others are summed up in one line.
 MAX_BINS = 8
+#: Shortest time between two updates of the presenter's counts, in seconds: a class answering at once, or a
+#: script joining pages, is a few updates of the presenter's page a second, never one per answer.
+COUNTS_GAP_S = 0.25
+#: A browser's id, as the card's script makes it (18 random bytes, base64url) and keeps in localStorage.
+BROWSER_ID = re.compile(r"[A-Za-z0-9_-]{24}")
 #: How the presenter's card names a poll's state.
 STATE_NAMES = {OPEN: N_("open"), CLOSED: N_("closed"), REVEALED: N_("answer shown")}
 ENGLISH = translator("en")
@@ -46,7 +60,9 @@ REFUSALS = {str(t): t for t in (
     N_("Choose one of the answers first."), N_("That number has too many digits."), N_("There is no such question."),
     N_("That poll is over: the presenter has asked another question."), N_("The presenter has closed this poll."),
     N_("You have already answered this poll: each page answers once."), N_("This room has ended."),
-    N_("Only a page following the room answers its poll."), N_("There is no poll to answer."))}
+    N_("Only a page following the room answers its poll."), N_("There is no poll to answer."),
+    N_("Only a page that shows the question answers it: reload the page."),
+    N_("This browser has already answered this poll."))}
 
 
 def refusal(error: Exception, tr: Translator) -> str:
@@ -94,6 +110,10 @@ def counts_html(q: Question, counts: PollCounts | None, revealed: bool, tr: Tran
     head = (f'<p class="poll-total" role="status"><strong>{answers}</strong> '
             + escape(tr.ngettext("answer", "answers", answers)) + " · "
             + escape(tr.ngettext("{n} page following", "{n} pages following", pages)) + "</p>")
+    if counts.late:  # a class is there before the question; pages opened only to answer it come after
+        head += ('<p class="poll-late">' + escape(tr.ngettext(
+            "{n} of them from a page that joined after the question was asked",
+            "{n} of them from pages that joined after the question was asked", counts.late)) + "</p>")
     if q.kind == "choice":
         rows = [(choice_label(q, i, tr), n, i == q.answer) for i, n in enumerate(counts.choices)]
     else:
@@ -137,12 +157,16 @@ class _OnPage:
     the newest call only and schedules one callback on the page's session, so a burst of answers is one
     update of the presenter's page, and no page's document is ever touched outside its own lock. Without a
     served document (tests) it runs at once.
+
+    ``gap``: seconds at least between two runs for the same first argument (the poll's view: only its counts
+    changed), so a stream of answers and joining pages is a few updates a second; a new view runs at once.
     """
 
-    def __init__(self, take: Callable):
-        self._take, self._doc = take, pn.state.curdoc
+    def __init__(self, take: Callable, gap: float = 0.0):
+        self._take, self._doc, self._gap = take, pn.state.curdoc, gap
         self._lock = threading.Lock()
         self._pending, self._scheduled, self.closed = None, False, False
+        self._taken, self._ran = None, -float("inf")  # the first argument last run with, and when
 
     def __call__(self, *args) -> None:
         doc = self._doc
@@ -152,7 +176,10 @@ class _OnPage:
             if self._scheduled:
                 return
             self._scheduled = True
-        if served:
+            wait = self._ran + self._gap - time.monotonic() if args[:1] == (self._taken,) else 0
+        if served and wait > 0:
+            doc.add_timeout_callback(self._run, max(1, round(wait * 1000)))
+        elif served:
             doc.add_next_tick_callback(self._run)
         else:
             self._run()
@@ -160,6 +187,8 @@ class _OnPage:
     def _run(self) -> None:
         with self._lock:
             args, self._pending, self._scheduled = self._pending, None, False
+            if args is not None:
+                self._taken, self._ran = args[0] if args else None, time.monotonic()
         if args is None or self.closed:
             return
         with set_curdoc(self._doc), pn.io.hold(self._doc):
@@ -174,21 +203,58 @@ class FollowerCard(pn.custom.JSComponent):
     """A follower's poll card, drawn by the page itself from the few texts below: one Bokeh model.
 
     Panel's widgets for the same card are about 28 Bokeh models, which took the server 85 ms per page to build
-    when a question was asked: a class of 60 on one server waited 5 s for it. The card sends one message, the
-    learner's answer ``{"poll": id, "answer": choice index or typed text}``, to its own session only, which
-    passes it to ``on_answer`` (a plain attribute, never synced). Every text is set as text, never as HTML; Hide
-    and Show are the page's own (no server round trip). Test hooks: ``.poll-status``, ``.poll-choices``,
-    ``.poll-number``, ``.poll-send``, ``.poll-hide`` inside the card.
+    when a question was asked: a class of 60 on one server waited 5 s for it. The card sends two messages to its
+    own session only: once it has drawn a question it may answer (two animation frames after it came, which a
+    browser runs only while the page is shown), ``{"drawn": id, "nonce": the nonce it came with, "browser": this
+    browser's id, "mine": this browser's remembered answer to it, or null}``, passed to ``on_drawn``; then the
+    learner's answer ``{"poll": id, "answer": choice index or typed text}``, passed to ``on_answer`` (plain
+    attributes, never synced). The browser's id and its last answer are kept in ``localStorage`` (under
+    :data:`BROWSER_KEY` and :data:`ANSWER_KEY`), so a reloaded page is the same browser. Every text is set as
+    text, never as HTML; Hide and Show are the page's own (no server round trip). Test hooks: ``.poll-status``,
+    ``.poll-choices``, ``.poll-number``, ``.poll-send``, ``.poll-hide`` inside the card.
     """
+
+    #: Where the browser keeps its id (what a room knows it by, for its polls) and its last poll answer.
+    BROWSER_KEY = "attention-explorer.browser.v1"
+    ANSWER_KEY = "attention-explorer.poll.v1"
 
     #: What the card shows, as one value so that each change is one update of the page: ``id`` (the room's poll;
     #: a new one shows itself, even if hidden), ``title``, ``prompt``, ``kind`` ("choice" or "number"),
     #: ``choices`` (lettered labels), ``can_answer`` (show the choices or the number box, and Send) and
-    #: ``status``, the lines under the question as ``[css class, text, bold text, text after]``, and ``words``,
-    #: the card's own labels in the page's language.
+    #: ``status``, the lines under the question as ``[css class, text, bold text, text after]``, ``words``,
+    #: the card's own labels in the page's language, ``nonce`` (while it may answer: what its report of the
+    #: question drawn must carry), ``key`` (the room's poll, for the browser's memory) and ``mine`` (this page's
+    #: answer, once given, which the browser remembers).
     poll = param.Dict(default={}, doc="What the card shows (see above); empty: no poll.")
 
     _esm = """
+// This browser's id, kept in localStorage with its progress: a reloaded page is the same browser, which a
+// room's poll lets answer once. Without storage (blocked), the page's own, so a reload is a new browser.
+function browserId() {
+  const mint = () => btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(18))))
+    .split("+").join("-").split("/").join("_")
+  try {
+    let id = localStorage.getItem(%(browser)s)
+    if (!/^[A-Za-z0-9_-]{24}$/.test(id || "")) {
+      id = mint()
+      localStorage.setItem(%(browser)s, id)
+    }
+    return id
+  } catch (e) {
+    if (!window.attentionExplorerBrowser) window.attentionExplorerBrowser = mint()
+    return window.attentionExplorerBrowser
+  }
+}
+function remembered(key) {
+  try {
+    const kept = JSON.parse(localStorage.getItem(%(answer)s) || "null")
+    return kept && kept.poll === key ? kept.answer : null
+  } catch (e) { return null }
+}
+function remember(key, answer) {
+  try { localStorage.setItem(%(answer)s, JSON.stringify({poll: key, answer})) } catch (e) {}
+}
+
 export function render({ model }) {
   const make = (tag, cls, text) => {
     const e = document.createElement(tag)
@@ -216,7 +282,15 @@ export function render({ model }) {
   body.append(prompt, choices, number, send, status)
   card.append(head, body)
 
-  let hidden = false, shown = null, labels = null
+  let hidden = false, shown = null, labels = null, reported = null
+  // The question is on the screen once the browser has painted it: two animation frames, which a browser runs
+  // only while the page is shown. Only then may the page answer (the server checks the nonce and the socket).
+  function report(nonce) {
+    const poll = model.poll
+    if (!nonce || reported === nonce || poll.nonce !== nonce) return
+    reported = nonce
+    model.send_msg({drawn: poll.id, nonce, browser: browserId(), mine: remembered(poll.key)})
+  }
   function draw() {
     const poll = model.poll
     if (poll.id == null) return
@@ -253,9 +327,13 @@ export function render({ model }) {
       if (after) p.append(after)
       return p
     }))
+    if (poll.mine != null && poll.key) remember(poll.key, poll.mine)
+    const nonce = poll.nonce
+    if (nonce && reported !== nonce) requestAnimationFrame(() => requestAnimationFrame(() => report(nonce)))
   }
   const answer = () => {
     const chosen = choices.querySelector("input:checked"), poll = model.poll
+    report(poll.nonce)  // drawn it is, if the learner answers before the second frame
     model.send_msg({poll: poll.id, answer: poll.kind === "choice" ? (chosen ? Number(chosen.value) : null)
                                                                   : input.value})
   }
@@ -266,16 +344,30 @@ export function render({ model }) {
   draw()
   return card
 }
-""" % {"max": MAX_NUMBER_CHARS}
+""" % {"max": MAX_NUMBER_CHARS, "browser": repr(BROWSER_KEY), "answer": repr(ANSWER_KEY)}
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.on_answer = None  # plain attribute: set by FollowerPoll
+        self.on_answer = self.on_drawn = None  # plain attributes: set by FollowerPoll
 
     def _handle_msg(self, msg) -> None:
         # whatever the page sends: only a dict is looked at, and the registry judges its poll and its answer
-        if isinstance(msg, dict) and self.on_answer is not None:
+        if not isinstance(msg, dict):
+            return
+        if "drawn" in msg:
+            if self.on_drawn is not None:
+                self.on_drawn(msg.get("drawn"), msg.get("nonce"), msg.get("browser"), msg.get("mine"))
+        elif self.on_answer is not None:
             self.on_answer(msg.get("poll"), msg.get("answer"))
+
+
+def _is_answer(q: Question, given) -> bool:
+    """Whether ``given`` is one of question ``q``'s answers (a choice's index, or a number it takes)."""
+    try:
+        choice_answer(q, given) if q.kind == "choice" else number_bin(q, given)
+    except PollRefused:
+        return False
+    return True
 
 
 class FollowerPoll(pn.viewable.Viewer):
@@ -286,6 +378,10 @@ class FollowerPoll(pn.viewable.Viewer):
     the page's first view, and not when the room asks, when every follower page of the server would build one
     at once (60 pages took 3 s). Without a served page it is made when the room first asks. Test hook:
     ``.poll-follower`` on the card.
+
+    The page answers a question only after its card has reported it drawn (:meth:`_on_drawn`): with the nonce
+    this page alone was sent with the question, on the websocket the answer then comes on, and naming its
+    browser (which the room lets answer each poll once).
     """
 
     view = param.ClassSelector(class_=PollView, allow_None=True, doc="The room's poll as this page last heard it.")
@@ -296,6 +392,11 @@ class FollowerPoll(pn.viewable.Viewer):
         self._registry, self._code, self._key, self._on_build = registry, code, key, on_build
         self._tr = tr or (lambda: ENGLISH)  # the page's language, now
         self._mine: dict[int, object] = {}  # poll id -> what this page answered (kept on its own server only)
+        self._nonces: dict[int, str] = {}  # poll id -> the nonce its question was sent to this page with
+        self._drawn: dict[int, Callable] = {}  # poll id -> the page's connection when it reported it drawn (weak)
+        self._elsewhere: set[int] = set()  # polls this page's browser had answered before (another page, a reload)
+        self._browser: str | None = None  # the browser's id, as the page first named it
+        self._doc = pn.state.curdoc
         self.card: FollowerCard | None = None
         self.on_page = _OnPage(self._take)
         registry.watch_poll(code, key, self.on_page)
@@ -320,7 +421,7 @@ class FollowerPoll(pn.viewable.Viewer):
         # no width here: the page's CSS sizes the card (a Bokeh width would fix its inside at that width)
         self.card = FollowerCard(css_classes=["room-poll", "poll-follower"], stylesheets=[POLL_CSS], margin=0,
                                  visible=False)
-        self.card.on_answer = self._on_answer
+        self.card.on_answer, self.card.on_drawn = self._on_answer, self._on_drawn
         if self._on_build is not None:
             self._on_build()
 
@@ -350,7 +451,12 @@ class FollowerPoll(pn.viewable.Viewer):
         if answered:
             text = given_text(q, mine, tr=tr)
             yours = (text, "" if text.endswith((".", "。")) else tr._("."))  # a choice ends with its own full stop
-        if state == OPEN:
+        if view.id in self._elsewhere and not answered:
+            lines.append(["", tr._("This browser has already answered this poll."), "", ""])
+            if state == REVEALED:
+                lines[-1:-1] = [["poll-answer", "", tr._("Answer: "), answer_text(q, tr)],
+                                ["poll-why", "", tr._("Why: "), tr(q.why)]]
+        elif state == OPEN:
             lines.append(["", tr._("The presenter reveals the answer when the class is done. Your answer is in: "),
                           *yours] if answered else
                          ["", tr._("Answer once. The presenter sees only how many gave each answer, never who."),
@@ -368,13 +474,46 @@ class FollowerPoll(pn.viewable.Viewer):
                               tr._(", is right.") if right else tr._(", is not the answer.")])
             else:
                 lines.append(["", tr._("You did not answer this one."), "", ""])
+        can_answer = state == OPEN and not answered and view.id not in self._elsewhere
         # once answered (or closed) the card shrinks to the question and its status: the explorer shows again
         self.card.poll = dict(
             id=view.id, title=tr._("Class poll · {question}", question=tr(title_of(q))), prompt=tr(q.prompt),
             kind=q.kind, choices=[choice_label(q, i, tr) for i in range(len(q.choices))],
-            can_answer=state == OPEN and not answered, status=lines,
+            can_answer=can_answer, status=lines,
             words=dict(your_answer=tr._("Your answer"), a_number=tr._("a number"), send=tr._("Send my answer"),
-                       show=tr._("Show"), hide=tr._("Hide")))
+                       show=tr._("Show"), hide=tr._("Hide")),
+            # what the page's report of the question drawn must carry: sent to this page only, with the question
+            nonce=self._nonces.setdefault(view.id, secrets.token_urlsafe(12)) if can_answer else None,
+            key=f"{self._code}/{view.id}", mine=mine)
+
+    def _on_drawn(self, poll_id, nonce, browser, mine=None) -> None:
+        """The page's card has drawn poll ``poll_id``'s question (as its script reports it): from now on, on this
+        websocket, the page may answer it. ``browser``: the id the browser keeps; if the room says that browser
+        has answered the poll already (a reload), the page may not, and shows ``mine``, the answer the browser
+        remembers, if it is one of the question's. Anything else the page sends here is ignored."""
+        view = self.view
+        if (view is None or poll_id != view.id or not isinstance(nonce, str) or nonce != self._nonces.get(view.id)
+                or view.id in self._drawn or not (isinstance(browser, str) and BROWSER_ID.fullmatch(browser))):
+            return
+        self._browser = self._browser or browser  # the page keeps the browser it named first
+        connection = page_connection(self._doc)
+        try:
+            answered = self._registry.poll_drawn(self._code, self._key, view.id, self._browser)
+        except PollRefused:
+            return
+        self._drawn[view.id] = weakref.ref(connection) if connection is not None else (lambda: None)
+        if answered:
+            self._elsewhere.add(view.id)
+            if _is_answer(view.question, mine):
+                self._mine[view.id] = mine
+            with pn.io.hold():
+                self._render()
+
+    def _same_connection(self, poll_id: int) -> bool:
+        """Whether the page answers on the websocket it reported the question drawn on (always, unserved)."""
+        if self._doc is None or self._doc.session_context is None:
+            return True
+        return self._drawn[poll_id]() is page_connection(self._doc) is not None
 
     def _on_answer(self, poll_id, given) -> None:
         """The page's answer, as its card sent it: the registry judges it; this page then says what happened."""
@@ -384,6 +523,8 @@ class FollowerPoll(pn.viewable.Viewer):
         if isinstance(poll_id, bool) or not isinstance(poll_id, int):
             poll_id = -1  # not a poll's number: refused as an answer to a poll that is over
         try:
+            if poll_id in self._drawn and not self._same_connection(poll_id):
+                raise PollRefused("Only a page that shows the question answers it: reload the page.")
             self._registry.answer_poll(self._code, self._key, poll_id, given)
         except PollRefused as e:
             with pn.io.hold():
@@ -397,6 +538,7 @@ class FollowerPoll(pn.viewable.Viewer):
         """The page has gone: stop watching the room's poll."""
         self._registry.unwatch_poll(self._code, self._key)
         self.on_page.close()
+        self._doc = None
 
     def __panel__(self):
         if self.card is None:
@@ -447,7 +589,7 @@ class PresenterPoll(pn.viewable.Viewer):
             pn.Row(self._ask, self._back, self._close, self._reveal, self._next, margin=0), self._note,
             css_classes=["room-poll", "poll-presenter"], **CARD, **css)
         self._picking = True
-        self.on_page = _OnPage(self._take)
+        self.on_page = _OnPage(self._take, gap=COUNTS_GAP_S)
         registry.watch_poll(code, key, self.on_page, token=token)
         view = registry.poll(code)  # a presenter who reloads finds the room's poll where it was
         if view is not None:

@@ -52,7 +52,7 @@ from link.row import OneRow
 from link.updates import one_message
 from server.logs import install_log_redaction
 from server.room_live import ROUTE as LIVE_ROUTE
-from server.rooms import RoomError, RoomRegistry, get_registry, normalize_code
+from server.rooms import RoomError, RoomRegistry, TooManyRooms, get_registry, normalize_code
 from session.address import address_of
 from session.i18n import N_, translator
 from session.state import AttentionState
@@ -267,7 +267,13 @@ class RoomControls(pn.viewable.Viewer):
     # -- presenter --------------------------------------------------------------------------------------------------
 
     def _on_present(self, _event) -> None:
-        room, token = self._registry.create(self.state.snapshot())
+        try:
+            # one running room per page: pressing again gives the same room back (server/rooms.py)
+            room, token = self._registry.create(self.state.snapshot(), creator=self._session)
+        except TooManyRooms:
+            self.notice = N_("This page has started several rooms in the last minute. Wait a minute, then press "
+                             "Present again.")
+            return
         if self.browser is None:  # no page around it (component tests): present in place
             self._registry.enter_as_presenter(room.code, token, self._session)
             self._token = token
@@ -472,11 +478,13 @@ class RoomControls(pn.viewable.Viewer):
             self._applying = False
 
     def _sync_live(self) -> None:
-        """Tell the page which room to follow live (none: ""), where the channel is, and which version its
-        server's numbers show."""
+        """Tell the page which room to follow live (none: ""), where the channel is, its ticket for it (this page
+        alone sees it: it makes the channel this page's), and which version its server's numbers show."""
         if self.live is not None and self._loaded:
             room = self.code if self.role == "follower" and self.following else ""
-            self.live.data = {"room": [room], "version": [self._shown_version], "path": [self._live_path]}
+            ticket = (self._registry.live_ticket(room, self._session) if room else None) or ""
+            self.live.data = {"room": [room], "version": [self._shown_version], "path": [self._live_path],
+                              "ticket": [ticket]}
 
     def _on_load(self) -> None:
         self._loaded = True
@@ -525,7 +533,9 @@ class RoomControls(pn.viewable.Viewer):
                                  f'<div class="room-code">{code}</div>')
             self._toggle.param.update(label=tr._("Follow again"), description=tr._("Take the presenter's view again"))
         poll = [self._poll.__panel__()] if isinstance(self._poll, FollowerPoll) and self._poll.built else []
-        self._layout[:] = [self._card, self._toggle, self._notice, *poll]
+        laid_out = [self._card, self._toggle, self._notice, *poll]
+        if self._layout.objects != laid_out:  # called several times as a page joins: the header is laid out once
+            self._layout[:] = laid_out
 
     # -- leaving ----------------------------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from tests.ui.test_follow import (
     present,
     room_server,  # noqa: F401  (the fixture: one server for this module)
 )
-from widgets.poll import question_options
+from widgets.poll import FollowerCard, question_options
 
 LABELS = {qid: label for group in question_options().values() for label, qid in group.items()}
 
@@ -195,3 +195,41 @@ def test_the_poll_on_the_projector_and_a_followers_tasks_wait(browser, room_serv
         && el.classList.contains('task-nlp') && el.textContent.includes('Task 1')
         && !el.textContent.includes('Not counting right now'))""", timeout=WAIT)
     close(teacher, student)
+
+
+def test_a_page_reloaded_during_a_poll_keeps_its_answer_and_cannot_answer_again(browser, room_server):  # noqa: F811
+    """A reloaded page used to be a new page that could answer again. The room now knows the browser (by the id
+    it keeps in localStorage), and the browser remembers its answer."""
+    teacher = new_page(browser, room_server)
+    code, link = present(teacher)
+    student = follower(browser, link)
+    teacher.get_by_role("button", name="Class poll").click()
+    ask(teacher, "key-role")
+    student.get_by_text(BY_ID["key-role"].prompt).wait_for(timeout=WAIT)
+    answer(student, 1)
+    wait_counts(teacher, "1 answer ·")
+
+    student.reload()
+    student.get_by_text("Following room").wait_for(timeout=WAIT)
+    status(student).filter(has_text="Your answer is in: B.").wait_for(timeout=WAIT)
+    card = student.locator(".poll-follower")
+    assert not card.get_by_role("button", name="Send my answer").is_visible()
+    # a learner who shows the Send button again by hand is refused by the room: nothing is counted
+    student.evaluate(SHOW_SEND)
+    card.get_by_role("button", name="Send my answer").click()
+    status(student).filter(has_text="This browser has already answered this poll.").wait_for(timeout=WAIT)
+    # nor does forgetting the answer in the browser help: the room knows the browser
+    student.evaluate(f"localStorage.removeItem({FollowerCard.ANSWER_KEY!r})")
+    student.reload()
+    student.get_by_text("Following room").wait_for(timeout=WAIT)
+    status(student).filter(has_text="This browser has already answered this poll.").wait_for(timeout=WAIT)
+    assert not card.get_by_role("button", name="Send my answer").is_visible()
+    teacher.wait_for_timeout(500)
+    assert total(teacher).startswith("1 answer ·")
+    # another browser (a new context) answers as usual
+    other = follower(browser, link)
+    other.get_by_text(BY_ID["key-role"].prompt).wait_for(timeout=WAIT)
+    answer(other, 2)
+    assert wait_counts(teacher, "2 answers")[1:3] == [(f"B. {BY_ID['key-role'].choices[1].text}", 1, False),
+                                                       (f"C. {BY_ID['key-role'].choices[2].text}", 1, False)]
+    close(teacher, student, other)

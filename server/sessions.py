@@ -1,0 +1,25 @@
+"""What the server knows of a page's session beyond what Bokeh shows: the one websocket it is served on.
+
+Bokeh lets any number of websockets attach to one session (each with a token for the session's id). A page's
+own script opens exactly one, for as long as the page is open. So "the same page" is one session *and* the one
+connection it had: what a page reported on it (a class poll's question drawn, ``widgets/poll.py``) holds only
+for later messages on that connection, not for a second socket someone opened onto the session.
+"""
+
+from __future__ import annotations
+
+
+def page_connection(doc) -> object | None:
+    """The one websocket connection (Bokeh's ``ServerConnection``) serving ``doc``'s session, or None.
+
+    None when the session has no connection, or more than one (a second socket opened on the page's session id),
+    or ``doc`` is not a served page's (a test's document). Bokeh keeps the connections of a session in
+    ``ServerSession._subscribed_connections`` and shows only their number (``connection_count``); this reads
+    the set, and ``tests/test_polls.py`` fails if Bokeh's names move.
+    """
+    context = getattr(doc, "session_context", None)
+    session = getattr(context, "_session", None)
+    connections = getattr(session, "_subscribed_connections", None)
+    if not connections or len(connections) != 1:
+        return None
+    return next(iter(connections))

@@ -1,0 +1,229 @@
+"""A room against a script, on a real server (``python app.py``), over Bokeh's own protocol: no browser.
+
+A hostile check found that pages opened only to answer stuffed a class poll (100 answers in 19 s, one choice),
+that one client's 600 live channel sockets held all 500 of a room's slots, and that a page pressing Present
+again and again made a room each time. Each test here does what that script did and checks what a page sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bench.poll import Presenter, listen
+from testing.protocol_client import Learner, _map, find_objects
+from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
+from widgets.poll import question_options
+
+WAIT = 60  # seconds: a page build on a loaded 2-core machine can take seconds
+LABELS = {qid: label for group in question_options().values() for label, qid in group.items()}
+
+
+@pytest.fixture(scope="module")
+def server():
+    """``python app.py`` on a free port: yields its address; its log must hold no traceback."""
+    port = free_port()
+    log_path = ROOT / "tests" / "server-room-abuse.log"
+    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    with open(log_path, "w+") as log:
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/liveness", proc, timeout=180)
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            stop(proc)
+    text = log_path.read_text()
+    assert "Traceback" not in text, text
+
+
+def plain(value):
+    """A value as Bokeh serializes it (maps as ``{"type": "map", "entries": ...}``), as plain Python."""
+    if isinstance(value, dict) and value.get("type") == "map":
+        return {k: plain(v) for k, v in value["entries"]}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+class Page:
+    """A follower page over the protocol: what its poll card was last sent, and what it sends as its script would."""
+
+    def __init__(self, url: str, code: str, session_id: str | None = None):
+        self.learner = Learner(url.replace("http://", "ws://") + f"app/ws?room={code}", session_id=session_id)
+        self.card = self.data = None
+        self.poll: dict = {}
+
+    async def open(self) -> Page:
+        await self.learner.connect(keep_doc=True)
+        self.on_patch(self.learner.doc, None)  # a second connection to a session finds the card in the document
+        self.listening = asyncio.ensure_future(listen(self.learner, self.on_patch_async))
+        return self
+
+    def on_patch(self, events, _when) -> None:
+        if self.card is None:
+            card = next((o for o in find_objects(events, "") if "poll-follower" in
+                         (o.get("attributes", {}).get("css_classes") or [])), None)
+            if card is not None:
+                self.card, self.data = card["id"], card["attributes"]["data"]["id"]
+                self.poll = plain(card["attributes"]["data"]["attributes"].get("poll", {}))
+        for ev in events if isinstance(events, list) else []:
+            if ev.get("kind") == "ModelChanged" and ev.get("attr") == "poll" and ev["model"]["id"] == self.data:
+                self.poll = plain(ev["new"])
+
+    async def on_patch_async(self, events, when) -> None:
+        self.on_patch(events, when)
+
+    def status(self) -> str:
+        return " ".join("".join(line[1:]) for line in self.poll.get("status", []))
+
+    async def until(self, predicate, what: str) -> None:
+        deadline = time.monotonic() + WAIT
+        while not predicate():
+            assert time.monotonic() < deadline, f"{what}; the card says {self.poll!r}"
+            await asyncio.sleep(0.02)
+
+    async def send(self, **msg) -> None:
+        await self.learner._send_event(_map(model={"id": self.card}, data=_map(**msg)), name="data_event")
+
+    async def draw(self, browser: str, mine=None) -> None:
+        """What the card's script sends once the question is on the screen."""
+        await self.send(drawn=self.poll["id"], nonce=self.poll["nonce"], browser=browser, mine=mine)
+
+    def close(self) -> None:
+        self.learner.close()
+        self.listening.cancel()
+
+
+def browser(name: str) -> str:
+    """A browser's id, as the card's script names one (24 characters of base64url)."""
+    return name.ljust(24, "-")[:24]
+
+
+def on_loop(presenter: Presenter, coro):
+    return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, presenter.loop))
+
+
+def test_only_a_page_that_drew_the_question_on_its_own_socket_answers_once_per_browser(server):
+    """A page that answers without having drawn the question, or from a second socket onto a page's session,
+    is refused; a browser answers once, also from a reloaded page, which shows the answer it remembers; the
+    presenter's card counts the answers of pages that joined after the question apart."""
+    presenter = Presenter(server)
+    try:
+        code = presenter.run(presenter.present())
+
+        async def scenario():
+            early = [await Page(server, code).open() for _ in range(2)]
+            for page in early:
+                await page.until(lambda: page.card, "the poll card is added once the page has loaded")
+            await on_loop(presenter, presenter.open_poll(LABELS["key-role"]))
+            first, second = early
+            await first.until(lambda: first.poll.get("can_answer"), "the question")
+
+            await first.send(poll=first.poll["id"], answer=1)  # as the stuffing script did: no report of a card drawn
+            await first.until(lambda: "Only a page that shows the question" in first.status(), "refused")
+            await first.draw(browser("browser-of-the-first-one"))
+            await first.send(poll=first.poll["id"], answer=1)
+            await first.until(lambda: "Your answer is in: B." in first.status(), "counted")
+
+            await second.until(lambda: second.poll.get("nonce"), "the question")
+            await second.draw(browser("browser-of-the-other-one"))
+            other_socket = await Page(server, code, session_id=second.learner.session_id).open()
+            await other_socket.send(poll=second.poll["id"], answer=0)
+            await second.until(lambda: "Only a page that shows the question" in second.status(), "refused")
+            other_socket.close()
+
+            late = await Page(server, code).open()
+            await late.until(lambda: late.poll.get("nonce"), "a page joining an open poll gets it")
+            await late.draw(browser("browser-of-a-late-page"))
+            await late.send(poll=late.poll["id"], answer=3)
+            await late.until(lambda: "Your answer is in" in late.status(), "counted")
+
+            reloaded = await Page(server, code).open()  # the first page again, in the same browser
+            await reloaded.until(lambda: reloaded.poll.get("nonce"), "the question")
+            await reloaded.draw(browser("browser-of-the-first-one"), mine=1)  # the answer the browser remembers
+            await reloaded.until(lambda: not reloaded.poll["can_answer"], "no second answer from one browser")
+            assert "Your answer is in: B." in reloaded.status() and reloaded.poll["mine"] == 1
+            await reloaded.send(poll=reloaded.poll["id"], answer=2)  # sent anyway, as a script would
+            await reloaded.until(lambda: "This browser has already answered" in reloaded.status(), "refused")
+            for page in (*early, late, reloaded):
+                page.close()
+
+        asyncio.run(asyncio.wait_for(scenario(), 5 * WAIT))
+        deadline = time.monotonic() + WAIT
+        while not (presenter.cards and "2 answers" in presenter.cards[-1]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        card = presenter.cards[-1]
+        assert "<strong>2</strong> answers" in card, card
+        assert "1 of them from a page that joined after the question was asked" in card, card
+    finally:
+        presenter.close()
+
+
+def test_a_live_channel_is_a_following_pages_and_a_hundred_sockets_without_one_hold_no_slot(server):
+    presenter = Presenter(server)
+    try:
+        code = presenter.run(presenter.present())
+        live = server.replace("http://", "ws://") + f"room-live?room={code}"
+
+        async def scenario():
+            from tornado.websocket import websocket_connect
+
+            async def close_code(socket):
+                try:  # a socket the server keeps would hold the test forever
+                    return await asyncio.wait_for(socket.read_message(), WAIT) is None and socket.close_code
+                except asyncio.TimeoutError:
+                    return "kept open"
+
+            hostile = await asyncio.gather(*(websocket_connect(live) for _ in range(100)))
+            closed = await asyncio.gather(*map(close_code, hostile))
+            assert closed == [4403] * 100
+            page = Learner(server.replace("http://", "ws://") + f"app/ws?room={code}")
+            await page.connect()
+            listening = asyncio.ensure_future(page.listen())  # the page's live source, with its ticket
+            channel = await page.live_channel()
+            await asyncio.sleep(1.0)  # the server has taken the channel
+            await on_loop(presenter, presenter.me.pointer("tap", 1.5, -0.5))
+            message = json.loads(await asyncio.wait_for(channel.read_message(), WAIT))
+            channel.close()
+            listening.cancel()
+            page.close()
+            return message
+
+        message = asyncio.run(asyncio.wait_for(scenario(), 5 * WAIT))
+        assert message["query"] == [1.5, -0.5]
+    finally:
+        presenter.close()
+
+
+def test_pressing_present_again_and_again_gives_one_room(server):
+    """20,000 clicks once made 20,000 rooms (48 MB); a page now has one running room, given back on each click."""
+
+    async def scenario():
+        page = Learner(server.replace("http://", "ws://") + "app/ws", keep_patches=True)
+        await page.connect(keep_doc=True)
+        button = next(b for b in find_objects(page.doc, "Button") if b["attributes"].get("label") == "Present")
+        listening = asyncio.ensure_future(page.listen())
+        for _ in range(300):
+            await page.click(button["id"])
+        deadline = time.monotonic() + WAIT
+        links = []
+        while time.monotonic() < deadline and not links:
+            await asyncio.sleep(0.05)
+            links = [ev["new"] for events in page.patches for ev in events
+                     if ev.get("kind") == "ModelChanged" and ev.get("attr") == "navigate"]
+        await asyncio.sleep(3.0)  # every click's answer has come by now
+        links = [ev["new"] for events in page.patches for ev in events
+                 if ev.get("kind") == "ModelChanged" and ev.get("attr") == "navigate"]
+        page.close()
+        listening.cancel()
+        return links
+
+    links = asyncio.run(asyncio.wait_for(scenario(), 5 * WAIT))
+    codes = {link.split("room=")[1].split("&")[0] for link in links}
+    assert len(codes) == 1, f"{len(codes)} rooms from one page"
