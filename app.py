@@ -16,6 +16,7 @@ from bokeh.models import Plot
 
 from server.bokeh_defaults import install as keep_stable_defaults
 from server.housekeeping import return_freed_memory
+from server.logs import install_log_redaction
 from server.transport import nodelay_on_load
 from widgets.address import apply_address
 from widgets.browser import SHORTCUTS, BrowserBridge
@@ -279,6 +280,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
 # `panel serve` runs this file as a module named bokeh_app_…, once per page (pn.state.served checks the same name
 # through inspect.stack(), which cost every page build a few ms)
 if __name__.startswith("bokeh_app_"):
+    # under a bare `panel serve app.py` too, every log line is bounded (python app.py does it as it starts)
+    install_log_redaction()
     # location=False: Panel's Location model parses every address argument on the server, and one over 4,300
     # digits raises there and leaves the session broken; the browser bridge reports and changes the address
     create_app().servable(title=TITLE, location=False)

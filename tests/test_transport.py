@@ -124,3 +124,33 @@ def test_a_pages_patch_keeps_only_what_a_page_writes():
     big = changed("value", "1" * PAGE_WRITE_BYTES)
     assert screen_page_patch({"events": [big]}, PAGE_WRITE_BYTES + 100)[0].startswith("a write of more than")
     assert screen_page_patch({"events": [changed("value", "1" * 100)]}, PAGE_WRITE_BYTES + 100)[0] is None
+
+
+def test_every_log_line_is_bounded_whichever_logger_writes_it(capsys):
+    """A filter on ``bokeh.server`` did not see the records of its child loggers, where Bokeh logs what a page sent:
+    three copies of a 15 kB value, and its traceback, for each write."""
+    import logging
+
+    from server.logs import MAX_LOG_CHARS, install_log_redaction
+
+    before = logging.getLogRecordFactory()
+    handler = logging.StreamHandler()  # the server's handler, on a parent of the logger that writes
+    parent, logger = logging.getLogger("bokeh"), logging.getLogger("bokeh.server.protocol_handler")
+    parent.addHandler(handler)
+    try:
+        install_log_redaction()
+        install_log_redaction()  # idempotent
+        value = "x" * 15000
+        try:
+            raise ValueError(f"failed to validate CheckboxGroup.active: expected a list, got {value!r}")
+        except ValueError as e:
+            logger.error("error handling message\n message: %r \n error: %r", {"new": value}, e, exc_info=True)
+        logger.warning("Refused websocket from /app/ws?room=K7M4QX&token=s3cr-et_: a message")
+    finally:
+        logging.setLogRecordFactory(before)
+        parent.removeHandler(handler)
+    written = capsys.readouterr().err
+    assert len(written) < 6_000, len(written)  # 45 kB before
+    assert "(30132 characters in all)" in written and "room=…&token=…" in written and "s3cr" not in written
+    assert all(len(line) < MAX_LOG_CHARS + 40 for line in written.splitlines())
+    assert "ValueError: failed to validate" in written  # the traceback's end, the error, is kept
