@@ -154,3 +154,90 @@ def test_every_log_line_is_bounded_whichever_logger_writes_it(capsys):
     assert "(30132 characters in all)" in written and "room=…&token=…" in written and "s3cr" not in written
     assert all(len(line) < MAX_LOG_CHARS + 40 for line in written.splitlines())
     assert "ValueError: failed to validate" in written  # the traceback's end, the error, is kept
+
+
+def _document(*models):
+    from bokeh.document import Document
+    from bokeh.models import Column
+
+    doc = Document()
+    doc.add_root(Column(children=list(models)))
+    return doc
+
+
+def test_a_message_with_more_events_than_a_page_sends_is_refused():
+    from server.transport import PAGE_MESSAGE_EVENTS, screen_page_patch
+
+    click = {"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
+        "type": "event", "name": "button_click", "values": {"type": "map", "entries": [["model", {"id": "p1"}]]}}}
+    # a figure's four sizes at once: the most a page of this app sends in one message
+    sizes = [{"kind": "ModelChanged", "model": {"id": "p1"}, "attr": a, "new": 300}
+             for a in ("inner_width", "inner_height", "outer_width", "outer_height")]
+    assert PAGE_MESSAGE_EVENTS >= 4 and screen_page_patch({"events": sizes}, 500)[0] is None
+    why, _ = screen_page_patch({"events": [click] * 300}, 359)
+    assert why == f"a message of 300 events (a page sends at most {PAGE_MESSAGE_EVENTS})"
+    assert screen_page_patch({"events": [click] * (PAGE_MESSAGE_EVENTS + 1)}, 900)[0] is not None
+    assert screen_page_patch({"events": "no list"}, 30)[0] == "a patch without a list of events"
+
+
+def test_a_model_of_the_document_written_out_in_full_is_read_as_its_reference():
+    from server.transport import screen_page_patch
+
+    button = {"type": "object", "name": "panel.models.widgets.Button", "id": "p7", "attributes": {"label": "x"}}
+    content = {"events": [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
+        "type": "event", "name": "button_click", "values": {"type": "map", "entries": [["model", button]]}}}]}
+    assert screen_page_patch(content, 300, known=lambda i: i == "p7") == (None, set())
+    # Bokeh warns "reference already known" for a known model written out in full, on every click (warnings always on)
+    assert content["events"][0]["msg_data"]["values"]["entries"] == [["model", {"id": "p7"}]]
+
+
+def test_what_bokeh_could_not_apply_is_found_before_anything_is_applied():
+    """Bokeh finds a value of the wrong type only while it applies the message, after the events before it, and logs
+    the whole message three times; a property the model does not have, once a write."""
+    from bokeh.models import Button, CheckboxGroup, Div
+
+    from server.transport import check_page_events
+
+    choice, div, button = CheckboxGroup(labels=["a", "b"]), Div(text="t"), Button(label="b")
+    doc = _document(choice, div, button)
+
+    def write(model, attr, new):
+        return {"kind": "ModelChanged", "model": {"id": model.id}, "attr": attr, "new": new}
+
+    good = write(choice, "active", [1])
+    click = {"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
+        "type": "event", "name": "button_click", "values": {"type": "map", "entries": [["model", {"id": button.id}]]}}}
+    assert check_page_events([good, click, write(div, "text", "new")], doc) is None
+    wrong = check_page_events([good, write(choice, "active", "x" * 15000)], doc)
+    assert wrong == "a value CheckboxGroup.active cannot hold" and choice.active == []  # nothing applied, no value quoted
+    assert check_page_events([write(div, "value", "1")], doc) == "a write to Div.value, which it does not have"
+    assert check_page_events([write(div, "text", ["a", "list"])], doc) == "a value Div.text cannot hold"
+    assert check_page_events([{**good, "model": {"id": "p-none"}}], doc) == "a model the document does not have"
+    junk = {**click, "msg_data": {"type": "event", "name": "no such event", "values": {}}}
+    assert check_page_events([junk], doc) == "a patch Bokeh cannot read (DeserializationError)"
+    assert check_page_events([{**click, "msg_data": "text"}], doc) == "a message no page sends"
+    # a write to a model the server has just removed (a tab's contents shown no more): Bokeh drops it, as before
+    doc.roots[0].children = [choice, button]
+    assert check_page_events([write(div, "text", "late")], doc) is None
+
+
+def test_the_guard_reads_pages_as_bokeh_does():
+    """server/transport.py replaces two of Bokeh's Deserializer methods: if they move, this fails."""
+    from bokeh.core.serialization import Deserializer
+
+    assert callable(Deserializer._decode_ref) and callable(Deserializer._decode_object_ref)
+
+
+def test_a_message_the_browser_bridge_cannot_use_is_ignored_and_said_once(caplog):
+    from widgets.browser import BrowserBridge
+    from widgets.state import AttentionState
+
+    state = AttentionState()
+    bridge = BrowserBridge(state=state)
+    for msg in ({"lang": {}}, {"key": []}, {"key": "1", "x": 1}, {"stored": 5}, ["key"], "1", {}, {1: 2}):
+        bridge._handle_msg(msg)  # {"lang": {}} raised TypeError (unhashable) and Bokeh logged its traceback
+    assert state.selected == 1 and state.lang == "en"
+    ignored = [r for r in caplog.records if "never sends" in r.getMessage()]
+    assert len(ignored) == 1 and "dict(lang: dict)" in ignored[0].getMessage()
+    bridge._handle_msg({"key": "1", "shift": False, "in_plot": False})  # what the page sends: taken
+    assert state.selected == 0
