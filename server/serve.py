@@ -147,11 +147,14 @@ def _serve_command():
             kwargs = super().customize_kwargs(args, server_kwargs)
             kwargs["compress_response"] = True
             from server.pages import install_link_limit
-            from server.transport import hold_page_events, install_websocket_guard, run_sessions_on_the_loop
+            from server.transport import (
+                hold_page_events, install_websocket_guard, pace_page_events, run_sessions_on_the_loop,
+            )
 
             install_websocket_guard()
             run_sessions_on_the_loop()
             hold_page_events()
+            pace_page_events()
             install_link_limit(kwargs)
             # a room's live channel to its followers' pages (server/room_live.py)
             from server.room_live import live_patterns

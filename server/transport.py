@@ -1,7 +1,8 @@
 """How the server's websocket carries drag updates, and what it refuses to read.
 
 Small messages go out at once (below); a connection that sends what no page would is closed after one
-log line (:class:`GuardedWSHandler`).
+log line (:class:`GuardedWSHandler`); what a page sends is applied one event at a time, each when its session's
+share of the loop allows (:func:`pace_page_events`, ``server/pacing.py``).
 
 Bokeh writes each protocol message as several websocket frames (header, metadata, content). With
 Nagle's algorithm on, the second frame waits until the browser acknowledges the first, and browsers
@@ -13,8 +14,10 @@ as the page has loaded (``pn.state.onload``): that works the same under ``python
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 
 import panel as pn
 from bokeh.core.has_props import HasProps
@@ -22,6 +25,8 @@ from bokeh.core.serialization import Deserializer, UnknownReferenceError
 from bokeh.events import Event
 from bokeh.protocol.exceptions import ProtocolError
 from panel.io.server import WSHandler as PanelWSHandler
+
+from server.pacing import get_event_pacer
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +98,8 @@ PAGE_MESSAGE_EVENTS = 8
 #: The messages a page sends (BokehJS's own): the document once, then its changes, and the server's version. A
 #: ``PUSH-DOC`` would replace the session's whole document with whatever models it names.
 PAGE_MESSAGE_TYPES = frozenset({"PULL-DOC-REQ", "PATCH-DOC", "SERVER-INFO-REQ"})
+#: How often (s) a connection whose session waits for its turn looks again (its queue drains one event a turn).
+TURN = 0.002
 #: In every log line of what :func:`screen_page_patch` drops or refuses (the browser tests look for it).
 SCREENED = "screened out"
 
@@ -280,7 +287,7 @@ class GuardedWSHandler(PanelWSHandler):
             self._refuse(f"a message the server could not handle ({type(e).__name__}: {_short(e)})")
 
     async def _patch(self, parsed, size: int):
-        """Screen a ``PATCH-DOC``, and apply it if nothing in it is refused."""
+        """Screen a ``PATCH-DOC`` and apply its events one at a time, each when the session's pacing allows it."""
         session = getattr(self.connection, "session", None)
         doc = getattr(session, "document", None)
         known = (lambda model_id: doc.get_model_by_id(model_id) is not None) if doc is not None else (
@@ -298,7 +305,26 @@ class GuardedWSHandler(PanelWSHandler):
             log.warning("Ignored a page's writes to %s from %s (%s)", ", ".join(sorted(dropped - self._dropped)),
                         self.request.remote_ip, SCREENED)
             self._dropped = self._dropped | dropped
-        return await self._handle(parsed)
+        pacing = get_event_pacer().session(doc)
+        events = parsed.content["events"]
+        if pacing is None or len(events) < 1:
+            return await self._handle(parsed)
+        # Bokeh would apply them all in one turn of the loop; one at a time, the pacing can hold back the rest,
+        # and other pages' messages are read between two of them
+        work = None
+        for i, event in enumerate(events):
+            if i:
+                await asyncio.sleep(0)
+            while not self._refused and (pacing.queued or pacing.wait() > 0):
+                await asyncio.sleep(max(pacing.wait(), TURN))
+            if self._refused:
+                return None
+            parsed.content["events"] = [event]
+            accounted, start = pacing.accounted, time.perf_counter()
+            work = await self._handle(parsed)
+            # what the page's events cost inside it (its clicks, run through the pacing) is accounted for already
+            pacing.charge(time.perf_counter() - start - (pacing.accounted - accounted))
+        return work
 
     def _protocol_error(self, message: str) -> None:
         self._refuse(f"a message that breaks Bokeh's protocol ({_short(message)})")
@@ -374,20 +400,56 @@ def hold_page_events() -> None:
     ends, as it does for its own widgets; inside the lock the hold changes nothing. Idempotent;
     ``tests/test_transport.py`` fails if Panel's names move.
     """
+    from panel.io.document import hold
+
+    def held(original):
+        def run(self, doc, *args):
+            with hold(doc):
+                return original(self, doc, *args)
+        return run
+
+    _wrap_page_event_handlers("holds_document", held)
+
+
+#: Panel's two methods that process a page's events in a session (``panel.reactive.Syncable``): a widget's change,
+#: and an event (a click, a message).
+PAGE_EVENT_HANDLERS = ("_change_event", "_process_bokeh_event")
+
+
+def _wrap_page_event_handlers(flag: str, wrap) -> None:
+    """Replace each of :data:`PAGE_EVENT_HANDLERS` with ``wrap(method)``, marked with the attribute ``flag``; a method
+    already marked is left alone (so each wrapping is made once)."""
     import functools
 
-    from panel.io.document import hold
     from panel.reactive import Syncable
 
-    for name in ("_change_event", "_process_bokeh_event"):
+    for name in PAGE_EVENT_HANDLERS:
         original = getattr(Syncable, name)
-        if getattr(original, "holds_document", False):
+        if getattr(original, flag, False):
             continue
+        wrapper = functools.update_wrapper(wrap(original), original)
+        setattr(wrapper, flag, True)
+        setattr(Syncable, name, wrapper)
 
-        def held(self, doc, *args, _original=original):
-            with hold(doc):
-                return _original(self, doc, *args)
 
-        functools.update_wrapper(held, original)
-        held.holds_document = True
-        setattr(Syncable, name, held)
+def pace_page_events() -> None:
+    """Run each of a page's events (a widget's change, a click, a message) through its session's pacing.
+
+    Panel processes them in ``Syncable._change_event`` and ``Syncable._process_bokeh_event`` (the methods
+    :func:`hold_page_events` holds), at once or on a later turn of the loop; here each goes through the session's
+    :class:`server.pacing.SessionEvents` first, which runs it at once unless the session has taken more than its
+    share of the loop, and otherwise queues it for its turn. The guard (:class:`GuardedWSHandler`) reads the
+    session's next message only once its queue is empty. Outside a served page nothing changes. Idempotent;
+    ``tests/test_transport.py`` fails if Panel's names move.
+    """
+    import functools
+
+    def paced(original):
+        def run(self, doc, *args):
+            events = get_event_pacer().session(doc)
+            if events is None:
+                return original(self, doc, *args)
+            events.run(functools.partial(original, self, doc, *args))
+        return run
+
+    _wrap_page_event_handlers("paced", paced)

@@ -428,6 +428,48 @@ def test_a_message_of_more_events_than_a_page_sends_closes_its_socket_at_once(ap
     assert grown.count("a message of 1400 events") == 1 and "Traceback" not in grown, grown[:2000]
 
 
+def test_a_sessions_expensive_clicks_wait_their_turn_and_another_page_is_answered_between_them(app_server):
+    """Eight clicks of "New random draw" at d_k = 1024 (as many events as a page's message may hold): Bokeh ran all
+    eight in one turn of the loop, and another page's key waited behind them. Paced, the page's next click waits
+    until the server has had as long again for everyone else, so the other page's key is answered among them."""
+    from bench.protocol_client import changed, clicked
+
+    port, _ = app_server
+
+    def after(learner: Learner, text: str) -> float | None:
+        return next((t for events, t in zip(learner.patches, learner.patch_times)
+                     if any(text in str(e.get("new", "")) for e in events)), None)
+
+    async def draws_beside_a_key():
+        other = await _learner(port)
+        other.listening = asyncio.ensure_future(other.listen())
+        attacker, attacker.listening = await _page(port)
+        tabs = next(o for o in attacker.objects("Tabs") if "explorer-tabs" in o["attributes"].get("css_classes", []))
+        titles = [t["attributes"]["title"] for t in tabs["attributes"]["tabs"]]
+        await attacker.send(changed(tabs["id"], "active", titles.index("√d_k")))
+        while not any(o["attributes"].get("title") == "d_k" for o in attacker.objects("Slider")):
+            await asyncio.sleep(0.05)
+        d_k = next(o["id"] for o in attacker.objects("Slider") if o["attributes"].get("title") == "d_k")
+        await attacker.send(changed(d_k, "value", 1024))
+        while after(attacker, "= 1024, seed 0)") is None:  # the summary's caption (escaped HTML)
+            await asyncio.sleep(0.05)
+        await attacker.send(*[clicked(_button(attacker, "New random draw"))] * 8)
+        while after(attacker, "seed 1)") is None:  # the server has taken the first
+            await asyncio.sleep(0.005)
+        seen = len(other.lines)
+        await other.key("1")
+        while after(attacker, "seed 8)") is None or not other.lines[seen:]:
+            await asyncio.sleep(0.05)
+        answered = other.lines[seen][1]
+        for learner in (other, attacker):
+            learner.close()
+        return answered, after(attacker, "seed 8)"), other.lines[seen][0]
+
+    answered, eighth, line = run(draws_beside_a_key(), timeout=180)
+    assert line.startswith('Query of "I"')
+    assert answered < eighth, "the other page's key was answered only after all eight draws"
+
+
 def test_a_write_of_the_wrong_type_closes_the_socket_with_one_short_line(app_server):
     """A 15 kB string written into a choice widget's ``active`` (a list of numbers): Bokeh logged the whole value three
     times (45 kB) and kept the connection."""

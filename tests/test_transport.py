@@ -84,17 +84,23 @@ def test_sessions_run_on_the_event_loop_once_the_server_says_so():
 def test_a_pages_events_are_processed_in_a_hold_once_the_server_says_so():
     """server/serve.py wraps Panel's processing of a page's events in a hold; the names it relies on are Panel's."""
     from panel.io.document import hold  # noqa: F401  (what the wrapper holds with)
-    from panel.reactive import Syncable
 
     from server.transport import hold_page_events
 
+    _wraps_panels_handlers_once(hold_page_events, "holds_document")
+
+
+def _wraps_panels_handlers_once(install, flag: str) -> None:
+    """``install()`` twice wraps each of Panel's two handlers of a page's events once, marked ``flag``."""
+    from panel.reactive import Syncable
+
     before = {name: getattr(Syncable, name) for name in ("_change_event", "_process_bokeh_event")}
     try:
-        hold_page_events()
-        hold_page_events()  # idempotent
+        install()
+        install()  # idempotent
         for name, original in before.items():
             now = getattr(Syncable, name)
-            assert now.holds_document and now.__wrapped__ is original
+            assert getattr(now, flag) and now.__wrapped__ is original
     finally:
         for name, original in before.items():
             setattr(Syncable, name, original)
@@ -124,36 +130,6 @@ def test_a_pages_patch_keeps_only_what_a_page_writes():
     big = changed("value", "1" * PAGE_WRITE_BYTES)
     assert screen_page_patch({"events": [big]}, PAGE_WRITE_BYTES + 100)[0].startswith("a write of more than")
     assert screen_page_patch({"events": [changed("value", "1" * 100)]}, PAGE_WRITE_BYTES + 100)[0] is None
-
-
-def test_every_log_line_is_bounded_whichever_logger_writes_it(capsys):
-    """A filter on ``bokeh.server`` did not see the records of its child loggers, where Bokeh logs what a page sent:
-    three copies of a 15 kB value, and its traceback, for each write."""
-    import logging
-
-    from server.logs import MAX_LOG_CHARS, install_log_redaction
-
-    before = logging.getLogRecordFactory()
-    handler = logging.StreamHandler()  # the server's handler, on a parent of the logger that writes
-    parent, logger = logging.getLogger("bokeh"), logging.getLogger("bokeh.server.protocol_handler")
-    parent.addHandler(handler)
-    try:
-        install_log_redaction()
-        install_log_redaction()  # idempotent
-        value = "x" * 15000
-        try:
-            raise ValueError(f"failed to validate CheckboxGroup.active: expected a list, got {value!r}")
-        except ValueError as e:
-            logger.error("error handling message\n message: %r \n error: %r", {"new": value}, e, exc_info=True)
-        logger.warning("Refused websocket from /app/ws?room=K7M4QX&token=s3cr-et_: a message")
-    finally:
-        logging.setLogRecordFactory(before)
-        parent.removeHandler(handler)
-    written = capsys.readouterr().err
-    assert len(written) < 6_000, len(written)  # 45 kB before
-    assert "(30132 characters in all)" in written and "room=…&token=…" in written and "s3cr" not in written
-    assert all(len(line) < MAX_LOG_CHARS + 40 for line in written.splitlines())
-    assert "ValueError: failed to validate" in written  # the traceback's end, the error, is kept
 
 
 def _document(*models):
@@ -222,10 +198,43 @@ def test_what_bokeh_could_not_apply_is_found_before_anything_is_applied():
 
 
 def test_the_guard_reads_pages_as_bokeh_does():
-    """server/transport.py replaces two of Bokeh's Deserializer methods: if they move, this fails."""
+    """server/transport.py replaces two of Bokeh's Deserializer methods and wraps two of Panel's: if they move, this fails."""
     from bokeh.core.serialization import Deserializer
 
+    from server.transport import pace_page_events
+
     assert callable(Deserializer._decode_ref) and callable(Deserializer._decode_object_ref)
+    _wraps_panels_handlers_once(pace_page_events, "paced")
+
+
+def test_every_log_line_is_bounded_whichever_logger_writes_it(capsys):
+    """A filter on ``bokeh.server`` did not see the records of its child loggers, where Bokeh logs what a page sent:
+    three copies of a 15 kB value, and its traceback, for each write."""
+    import logging
+
+    from server.logs import MAX_LOG_CHARS, install_log_redaction
+
+    before = logging.getLogRecordFactory()
+    handler = logging.StreamHandler()  # the server's handler, on a parent of the logger that writes
+    parent, logger = logging.getLogger("bokeh"), logging.getLogger("bokeh.server.protocol_handler")
+    parent.addHandler(handler)
+    try:
+        install_log_redaction()
+        install_log_redaction()  # idempotent
+        value = "x" * 15000
+        try:
+            raise ValueError(f"failed to validate CheckboxGroup.active: expected a list, got {value!r}")
+        except ValueError as e:
+            logger.error("error handling message\n message: %r \n error: %r", {"new": value}, e, exc_info=True)
+        logger.warning("Refused websocket from /app/ws?room=K7M4QX&token=s3cr-et_: a message")
+    finally:
+        logging.setLogRecordFactory(before)
+        parent.removeHandler(handler)
+    written = capsys.readouterr().err
+    assert len(written) < 6_000, len(written)  # 45 kB before
+    assert "(30132 characters in all)" in written and "room=…&token=…" in written and "s3cr" not in written
+    assert all(len(line) < MAX_LOG_CHARS + 40 for line in written.splitlines())
+    assert "ValueError: failed to validate" in written  # the traceback's end, the error, is kept
 
 
 def test_a_message_the_browser_bridge_cannot_use_is_ignored_and_said_once(caplog):
