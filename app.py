@@ -17,6 +17,7 @@ from link.browser import SHORTCUTS, BrowserBridge
 from link.drag import DragChannel
 from server.bokeh_defaults import install as keep_stable_defaults
 from server.housekeeping import return_freed_memory
+from server.logs import install_log_redaction
 from server.transport import nodelay_on_load
 from session.address import apply_address
 from session.i18n import N_, from_accept_language, menu_languages, translator
@@ -280,6 +281,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
 # `panel serve` runs this file as a module named bokeh_app_…, once per page (pn.state.served checks the same name
 # through inspect.stack(), which cost every page build a few ms)
 if __name__.startswith("bokeh_app_"):
+    # under a bare `panel serve app.py` too, every log line is bounded (python app.py does it as it starts)
+    install_log_redaction()
     # location=False: Panel's Location model parses every address argument on the server, and one over 4,300
     # digits raises there and leaves the session broken; the browser bridge reports and changes the address
     create_app().servable(title=TITLE, location=False)

@@ -10,6 +10,7 @@ parameters that the browser applies to ``<html>`` and ``history``.
 from __future__ import annotations
 
 import json
+import logging
 from urllib.parse import urlencode
 
 import panel as pn
@@ -18,10 +19,13 @@ from bokeh.models import Div
 
 from course.questions import MAX_JSON_CHARS
 from link.updates import one_message
+from server.transport import SCREENED, refuse_page
 from session.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
 from session.i18n import N_, menu_languages
 from session.state import AttentionState
 from widgets.check import STORAGE_KEY, STORE_NAME
+
+log = logging.getLogger(__name__)
 
 #: Nudge of q per arrow key, and with Shift held.
 NUDGE, FINE_NUDGE = 0.1, 0.01
@@ -349,6 +353,7 @@ export function render({ model, el, view }) {
         super().__init__(width=0, height=0, margin=0, **params)
         self.state = state  # plain attribute: the state stays on the server, only the fields above sync
         self.on_stored = None  # plain attribute: the Check tab's progress store (ProgressStore.receive)
+        self._ignored = False  # a message the page's script never sends has come (and was logged)
         # The address is a plain Bokeh property, not a param of this component: Panel's two-way sync of a
         # component's params cost the server about 1.5 ms on every update, and the address changes on most. The
         # page adds this Div to its document as a root of its own (app.py): it needs no view, only its text.
@@ -381,17 +386,56 @@ export function render({ model, el, view }) {
             self.address_div.text = "?" + urlencode(address_of(s))
 
     def _handle_msg(self, msg) -> None:
-        if not isinstance(msg, dict):
+        kind = page_message(msg)
+        if kind is None:  # no page's script sends it: its connection is closed, or where it cannot be, it is ignored
+            why = f"a message the page's script never sends ({_shape(msg)})"
+            if not refuse_page(pn.state.curdoc, why) and not self._ignored:
+                self._ignored = True  # said once a page, never the message itself
+                log.warning("Ignored %s, and will ignore the page's next such silently (%s)", why, SCREENED)
             return
-        if "lang" in msg:  # the language menu's choice (app.py): a known code only, whatever the page sent
+        if kind == "lang":  # the language menu's choice (app.py): a known code only, whatever the page sent
             if msg["lang"] in menu_languages() and msg["lang"] != self.state.lang:
                 with one_message():
                     self.state.lang_chosen = True
                     self.state.lang = msg["lang"]
-            return
-        if "stored" in msg:  # the learner's progress, as the browser holds it (ProgressStore)
+        elif kind == "stored":  # the learner's progress, as the browser holds it (ProgressStore)
             if self.on_stored is not None:
                 self.on_stored(msg)
-            return
-        with one_message():
-            handle_key(self.state, str(msg.get("key", "")), bool(msg.get("shift")), bool(msg.get("in_plot")))
+        else:
+            with one_message():
+                handle_key(self.state, msg["key"], msg.get("shift", False), msg.get("in_plot", False))
+
+
+#: What each message of the page's script (``BrowserBridge._esm``) holds: its keys, and the type of each value.
+PAGE_MESSAGES = {
+    "key": {"key": (str,), "shift": (bool,), "in_plot": (bool,)},
+    "lang": {"lang": (str,)},
+    "stored": {"stored": (str, type(None))},
+}
+
+
+def page_message(msg) -> str | None:
+    """Which of :data:`PAGE_MESSAGES` ``msg`` is (its first key), or None if the page's script never sends it.
+
+    A key's ``shift`` and ``in_plot`` may be left out (False); nothing else may be: another key, or a value of
+    another type.
+
+    >>> page_message({"key": "1"}), page_message({"lang": "de"}), page_message({"stored": None})
+    ('key', 'lang', 'stored')
+    >>> page_message({"lang": {}}), page_message({"key": []}), page_message({"key": "1", "x": 2}), page_message([])
+    (None, None, None, None)
+    """
+    if not isinstance(msg, dict) or not msg:
+        return None
+    kind = next(iter(msg))
+    shape = PAGE_MESSAGES.get(kind) if isinstance(kind, str) else None
+    if shape is None or not all(isinstance(k, str) and isinstance(v, shape.get(k, ())) for k, v in msg.items()):
+        return None
+    return kind
+
+
+def _shape(msg) -> str:
+    """What a message is made of, never what it says: ``dict(key: list)``."""
+    if isinstance(msg, dict):
+        return "dict(" + ", ".join(f"{str(k)[:20]}: {type(v).__name__}" for k, v in list(msg.items())[:5]) + ")"
+    return type(msg).__name__

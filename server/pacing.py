@@ -1,4 +1,4 @@
-"""How much of this server process's event loop the class's drags may take.
+"""How much of this server process's event loop the class's drags may take, and each session's other events.
 
 A page in the middle of a drag draws its own numbers (``link/drag.js``); what the server sends during
 the drag only confirms them. So when many learners drag at once, their mid-drag updates can wait, and a
@@ -19,10 +19,19 @@ page's, and holds no learner's data, only which pages are dragging (weakly) and 
 A page counts only while its drag moves: one that has sent no position for :attr:`DragBudget.IDLE_AFTER`
 seconds (a press held still, or never let go, as a page that means harm can do forty times over) takes no
 share from the others until it sends one again.
+
+A page's other events (a click, a key, a widget's change, a message of its own) are paced per session
+(:class:`SessionEvents`): they run at once while the session has used little of the loop lately, and otherwise
+wait their turn, so that one session's events take at most half of the loop however many it sends (one
+message of 300 clicks on "New random draw" at d_k = 1024 froze every other page for 24 s). The websocket's guard
+(``server/transport.py``) applies a page's messages one event at a time through it.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
+import functools
 import time
 import weakref
 
@@ -98,3 +107,174 @@ def get_budget() -> DragBudget:
     if budget is None:
         budget = pn.state.cache.setdefault(CACHE_KEY, DragBudget())
     return budget
+
+
+#: Where the process keeps its sessions' event pacing.
+EVENTS_CACHE_KEY = "explorer-event-pacing"
+
+
+class SessionEvents:
+    """How one session's events (clicks, keys, widget changes, a page's messages) share the event loop.
+
+    A leaky bucket of loop time: each event adds the seconds it took on the loop (:meth:`charge`), and the bucket
+    empties at :attr:`SHARE` seconds a second. While it holds at most :attr:`BURST`, the session's next event runs
+    at once; past that it waits (:meth:`wait`: ``(level - BURST) / SHARE`` seconds). An event that comes while the
+    session waits is queued and run in its turn (:meth:`run`), one a turn of the loop. So once past its burst, a
+    session's events take at most :attr:`SHARE` of the loop: after an event that took ``c`` seconds its next one
+    waits about as long again, and every other page is served meanwhile. (One message of 300 clicks of "New random
+    draw" at d_k = 1024 used to freeze every other page for 24 s.) A page's click, key or change, spaced as a person
+    makes them, never waits.
+
+    Work a page does once (building a tab the first time it is shown) is not counted (:meth:`exempt`,
+    :func:`once_a_page`): it cannot be repeated, and counting a 1 s build would hold the page's next click for 2 s.
+
+    ``later(callback, seconds)`` runs ``callback`` on the session's loop after ``seconds``; ``clock`` gives the time
+    in seconds (a test's own clock).
+
+    >>> t = [0.0]
+    >>> events = SessionEvents(later=None, clock=lambda: t[0])
+    >>> events.charge(0.08); round(events.wait(), 3)  # one click at d_k = 1024: the next waits (0.08 - 0.05) / 0.5 s
+    0.06
+    >>> t[0] = 0.06; events.wait()
+    0.0
+    """
+
+    #: The share of the loop one session's events may take.
+    SHARE = 0.5
+    #: Seconds of loop time a session's events may take at once without waiting: the cost of most of an honest page's
+    #: events, and small beside what another page may wait (a page's message takes a few turns of the loop to read,
+    #: and a session within its burst could take each of those turns).
+    BURST = 0.05
+
+    def __init__(self, later, clock=time.perf_counter):
+        self.level = 0.0  # seconds of loop time in the bucket
+        self.accounted = 0.0  # seconds charged or exempted in all: a caller tells what was accounted while it ran
+        self.clock = clock
+        self._at = clock()
+        self._later = later
+        self._queue: collections.deque = collections.deque()
+        self._draining = False
+
+    def _leak(self) -> None:
+        now = self.clock()
+        self.level = max(0.0, self.level - self.SHARE * (now - self._at))
+        self._at = now
+
+    def charge(self, seconds: float) -> None:
+        """The session's events took ``seconds`` of the loop (negative or absurd values are ignored)."""
+        if 0 <= seconds < 60:
+            self._leak()
+            self.level += seconds
+            self.accounted += seconds
+
+    def exempt(self, seconds: float) -> None:
+        """``seconds`` of the loop went to work the page does once: accounted for, not charged."""
+        if 0 <= seconds < 60:
+            self.accounted += seconds
+
+    def wait(self) -> float:
+        """Seconds until the session's next event may run (0: at once, also for less than a millisecond, which a loop's
+        timer cannot wait and which rounding could otherwise leave forever above 0)."""
+        self._leak()
+        wait = (self.level - self.BURST) / self.SHARE
+        return wait if wait >= 0.001 else 0.0
+
+    @property
+    def queued(self) -> int:
+        """How many of the session's events wait in its queue."""
+        return len(self._queue)
+
+    def run(self, call) -> None:
+        """Run ``call`` (one event's work, no arguments) now if the session may, else queue it; charge its time."""
+        if not self._queue and self.wait() == 0:
+            self._run(call)
+        else:
+            self._queue.append(call)
+            self._schedule()
+
+    def _run(self, call) -> None:
+        accounted, start = self.accounted, self.clock()
+        try:
+            call()
+        finally:
+            self.charge(self.clock() - start - (self.accounted - accounted))
+
+    def _schedule(self) -> None:
+        if not self._draining:
+            self._draining = True
+            self._later(self._drain, self.wait())
+
+    def _drain(self) -> None:
+        self._draining = False
+        if not self._queue:
+            return
+        if self.wait() > 0:
+            self._schedule()
+            return
+        call = self._queue.popleft()
+        try:
+            self._run(call)
+        finally:  # the next in its own turn, also after a call that raised
+            if self._queue:
+                self._schedule()
+
+
+@contextlib.contextmanager
+def once_a_page(doc=None):
+    """Work a page does once, such as building a tab the first time it is shown: not counted against the share
+    of ``doc``'s session (default: the current document's; nothing outside a served page)."""
+    import panel as pn
+
+    events = get_event_pacer().session(doc if doc is not None else pn.state.curdoc)
+    if events is None:
+        yield
+        return
+    start = events.clock()
+    try:
+        yield
+    finally:
+        events.exempt(events.clock() - start)
+
+
+class EventPacer:
+    """Each served session's :class:`SessionEvents`, made on first use and dropped when the session ends."""
+
+    def __init__(self):
+        self._sessions: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # document -> SessionEvents
+
+    def session(self, doc) -> SessionEvents | None:
+        """The pacing of ``doc``'s session; None for a document that is not served (a test, a notebook)."""
+        if doc is None or doc.session_context is None:
+            return None
+        events = self._sessions.get(doc)
+        if events is None:
+            events = self._sessions[doc] = SessionEvents(later=functools.partial(_later, weakref.ref(doc)))
+            # its queue holds the document (each call does): dropped with the session, or the document would stay
+            doc.on_session_destroyed(functools.partial(_forget, weakref.ref(self), weakref.ref(doc)))
+        return events
+
+
+def _later(doc_ref, callback, seconds: float) -> None:
+    doc = doc_ref()
+    if doc is None:
+        return
+    if seconds > 0:
+        doc.add_timeout_callback(callback, max(1, round(seconds * 1000)))
+    else:
+        doc.add_next_tick_callback(callback)
+
+
+def _forget(pacer_ref, doc_ref, session_context) -> None:
+    pacer, doc = pacer_ref(), doc_ref()
+    if pacer is not None and doc is not None:
+        pacer._sessions.pop(doc, None)
+
+
+def get_event_pacer() -> EventPacer:
+    """This server process's :class:`EventPacer`, created on first use."""
+    import panel as pn
+
+    pacer = pn.state.cache.get(EVENTS_CACHE_KEY)
+    if pacer is None:
+        pacer = pn.state.cache.setdefault(EVENTS_CACHE_KEY, EventPacer())
+    return pacer

@@ -146,15 +146,19 @@ def _serve_command():
         def customize_kwargs(self, args, server_kwargs):
             kwargs = super().customize_kwargs(args, server_kwargs)
             kwargs["compress_response"] = True
-            from server.logs import install_log_redaction
             from server.pages import install_link_limit
-            from server.transport import hold_page_events, install_websocket_guard, run_sessions_on_the_loop
+            from server.transport import (
+                hold_page_events,
+                install_websocket_guard,
+                pace_page_events,
+                run_sessions_on_the_loop,
+            )
 
             install_websocket_guard()
             run_sessions_on_the_loop()
             hold_page_events()
+            pace_page_events()
             install_link_limit(kwargs)
-            install_log_redaction()
             # a room's live channel to its followers' pages (server/room_live.py)
             # KaTeX's fonts, where Panel's bundled KaTeX stylesheet looks for them (server/katex_fonts.py)
             from server.katex_fonts import font_patterns
@@ -173,6 +177,9 @@ def _serve_command():
 
 def run(argv: list[str]) -> None:
     """Run Panel's serve command with ``argv`` (as after ``panel``)."""
+    from server.logs import install_log_redaction
+
+    install_log_redaction()  # before anything logs: every record the process makes is bounded (server/logs.py)
     parser = argparse.ArgumentParser(prog="panel")
     command = _serve_command()(parser=parser.add_subparsers().add_parser("serve"))
     args = parser.parse_args(argv)

@@ -1,7 +1,8 @@
 """How the server's websocket carries drag updates, and what it refuses to read.
 
 Small messages go out at once (below); a connection that sends what no page would is closed after one
-log line (:class:`GuardedWSHandler`).
+log line (:class:`GuardedWSHandler`); what a page sends is applied one event at a time, each when its session's
+share of the loop allows (:func:`pace_page_events`, ``server/pacing.py``).
 
 Bokeh writes each protocol message as several websocket frames (header, metadata, content). With
 Nagle's algorithm on, the second frame waits until the browser acknowledges the first, and browsers
@@ -13,12 +14,19 @@ as the page has loaded (``pn.state.onload``): that works the same under ``python
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import time
 
 import panel as pn
+from bokeh.core.has_props import HasProps
+from bokeh.core.serialization import Deserializer, UnknownReferenceError
+from bokeh.events import Event
 from bokeh.protocol.exceptions import ProtocolError
 from panel.io.server import WSHandler as PanelWSHandler
+
+from server.pacing import get_event_pacer
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +90,16 @@ PAGE_REFUSED_TYPES = frozenset({"ndarray", "bytes"})
 PAGE_MESSAGE_BYTES = 256 * 1024
 #: The largest property value a page writes (as JSON): under 300 bytes in every page the tests drive.
 PAGE_WRITE_BYTES = 16 * 1024
+#: The most events one page message carries. BokehJS sends a page's changes as they come, in one message each, except
+#: a figure's four sizes once it is laid out (``inner_width``, ``inner_height``, ``outer_width``, ``outer_height``):
+#: 4 in every page the browser tests drive (one event in all the others). Bokeh applies every event of a message in
+#: one turn of the loop: one message of 300 clicks of "New random draw" at d_k = 1024 froze every other page for 24 s.
+PAGE_MESSAGE_EVENTS = 8
+#: The messages a page sends (BokehJS's own): the document once, then its changes, and the server's version. A
+#: ``PUSH-DOC`` would replace the session's whole document with whatever models it names.
+PAGE_MESSAGE_TYPES = frozenset({"PULL-DOC-REQ", "PATCH-DOC", "SERVER-INFO-REQ"})
+#: How often (s) a connection whose session waits for its turn looks again (its queue drains one event a turn).
+TURN = 0.002
 #: In every log line of what :func:`screen_page_patch` drops or refuses (the browser tests look for it).
 SCREENED = "screened out"
 
@@ -107,17 +125,20 @@ def screen_page_patch(content, size: int, known=lambda model_id: False) -> tuple
 
     ``known(id)`` tells whether a model id is one of the session document's. Returns why the connection is
     refused (None if it is not) and the properties whose writes were dropped from ``content["events"]`` (not
-    in :data:`PAGE_WRITABLE`). Refused: an event kind not in :data:`PAGE_EVENT_KINDS`, a value encoded as one
-    of :data:`PAGE_REFUSED_TYPES`, a model written out in full that is not the document's, a write larger than
-    :data:`PAGE_WRITE_BYTES`. Anything else malformed is left to Bokeh, which refuses it.
+    in :data:`PAGE_WRITABLE`). Refused: more than :data:`PAGE_MESSAGE_EVENTS` events, an event kind not in
+    :data:`PAGE_EVENT_KINDS`, a value encoded as one of :data:`PAGE_REFUSED_TYPES`, a model written out in full that
+    is not the document's, a write larger than :data:`PAGE_WRITE_BYTES`. A model of the document's written out in
+    full is replaced by its reference. What the events say is checked next, by :func:`check_page_events`.
     """
     events = content.get("events") if isinstance(content, dict) else None
     if not isinstance(events, list):
-        return None, set()
+        return "a patch without a list of events", set()
+    if len(events) > PAGE_MESSAGE_EVENTS:
+        return f"a message of {len(events)} events (a page sends at most {PAGE_MESSAGE_EVENTS})", set()
     kept, dropped = [], set()
     for event in events:
         kind = event.get("kind") if isinstance(event, dict) else None
-        if kind not in PAGE_EVENT_KINDS:
+        if not isinstance(kind, str) or kind not in PAGE_EVENT_KINDS:
             return f"a patch event no page sends ({_short(kind, 40)})", set()
         types, models = set(), set()
         _encodings(event, types, models)
@@ -126,17 +147,84 @@ def screen_page_patch(content, size: int, known=lambda model_id: False) -> tuple
             return f"a value encoded as {', '.join(sorted(refused))}, which no page sends", set()
         if not all(known(m) for m in models):
             return "a new model, which no page sends", set()
+        if models:  # the document's own, written out in full: Bokeh reads it as a reference and warns each time
+            event = _as_references(event)
         if kind == "ModelChanged":
             attr = event.get("attr")
             if size > PAGE_WRITE_BYTES and len(json.dumps(event)) > PAGE_WRITE_BYTES:
                 return f"a write of more than {PAGE_WRITE_BYTES} bytes ({_short(attr, 40)})", set()
-            if attr not in PAGE_WRITABLE:
+            if not isinstance(attr, str) or attr not in PAGE_WRITABLE:
                 dropped.add(str(attr)[:40])
                 continue
         kept.append(event)
-    if dropped:
-        content["events"] = kept
+    content["events"] = kept
     return None, dropped
+
+
+def _as_references(value):
+    """``value`` with every model written out in full (``{"type": "object", "id": …}``) replaced by its reference."""
+    if isinstance(value, dict):
+        if value.get("type") == "object" and "id" in value:
+            return {"id": value["id"]}
+        return {k: _as_references(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_references(v) for v in value]
+    return value
+
+
+class _PageReader(Deserializer):
+    """Bokeh's own reading of what a page sent, resolving references in the session's document, and changing nothing.
+
+    Bokeh's ``Deserializer`` with the document's models as its references; a model written out in full is one of
+    them (:func:`screen_page_patch` refused any other), read as its reference. ``tests/test_transport.py`` fails if
+    the two methods this replaces move.
+    """
+
+    def __init__(self, doc):
+        super().__init__()
+        self._doc = doc
+
+    def _decode_ref(self, obj):
+        model = self._doc.get_model_by_id(obj["id"])
+        if model is None:
+            self.error(UnknownReferenceError(obj["id"]))
+        return model
+
+    _decode_object_ref = _decode_ref
+
+
+def check_page_events(events: list, doc) -> str | None:
+    """Why Bokeh could not apply a page's screened ``events`` to ``doc`` (None if it can), found before any is applied.
+
+    Each event is read as Bokeh reads it (its ``Deserializer``, references resolved in ``doc``) and each written
+    value checked against its property as Bokeh checks it when it sets it (``Property.prepare_value``). Bokeh
+    itself finds a bad value only while it applies the message, after the events before it, and then logs the whole
+    message three times (a 15 kB value in a choice widget's ``active``: 45 kB of log a write) and keeps the
+    connection; a write to a property the model does not have, it logs each time. A write to a model the server
+    removed since (Bokeh drops such a message) is let through.
+    """
+    try:
+        decoded = _PageReader(doc).decode(events)
+    except UnknownReferenceError as e:
+        return None if doc.models.seen(e.id) else "a model the document does not have"
+    except Exception as e:  # noqa: BLE001  (anything Bokeh's reader raises on what a page sent)
+        return f"a patch Bokeh cannot read ({type(e).__name__})"
+    for event in decoded:
+        if event["kind"] == "MessageSent":
+            if event.get("msg_type") != "bokeh_event" or not isinstance(event.get("msg_data"), Event):
+                return "a message no page sends"
+            continue
+        model, attr = event.get("model"), event.get("attr")
+        if not isinstance(model, HasProps):
+            return "a write to no model"
+        name = f"{type(model).__name__}.{_short(attr, 40)}"
+        if not isinstance(attr, str) or attr not in model.properties():
+            return f"a write to {name}, which it does not have"
+        try:
+            model.lookup(attr).property.prepare_value(model, attr, event.get("new"))
+        except Exception:  # noqa: BLE001  (ValueError mostly; the value's own message would quote it whole)
+            return f"a value {name} cannot hold"
+    return None
 
 
 def _short(text: object, limit: int = 120) -> str:
@@ -185,29 +273,58 @@ class GuardedWSHandler(PanelWSHandler):
         if parsed is None or self._refused:  # part of a message, or a protocol error (refused below)
             return
         size, self._incoming = self._incoming, 0
-        if parsed.msgtype == "PATCH-DOC":
-            session = getattr(self.connection, "session", None)
-            doc = getattr(session, "document", None)
-            known = (lambda model_id: doc.get_model_by_id(model_id) is not None) if doc is not None else (
-                lambda model_id: False)
-            try:
-                why, dropped = screen_page_patch(parsed.content, size, known)
-            except RecursionError:  # nested as deep as JSON's own decoder allows
-                why, dropped = "a patch nested too deep", set()
-            if why is not None:
-                self._refuse(f"{why} ({SCREENED})")
-                return
-            if dropped - self._dropped:
-                log.warning("Ignored a page's writes to %s from %s (%s)", ", ".join(sorted(dropped - self._dropped)),
-                            self.request.remote_ip, SCREENED)
-                self._dropped = self._dropped | dropped
+        if parsed.msgtype not in PAGE_MESSAGE_TYPES:
+            self._refuse(f"a {_short(parsed.msgtype, 40)} message, which no page sends ({SCREENED})")
+            return
         try:
-            work = await self._handle(parsed)
-            if work:
+            work = await (self._patch(parsed, size) if parsed.msgtype == "PATCH-DOC" else self._handle(parsed))
+            if work is not None and work.msgtype == "ERROR":  # Bokeh has logged why (a failure in the app's code)
+                self._refuse("a message the server could not handle")
+            elif work and not self._refused:
                 await self._schedule(work)
         except Exception as e:
             log.debug("handling a message failed", exc_info=True)
             self._refuse(f"a message the server could not handle ({type(e).__name__}: {_short(e)})")
+
+    async def _patch(self, parsed, size: int):
+        """Screen a ``PATCH-DOC`` and apply its events one at a time, each when the session's pacing allows it."""
+        session = getattr(self.connection, "session", None)
+        doc = getattr(session, "document", None)
+        known = (lambda model_id: doc.get_model_by_id(model_id) is not None) if doc is not None else (
+            lambda model_id: False)
+        try:
+            why, dropped = screen_page_patch(parsed.content, size, known)
+            if why is None and doc is not None:
+                why = check_page_events(parsed.content["events"], doc)
+        except RecursionError:  # nested as deep as JSON's own decoder allows
+            why, dropped = "a patch nested too deep", set()
+        if why is not None:
+            self._refuse(f"{why} ({SCREENED})")
+            return None
+        if dropped - self._dropped:
+            log.warning("Ignored a page's writes to %s from %s (%s)", ", ".join(sorted(dropped - self._dropped)),
+                        self.request.remote_ip, SCREENED)
+            self._dropped = self._dropped | dropped
+        pacing = get_event_pacer().session(doc)
+        events = parsed.content["events"]
+        if pacing is None or len(events) < 1:
+            return await self._handle(parsed)
+        # Bokeh would apply them all in one turn of the loop; one at a time, the pacing can hold back the rest,
+        # and other pages' messages are read between two of them
+        work = None
+        for i, event in enumerate(events):
+            if i:
+                await asyncio.sleep(0)
+            while not self._refused and (pacing.queued or pacing.wait() > 0):
+                await asyncio.sleep(max(pacing.wait(), TURN))
+            if self._refused:
+                return None
+            parsed.content["events"] = [event]
+            accounted, start = pacing.accounted, time.perf_counter()
+            work = await self._handle(parsed)
+            # what the page's events cost inside it (its clicks, run through the pacing) is accounted for already
+            pacing.charge(time.perf_counter() - start - (pacing.accounted - accounted))
+        return work
 
     def _protocol_error(self, message: str) -> None:
         self._refuse(f"a message that breaks Bokeh's protocol ({_short(message)})")
@@ -224,6 +341,16 @@ class GuardedWSHandler(PanelWSHandler):
         stream = getattr(self.ws_connection, "stream", None)
         if stream is not None:
             stream.close()  # read nothing more the client has sent
+
+
+def refuse_page(doc, why: str) -> bool:
+    """Close the websockets of ``doc``'s session as the guard closes one that sends what no page would, with one log
+    line; for what a page's own script (a component's messages) finds it never sends. False where the guard does not
+    serve the page (a bare ``panel serve app.py``, a notebook): nothing is closed then."""
+    sockets = [ws for ws in session_websockets(doc) if isinstance(ws, GuardedWSHandler)]
+    for ws in sockets:
+        ws._refuse(f"{why} ({SCREENED})")
+    return bool(sockets)
 
 
 def install_websocket_guard() -> None:
@@ -273,20 +400,56 @@ def hold_page_events() -> None:
     ends, as it does for its own widgets; inside the lock the hold changes nothing. Idempotent;
     ``tests/test_transport.py`` fails if Panel's names move.
     """
+    from panel.io.document import hold
+
+    def held(original):
+        def run(self, doc, *args):
+            with hold(doc):
+                return original(self, doc, *args)
+        return run
+
+    _wrap_page_event_handlers("holds_document", held)
+
+
+#: Panel's two methods that process a page's events in a session (``panel.reactive.Syncable``): a widget's change,
+#: and an event (a click, a message).
+PAGE_EVENT_HANDLERS = ("_change_event", "_process_bokeh_event")
+
+
+def _wrap_page_event_handlers(flag: str, wrap) -> None:
+    """Replace each of :data:`PAGE_EVENT_HANDLERS` with ``wrap(method)``, marked with the attribute ``flag``; a method
+    already marked is left alone (so each wrapping is made once)."""
     import functools
 
-    from panel.io.document import hold
     from panel.reactive import Syncable
 
-    for name in ("_change_event", "_process_bokeh_event"):
+    for name in PAGE_EVENT_HANDLERS:
         original = getattr(Syncable, name)
-        if getattr(original, "holds_document", False):
+        if getattr(original, flag, False):
             continue
+        wrapper = functools.update_wrapper(wrap(original), original)
+        setattr(wrapper, flag, True)
+        setattr(Syncable, name, wrapper)
 
-        def held(self, doc, *args, _original=original):
-            with hold(doc):
-                return _original(self, doc, *args)
 
-        functools.update_wrapper(held, original)
-        held.holds_document = True
-        setattr(Syncable, name, held)
+def pace_page_events() -> None:
+    """Run each of a page's events (a widget's change, a click, a message) through its session's pacing.
+
+    Panel processes them in ``Syncable._change_event`` and ``Syncable._process_bokeh_event`` (the methods
+    :func:`hold_page_events` holds), at once or on a later turn of the loop; here each goes through the session's
+    :class:`server.pacing.SessionEvents` first, which runs it at once unless the session has taken more than its
+    share of the loop, and otherwise queues it for its turn. The guard (:class:`GuardedWSHandler`) reads the
+    session's next message only once its queue is empty. Outside a served page nothing changes. Idempotent;
+    ``tests/test_transport.py`` fails if Panel's names move.
+    """
+    import functools
+
+    def paced(original):
+        def run(self, doc, *args):
+            events = get_event_pacer().session(doc)
+            if events is None:
+                return original(self, doc, *args)
+            events.run(functools.partial(original, self, doc, *args))
+        return run
+
+    _wrap_page_event_handlers("paced", paced)

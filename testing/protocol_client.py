@@ -61,6 +61,17 @@ def find_objects(doc_json: dict, type_suffix: str) -> list[dict]:
     return found
 
 
+def changed(model_id: str, attr: str, new) -> dict:
+    """A ``ModelChanged`` patch event: the page writes ``new`` into ``attr`` of the model ``model_id``."""
+    return {"kind": "ModelChanged", "model": {"id": model_id}, "attr": attr, "new": new}
+
+
+def clicked(model_id: str) -> dict:
+    """A button's click as BokehJS sends it: a ``button_click`` event on the button's model."""
+    event = {"type": "event", "name": "button_click", "values": _map(model={"id": model_id})}
+    return {"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": event}
+
+
 def _map(**entries) -> dict:
     return {"type": "map", "entries": [[k, v] for k, v in entries.items()]}
 
@@ -90,6 +101,7 @@ class Learner:
     shown: list[tuple[tuple[str, str], float]] = field(default_factory=list)  # (position, time it came back)
     lines: list[tuple[str, float]] = field(default_factory=list)  # (the readout's first line, when it came)
     patches: list[list[dict]] = field(default_factory=list)  # the events of every PATCH-DOC received
+    patch_times: list[float] = field(default_factory=list)  # when each of ``patches`` came
     bytes_in: int = 0
     messages_in: int = 0
     #: permessage-deflate, as browsers negotiate it; off by default so the classroom numbers stay comparable
@@ -202,7 +214,19 @@ class Learner:
 
     async def click(self, model_id: str) -> None:
         """Press a button, as BokehJS reports a click: a ``button_click`` event on the button's model."""
-        await self._send_event(_map(model={"id": model_id}), name="button_click")
+        await self.send(clicked(model_id))
+
+    async def send(self, *events: dict) -> None:
+        """Send one ``PATCH-DOC`` message of ``events`` (see :func:`changed`, :func:`clicked`)."""
+        await patch_doc(patch_doc.create_header(), {}, {"events": list(events)}).send(self.sock)
+
+    def objects(self, type_suffix: str, since: int = 0) -> list[dict]:
+        """Every model whose type name ends with ``type_suffix``, in the pulled document (``connect(keep_doc=True)``)
+        and the patches received (``keep_patches``) from the ``since``-th on, once each."""
+        found = find_objects(self.doc, type_suffix) if since == 0 and self.doc is not None else []
+        for events in self.patches[since:]:
+            found += find_objects(events, type_suffix)
+        return list({o["id"]: o for o in found}.values())
 
     async def listen(self) -> None:
         """Record every readout text the server sends until the socket closes."""
@@ -217,6 +241,7 @@ class Learner:
             now = self.clock()
             if self.keep_patches:
                 self.patches.append(msg.content.get("events", []))
+                self.patch_times.append(now)
             for ev in msg.content.get("events", []):
                 if ev.get("kind") not in ("ModelChanged", "ColumnDataChanged"):
                     continue

@@ -389,3 +389,186 @@ def test_writes_no_page_makes_are_dropped_or_refused_and_hold_no_memory(app_serv
     grown = log_path.read_text()[before:]
     assert grown.count("Ignored a page's writes to name") == 1, grown
     assert "Traceback" not in grown
+
+
+async def _page(port: int) -> tuple[Learner, asyncio.Task]:
+    """A learner whose document and every patch it receives are kept (to find the models a tab brings), listening."""
+    learner = Learner(ws_url(port))
+    await learner.connect(keep_doc=True)
+    return learner, asyncio.ensure_future(learner.listen())
+
+
+def _button(learner: Learner, label: str) -> str:
+    return next(o["id"] for o in learner.objects("Button") if o["attributes"].get("label") == label)
+
+
+async def _closed(learner: Learner, timeout: float = 10) -> bool:
+    """True once the server has closed the learner's socket (its listener has ended) within ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not learner.listening.done():
+        await asyncio.sleep(0.05)
+    return learner.listening.done()
+
+
+def test_a_message_of_more_events_than_a_page_sends_closes_its_socket_at_once(app_server):
+    """1,400 clicks of "Reset example" in one 359-byte message froze every other page for 8-18 s, and the socket
+    stayed open: Bokeh applies all of a message's events in one turn of the loop."""
+    from testing.protocol_client import clicked
+
+    port, log_path = app_server
+
+    async def flood_beside_a_learner():
+        attacker, attacker.listening = await _page(port)
+        await attacker.send(*[clicked(_button(attacker, "Reset example"))] * 1400)
+        closed = await _closed(attacker)
+        attacker.close()
+        return closed, await _drag_and_read(await _learner(port), 0.75, 1.25)
+
+    before = log_path.stat().st_size
+    closed, shown = run(flood_beside_a_learner())
+    assert closed, "a message of 1,400 clicks did not close its socket"
+    assert shown == ("0.750", "1.250")
+    time.sleep(0.5)
+    grown = log_path.read_text()[before:]
+    assert grown.count("a message of 1400 events") == 1 and "Traceback" not in grown, grown[:2000]
+
+
+def test_a_sessions_expensive_clicks_wait_their_turn_and_another_page_is_answered_between_them(app_server):
+    """Eight clicks of "New random draw" at d_k = 1024 (as many events as a page's message may hold): Bokeh ran all
+    eight in one turn of the loop, and another page's key waited behind them. Paced, the page's next click waits
+    until the server has had as long again for everyone else, so the other page's key is answered among them."""
+    from testing.protocol_client import changed, clicked
+
+    port, _ = app_server
+
+    def after(learner: Learner, text: str) -> float | None:
+        return next((t for events, t in zip(learner.patches, learner.patch_times)
+                     if any(text in str(e.get("new", "")) for e in events)), None)
+
+    async def draws_beside_a_key():
+        other = await _learner(port)
+        other.listening = asyncio.ensure_future(other.listen())
+        attacker, attacker.listening = await _page(port)
+        tabs = next(o for o in attacker.objects("Tabs") if "explorer-tabs" in o["attributes"].get("css_classes", []))
+        titles = [t["attributes"]["title"] for t in tabs["attributes"]["tabs"]]
+        await attacker.send(changed(tabs["id"], "active", titles.index("√d_k")))
+        while not any(o["attributes"].get("title") == "d_k" for o in attacker.objects("Slider")):
+            await asyncio.sleep(0.05)
+        d_k = next(o["id"] for o in attacker.objects("Slider") if o["attributes"].get("title") == "d_k")
+        await attacker.send(changed(d_k, "value", 1024))
+        while after(attacker, "= 1024, seed 0)") is None:  # the summary's caption (escaped HTML)
+            await asyncio.sleep(0.05)
+        await attacker.send(*[clicked(_button(attacker, "New random draw"))] * 8)
+        while after(attacker, "seed 1)") is None:  # the server has taken the first
+            await asyncio.sleep(0.005)
+        seen = len(other.lines)
+        await other.key("1")
+        while after(attacker, "seed 8)") is None or not other.lines[seen:]:
+            await asyncio.sleep(0.05)
+        answered = other.lines[seen][1]
+        for learner in (other, attacker):
+            learner.close()
+        return answered, after(attacker, "seed 8)"), other.lines[seen][0]
+
+    answered, eighth, line = run(draws_beside_a_key(), timeout=180)
+    assert line.startswith('Query of "I"')
+    assert answered < eighth, "the other page's key was answered only after all eight draws"
+
+
+def test_a_write_of_the_wrong_type_closes_the_socket_with_one_short_line(app_server):
+    """A 15 kB string written into a choice widget's ``active`` (a list of numbers): Bokeh logged the whole value three
+    times (45 kB) and kept the connection."""
+    from testing.protocol_client import changed
+
+    port, log_path = app_server
+
+    async def write_a_string_into_a_choice():
+        page, page.listening = await _page(port)
+        looks = next(o["id"] for o in page.objects("CheckboxButtonGroup") + page.objects("CheckboxGroup")
+                     if o["attributes"].get("labels") == ["Projector", "Dark"])
+        await page.send(changed(looks, "active", "x" * 15000))
+        closed = await _closed(page)
+        page.close()
+        return closed
+
+    before = log_path.stat().st_size
+    assert run(write_a_string_into_a_choice())
+    time.sleep(0.5)
+    grown = log_path.read_text()[before:]
+    assert len(grown) < 1000 and grown.count("cannot hold") == 1 and "xxxx" not in grown, grown[:3000]
+
+
+async def _hostile(port: int, kind: str, messages: int) -> int:
+    """Send ``messages`` of one kind a hostile client could send on one connection, back to back, each as soon as the
+    socket takes it; stop when the server closes it. Then, on a connection that is still open, a good key, and wait
+    for its answer: the server has read everything before it. Returns how many were sent."""
+    from bokeh.protocol.messages.patch_doc import patch_doc
+    from bokeh.protocol.messages.push_doc import push_doc
+
+    from testing.protocol_client import changed, clicked
+
+    learner, learner.listening = await _page(port)
+    looks = next(o["id"] for o in learner.objects("CheckboxButtonGroup") + learner.objects("CheckboxGroup")
+                 if o["attributes"].get("labels") == ["Projector", "Dark"])
+
+    def bridge(data: dict) -> dict:
+        event = {"type": "event", "name": "data_event", "values": {"type": "map", "entries": [
+            ["model", {"id": learner.bridge_id}], ["data", {"type": "map", "entries": [[k, v] for k, v in data.items()]}]]}}
+        return {"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": event}
+
+    patch = {
+        "wrong type": [changed(looks, "active", "x" * 15000)],
+        "lang {}": [bridge({"lang": {"type": "map", "entries": []}})],
+        "key []": [bridge({"key": []})],
+        "unknown key": [bridge({"answer": 42})],
+        "too many events": [clicked(_button(learner, "Reset example"))] * 300,
+        "a property the model has not": [changed(looks, "value", "x" * 1000)],
+        "oversized": [changed(looks, "labels", ["x" * 1000] * 300)],
+    }
+    if kind == "push-doc":  # would replace the session's document with whatever it names
+        message = push_doc(push_doc.create_header(), {}, {"doc": {"roots": [], "title": "x" * 1000}})
+    elif kind == "junk":
+        message = None
+    else:
+        message = patch_doc(patch_doc.create_header(), {}, {"events": patch[kind]})
+    sent = 0
+    try:
+        for _ in range(messages):
+            if message is None:
+                await learner.sock._socket.write_message("junk")
+            else:
+                for part in (message.header_json, message.metadata_json, message.content_json):
+                    await learner.sock._socket.write_message(part)
+            sent += 1
+    except Exception:  # noqa: BLE001  (the server closed the socket)
+        pass
+    if sent == messages:  # all taken, the socket open: a good key, answered once everything before it was read
+        seen = len(learner.lines)
+        await learner.key("3")
+        deadline = time.monotonic() + 120
+        while not learner.lines[seen:] and not learner.listening.done() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert learner.lines[seen:] and learner.lines[seen][0].startswith('Query of "NLP"'), kind
+    learner.close()
+    return sent
+
+
+#: What a hostile client can send many times over on one connection.
+HOSTILE_KINDS = ("wrong type", "lang {}", "key []", "unknown key", "too many events", "a property the model has not",
+                 "oversized", "push-doc", "junk")
+
+
+def test_ten_thousand_hostile_messages_of_each_kind_leave_under_10_kB_of_log(app_server):
+    """Each kind once cost the log a line, a traceback or the whole message each time: a wrong-type write 45 kB, a
+    message of the browser bridge's it could not read ({"lang": {}}) a traceback. Now a connection that sends one is
+    closed, with one short line, and nothing more it sent is read."""
+    port, log_path = app_server
+    grown = {}
+    for kind in HOSTILE_KINDS:
+        before = log_path.stat().st_size
+        run(_hostile(port, kind, 10_000), timeout=600)
+        time.sleep(0.5)  # the server writes its last lines
+        grown[kind] = log_path.read_text()[before:]
+    total = sum(len(text.encode()) for text in grown.values())
+    assert total < 10_000, {kind: text[:1500] for kind, text in grown.items()}
+    assert not any("Traceback" in text for text in grown.values()), grown

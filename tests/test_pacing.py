@@ -191,3 +191,83 @@ def test_a_press_never_let_go_stops_counting_and_its_next_position_counts_it_aga
     finally:
         budget.end(channel)
         budget._clock = clock
+
+
+class Loop:
+    """A session's loop with a clock of its own: ``later`` queues a callback for a time, ``run`` runs them in order."""
+
+    def __init__(self):
+        self.now, self.pending = 0.0, []
+
+    def clock(self) -> float:
+        return self.now
+
+    def later(self, callback, seconds: float) -> None:
+        self.pending.append((self.now + seconds, len(self.pending), callback))
+
+    def run(self) -> None:
+        while self.pending:
+            self.pending.sort()
+            due, _, callback = self.pending.pop(0)
+            self.now = max(self.now, due)
+            callback()
+
+
+def test_a_sessions_expensive_events_take_at_most_its_share_of_the_loop():
+    """One message of 300 clicks of "New random draw" at d_k = 1024 froze every other page for 24 s: Bokeh applied
+    them all in one turn. Paced, the session's clicks run one a turn, and the loop is free for as long again."""
+    from server.pacing import SessionEvents
+
+    loop = Loop()
+    events = SessionEvents(later=loop.later, clock=loop.clock)
+    ran = []
+
+    def click(i, cost=0.08):
+        def work():
+            ran.append((i, loop.now))
+            loop.now += cost  # the click's time on the loop
+        return work
+
+    for i in range(10):  # arrive at once
+        events.run(click(i))
+    assert [i for i, _ in ran] == [0] and events.queued == 9  # the first at once, the rest in their turn
+    loop.run()
+    assert [i for i, _ in ran] == list(range(10)) and events.queued == 0  # all of them, in order
+    busy, span = 10 * 0.08, ran[-1][1] + 0.08 - ran[0][1]
+    assert busy / span <= SessionEvents.SHARE + 0.05, busy / span
+    # each waited for the one before it to have been paid for: no two back to back
+    assert all(b - a >= 0.08 for (_, a), (_, b) in zip(ran, ran[1:]))
+
+
+def test_a_page_spaced_as_a_person_clicks_never_waits():
+    from server.pacing import SessionEvents
+
+    loop = Loop()
+    events = SessionEvents(later=loop.later, clock=loop.clock)
+    ran = []
+    for i in range(20):  # a click of 80 ms ("New random draw" at d_k = 1024) every second, a key of 20 ms between
+        loop.now = float(i)
+        events.run(lambda: (ran.append(loop.now), setattr(loop, "now", loop.now + 0.08)))
+        for k in range(1, 4):
+            loop.now = i + k * 0.25
+            events.run(lambda: (ran.append(loop.now), setattr(loop, "now", loop.now + 0.02)))
+    assert len(ran) == 80 and events.queued == 0 and not loop.pending  # each ran as it came
+
+
+def test_building_a_tab_the_first_time_is_not_counted(monkeypatch):
+    """A tab takes up to a second to build, once a page: counted, the page's next click would wait two."""
+    from server import pacing
+    from server.pacing import SessionEvents, once_a_page
+
+    loop = Loop()
+    events = SessionEvents(later=loop.later, clock=loop.clock)
+    monkeypatch.setattr(pacing.EventPacer, "session", lambda self, doc: events)
+
+    def open_tab():
+        with once_a_page(doc=object()):
+            loop.now += 1.0
+
+    events.run(open_tab)
+    assert events.level == 0 and events.wait() == 0
+    events.run(lambda: setattr(loop, "now", loop.now + 1.0))  # the same second of other work is counted
+    assert events.wait() > 1.0

@@ -84,17 +84,23 @@ def test_sessions_run_on_the_event_loop_once_the_server_says_so():
 def test_a_pages_events_are_processed_in_a_hold_once_the_server_says_so():
     """server/serve.py wraps Panel's processing of a page's events in a hold; the names it relies on are Panel's."""
     from panel.io.document import hold  # noqa: F401  (what the wrapper holds with)
-    from panel.reactive import Syncable
 
     from server.transport import hold_page_events
 
+    _wraps_panels_handlers_once(hold_page_events, "holds_document")
+
+
+def _wraps_panels_handlers_once(install, flag: str) -> None:
+    """``install()`` twice wraps each of Panel's two handlers of a page's events once, marked ``flag``."""
+    from panel.reactive import Syncable
+
     before = {name: getattr(Syncable, name) for name in ("_change_event", "_process_bokeh_event")}
     try:
-        hold_page_events()
-        hold_page_events()  # idempotent
+        install()
+        install()  # idempotent
         for name, original in before.items():
             now = getattr(Syncable, name)
-            assert now.holds_document and now.__wrapped__ is original
+            assert getattr(now, flag) and now.__wrapped__ is original
     finally:
         for name, original in before.items():
             setattr(Syncable, name, original)
@@ -124,3 +130,123 @@ def test_a_pages_patch_keeps_only_what_a_page_writes():
     big = changed("value", "1" * PAGE_WRITE_BYTES)
     assert screen_page_patch({"events": [big]}, PAGE_WRITE_BYTES + 100)[0].startswith("a write of more than")
     assert screen_page_patch({"events": [changed("value", "1" * 100)]}, PAGE_WRITE_BYTES + 100)[0] is None
+
+
+def _document(*models):
+    from bokeh.document import Document
+    from bokeh.models import Column
+
+    doc = Document()
+    doc.add_root(Column(children=list(models)))
+    return doc
+
+
+def test_a_message_with_more_events_than_a_page_sends_is_refused():
+    from server.transport import PAGE_MESSAGE_EVENTS, screen_page_patch
+
+    click = {"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
+        "type": "event", "name": "button_click", "values": {"type": "map", "entries": [["model", {"id": "p1"}]]}}}
+    # a figure's four sizes at once: the most a page of this app sends in one message
+    sizes = [{"kind": "ModelChanged", "model": {"id": "p1"}, "attr": a, "new": 300}
+             for a in ("inner_width", "inner_height", "outer_width", "outer_height")]
+    assert PAGE_MESSAGE_EVENTS >= 4 and screen_page_patch({"events": sizes}, 500)[0] is None
+    why, _ = screen_page_patch({"events": [click] * 300}, 359)
+    assert why == f"a message of 300 events (a page sends at most {PAGE_MESSAGE_EVENTS})"
+    assert screen_page_patch({"events": [click] * (PAGE_MESSAGE_EVENTS + 1)}, 900)[0] is not None
+    assert screen_page_patch({"events": "no list"}, 30)[0] == "a patch without a list of events"
+
+
+def test_a_model_of_the_document_written_out_in_full_is_read_as_its_reference():
+    from server.transport import screen_page_patch
+
+    button = {"type": "object", "name": "panel.models.widgets.Button", "id": "p7", "attributes": {"label": "x"}}
+    content = {"events": [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
+        "type": "event", "name": "button_click", "values": {"type": "map", "entries": [["model", button]]}}}]}
+    assert screen_page_patch(content, 300, known=lambda i: i == "p7") == (None, set())
+    # Bokeh warns "reference already known" for a known model written out in full, on every click (warnings always on)
+    assert content["events"][0]["msg_data"]["values"]["entries"] == [["model", {"id": "p7"}]]
+
+
+def test_what_bokeh_could_not_apply_is_found_before_anything_is_applied():
+    """Bokeh finds a value of the wrong type only while it applies the message, after the events before it, and logs
+    the whole message three times; a property the model does not have, once a write."""
+    from bokeh.models import Button, CheckboxGroup, Div
+
+    from server.transport import check_page_events
+
+    choice, div, button = CheckboxGroup(labels=["a", "b"]), Div(text="t"), Button(label="b")
+    doc = _document(choice, div, button)
+
+    def write(model, attr, new):
+        return {"kind": "ModelChanged", "model": {"id": model.id}, "attr": attr, "new": new}
+
+    good = write(choice, "active", [1])
+    click = {"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
+        "type": "event", "name": "button_click", "values": {"type": "map", "entries": [["model", {"id": button.id}]]}}}
+    assert check_page_events([good, click, write(div, "text", "new")], doc) is None
+    wrong = check_page_events([good, write(choice, "active", "x" * 15000)], doc)
+    assert wrong == "a value CheckboxGroup.active cannot hold" and choice.active == []  # nothing applied, no value quoted
+    assert check_page_events([write(div, "value", "1")], doc) == "a write to Div.value, which it does not have"
+    assert check_page_events([write(div, "text", ["a", "list"])], doc) == "a value Div.text cannot hold"
+    assert check_page_events([{**good, "model": {"id": "p-none"}}], doc) == "a model the document does not have"
+    junk = {**click, "msg_data": {"type": "event", "name": "no such event", "values": {}}}
+    assert check_page_events([junk], doc) == "a patch Bokeh cannot read (DeserializationError)"
+    assert check_page_events([{**click, "msg_data": "text"}], doc) == "a message no page sends"
+    # a write to a model the server has just removed (a tab's contents shown no more): Bokeh drops it, as before
+    doc.roots[0].children = [choice, button]
+    assert check_page_events([write(div, "text", "late")], doc) is None
+
+
+def test_the_guard_reads_pages_as_bokeh_does():
+    """server/transport.py replaces two of Bokeh's Deserializer methods and wraps two of Panel's: if they move, this fails."""
+    from bokeh.core.serialization import Deserializer
+
+    from server.transport import pace_page_events
+
+    assert callable(Deserializer._decode_ref) and callable(Deserializer._decode_object_ref)
+    _wraps_panels_handlers_once(pace_page_events, "paced")
+
+
+def test_every_log_line_is_bounded_whichever_logger_writes_it(capsys):
+    """A filter on ``bokeh.server`` did not see the records of its child loggers, where Bokeh logs what a page sent:
+    three copies of a 15 kB value, and its traceback, for each write."""
+    import logging
+
+    from server.logs import MAX_LOG_CHARS, install_log_redaction
+
+    before = logging.getLogRecordFactory()
+    handler = logging.StreamHandler()  # the server's handler, on a parent of the logger that writes
+    parent, logger = logging.getLogger("bokeh"), logging.getLogger("bokeh.server.protocol_handler")
+    parent.addHandler(handler)
+    try:
+        install_log_redaction()
+        install_log_redaction()  # idempotent
+        value = "x" * 15000
+        try:
+            raise ValueError(f"failed to validate CheckboxGroup.active: expected a list, got {value!r}")
+        except ValueError as e:
+            logger.error("error handling message\n message: %r \n error: %r", {"new": value}, e, exc_info=True)
+        logger.warning("Refused websocket from /app/ws?room=K7M4QX&token=s3cr-et_: a message")
+    finally:
+        logging.setLogRecordFactory(before)
+        parent.removeHandler(handler)
+    written = capsys.readouterr().err
+    assert len(written) < 6_000, len(written)  # 45 kB before
+    assert "(30132 characters in all)" in written and "room=…&token=…" in written and "s3cr" not in written
+    assert all(len(line) < MAX_LOG_CHARS + 40 for line in written.splitlines())
+    assert "ValueError: failed to validate" in written  # the traceback's end, the error, is kept
+
+
+def test_a_message_the_browser_bridge_cannot_use_is_ignored_and_said_once(caplog):
+    from link.browser import BrowserBridge
+    from session.state import AttentionState
+
+    state = AttentionState()
+    bridge = BrowserBridge(state=state)
+    for msg in ({"lang": {}}, {"key": []}, {"key": "1", "x": 1}, {"stored": 5}, ["key"], "1", {}, {1: 2}):
+        bridge._handle_msg(msg)  # {"lang": {}} raised TypeError (unhashable) and Bokeh logged its traceback
+    assert state.selected == 1 and state.lang == "en"
+    ignored = [r for r in caplog.records if "never sends" in r.getMessage()]
+    assert len(ignored) == 1 and "dict(lang: dict)" in ignored[0].getMessage()
+    bridge._handle_msg({"key": "1", "shift": False, "in_plot": False})  # what the page sends: taken
+    assert state.selected == 0

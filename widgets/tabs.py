@@ -12,6 +12,8 @@ from collections.abc import Callable
 import panel as pn
 from bokeh.models import Spacer, TabPanel
 
+from server.pacing import once_a_page
+
 
 class LazyTabs(pn.Tabs):
     """Panel's dynamic ``Tabs``, with one placeholder model for every hidden tab instead of one each.
@@ -60,7 +62,8 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
     def show(*_):
         build = waiting.pop(layout.active, None)
         if build is not None:
-            layout[layout.active] = (layout._names[layout.active], build())
+            with once_a_page():  # not counted against the page's share of the server's loop: it cannot be repeated
+                layout[layout.active] = (layout._names[layout.active], build())
 
     layout.param.watch(show, "active")
     show()
