@@ -152,9 +152,16 @@ def _language_menu(lang: str) -> str:
             "{detail: this.value, bubbles: true, composed: true}))\">" + options + "</select></span>")
 
 
-#: The tabs beside the explorer, in order.
-TAB_TITLES = (N_("Weights"), N_("Matrix"), N_("All steps"), N_("Recipe"), N_("Edit"), N_("Trap"), "√d_k",
-              N_("Projections"), N_("Heads · n²"), N_("Train"), N_("Check"), N_("Export"), N_("Keys"))
+#: The tabs beside the explorer, in order: each one's name in a lesson link (``?tabs=weights,check``, the same in
+#: every language; session/lesson.py) and its title. A new tab adds its row here and its build in create_app.
+TABS = (("weights", N_("Weights")), ("matrix", N_("Matrix")), ("steps", N_("All steps")), ("recipe", N_("Recipe")),
+        ("edit", N_("Edit")), ("trap", N_("Trap")), ("dk", "√d_k"), ("projections", N_("Projections")),
+        ("heads", N_("Heads · n²")), ("train", N_("Train")), ("check", N_("Check")), ("export", N_("Export")),
+        ("keys", N_("Keys")))
+TAB_NAMES = tuple(name for name, _ in TABS)
+#: Up to this many tabs keep full-size titles on a short screen (an 800×600 projector): a lesson's few tabs fit.
+LESSON_TABS = 5
+TAB_TITLES = tuple(title for _, title in TABS)
 
 
 def page_language(state: AttentionState) -> None:
@@ -176,7 +183,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     nodelay_on_load()
     return_freed_memory()
     page_language(state)
-    apply_address(state, address_args() if args is None else args)
+    apply_address(state, address_args() if args is None else args, TAB_NAMES)
     tr = state.tr
 
     query_plot = _stretch(QueryPlot(state=state))
@@ -215,7 +222,9 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                               margin=(6, 8))
     reset.on_click(lambda _: state.reset())
     # CheckBoxGroup, not Checkbox: its boxes are wrapped in <label>s, so each has an accessible name
-    looks = pn.widgets.CheckBoxGroup(options=tr.options(LOOKS), inline=True, margin=(10, 8), value=_looks(state))
+    # a lesson link's simple header leaves them out (session/lesson.py says why)
+    looks = pn.widgets.CheckBoxGroup(options=tr.options(LOOKS), inline=True, margin=(10, 8), value=_looks(state),
+                                     visible=pn.bind(lambda header: header != "simple", state.param.header))
     looks.param.watch(lambda e: state.param.update(mode="projector" if "Projector" in e.new else "normal",
                                                    theme="dark" if "Dark" in e.new else "light"), "value")
     state.param.watch(lambda *_: setattr(looks, "value", _looks(state)), ["mode", "theme"])  # one call per batch
@@ -241,23 +250,34 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     header = pn.Row(title, reset, looks, *([room] if served else []), sizing_mode="stretch_width",
                     css_classes=["app-header"], stylesheets=[APP_CSS])
 
-    builds = (lambda: pn.Column(bars, values, sizing_mode="stretch_both"),
-              # in a Column: the tab's contents scroll inside it (static/app.css), while the figure keeps the
-              # smallest size its cells' numbers need; the figure alone in the tab would be squeezed to the tab's box
-              lambda: pn.Column(built(AttentionMatrix(state=state)), sizing_mode="stretch_both"),
-              inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
-              lambda: projections_tab(state, styler), lambda: heads_tab(state, styler), lambda: train_tab(state, styler),
-              lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: _keys_help(state))
-    tabs = lazy_tabs(*zip(map(tr, TAB_TITLES), builds, strict=True), sizing_mode="stretch_both", css_classes=["explorer-tabs"],
-                     stylesheets=[APP_CSS])
+    builds = dict(zip(TAB_NAMES, (
+        lambda: pn.Column(bars, values, sizing_mode="stretch_both"),
+        # in a Column: the tab's contents scroll inside it (static/app.css), while the figure keeps the
+        # smallest size its cells' numbers need; the figure alone in the tab would be squeezed to the tab's box
+        lambda: pn.Column(built(AttentionMatrix(state=state)), sizing_mode="stretch_both"),
+        inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
+        lambda: projections_tab(state, styler), lambda: heads_tab(state, styler), lambda: train_tab(state, styler),
+        lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: _keys_help(state)), strict=True))
+
+    def explorer_tabs():  # the lesson link's tabs (every tab without one); a tab not shown is never built
+        shown = [(name, title) for name, title in TABS if name in state.tabs] or TABS
+        few = ["lesson"] if len(shown) <= LESSON_TABS else []
+        return lazy_tabs(*((state.tr(title), builds[name]) for name, title in shown), sizing_mode="stretch_both",
+                         css_classes=["explorer-tabs", *few], stylesheets=[APP_CSS])
+    tabs = explorer_tabs()
 
     def relabel(*_):  # the header's and the tabs' words; every view re-renders its own
         tr = state.tr
         reset.param.update(label=tr._("Reset example"), description=tr._("Restore q = q_love (R)"))
         looks.param.update(options=tr.options(LOOKS), value=_looks(state))
         query_plot.figure.html_attributes = {**query_plot.figure.html_attributes, "aria-label": tr(plot_label)}
-        retitle(tabs, [tr(t) for t in TAB_TITLES])
+        retitle(tabs, [tr(title) for name, title in TABS if name in state.tabs or not state.tabs])
     state.param.watch(relabel, "lang")
+
+    def new_lesson(_):  # a presenter's lesson reaching a follower: its tabs instead of this page's
+        nonlocal tabs
+        tabs = right[1] = explorer_tabs()
+    state.param.watch(new_lesson, "tabs")
     left = pn.Column(query_plot, readout, sizing_mode="stretch_both", css_classes=["left"], stylesheets=[APP_CSS])
     right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],
                       stylesheets=[APP_CSS])

@@ -15,12 +15,13 @@ same float).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from core import I_LOVE_NLP, PRESETS
 from session.i18n import LANGUAGES, N_, languages, ngettext
+from session.lesson import HEADERS, parse_tabs
 from session.state import (
     COST_SIZES,
     CUSTOM,
@@ -58,7 +59,7 @@ HEAD_ARGUMENT_PARAMS = ("embeddings", "projections", "heads", "head", "w_o", "te
                         "projection_seed")
 #: Query arguments the page understands, in the order they are written.
 ARGUMENTS = ("preset", "tokens", "keys", "values", "scale", "causal", "trap", "q", "row", "step", "mode", "theme",
-             "lang", *PROJECTION_ARGUMENTS, *TRAIN_ARGUMENTS)
+             "lang", "tabs", "header", *PROJECTION_ARGUMENTS, *TRAIN_ARGUMENTS)
 #: The largest seed the address takes (a NumPy seed can be larger; no page draws that many times).
 MAX_SEED = 2 ** 31 - 1
 #: The switches and the word for each of their states.
@@ -89,7 +90,8 @@ def _and(names: list[str]):
     return out
 
 
-def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict, list[str]]:
+def parse_address(args: Mapping[str, Iterable], tokens: list[str], tab_names: Sequence[str] = ()
+                  ) -> tuple[dict, list[str]]:
     """Settings for :class:`AttentionState` from the page's query arguments.
 
     Parameters
@@ -99,13 +101,15 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
         when an argument is repeated, the last value counts.
     tokens : list of str
         The sentence's tokens; ``row`` must name one of them (case-insensitive).
+    tab_names : sequence of str
+        The page's tabs by name, in order (``app.TABS``); ``tabs`` chooses among them (session/lesson.py).
 
     Returns
     -------
     settings : dict
         Only the valid settings, as state parameter names: ``preset``, ``tokens``,
         ``keys`` and ``values`` (arrays), ``scale``, ``causal``, ``trap``, ``query``
-        (x, y), ``selected`` (row index), ``guided`` and ``step``, ``mode``, ``theme``.
+        (x, y), ``selected`` (row index), ``guided`` and ``step``, ``mode``, ``theme``, ``tabs``, ``header``.
     problems : list of str
         One sentence per ignored argument; empty when all were valid.
 
@@ -177,6 +181,16 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str]) -> tuple[dict
             else:
                 problems.append(N_("lang = {value} ignored: choose one of {choices}.", value=_quote(value),
                                    choices=", ".join(LANGUAGES)))
+        elif name == "tabs":
+            tabs, tabs_problems = parse_tabs(value, tab_names)
+            settings["tabs"] = tabs
+            problems += tabs_problems
+        elif name == "header":
+            if value.casefold() in HEADERS:
+                settings["header"] = value.casefold()
+            else:
+                problems.append(N_("{name} = {value} ignored: choose {a} or {b}.", name=name, value=_quote(value),
+                                   a=HEADERS[0], b=HEADERS[1]))
         elif name not in ROOM_ARGUMENTS:
             problems.append(N_("unknown argument {name} ignored.", name=_quote(name)))
     return settings, problems
@@ -354,15 +368,17 @@ def _parse_heads(values_of: dict[str, str]) -> tuple[dict, list[str]]:
     return settings, problems
 
 
-def apply_address(state: AttentionState, args: Mapping[str, Iterable]) -> None:
+def apply_address(state: AttentionState, args: Mapping[str, Iterable], tab_names: Sequence[str] = ()) -> None:
     """Set ``state`` from the page's query arguments; bad ones go to ``state.notice``.
+
+    ``tab_names``: the page's tabs by name, for a lesson link's ``tabs`` (see :func:`parse_address`).
 
     The preset is loaded first, then edited data replaces its own (the preset
     becomes Custom) and the switches are set; then the row is selected (which
     moves q to that token's own query and restarts the steps), and q and the
     step are applied on top of it.
     """
-    settings, problems = parse_address(args, list(state.tokens))
+    settings, problems = parse_address(args, list(state.tokens), tab_names)
     if "preset" in settings:
         state.preset = settings.pop("preset")
     data = {name: settings.pop(name) for name in ("tokens", "keys", "values") if name in settings}
@@ -413,6 +429,10 @@ def address_of(state: AttentionState) -> dict[str, str]:
     # a language the learner chose (menu or link) travels with the link; their browser's own is each reader's
     if state.lang_chosen:
         out["lang"] = state.lang
+    if state.tabs:  # a lesson link's: kept through reloads, shares and Present
+        out["tabs"] = ",".join(state.tabs)
+    if state.header != AttentionState.param.header.default:
+        out["header"] = state.header
     out.update(_heads_address(state))
     out.update(train_address(state.training))
     return out

@@ -232,12 +232,16 @@ class AttentionState(param.Parameterized):
     training_view = param.Dict(default={}, doc=(
         "The Train tab's shared settings and step (session.training.TrainingState.view), kept by ``training``: "
         "what a room shares of it."))
+    tabs = param.List(default=[], item_type=str, doc=(
+        "A lesson link's tabs by name (session/lesson.py), in the page's order; empty: every tab."))
+    header = param.Selector(default="full", objects=["full", "simple"], doc=(
+        "'simple': a lesson link's header, without the Projector and Dark switches."))
 
     #: The params that make up the view a presenter shares with a room (see widgets/room.py). Every
     #: other param is the page's own (``LOCAL_PARAMS``); a new param must be added to exactly one list.
     SHARED_PARAMS = ("preset", "tokens", "keys", "values", "selected", "query", "scale", "causal", "trap",
                      "guided", "step", "dk_experiment", "dk_seed", "embeddings", "projections", "heads", "head", "w_o",
-                     "temperature", "projection_seed", "cost_n", "training_view")
+                     "temperature", "projection_seed", "cost_n", "training_view", "tabs", "header")
     #: Params never followed: derived ones, feedback about the page's own input or address, and the page's
     #: own look (a follower chooses projector mode and theme for their own screen).
     LOCAL_PARAMS = ("name", "message", "message_field", "notice", "result", "trap_result", "trap_error",

@@ -59,6 +59,17 @@ from session.state import AttentionState
 from widgets.poll import FollowerPoll, PresenterPoll
 
 ROOM_CSS = (Path(__file__).parent.parent / "static" / "room.css").read_text()
+#: "Copy this lesson's link": the page's address as the address bar shows it now (the whole view, with a lesson
+#: link's tabs and header), less the room's arguments, so it opens the same lesson on its own. Without the
+#: clipboard (no permission, or a page served over plain http) the link is shown selected, to copy by hand.
+COPY_LESSON = (
+    # window's: an inline handler looks names up on the element and its document first, and document.URL is a string
+    "const url = new window.URL(window.location.href); ['room', 'token'].forEach((k) => url.searchParams.delete(k));"
+    "const box = this.nextElementSibling, done = () => { this.textContent = this.dataset.done };"
+    "box.value = url.href;"
+    "const show = () => { box.hidden = false; box.focus(); box.select();"
+    " try { if (document.execCommand('copy')) done() } catch (e) {} };"
+    "navigator.clipboard ? navigator.clipboard.writeText(url.href).then(done, show) : show()")
 
 
 def qr_svg(url: str) -> str:
@@ -69,6 +80,14 @@ def qr_svg(url: str) -> str:
 def _arg(name: str) -> str | None:
     values = pn.state.session_args.get(name) if pn.state.curdoc and pn.state.curdoc.session_context else None
     return values[0].decode(errors="replace") if values else None
+
+
+def _copy_lesson_button(tr) -> str:
+    """The presenter card's "Copy this lesson's link" and the box that shows the link where it cannot be copied."""
+    copy, done, name = tr._("Copy this lesson's link"), tr._("Link copied"), tr._("This lesson's link")
+    return (f'<button type="button" class="lesson-copy" data-done="{escape(done, quote=True)}" '
+            f'onclick="{escape(COPY_LESSON, quote=True)}">{escape(copy)}</button>'
+            f'<input class="lesson-link" readonly hidden aria-label="{escape(name, quote=True)}">')
 
 
 class RoomControls(pn.viewable.Viewer):
@@ -314,6 +333,7 @@ class RoomControls(pn.viewable.Viewer):
             f'aria-label="{escape(tr._("Room code {code}", code=self.code))}">{pretty}</div>'
             f'<div class="room-label">{escape(tr._("Join at"))}</div>'
             f'<a class="room-link" href="{escape(link)}">{escape(link)}</a>'
+            + _copy_lesson_button(tr)
             # without EXPLORER_ROOM_SECRET the server signs presenter links with a key drawn at its start
             + ('' if self._registry.secret.persistent else
                f'<div class="room-label room-lasts">{escape(tr._("Your presenter link lasts until the server restarts"))}'

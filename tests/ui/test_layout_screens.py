@@ -82,16 +82,39 @@ def test_every_tab_fits_the_screen_in_each_language(open_page, lang, screen, mod
     _every_tab_fits(open_page, screen, mode, "light", lang)
 
 
-def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "en") -> None:
+#: A teacher's lesson link (README "In the classroom"): four tabs, whose titles keep 20 px on an 800×600 projector.
+LESSON = ("weights,matrix,steps,check", ("Weights", "Matrix", "All steps", "Check"))
+#: Each tab title's font size and whether it lies whole inside the tabs' header (none cut off or scrolled away).
+TAB_TITLES = """() => {
+  const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
+  const root = Bokeh.index.find_one(tabs).el.shadowRoot, header = root.querySelector('.bk-header')
+  const box = header.getBoundingClientRect()
+  return [...root.querySelectorAll('.bk-tab')].map(t => { const r = t.getBoundingClientRect()
+    return {font: parseFloat(getComputedStyle(t).fontSize),
+            inside: r.left >= box.left - 0.5 && r.right <= box.right + 0.5 && r.width > 0
+                    && t.scrollWidth <= t.clientWidth}
+  })
+}"""
+
+
+def test_a_lesson_s_four_tabs_fit_an_800x600_projector_with_20px_titles(open_page):
+    titles = _every_tab_fits(open_page, "800x600", "projector", "light", lesson=LESSON)
+    assert len(titles) == 4 and all(t["font"] >= 20 and t["inside"] for t in titles), titles
+
+
+def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "en", lesson=None) -> list[dict]:
     viewport, options = SCREENS[screen]
-    page = open_page(f"?mode={mode}&theme={theme}" + (f"&lang={lang}" if lang != "en" else ""), viewport=viewport,
-                     **options)
+    tabs = TABS if lesson is None else lesson[1]
+    page = open_page(f"?mode={mode}&theme={theme}" + (f"&lang={lang}" if lang != "en" else "")
+                     + (f"&tabs={lesson[0]}" if lesson else ""), viewport=viewport, **options)
+    if lesson:
+        expect(page.locator(".bk-tab")).to_have_count(len(tabs), timeout=PATIENCE)
     settle(page, mode, theme)
     assert page.evaluate("() => window.innerWidth") == viewport["width"], "the page is not laid out for the screen"
     SCREENSHOTS.mkdir(exist_ok=True)
     problems = {}
-    prefix = "screen" if lang == "en" else f"screen-{lang}"
-    for k, tab in enumerate(TABS):  # by place: their titles are the page's language
+    prefix = ("screen" if lang == "en" else f"screen-{lang}") + ("-lesson" if lesson else "")
+    for k, tab in enumerate(tabs):  # by place: their titles are the page's language
         title = page.locator(".bk-tab").nth(k)
         title.click()
         expect(title).to_have_class(re.compile(r"\bbk-active\b"), timeout=PATIENCE)
@@ -111,6 +134,7 @@ def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "
             problems[tab] = found
         page.screenshot(path=SCREENSHOTS / f"{prefix}-{screen}-{mode}-{theme}-{re.sub(r'[^a-z0-9]+', '_', tab.lower())}.png")
     assert not problems, "\n".join(f"{tab}: {p}" for tab, ps in problems.items() for p in ps)
+    return page.evaluate(TAB_TITLES)
 
 
 #: The screens where the Projections tab's planes are smallest, with the modes checked on each.
