@@ -586,13 +586,15 @@ export function render({model, el, view}) {
 
   const tokenColor = (i) => (model.colors || [])[i % Math.max(1, (model.colors || []).length)] ?? "#555555";
 
-  // the plane's frame at its current width: scales from data to px, and its grid and ticks when the width changed
+  // the plane's frame at its current width and text size: scales from data to px, and its grid and ticks when
+  // either changed (a resize, projector mode)
   function layoutPlane(p) {
     const width = Math.round(p.svg.getBoundingClientRect().width);
-    if (width === p.width && p.frame) return width > 0;
-    p.width = width;
-    if (width <= 0) return false;
     const em = parseFloat(getComputedStyle(p.svg).fontSize) || 16;
+    if (width === p.width && em === p.em && p.frame) return width > 0;
+    p.width = width;
+    p.em = em;
+    if (width <= 0) return false;
     const L = Math.ceil(em * 2.6), B = Math.ceil(em * 1.6), T = 6, R = 8;
     const size = width - L - R;
     p.svg.setAttribute("height", String(size + T + B));
@@ -810,12 +812,13 @@ export function render({model, el, view}) {
   };
   document.addEventListener("keydown", onKey, true);  // before the page's bridge, which leaves a taken key alone
 
-  // a plane follows the tab's width (a rotated phone, a resized window, projector mode's text)
-  let planesWidth = 0;
+  // a plane follows the tab's width (a rotated phone, a resized window) and the text's size (projector mode,
+  // which makes the captions above the planes taller too)
+  let planesSize = "";
   const resized = new ResizeObserver(() => {
-    const width = Math.round(planesBox.getBoundingClientRect().width);
-    if (width === planesWidth) return;
-    planesWidth = width;
+    const size = `${Math.round(planesBox.getBoundingClientRect().width)} ${getComputedStyle(planesBox).fontSize}`;
+    if (size === planesSize) return;
+    planesSize = size;
     if (st.run != null && cells != null) draw(st.step);
   });
   resized.observe(planesBox);
