@@ -1,20 +1,24 @@
-// The Train tab's player: a whole training run, sent once, played back in the page. The server's end is
-// link/train.py (TrainLink); the run comes from core/training.py's train().
+// The Train tab, drawn by the page: a whole training run, sent once, played back here. The server's end is
+// link/train.py (TrainLink); the run comes from core/training.py's train(), the texts from widgets/train.py.
 //
-// Drawn, each animation frame while it plays (and at every step, pause and scrub): the step and its loss, the
-// loss curve's marker, the heads' average attention weights beside the target, W_Q, W_K (W_V, W_O) at that
-// step, and each head's queries and keys in its plane (the Bokeh figures the server drew, whose data this
-// script changes in place: nothing it draws goes back to the server). The page computes each step's queries,
-// keys, weights, outputs and loss itself from X and the W's (forward, a mirror of the core's forward pass,
-// checked against it in tests/ui/test_train.py), so the run needs only the W's of each step.
+// Drawn from what the server gives (model.settings, model.words, model.summary, model.message, model.run): the
+// targets, the settings' controls, the player, the loss curve, the heads' average attention weights beside the
+// target, W_Q, W_K (W_V, W_O) at the step shown, each head's queries and keys in a plane of its own (SVG, its
+// labels placed clear of the marks), what was learned, and the downloads. Each animation frame while it plays
+// (and at every step, pause and scrub) the step's numbers and marks are drawn again, in place; the page computes
+// each step's queries, keys, weights, outputs and loss itself from X and the W's (forward, a mirror of the core's
+// forward pass, checked against it in tests/ui/test_train.py), so the run needs only the W's of each step.
 //
-// Sent (model.send_msg), sparingly: {action: "show", step, playing} when a learner presses Play or Pause,
-// when a scrub is let go and a moment after stepping stops (not when a run plays to its end by itself); {action: "paint", row, col} for a click on a
-// painted target's cell. Never one per frame.
+// Sent, sparingly: where the page is in the run ({step, playing, seq}, written into the document's report row
+// "train-report", or as a message {action: "show", step, playing} where the row is not in the page) when a
+// learner presses Play or Pause, when a scrub is let go and a moment after stepping stops (not when a run plays
+// to its end by itself); never one per frame. A learner's choices as messages (model.send_msg): {action:
+// "target" | "seed" | "learning_rate" | "temperature" | "scale" | "heads" | "paint" | "download", ...}
+// (link/train.py's CHOICES).
 //
 // Received: `run` (a new run: the page shows model.step, playing if model.playing), and `step` / `playing` /
 // `plays` (one more each time Play is pressed) changed by the server (a link, a presenter's page): the page
-// goes there, and plays from there if it plays.
+// goes there, and plays from there if it plays; {download, text} as a message: a file to save.
 
 // Steps played a second: a run of 500 steps in about four seconds, at 60 frames a second (two steps a frame).
 const STEPS_PER_SECOND = 120;
@@ -97,6 +101,7 @@ export function forward(run, w) {
   return {heads, weights: avg, outputs, loss};
 }
 
+
 // --- numbers in the page's language ---------------------------------------------------------------------------
 
 function fmt(x, d, words) {
@@ -105,9 +110,13 @@ function fmt(x, d, words) {
   s = s.replace("-", "\u2212");
   return words.decimal === "." ? s : s.replace(".", words.decimal);
 }
+// A number as short as it is exact (a slider's stop, a tick): 0.005, 1, −1.5
+function short(x, words) {
+  return fmt(x, 6, words).replace(new RegExp(`\\${words.decimal || "."}?0+$`), "");
+}
 const fill = (template, args) => template.replace(/\{(\w+)\}/g, (m, k) => (k in args ? String(args[k]) : m));
 
-// --- the player ------------------------------------------------------------------------------------------------
+// --- the page's elements ----------------------------------------------------------------------------------------
 
 function el_(tag, attrs = {}, text = null) {
   const e = document.createElement(tag);
@@ -134,13 +143,140 @@ function unpack(model) {
   return run;
 }
 
+// --- a head's plane ---------------------------------------------------------------------------------------------
+
+// The ranges of a plane holding every point of the run (and the origin): equal in x and y, with a margin, at least
+// ±1.5 (widgets/projections.py fits its planes the same way), so the plane stays still while the run plays.
+export function fitPlane(points) {
+  let lo = [0, 0], hi = [0, 0];
+  for (const [x, y] of points) {
+    lo = [Math.min(lo[0], x), Math.min(lo[1], y)];
+    hi = [Math.max(hi[0], x), Math.max(hi[1], y)];
+  }
+  const half = Math.max(1.5, Math.max(hi[0] - lo[0], hi[1] - lo[1]) / 2 * 1.25 + 0.4);
+  const centre = [(lo[0] + hi[0]) / 2, (lo[1] + hi[1]) / 2];
+  return centre.map((c) => [c - half, c + half]);
+}
+
+// Round tick values within [lo, hi], about `count` of them (1, 2 or 5 times a power of ten apart).
+function ticks(lo, hi, count) {
+  const raw = (hi - lo) / count, power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw);
+  const out = [];
+  for (let v = Math.ceil(lo / step) * step; v <= hi + 1e-9; v += step) out.push(Math.abs(v) < 1e-9 ? 0 : v);
+  return out;
+}
+
+// A label's box beside the point (x, y) of a marker of radius r, w × h px, in direction (ux, uy) (screen y down)
+// and `far` px further out.
+function besideBox(x, y, r, w, h, ux, uy, far) {
+  const gap = r + 3 + far;
+  const left = ux > 0 ? x + gap * Math.min(1, ux * 1.5) : ux < 0 ? x - gap * Math.min(1, -ux * 1.5) - w : x - w / 2;
+  const top = uy > 0 ? y + gap * Math.min(1, uy * 1.5) : uy < 0 ? y - gap * Math.min(1, -uy * 1.5) - h : y - h / 2;
+  return {left, top, right: left + w, bottom: top + h};
+}
+const overlap = (a, b, gap = 2) => Math.max(0, Math.min(a.right, b.right) - Math.max(a.left, b.left) + gap) *
+  Math.max(0, Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) + gap);
+// Directions around a point: the eight near ones, then sixteen for the rings further out.
+const EIGHT = [[1, -1], [1, 1], [-1, -1], [-1, 1], [1, 0], [-1, 0], [0, -1], [0, 1]];
+const SIXTEEN = [...Array(16).keys()].map((k) => [Math.cos(k * Math.PI / 8), Math.sin(k * Math.PI / 8)]);
+// How far out (px) each ring of places lies; from LEADER_FROM on, a leader line joins the label to its point.
+const RINGS = [0, 6, 14, 26, 40, 56];
+const LEADER_FROM = 26;
+
+// Places for labels {x, y, r, w, h, away: [sx, sy]} among `marks` (boxes), inside `frame`: each the first place
+// clear of every mark, every label placed before it and the frame's edge, trying the side away from the other
+// points first, then the nearest others, then further out; where none is clear, the one that overlaps least.
+// Returns each label's box and whether it needs a leader line.
+export function placeLabels(labels, marks, frame) {
+  const placed = [];
+  return labels.map(({x, y, r, w, h, away}) => {
+    let best = null, bestCost = Infinity;
+    for (const far of RINGS) {
+      const sides = (far < 14 ? EIGHT : SIXTEEN).slice()
+        .sort((p, q) => (q[0] * away[0] + q[1] * away[1]) - (p[0] * away[0] + p[1] * away[1]));
+      for (const [ux, uy] of sides) {
+        const b = besideBox(x, y, r, w, h, ux, uy, far);
+        let cost = 0;
+        for (const m of marks) cost += overlap(b, m);
+        for (const p of placed) cost += overlap(b, p);
+        cost += (Math.max(0, frame.left - b.left) + Math.max(0, b.right - frame.right) +
+                 Math.max(0, frame.top - b.top) + Math.max(0, b.bottom - frame.bottom)) * (w + h);
+        if (cost < bestCost) { best = {...b, leader: far >= LEADER_FROM}; bestCost = cost; }
+        if (cost === 0) break;
+      }
+      if (bestCost === 0) break;
+    }
+    placed.push(best);
+    return best;
+  });
+}
+
+// --- the tab ------------------------------------------------------------------------------------------------------
+
 export function render({model, el, view}) {
   const doc = view.model.document;
+  // BokehJS keeps the models a server patch brought (Document._new_models) as if the page had made them, until the
+  // page sends a patch of its own, which then writes each of them it refers to out in full: the tab's first
+  // message would carry this whole component, the run's arrays with it, which the server refuses
+  // (server/transport.py) by closing the connection. They came from the server, which knows them.
+  const known = (m) => { if (m != null) doc?._new_models?.delete(m); };
+  known(view.model);
+  known(view.model.data);
   const st = {run: null, step: 0, playing: false, pos: 0, last: 0, frame: 0, swap: false, sent: null,
-              settle: 0, scrubbing: false, runs: 0};
+              settle: 0, scrubbing: false, runs: 0, seq: 0, report: null};
   const words = () => model.words || {};
+  const settings = () => model.settings || {};
 
-  // --- the page's parts, made once ---
+  // --- the controls: targets, settings, the message ---
+  const tab = el_("div", {class: "train-root"});
+  const intro = el_("div", {class: "intro"});
+  const targets = el_("div", {class: "train-targets", role: "group"});
+  const targetButtons = {};
+  const note = el_("p", {class: "target-note"});
+  const row1 = el_("div", {class: "settings"});
+  const newSeed = el_("button", {type: "button", class: "train-new-seed"});
+  const seedText = el_("span", {class: "label seed"});
+  const headsLabel = el_("span", {class: "label"});
+  const headsGroup = el_("div", {class: "train-heads", role: "group"});
+  const headButtons = [1, 2].map((h) => {
+    const b = el_("button", {type: "button", "data-heads": h}, String(h));
+    b.addEventListener("click", () => model.send_msg({action: "heads", heads: h}));
+    headsGroup.append(b);
+    return b;
+  });
+  row1.append(newSeed, seedText, headsLabel, headsGroup);
+  const row2 = el_("div", {class: "settings"});
+  const sliders = {};
+  for (const name of ["learning_rate", "temperature"]) {
+    const box = el_("label", {class: `slider train-${name === "learning_rate" ? "rate" : "temperature"}`});
+    const text = el_("span", {class: "label"});
+    const input = el_("input", {type: "range", min: "0", step: "1"});
+    const out = el_("output", {class: "value"});
+    box.append(text, input, out);
+    row2.append(box);
+    sliders[name] = {box, text, input, out, held: false};
+    input.addEventListener("input", () => { sliders[name].held = true; out.textContent = short(stop(name), words()); });
+    input.addEventListener("change", () => {  // let go, or a key: the server takes the stop
+      sliders[name].held = false;
+      model.send_msg({action: name, value: stop(name)});
+    });
+  }
+  const scaleBox = el_("label", {class: "train-scale"});
+  const scaleInput = el_("input", {type: "checkbox"});
+  const scaleText = el_("span");
+  scaleBox.append(scaleInput, scaleText);
+  scaleInput.addEventListener("change", () => model.send_msg({action: "scale", on: scaleInput.checked}));
+  row2.append(scaleBox);
+  const message = el_("div", {class: "field-message", role: "alert"});
+  newSeed.addEventListener("click", () => model.send_msg({action: "seed"}));
+
+  function stop(name) {
+    const stops = (model.stops || {})[name] || [];
+    return stops[Math.max(0, Math.min(stops.length - 1, Number(sliders[name].input.value)))];
+  }
+
+  // --- the player's parts, made once ---
   const root = el_("div", {class: "train-player", dir: "ltr"});
   const bar = el_("div", {class: "controls", role: "group"});
   const back = el_("button", {type: "button", class: "back"});
@@ -165,15 +301,56 @@ export function render({model, el, view}) {
   const swapOut = el_("output", {class: "swap-loss", "aria-live": "polite"});
   swapRow.append(swapLabel, swapOut);
   const wTables = el_("div", {class: "w-tables"});
-  root.append(bar, figs, swapRow, wTables);
-  el.append(root);
+  const planesBox = el_("div", {class: "planes", dir: "ltr"});
+  root.append(bar, figs, swapRow, wTables, planesBox);
+
+  // --- what was learned, Two heads, the downloads ---
+  const summary = el_("div", {class: "train-summary"});
+  const twoHeadsBox = el_("div", {class: "train-two-heads"});
+  const twoHeads = el_("button", {type: "button", class: "primary"});
+  twoHeadsBox.append(twoHeads);
+  twoHeads.addEventListener("click", () => model.send_msg({action: "heads", heads: 2}));
+  const downloads = el_("div", {class: "downloads"});
+  const files = {};
+  for (const kind of ["csv", "json"]) {
+    const box = el_("span", {class: `train-${kind}`});
+    const b = el_("button", {type: "button"});
+    b.addEventListener("click", () => model.send_msg({action: "download", kind}));
+    box.append(b);
+    downloads.append(box);
+    files[kind] = b;
+  }
+  tab.append(intro, targets, note, row1, row2, message, root, summary, twoHeadsBox, downloads);
+  el.append(tab);
 
   // --- the parts that change with a run: built once per run, filled at every step ---
   let cells = null;  // {weights: [[td]], target: [[button|td]], w: [{el, flat, at}], outputs: [[td]]}
   let marker = null, markerLine = null;
+  let planes = [];   // per head: {svg, cap, frame, scale, points: [{el, role, i, kind}], labels: [{el, leader, i}]}
 
   function label() {
     const w = words();
+    intro.innerHTML = w.intro ?? "";  // the server's HTML, its every text escaped there
+    const names = w.targets ?? {};
+    for (const [key, name] of Object.entries(names)) {
+      let b = targetButtons[key];
+      if (b == null) {
+        b = targetButtons[key] = el_("button", {type: "button", class: `train-target train-target-${key}`});
+        b.addEventListener("click", () => model.send_msg({action: "target", target: key}));
+        targets.append(b);
+      }
+      b.textContent = name;
+    }
+    newSeed.textContent = w.new_seed ?? "";
+    newSeed.title = w.new_seed_label ?? "";
+    headsLabel.textContent = w.heads ?? "";
+    sliders.learning_rate.text.textContent = w.learning_rate ?? "";
+    sliders.temperature.text.textContent = w.temperature ?? "";
+    scaleText.textContent = " " + (w.scale ?? "");
+    twoHeads.textContent = w.two_heads ?? "";
+    twoHeads.title = w.two_heads_label ?? "";
+    files.csv.textContent = w.csv ?? "";
+    files.json.textContent = w.json ?? "";
     back.textContent = w.back ?? "◀";
     back.setAttribute("aria-label", w.back_label ?? "");
     back.title = w.back_label ?? "";
@@ -185,6 +362,41 @@ export function render({model, el, view}) {
     scrub.setAttribute("aria-label", w.scrub ?? "Step");
     swapText.textContent = " " + (w.swap ?? "");
     lossCap.textContent = w.loss_caption ?? "";
+    syncSettings();
+  }
+
+  // the controls show the server's settings (a slider held by the learner keeps its place until let go)
+  function syncSettings() {
+    const s = settings(), w = words();
+    for (const [key, b] of Object.entries(targetButtons)) {
+      const on = key === s.target;
+      b.classList.toggle("primary", on);
+      b.setAttribute("aria-pressed", on ? "true" : "false");
+    }
+    note.textContent = (w.notes ?? {})[s.target] ?? "";
+    seedText.textContent = fill(w.seed ?? "seed {seed}", {seed: s.seed ?? 0});
+    headButtons.forEach((b, k) => b.setAttribute("aria-pressed", k + 1 === s.heads ? "true" : "false"));
+    for (const name of ["learning_rate", "temperature"]) {
+      const sl = sliders[name], stops = (model.stops || {})[name] || [];
+      sl.input.max = String(Math.max(0, stops.length - 1));
+      if (!sl.held && s[name] != null && stops.length) {
+        // the stop nearest on a log scale (session/training.py's nearest)
+        let k = 0;
+        stops.forEach((x, j) => { if (Math.abs(Math.log(x / s[name])) < Math.abs(Math.log(stops[k] / s[name]))) k = j; });
+        sl.input.value = String(k);
+        sl.out.textContent = short(stops[k], w);
+      }
+    }
+    scaleInput.checked = !!s.scale;
+  }
+
+  function showSummary() {
+    summary.innerHTML = model.summary ?? "";  // the server's HTML, its every text escaped there
+    twoHeadsBox.hidden = !model.two_heads;
+  }
+  function showMessage() {
+    message.textContent = model.message ?? "";
+    message.hidden = !model.message;
   }
 
   function build() {
@@ -320,22 +532,143 @@ export function render({model, el, view}) {
       }
       wTables.append(table);
     }
+    buildPlanes();
+  }
+
+  // Each head's plane: its queries (●), keys (■) and, when W_V learns 2-D values, values (▲) at the step shown,
+  // in ranges that hold the whole run. Drawn in CSS px at the figure's width (the text at the page's number size).
+  function buildPlanes() {
+    const run = st.run, w = words();
+    planesBox.replaceChildren();
+    planes = [];
+    const showV = run.wv_trained && run.d_v === 2;
+    const roles = ["Q", "K", ...(showV ? ["V"] : [])];
+    for (let h = 0; h < run.H; h++) {
+      const fig = el_("figure", {class: "plane"});
+      const cap = el_("figcaption", {}, (showV ? "Q ●  K ■  V ▲" : "Q ●  K ■") +
+                                        (run.H > 1 ? " · " + fill(w.head ?? "head {n}", {n: h + 1}) : ""));
+      const svg = svg_("svg", {class: "train-plane", "data-h": h, role: "img",
+                               "aria-label": fill(w.plane_label ?? "", {n: h + 1})});
+      fig.append(cap, svg);
+      planesBox.append(fig);
+      // every point of the run, for the ranges: Q = X W_Q, K = X W_K (V = X W_V) at each step
+      const X = [];
+      for (let i = 0; i < run.n; i++) X.push([run.X[2 * i], run.X[2 * i + 1]]);
+      const all = [];
+      for (let t = 0; t <= run.steps; t++) {
+        const hw = stepWeights(run, t).heads[h];
+        for (const role of roles) all.push(...matmul(X, hw["W" + role]));
+      }
+      const range = fitPlane(all);
+      const points = [], labels = [];
+      const grid = svg_("g", {class: "grid"}), marks = svg_("g", {class: "marks"});
+      const names = svg_("g", {class: "names"}), leaders = svg_("g", {class: "leaders"});
+      svg.append(grid, leaders, marks, names);
+      for (const role of roles) {
+        run.tokens.forEach((tok, i) => {
+          const kind = role === "Q" ? "circle" : role === "K" ? "rect" : "path";
+          const m = svg_(kind, {class: `point ${role}`, "data-role": role, "data-i": i, fill: tokenColor(i)});
+          marks.append(m);
+          points.push({el: m, role, i});
+          if (role === "Q") {  // the queries are named; a key or value has its token's colour
+            const text = svg_("text", {class: "name", fill: tokenColor(i)});
+            text.textContent = tok;
+            names.append(text);
+            const leader = svg_("path", {class: "leader"});
+            leaders.append(leader);
+            labels.push({el: text, leader, i, size: null});
+          }
+        });
+      }
+      planes.push({svg, grid, range, points, labels, width: 0});
+    }
+  }
+
+  const tokenColor = (i) => (model.colors || [])[i % Math.max(1, (model.colors || []).length)] ?? "#555555";
+
+  // the plane's frame at its current width and text size: scales from data to px, and its grid and ticks when
+  // either changed (a resize, projector mode)
+  function layoutPlane(p) {
+    const width = Math.round(p.svg.getBoundingClientRect().width);
+    const em = parseFloat(getComputedStyle(p.svg).fontSize) || 16;
+    if (width === p.width && em === p.em && p.frame) return width > 0;
+    p.width = width;
+    p.em = em;
+    if (width <= 0) return false;
+    const L = Math.ceil(em * 2.6), B = Math.ceil(em * 1.6), T = 6, R = 8;
+    const size = width - L - R;
+    p.svg.setAttribute("height", String(size + T + B));
+    p.frame = {left: L, top: T, right: L + size, bottom: T + size};
+    const [[x0, x1], [y0, y1]] = p.range;
+    p.sx = (v) => L + (v - x0) / (x1 - x0) * size;
+    p.sy = (v) => T + (1 - (v - y0) / (y1 - y0)) * size;
+    p.r = Math.max(5, Math.round(em * 0.42));
+    p.grid.replaceChildren();
+    const count = size < 220 ? 3 : 4;
+    for (const v of ticks(x0, x1, count)) {
+      p.grid.append(svg_("line", {x1: p.sx(v), x2: p.sx(v), y1: T, y2: T + size, class: v === 0 ? "axis zero" : "axis grid"}));
+      const t = svg_("text", {x: p.sx(v), y: T + size + em * 1.2, "text-anchor": "middle", class: "tick"});
+      t.textContent = short(v, words());
+      p.grid.append(t);
+    }
+    for (const v of ticks(y0, y1, count)) {
+      p.grid.append(svg_("line", {x1: L, x2: L + size, y1: p.sy(v), y2: p.sy(v), class: v === 0 ? "axis zero" : "axis grid"}));
+      const t = svg_("text", {x: L - 5, y: p.sy(v) + em * 0.35, "text-anchor": "end", class: "tick"});
+      t.textContent = short(v, words());
+      p.grid.append(t);
+    }
+    p.grid.append(svg_("rect", {x: L, y: T, width: size, height: size, class: "axis frame"}));
+    for (const l of p.labels) l.size = null;  // measured again at this size
+    return true;
+  }
+
+  // Draw each plane's points at step t's queries, keys (values), and place the queries' names clear of them.
+  function drawPlanes(f) {
+    planes.forEach((p, h) => {
+      if (!layoutPlane(p)) return;
+      const hd = f.heads[h], r = p.r, marks = [], at = [];
+      for (const pt of p.points) {
+        const [vx, vy] = hd[pt.role][pt.i], x = p.sx(vx), y = p.sy(vy);
+        pt.el.dataset.x = String(vx);
+        pt.el.dataset.y = String(vy);
+        if (pt.role === "Q") { pt.el.setAttribute("cx", x); pt.el.setAttribute("cy", y); pt.el.setAttribute("r", r); }
+        else if (pt.role === "K") {
+          pt.el.setAttribute("x", x - r); pt.el.setAttribute("y", y - r);
+          pt.el.setAttribute("width", 2 * r); pt.el.setAttribute("height", 2 * r);
+        } else pt.el.setAttribute("d", `M${x},${y - 1.2 * r}L${x + 1.1 * r},${y + 0.8 * r}L${x - 1.1 * r},${y + 0.8 * r}Z`);
+        marks.push({left: x - r, top: y - r, right: x + r, bottom: y + r});
+        at.push([x, y]);
+      }
+      const mean = at.reduce((a, [x, y]) => [a[0] + x / at.length, a[1] + y / at.length], [0, 0]);
+      const wanted = p.labels.map((l) => {
+        if (l.size == null) {  // the name's box at the page's font, measured once per size
+          l.el.setAttribute("x", "0");
+          l.el.setAttribute("y", "0");
+          const b = l.el.getBBox();
+          l.size = {w: b.width, h: b.height, dx: -b.x, dy: -b.y};
+        }
+        const [vx, vy] = hd.Q[l.i], x = p.sx(vx), y = p.sy(vy);
+        const away = [x - mean[0], y - mean[1]], len = Math.hypot(...away) || 1;
+        return {x, y, r, w: l.size.w, h: l.size.h, away: [away[0] / len, away[1] / len]};
+      });
+      placeLabels(wanted, marks, p.frame).forEach((b, k) => {
+        const l = p.labels[k], {x, y} = wanted[k];
+        l.el.setAttribute("x", (b.left + l.size.dx).toFixed(1));
+        l.el.setAttribute("y", (b.top + l.size.dy).toFixed(1));
+        if (b.leader) {  // from the marker's edge to the nearest point of the name's box
+          const px = Math.min(Math.max(x, b.left), b.right), py = Math.min(Math.max(y, b.top), b.bottom);
+          const len = Math.hypot(px - x, py - y) || 1;
+          l.leader.setAttribute("d", `M${(x + (px - x) * r / len).toFixed(1)},${(y + (py - y) * r / len).toFixed(1)}` +
+                                     `L${px.toFixed(1)},${py.toFixed(1)}`);
+        } else l.leader.removeAttribute("d");
+      });
+    });
   }
 
   const palette = () => model.palette || [];
   function color(v) {
     const p = palette();
     return p.length ? p[Math.min(p.length - 1, Math.max(0, Math.floor(v * p.length)))] : "";
-  }
-
-  // the planes the server drew (link/train.py names their sources train-points-<h>)
-  function planes() {
-    const out = [];
-    for (let h = 0; h < (st.run?.H ?? 0); h++) {
-      const src = doc.get_model_by_name(`train-points-${h}`);
-      if (src != null) out.push(src);
-    }
-    return out;
   }
 
   // Draw step t: every number and mark the page shows for it
@@ -378,19 +711,21 @@ export function render({model, el, view}) {
       c.td.textContent = fmt(v, 2, w);
       c.td.dataset.value = String(v);
     }
-    planes().forEach((src, h) => {
-      const hd = shown.heads[h], P = [...hd.Q, ...hd.K, ...(run.wv_trained ? hd.V : [])];
-      const d = src.data;
-      if (d.x == null || d.x.length !== P.length) return;
-      P.forEach((p, k) => { d.x[k] = p[0]; d.y[k] = p[1]; });
-      src.change.emit();  // redrawn in place: never sent to the server
-    });
+    drawPlanes(shown);
   }
 
   // --- playing, stepping, scrubbing, and what goes to the server ---
   function report(playing) {
     st.sent = {step: st.step, playing};
-    model.send_msg({action: "show", step: st.step, playing});
+    // the report row is a root of the served page's document (link/train.py): a write is one property's change
+    if (st.report == null || st.report.document == null) {
+      st.report = doc?.get_model_by_name("train-report") ?? null;
+      known(st.report);
+    }
+    if (st.report != null) {
+      st.seq += 1;  // a new value each time: the same step and state again is still a press
+      st.report.data = {step: [st.step], playing: [playing], seq: [st.seq]};
+    } else model.send_msg({action: "show", step: st.step, playing});
   }
 
   function tick(now) {
@@ -477,6 +812,17 @@ export function render({model, el, view}) {
   };
   document.addEventListener("keydown", onKey, true);  // before the page's bridge, which leaves a taken key alone
 
+  // a plane follows the tab's width (a rotated phone, a resized window) and the text's size (projector mode,
+  // which makes the captions above the planes taller too)
+  let planesSize = "";
+  const resized = new ResizeObserver(() => {
+    const size = `${Math.round(planesBox.getBoundingClientRect().width)} ${getComputedStyle(planesBox).fontSize}`;
+    if (size === planesSize) return;
+    planesSize = size;
+    if (st.run != null && cells != null) draw(st.step);
+  });
+  resized.observe(planesBox);
+
   // what the server says: a new run, or a step and play state set elsewhere (a link, a presenter)
   function follow() {
     const step = model.step, playing = model.playing;
@@ -498,17 +844,33 @@ export function render({model, el, view}) {
   }
   model.on("run", newRun);
   model.on(["step", "playing", "plays"], follow);
-  model.on(["words", "paintable"], () => { label(); if (st.run) { build(); draw(st.step); } });
+  model.on("words", () => { label(); showMessage(); if (st.run) { build(); draw(st.step); } });
+  model.on("paintable", () => { if (st.run) { build(); draw(st.step); } });
+  model.on("settings", syncSettings);
+  model.on(["summary", "two_heads"], showSummary);
+  model.on("message", showMessage);
+  model.on("msg:custom", (msg) => {  // a file the learner asked for
+    if (msg == null || typeof msg.download !== "string") return;
+    const type = msg.download.endsWith(".csv") ? "text/csv" : "application/json";
+    const a = el_("a", {download: msg.download, href: URL.createObjectURL(new Blob([msg.text], {type}))});
+    tab.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+  });
   model.on("remove", () => {
     cancelAnimationFrame(st.frame);
     clearTimeout(st.settle);
+    resized.disconnect();
     document.removeEventListener("keydown", onKey, true);
   });
   // the tests' and the mirror check's way in
   root.trainMirror = {forward, stepWeights, run: () => st.run, state: st, root};
   window.attentionExplorerTrain = root.trainMirror;
   label();
+  showSummary();
+  showMessage();
   newRun();
-  // the planes are drawn after this view at first: draw the step into them once they are there
+  // the tab is laid out after this view is made: draw the step at its size once it is there
   requestAnimationFrame(() => draw(st.step));
 }

@@ -1,17 +1,37 @@
-"""How a training run reaches the page, and how the page says where it is in it (``link/train.js``).
+"""The Train tab as the page draws it, and how the page says where it is in a run (``link/train.js``).
 
 The server computes the whole run in one call (``core.training.train``, 500 steps) and sends it once: the W's of
 every step and the loss, as arrays of float64 (Bokeh sends them as binary buffers: 24 kB for one head on
 "I love NLP", 96 kB for two heads on five tokens). The page computes each step's queries, keys, weights,
 outputs and loss from X and the W's with its mirror of the core's forward pass, and plays the run back at the
-screen's frame rate with no message per frame. It tells the server where it is only when a learner presses Play
-or Pause, lets go of the scrub slider, or stops stepping (:meth:`TrainLink._handle_msg`), so the address and a
-presented room follow; a click on a painted target's cell comes the same way.
+screen's frame rate with no message per frame.
+
+The page draws the whole tab itself, from the settings, texts and run the server gives it: the targets, the
+settings' controls, the player, the loss curve, the weights beside the target, W's numbers and each head's
+queries and keys in a plane of its own (SVG). Panel's widgets and Bokeh's figures for the same were 109 Bokeh
+models and about 0.2 s of the server's CPU for each learner who opened the tab; this is one component, its data
+and its stylesheet, and one channel.
+
+What the page sends:
+
+- where it is in the run, only when a learner presses Play or Pause, lets go of the scrub slider, or stops
+  stepping: a row ``{step, playing, seq}`` written into :attr:`TrainLink.report`, a
+  :class:`~link.row.OneRow` of its own. A change of one property reaches :meth:`TrainLink._on_report` directly
+  (a message through Panel's event handling cost the server 2.2 ms before any of our code ran, the row 0.2 ms).
+  What follows from it (the state's step, the address, a presented room) is taken paced: the newest report
+  of a page, at most one every :data:`REPORT_GAP` seconds or as long as the last one took, through the
+  process's queue of reports (``server/train_queue.py``, at most a quarter of the loop). Sixty learners pressing
+  Play in the same instant are then sixty cheap writes, and their reports are taken one a turn while everyone
+  else's keys and clicks come between them; the page plays at once, since its playback is its own.
+- a learner's choice (a target, a painted cell, New seed, the learning rate, the temperature, scaling, the heads)
+  and a download, as a message (``model.send_msg``): each asks for a new run or a file anyway, which the
+  server's queue of runs paces.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -20,12 +40,23 @@ import param
 from bokeh.palettes import Cividis256
 
 from core.training import TrainingRun
+from link.row import OneRow
 from link.updates import one_message
-from session.training import TrainingState
+from server.train_queue import get_report_queue
+from session.training import LEARNING_RATES, TEMPERATURES, TrainingState
 
 HERE = Path(__file__).resolve().parent
-#: The player's look, in its shadow root (sizes and colours from the page's custom properties).
+#: The tab's look, in its shadow root (sizes and colours from the page's custom properties).
 TRAIN_CSS = (HERE.parent / "static" / "train.css").read_text()
+#: The shortest time (s) between two reports of one page that the server takes (a learner presses Play or Pause a
+#: few times a second at most; a page that writes more gets its newest report taken, one per gap).
+REPORT_GAP = 0.1
+#: A learner's choices as the page sends them: action -> (TrainingState's method, the message's argument or None).
+CHOICES = {"target": ("choose_target", "target"), "seed": ("new_seed", None),
+           "learning_rate": ("set_learning_rate", "value"), "temperature": ("set_temperature", "value"),
+           "scale": ("set_scale", "on"), "heads": ("set_heads", "heads")}
+#: The files a run downloads as.
+DOWNLOADS = ("csv", "json")
 
 
 def run_payload(run: TrainingRun, floor: float | None = None) -> dict:
@@ -52,17 +83,31 @@ def run_payload(run: TrainingRun, floor: float | None = None) -> dict:
     }
 
 
+def _settings(training: TrainingState) -> dict:
+    return {"target": training.target, "seed": training.seed, "learning_rate": training.learning_rate,
+            "temperature": training.temperature, "scale": training.scale, "heads": training.heads}
+
+
 class TrainLink(pn.custom.JSComponent):
-    """The Train tab's player in the page, and the server's end of what it reports.
+    """The Train tab as the page draws it (``link/train.js``), and the server's end of what it sends.
 
     ``run`` is :func:`run_payload` of the state's run; ``step`` and ``playing`` the state's (the page goes there
-    when they change from the server); ``words`` the player's texts in the page's language; ``paintable`` makes
-    the target's cells buttons. The page's messages: ``{"action": "show", "step": k, "playing": bool}`` and
-    ``{"action": "paint", "row": i, "col": j}``; anything else is ignored.
+    when they change from the server); ``settings`` what the controls show; ``words`` the tab's texts in the
+    page's language (``widgets/train.py``); ``summary`` what was learned, HTML the server escaped; ``paintable``
+    makes the target's cells buttons. What the page sends (see the module's text): a report row in
+    :attr:`report`, and the messages ``{"action": "paint", "row": i, "col": j}``, ``{"action": a, ...}`` for each
+    of :data:`CHOICES`, ``{"action": "download", "kind": "csv" | "json"}`` (answered with ``{"download": file
+    name, "text": contents}``) and ``{"action": "show", "step": k, "playing": bool}`` (where the report row is
+    not in the page: a notebook); anything else is ignored.
 
-    Test hooks: the player's root ``.train-player`` carries ``data-step``; the readout ``.readout`` its
-    ``data-loss``; the weights' cells ``.weights td[data-i][data-j]`` and each W's ``table[data-w][data-h]
-    td[data-r][data-c]`` their ``data-value``; the swapped loss ``.swap-loss`` its ``data-loss``.
+    Test hooks: the targets are the buttons ``.train-target-<slug>`` in ``.train-targets``; the player's root
+    ``.train-player`` carries ``data-step``; the readout ``.readout`` its ``data-loss``; the weights' cells
+    ``.weights td[data-i][data-j]`` and each W's ``table[data-w][data-h] td[data-r][data-c]`` their
+    ``data-value``; the swapped loss ``.swap-loss`` its ``data-loss``; each head's plane ``svg.train-plane``
+    (``data-h``), its points ``[data-role][data-i]`` with ``data-x`` and ``data-y``; what was learned
+    ``.train-summary`` (``[data-swap]``, ``[data-floor]``); the buttons ``.train-new-seed``, ``.train-two-heads``,
+    ``.train-csv`` and ``.train-json``; the settings ``.train-rate``, ``.train-temperature``, ``.train-scale`` and
+    ``.train-heads``.
     """
 
     run = param.Dict(default={}, doc="The run to play (run_payload); empty until the first is computed.")
@@ -71,7 +116,15 @@ class TrainLink(pn.custom.JSComponent):
     playing = param.Boolean(default=False)
     plays = param.Integer(default=0, doc="How many times Play was pressed: a press from the same step plays again.")
     paintable = param.Boolean(default=False, doc="The target is the learner's painted pattern: its cells are buttons.")
-    words = param.Dict(default={}, doc="The player's texts and the number format, in the page's language.")
+    settings = param.Dict(default={}, doc=(
+        "What the controls show: target, seed, learning_rate, temperature, scale, heads (the state's)."))
+    stops = param.Dict(default={"learning_rate": list(LEARNING_RATES), "temperature": list(TEMPERATURES)},
+                       constant=True, doc="The sliders' stops.")
+    words = param.Dict(default={}, doc="The tab's texts and the number format, in the page's language.")
+    summary = param.String(default="", doc="What was learned: HTML the server escaped (widgets/train.py).")
+    two_heads = param.Boolean(default=False, doc="Offer Two heads: a painted target one head cannot learn.")
+    message = param.String(default="", doc="Why the last input was refused, in the page's language; empty if none.")
+    colors = param.List(default=[], doc="Each token's colour, as every plot of the page draws it.")
     palette = param.List(default=list(Cividis256[::8]), doc="The weights' colours, 0 to 1 (the Matrix tab's Cividis).")
 
     _esm = HERE / "train.js"
@@ -80,12 +133,28 @@ class TrainLink(pn.custom.JSComponent):
     def __init__(self, training: TrainingState, **params):
         super().__init__(**params)
         self.training = training  # plain attribute: the state stays on the server
+        #: Where the page writes where it is: its own model, so a write costs the server one property's change. A
+        #: served page's document holds it as a root (:meth:`attach`).
+        self.report = OneRow(data=dict(step=[0], playing=[False], seq=[0]), name="train-report")
+        self.report.on_change("data", self._on_report)
+        #: Called with "csv" or "json", returns (file name, contents): set by the view. A plain attribute.
+        self.on_download = None
+        self._pending = None  # the newest report not taken yet: (step, playing)
+        self._scheduled = False
+        self._next_take = 0.0  # perf_counter time before which this page's next report waits
         training.param.watch(self._on_run, ["run", "floor"])
         training.param.watch(self._on_step, ["step", "playing", "plays"])
-        training.param.watch(self._on_target, ["target"])
-        self._on_target()
+        training.param.watch(self._on_settings, list(TrainingState.SETTINGS))
+        self._on_settings()
         self._on_run()
         self._on_step()
+
+    def attach(self, doc) -> None:
+        """Put the report row in a served page's document (a root of its own: nothing draws it)."""
+        if doc is not None and self.report.document is None:
+            doc.add_root(self.report)
+
+    # --- the server's state, to the page ---------------------------------------------------------------------------
 
     def _on_run(self, *_) -> None:
         t = self.training
@@ -98,20 +167,81 @@ class TrainLink(pn.custom.JSComponent):
         t = self.training
         self.param.update(step=t.step, playing=t.playing, plays=t.plays)
 
-    def _on_target(self, *_) -> None:
-        self.paintable = self.training.target == "paint"
+    def _on_settings(self, *_) -> None:
+        self.param.update(settings=_settings(self.training), paintable=self.training.target == "paint")
+
+    # --- where the page is: paced ------------------------------------------------------------------------------------
+
+    def _on_report(self, attr, old, new) -> None:
+        # a page writes one row of a whole number and a boolean; anything else is ignored, as the drag channel's
+        try:
+            step, playing = new["step"][0], new["playing"][0]
+        except (KeyError, IndexError, TypeError):
+            return
+        if isinstance(step, int) and not isinstance(step, bool) and isinstance(playing, bool):
+            self._receive(step, playing)
+
+    def _receive(self, step: int, playing: bool) -> None:
+        """Keep the page's newest report, and take it now (outside a served page) or when the pacing allows."""
+        self._pending = (step, playing)
+        doc = self.report.document or pn.state.curdoc
+        if doc is None or doc.session_context is None:
+            self._take()
+        elif not self._scheduled:
+            self._scheduled = True
+            wait = self._next_take - time.perf_counter()
+            if wait > 0:
+                doc.add_timeout_callback(self._submit, max(1, round(wait * 1000)))
+            else:
+                self._submit()
+
+    def _submit(self) -> None:
+        doc = self.report.document or pn.state.curdoc
+        if doc is None or doc.session_context is None:
+            self._take()
+        else:
+            get_report_queue().submit(doc, self._take)
+
+    def _take(self) -> None:
+        """Apply the newest report: the state's step, and what follows it (the address, a room)."""
+        self._scheduled = False
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        start = time.perf_counter()
+        with one_message():
+            # The page is where it says: the player's own step and play state are not sent back to it (a class
+            # pressing Play together costs the server one message less each), only what follows from them (the
+            # address, a room). The parameters still take the values, so a later change from the server (a
+            # presenter's step) is compared with where the page really is.
+            with param.parameterized.discard_events(self):
+                self.training.show(*pending)
+        end = time.perf_counter()
+        self._next_take = end + max(REPORT_GAP, end - start)
+
+    # --- a learner's choices and downloads ---------------------------------------------------------------------------
 
     def _handle_msg(self, msg) -> None:
         if not isinstance(msg, dict):
             return
         action = msg.get("action")
+        if action == "show":
+            step, playing = msg.get("step"), msg.get("playing")
+            if isinstance(step, int) and not isinstance(step, bool) and isinstance(playing, bool):
+                self._receive(step, playing)
+            return
+        if action == "download":
+            if msg.get("kind") in DOWNLOADS and self.on_download is not None and self.training.run is not None:
+                name, text = self.on_download(msg["kind"])
+                self._send_msg({"download": name, "text": text})
+            return
         with one_message():
-            if action == "show":
-                # The page is where it says: the player's own step and play state are not sent back to it (a
-                # class pressing Play together costs the server one message less each), only what follows from
-                # them (the address, a room). The parameters still take the values, so a later change from the
-                # server (a presenter's step) is compared with where the page really is.
-                with param.parameterized.discard_events(self):
-                    self.training.show(msg.get("step"), msg.get("playing"))
-            elif action == "paint":
+            if action == "paint" or action in CHOICES:
+                # what the page sent first is taken first: a report still waiting is where the page was before
+                # this choice (which opens its new run at step 0)
+                self._take()
+            if action == "paint":
                 self.training.paint(msg.get("row"), msg.get("col"))
+            elif action in CHOICES:
+                method, argument = CHOICES[action]
+                getattr(self.training, method)(*(() if argument is None else (msg.get(argument),)))

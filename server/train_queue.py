@@ -10,9 +10,14 @@ A page has at most one request waiting (``session.training.TrainingState`` asks 
 computed, and the run takes the settings as they are then): a learner who drags the learning-rate slider
 across its stops gets one run for where the slider rests, however many stops it passed.
 
-One queue per process, in ``pn.state.cache`` (like the rooms' registry and the drag budget): it is the process's
-concern and holds no learner's data, only which documents wait (weakly: a page that closes while it waits
-drops out).
+The pages' reports of where they are in a run (Play, Pause, a scrub's release: ``link/train.py``) go through a
+queue of their own, :func:`get_report_queue`, at most a quarter of the loop: sixty learners pressing Play in the
+same instant are sixty reports, each a millisecond or two of the state, the address and a room, and taken one a
+turn they leave the loop to everyone else between them (a page's own playback needs none of them).
+
+One queue of each per process, in ``pn.state.cache`` (like the rooms' registry and the drag budget): it is the
+process's concern and holds no learner's data, only which documents wait (weakly: a page that closes while it
+waits drops out).
 """
 
 from __future__ import annotations
@@ -22,8 +27,12 @@ import logging
 import time
 import weakref
 
-#: Where the process keeps its queue.
+#: Where the process keeps its queue of runs.
 CACHE_KEY = "explorer-train-queue"
+#: Where the process keeps its queue of the pages' reports (link/train.py).
+REPORTS_KEY = "explorer-train-reports"
+#: The share of the loop the reports may take: a quarter, as the drags' updates (server/pacing.py).
+REPORTS_SHARE = 0.25
 
 log = logging.getLogger(__name__)
 
@@ -33,17 +42,19 @@ class TrainQueue:
 
     :meth:`submit` ``(doc, compute)``: call ``compute()`` in ``doc``'s own turn of the loop (Bokeh's next-tick
     callback, under the document's lock) when the queue reaches it. ``later(seconds, fn)`` schedules the queue's
-    own next turn (the loop's ``call_later``; a test's own clock).
+    own next turn (the loop's ``call_later``; a test's own clock); ``share`` is the most of the loop's time its
+    calls take (:attr:`SHARE` unless given).
     """
 
     #: At most this share of the loop's time goes to runs: after a run of c seconds the queue rests
     #: c (1 - SHARE) / SHARE seconds.
     SHARE = 0.5
 
-    def __init__(self, later=None):
+    def __init__(self, later=None, share: float | None = None):
         self._waiting: collections.deque = collections.deque()  # (weakref to doc, weak method to compute)
         self._busy = False
         self._later = later
+        self.share = self.SHARE if share is None else share
 
     def __len__(self) -> int:
         return len(self._waiting)
@@ -70,7 +81,7 @@ class TrainQueue:
             if doc is None or compute is None or doc.session_context is None:
                 continue  # the page has closed
             try:
-                doc.add_next_tick_callback(lambda: self._run(doc, compute))
+                doc.add_next_tick_callback(lambda doc=doc, compute=compute: self._run(doc, compute))
             except Exception:  # a document being torn down refuses new callbacks: skip the page
                 log.debug("a closed page's run skipped", exc_info=True)
                 continue
@@ -86,17 +97,26 @@ class TrainQueue:
                 compute()
         finally:
             took = time.perf_counter() - start
-            self._schedule(took * (1 - self.SHARE) / self.SHARE)
+            self._schedule(took * (1 - self.share) / self.share)
+
+
+def _cached(key: str, share: float) -> TrainQueue:
+    import panel as pn
+
+    queue = pn.state.cache.get(key)
+    if queue is None:
+        queue = pn.state.cache.setdefault(key, TrainQueue(share=share))
+    return queue
 
 
 def get_queue() -> TrainQueue:
-    """This server process's queue, created on first use."""
-    import panel as pn
+    """This server process's queue of runs, created on first use."""
+    return _cached(CACHE_KEY, TrainQueue.SHARE)
 
-    queue = pn.state.cache.get(CACHE_KEY)
-    if queue is None:
-        queue = pn.state.cache.setdefault(CACHE_KEY, TrainQueue())
-    return queue
+
+def get_report_queue() -> TrainQueue:
+    """This server process's queue of the pages' reports (Play, Pause, a scrub's release), created on first use."""
+    return _cached(REPORTS_KEY, REPORTS_SHARE)
 
 
 def scheduler_for(doc):

@@ -22,24 +22,14 @@ from html import escape
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Scatter, Text
 
 from core.training import learned
 from link.train import TrainLink
 from server.train_queue import scheduler_for
 from session.i18n import N_, Translator
 from session.state import AttentionState
-from session.training import (
-    LEARNING_RATES,
-    MAX_TRAIN_HEADS,
-    PAINT,
-    TEMPERATURES,
-    TrainingState,
-    nearest,
-)
-from widgets.glyphs import draw
-from widgets.projections import _PLACED, HEADS_CSS, _fit, _placed, _plane, styled
-from widgets.style import token_color
+from session.training import PAINT, TrainingState
+from widgets.style import TOKEN_COLORS
 
 #: The targets as the page names them; the core's names are its English data.
 TARGET_LABELS = {"previous": N_("Attend to the previous token"), "yourself": N_("Attend to yourself"),
@@ -56,15 +46,30 @@ TARGET_NOTES = {
     PAINT: N_("Click a cell of the target to switch it on or off: row i is what token i should attend to (its "
               "cells share the row's attention equally). Will one head learn it?"),
 }
-#: Markers of the queries, keys and values in a head's plane (as the Projections tab's right plane).
-MARKERS = {"Q": "circle", "K": "square", "V": "triangle"}
+#: What a head's plane shows, for a screen reader (the page draws the plane: link/train.js).
+PLANE_LABEL = N_("The queries (●) and keys (■) of head {n} at the step shown, with the values (▲) when W_V learns")
 #: A swap that raises the loss by more than this (nats, or squared units) shows that the roles have parted.
 ROLES_APART = 0.1
 
 
-def player_words(tr: Translator) -> dict:
-    """The player's texts (link/train.js) in the page's language, with its number format."""
-    return {**tr.number_format(), "play": tr._("Play"), "pause": tr._("Pause"), "back": "◀", "fwd": "▶",
+def tab_words(tr: Translator) -> dict:
+    """The tab's texts (link/train.js) in the page's language, with its number format: plain text the page sets
+    as text, except ``intro``, HTML made here of escaped texts."""
+    return {**tr.number_format(),
+            "intro": "<h3>" + escape(tr._("Train W_Q, W_K and W_V")) + "</h3><p>" + tr._(
+                "<q>At initialisation they are random and the three roles are indistinguishable; after training, "
+                "each has learned its specialty.</q> (Module 2) Pick what attention should do, press "
+                "<strong>Play</strong> and watch gradient descent learn it: the loss falls, the weights move towards "
+                "the target, the queries and keys move in their plane. Space plays and pauses, ← → step.") + "</p>",
+            "targets": {key: tr(label) for key, label in TARGET_LABELS.items()},
+            "notes": {key: tr(note) for key, note in TARGET_NOTES.items()},
+            "new_seed": tr._("New seed"), "new_seed_label": tr._("Another random start: the same target"),
+            "seed": tr._("seed {seed}"), "heads": tr._("Heads"), "learning_rate": tr._("Learning rate"),
+            "temperature": tr._("Temperature T"), "scale": tr._("Divide the scores by √d_k"),
+            "two_heads": tr._("Two heads"),
+            "two_heads_label": tr._("Train two heads together: their average attention"),
+            "csv": tr._("Run as CSV"), "json": tr._("Run as JSON"),
+            "play": tr._("Play"), "pause": tr._("Pause"), "back": "◀", "fwd": "▶",
             "back_label": tr._("One step back (←)"), "fwd_label": tr._("One step on (→)"),
             "scrub": tr._("Step of the run"),
             "readout": tr._("Step {step} of {steps} · loss {loss}"),
@@ -74,7 +79,7 @@ def player_words(tr: Translator) -> dict:
             "weights_caption": tr._("Attention weights (heads' average)"), "target_caption": tr._("Target"),
             "paint_caption": tr._("Target: click to paint"), "paint_cell": tr._("{query} attends to {key}"),
             "outputs_caption": tr._("Outputs and targets"), "output": tr._("output"), "wanted": tr._("target"),
-            "head": tr._("head {n}")}
+            "head": tr._("head {n}"), "plane_label": tr._(PLANE_LABEL.msgid)}
 
 
 #: The run's CSV columns: one number per line, named by what it is, its head, its step and its place.
@@ -117,10 +122,8 @@ def run_csv(run) -> str:
 class TrainView(pn.viewable.Viewer):
     """The Train tab over ``state.training``: the target, the settings, the player, the planes, what was learned.
 
-    Test hooks: the targets are the buttons ``train-target-<slug>`` (``paint`` too); the player is
-    :class:`link.train.TrainLink`
-    (its own hooks); the planes are the figures ``train-plane-<h>``; what was learned is the pane
-    ``train-summary`` (``[data-swap]``, ``[data-floor]``), the "Two heads" button ``train-two-heads``.
+    The page draws all of it (:class:`link.train.TrainLink`, its test hooks); this view gives it the texts in the
+    page's language, what was learned once per run, a refused input's message, and the files of a run.
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
@@ -129,148 +132,35 @@ class TrainView(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         t: TrainingState = s.training
-        self._syncing = False
         doc = pn.state.curdoc
-        if doc is not None and doc.session_context is not None:  # a served page: its runs wait their turn
+        served = doc is not None and doc.session_context is not None
+        if served:  # a served page: its runs wait their turn
             t.scheduler = scheduler_for(doc)
-        tr = s.tr
-        # one button per target, in a box that wraps (a button group does not: its second line covered the note)
-        self.targets = {key: styled(pn.widgets.Button(css_classes=["train-target", f"train-target-{key}"]))
-                        for key in TARGET_LABELS}
-        for key, button in self.targets.items():
-            button.on_click(lambda _, key=key: t.choose_target(key))
-        self.note = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
-        self.new_seed = styled(pn.widgets.Button(css_classes=["train-new-seed"]))
-        self.new_seed.on_click(lambda _: t.new_seed())
-        self.seed_text = styled(pn.pane.HTML("", margin=(8, 5)))
-        self.rate = styled(pn.widgets.DiscreteSlider(options={f"{r:g}": r for r in LEARNING_RATES},
-                                                     value=nearest(LEARNING_RATES, t.learning_rate), width=220))
-        self.rate.param.watch(lambda e: self._syncing or t.set_learning_rate(e.new), "value_throttled")
-        self.temperature = styled(pn.widgets.DiscreteSlider(options={f"{x:g}": x for x in TEMPERATURES},
-                                                            value=nearest(TEMPERATURES, t.temperature), width=220))
-        self.temperature.param.watch(lambda e: self._syncing or t.set_temperature(e.new), "value_throttled")
-        # CheckBoxGroup, not Checkbox: its box sits in a <label>, so it has an accessible name
-        self.scale = styled(pn.widgets.CheckBoxGroup(options={"√d_k": "scale"}, value=["scale"] * t.scale,
-                                                     inline=True, css_classes=["train-scale"]))
-        self.scale.param.watch(lambda e: self._syncing or t.set_scale("scale" in e.new), "value")
-        self.heads = styled(pn.widgets.RadioButtonGroup(options=[str(h) for h in range(1, MAX_TRAIN_HEADS + 1)],
-                                                        value=str(t.heads), css_classes=["train-heads"]))
-        self.heads.param.watch(lambda e: self._syncing or t.set_heads(int(e.new)), "value")
-        self.heads_label = styled(pn.pane.HTML("", margin=(8, 5)))
-        self.player = TrainLink(t, sizing_mode="stretch_width", margin=(0, 5))
-        self.summary = styled(pn.pane.HTML("", name="train-summary", sizing_mode="stretch_width", margin=(0, 5),
-                                           css_classes=["train-summary"]))
-        self.two_heads = styled(pn.widgets.Button(color="primary", visible=False, css_classes=["train-two-heads"]))
-        self.two_heads.on_click(lambda _: t.set_heads(2))
-        self.field_message = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
-        self.csv = pn.widgets.FileDownload(callback=lambda: io.StringIO(run_csv(t.run)), filename="training-run.csv",
-                                           embed=False, width=200, css_classes=["train-csv"])
-        self.json = pn.widgets.FileDownload(callback=lambda: io.StringIO(run_json(t.run)),
-                                            filename="training-run.json", embed=False, width=200,
-                                            css_classes=["train-json"])
-        self.intro = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
-        # each head's queries and keys (and values, when W_V learns) in a plane of the Projections tab's drawing
-        self.sources, self.figures = [], []
-        for h in range(MAX_TRAIN_HEADS):
-            source = ColumnDataSource(data=dict(x=[], y=[], marker=[], color=[], alpha=[], label=[], **_PLACED),
-                                      name=f"train-points-{h}")
-            fig = _plane(f"train-plane-{h}", "Q ●  K ■")
-            draw(fig, Scatter, source, "x", "y", size=13, color="color", marker="marker", fill_alpha="alpha",
-                 line_alpha="alpha")
-            draw(fig, Text, source, "x", "y", text="label", x_offset="dx", y_offset="dy", text_align="align",
-                 text_baseline="baseline", text_font_size="14px", text_color="color", text_font_style="bold")
-            self.sources.append(source)
-            self.figures.append(fig)
-        self.planes = [pn.pane.Bokeh(fig, sizing_mode="stretch_width", max_width=400, min_width=250, margin=(5, 4),
-                                     styles={"flex": "1 1 250px"}, visible=h < t.heads)
-                       for h, fig in enumerate(self.figures)]
-        self.labels = {k: styled(pn.pane.HTML("", margin=(8, 5))) for k in ("rate", "temperature", "scale")}
-        self._layout = pn.Column(
-            self.intro,
-            pn.FlexBox(*self.targets.values(), align_items="center", css_classes=["train-targets"]), self.note,
-            pn.FlexBox(self.new_seed, self.seed_text, self.heads_label, self.heads, align_items="center"),
-            pn.FlexBox(self.labels["rate"], self.rate, self.labels["temperature"], self.temperature,
-                       self.scale, align_items="center"),
-            self.field_message,
-            self.player,
-            pn.FlexBox(*self.planes, flex_wrap="wrap", sizing_mode="stretch_width", max_width=820,
-                       margin=(0, 8, 0, 0)),
-            self.summary, self.two_heads,
-            pn.FlexBox(self.csv, self.json, align_items="center"),
-            name="train", css_classes=["heads-tab", "train-tab"], sizing_mode="stretch_both", scroll=True,
-            stylesheets=[HEADS_CSS],
-        )
+        # the whole tab, scrolling inside it (static/train.css) like the other tabs: the page itself never scrolls
+        self.player = TrainLink(t, words=tab_words(s.tr), colors=list(TOKEN_COLORS), name="train",
+                                css_classes=["train-tab"], sizing_mode="stretch_both", margin=(0, 0, 0, 5))
+        self.player.on_download = self._file
+        if served:
+            self.player.attach(doc)
         s.param.watch(self._on_lang, "lang")
-        s.param.watch(lambda *_: self._render(), "mode")
-        t.param.watch(self._sync, list(TrainingState.SETTINGS))
         t.param.watch(lambda *_: self._render(), ["run", "floor"])
         t.param.watch(self._on_message, "message")
-        self._relabel()
-        self._sync()
         t.activate()  # the first run: now, or when the server's queue comes to it
         self._render()
 
-    # --- words --------------------------------------------------------------------------------------------------
-
-    def _relabel(self) -> None:
-        tr = self.state.tr
-        for key, button in self.targets.items():
-            button.label = tr(TARGET_LABELS[key])
-        self.new_seed.param.update(label=tr._("New seed"), description=tr._("Another random start: the same target"))
-        self.heads_label.object = f"<span class='label'>{escape(tr._('Heads'))}</span>"
-        self.labels["rate"].object = f"<span class='label'>{escape(tr._('Learning rate'))}</span>"
-        self.labels["temperature"].object = f"<span class='label'>{escape(tr._('Temperature T'))}</span>"
-        self.scale.param.update(options={tr._("Divide the scores by √d_k"): "scale"}, value=self.scale.value)
-        self.csv.label, self.json.label = tr._("Run as CSV"), tr._("Run as JSON")
-        self.two_heads.param.update(label=tr._("Two heads"),
-                                    description=tr._("Train two heads together: their average attention"))
-        self.intro.object = "<h3>" + escape(tr._("Train W_Q, W_K and W_V")) + "</h3><p>" + tr._(
-            "<q>At initialisation they are random and the three roles are indistinguishable; after training, each "
-            "has learned its specialty.</q> (Module 2) Pick what attention should do, press <strong>Play</strong> "
-            "and watch gradient descent learn it: the loss falls, the weights move towards the target, the queries "
-            "and keys move in their plane. Space plays and pauses, ← → step.") + "</p>"
-        self.player.words = player_words(tr)
+    def _file(self, kind: str) -> tuple[str, str]:
+        run = self.state.training.run
+        return ("training-run.csv", run_csv(run)) if kind == "csv" else ("training-run.json", run_json(run))
 
     def _on_lang(self, *_) -> None:
         with pn.io.hold():
-            self._relabel()
-            self._sync()  # every control: their words are the language's
+            self.player.words = tab_words(self.state.tr)
             self._render()
+            self._on_message()
 
     def _on_message(self, *_) -> None:
         msg = self.state.training.message
-        self.field_message.object = (f'<div class="field-message" role="alert">{escape(self.state.tr(msg))}</div>'
-                                     if msg else "")
-
-    # --- the controls follow the state --------------------------------------------------------------------------
-
-    def _sync(self, *events) -> None:
-        """The controls that show the settings which changed (all of them without ``events``): a class pressing
-        New seed together costs the server only the seed's text each."""
-        t, tr = self.state.training, self.state.tr
-        names = {e.name for e in events} or set(TrainingState.SETTINGS)
-        self._syncing = True
-        try:
-            if "learning_rate" in names:
-                self.rate.value = nearest(LEARNING_RATES, t.learning_rate)
-            if "temperature" in names:
-                self.temperature.value = nearest(TEMPERATURES, t.temperature)
-            if "scale" in names:
-                self.scale.value = ["scale"] * t.scale
-            if "heads" in names:
-                self.heads.value = str(t.heads)
-        finally:
-            self._syncing = False
-        if "target" in names:
-            for key, button in self.targets.items():
-                button.button_type = "primary" if key == t.target else "default"
-            self.note.object = f"<p>{escape(tr(TARGET_NOTES[t.target]))}</p>"
-        if "seed" in names:
-            self.seed_text.object = f"<span class='label'>{escape(tr._('seed {seed}', seed=t.seed))}</span>"
-        if "heads" in names:
-            for h, pane in enumerate(self.planes):
-                # the figure is the pane's model: Panel's Bokeh pane does not pass its own `visible` on to it
-                pane.visible = self.figures[h].visible = h < t.heads
+        self.player.message = self.state.tr(msg) if msg else ""
 
     # --- what the run shows -------------------------------------------------------------------------------------
 
@@ -279,36 +169,10 @@ class TrainView(pn.viewable.Viewer):
         run = t.run
         if run is None:
             return
-        self._draw_planes(run, t.step)
-        self.summary.object = self._summary_html(run)
-        self.two_heads.visible = bool(t.floor is not None and not t.floor.learnable and t.heads == 1
-                                      and not any(c.any_heads for c in t.floor.conflicts))
-
-    def _draw_planes(self, run, step: int) -> None:
-        X = run.task.X
-        tokens = run.task.tokens
-        show_v = run.task.kind == "outputs"
-        mode = self.state.mode
-        for h in range(run.heads):
-            Q, K = X @ run.W_Q[:, h], X @ run.W_K[:, h]  # (steps + 1, n, 2) each
-            sets = [("Q", Q), ("K", K)] + ([("V", X @ run.W_V[:, h])] if show_v and run.W_V.shape[-1] == 2 else [])
-            fig = self.figures[h]
-            fit = _fit(np.vstack([P.reshape(-1, 2) for _, P in sets]))
-            for rng, (lo, hi) in zip((fig.x_range, fig.y_range), fit):
-                rng.update(start=lo, end=hi)
-            fig.title.text = ("Q ●  K ■  V ▲" if len(sets) == 3 else "Q ●  K ■") + (
-                f" · {self.state.tr._('head {n}', n=h + 1)}" if run.heads > 1 else "")
-            points = np.vstack([P[step] for _, P in sets])
-            n = len(tokens)
-            self.sources[h].data = dict(
-                x=points[:, 0].tolist(), y=points[:, 1].tolist(),
-                marker=[MARKERS[name] for name, _ in sets for _ in range(n)],
-                color=[token_color(i) for _ in sets for i in range(n)],
-                alpha=[1.0 if name == "Q" else 0.75 for name, _ in sets for _ in range(n)],
-                # the queries are named; a key or value has its token's colour (ten labels crowded the random
-                # start, where every point lies near the origin)
-                label=[tok if name == "Q" else "" for name, _ in sets for tok in tokens],
-                **_placed(points, points, fig, mode))
+        self.player.param.update(
+            summary=self._summary_html(run),
+            two_heads=bool(t.floor is not None and not t.floor.learnable and t.heads == 1
+                           and not any(c.any_heads for c in t.floor.conflicts)))
 
     def _summary_html(self, run) -> str:
         t, tr = self.state.training, self.state.tr
@@ -322,10 +186,10 @@ class TrainView(pn.viewable.Viewer):
             parts.append(self._attends_html(run, what, tokens))
         else:
             values = what.values[0][:, 0] if what.values.shape[-1] >= 1 else what.values[0]
+            learned_values = tr.list_sep.join(f"{tok} {tr.num(v, 2)}" for tok, v in zip(tokens, values, strict=True))
             parts.append("<p>" + escape(tr._(
                 "W_V learned the values {values}: each output is a weighted average of them, and W_Q and W_K learned "
-                "which values each token reads.",
-                values=tr.list_sep.join(f"{tok} {tr.num(v, 2)}" for tok, v in zip(tokens, values)))) + "</p>")
+                "which values each token reads.", values=learned_values)) + "</p>")
         # the swap: at the start the roles are interchangeable; after training, not where the pattern needs them apart
         start_swap = float(learned(run, 0).swapped_loss)
         swapped = float(what.swapped_loss)
@@ -424,13 +288,10 @@ class TrainView(pn.viewable.Viewer):
                     ca=tr.short(float(ca), 2), cb=tr.short(float(cb), 2))
 
     def __panel__(self):
-        return self._layout
+        return self.player
 
 
 def train_tab(state: AttentionState, styler=None) -> pn.viewable.Viewable:
-    """The tab's contents, its planes restyled by ``styler`` (a :class:`~widgets.style.FigureStyler`)."""
-    view = TrainView(state=state)
-    if styler is not None:
-        styler.add(view.figures)
-    return view.__panel__()
-
+    """The tab's contents. ``styler`` is the other tabs' restyler of Bokeh figures: this tab has none (the page draws
+    its planes and curve in the page's own custom properties, so projector mode and the theme reach them)."""
+    return TrainView(state=state).__panel__()

@@ -49,7 +49,7 @@ def weights_of(s: dict, n: int) -> np.ndarray:
 
 def open_train(open_page, address: str = ""):
     page = open_page(address)
-    show_tab(page, "Train", "train-plane-0")
+    show_tab(page, "Train")
     page.wait_for_function(f"() => {RUN} && {RUN}.state.runs > 0 && {RUN}.run() != null", timeout=PATIENCE)
     return page
 
@@ -243,7 +243,7 @@ def test_the_pages_forward_pass_agrees_with_the_core(open_page, address, preset,
     steps = [0, 1, 37, 250, 500]
     got = page.evaluate(MIRROR, steps)
     X = run.task.X
-    for k, g in zip(steps, got):
+    for k, g in zip(steps, got, strict=True):
         assert g["loss"] == pytest.approx(run.loss[k], rel=1e-12, abs=1e-12)
         assert g["swapped"] == pytest.approx(swapped_loss(run, k), rel=1e-12, abs=1e-12)
         np.testing.assert_allclose(g["weights"], run.weights[k], rtol=1e-12, atol=1e-12)
@@ -295,12 +295,12 @@ def test_the_run_downloads_as_csv_and_json(open_page):
     assert w_k[(2, 500, 1, 0)] == run.W_K[500, 1, 1, 0] and len(w_k) == 501 * 2 * 4
 
 
-def test_present_shares_play_and_the_step_with_a_follower(browser, room_server):
+def test_present_shares_play_and_the_step_with_a_follower(browser, room_server):  # noqa: F811 (the fixture)
     teacher = new_page(browser, room_server + "?train=yourself")
     code, link = present(teacher)
     student = follower(browser, link)
     for p in (teacher, student):
-        show_tab(p, "Train", "train-plane-0")
+        show_tab(p, "Train")
         p.wait_for_function(f"() => {RUN} && {RUN}.state.runs > 0 && {RUN}.run().n === 3", timeout=PATIENCE)
     teacher.locator(".train-player button.play").click()
     # the teacher's Play plays on the student's page, from the same step, drawn by the student's page
@@ -316,3 +316,57 @@ def test_present_shares_play_and_the_step_with_a_follower(browser, room_server):
     teacher.locator(".train-player button.play").click()
     student.wait_for_function(f"() => {RUN}.state.step > 150", timeout=PATIENCE)
     close(teacher, student)
+
+
+# --- touch, on a landscape phone ----------------------------------------------------------------------------------
+
+#: Whether an element of the tab lies inside the part of the tab one sees (the tab scrolls inside itself).
+ON_SCREEN = """(el) => {
+  const host = el.getRootNode().host, r = el.getBoundingClientRect(), t = host.getBoundingClientRect();
+  return r.width > 0 && r.top >= t.top - 1 && r.bottom <= t.bottom + 1 && r.left >= t.left - 1 && r.right <= t.right + 1
+    && r.bottom <= window.innerHeight + 1;
+}"""
+
+
+def touch_drag(page, locator, x0: float, x1: float, moves: int = 12) -> None:
+    """A finger on ``locator`` at x0 (share of its width), moved to x1 and lifted: the touch events a phone sends."""
+    box = locator.bounding_box()
+    y = box["y"] + box["height"] / 2
+    xs = [box["x"] + box["width"] * (x0 + (x1 - x0) * k / moves) for k in range(moves + 1)]
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": xs[0], "y": y}]})
+    for x in xs[1:]:
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [{"x": x, "y": y}]})
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    cdp.detach()
+
+
+def test_a_landscape_phone_plays_scrubs_and_paints_by_touch(open_page):
+    page = open_page("?train=yourself", viewport={"width": 844, "height": 390}, has_touch=True, is_mobile=True)
+    show_tab(page, "Train")
+    page.wait_for_function(f"() => {RUN} && {RUN}.state.runs > 0 && {RUN}.run() != null", timeout=PATIENCE)
+    play = page.locator(".train-player button.play")
+    # a class is told "open the Train tab and press Play": Play is there as the tab opens, no scrolling
+    assert play.evaluate(ON_SCREEN)
+    play.tap()
+    page.wait_for_function(f"() => {RUN}.state.step === 500 && !{RUN}.state.playing", timeout=PATIENCE)
+    # the tab scrolls under the player's controls, which stay in reach
+    page.locator(".train-player .planes").scroll_into_view_if_needed()
+    assert play.evaluate("(el) => el.getRootNode().host.scrollTop") > 100
+    assert play.evaluate(ON_SCREEN)
+    # a finger drags the scrub slider from its start to about its middle: the page shows that step's numbers
+    touch_drag(page, page.locator(".train-player .scrub"), 0.02, 0.5)
+    page.wait_for_function(f"() => {RUN}.state.step > 100 && {RUN}.state.step < 400 && !{RUN}.state.scrubbing",
+                           timeout=PATIENCE)
+    s = shown(page)
+    run = train(TRAINING_PRESETS["attend to yourself"], seed=0, steps=500)
+    assert s["loss"] == pytest.approx(run.loss[s["step"]], rel=1e-9)
+    wait_address(page, f"train_step={s['step']}")  # the finger's release told the server
+    # painting by tapping cells: "Paint your own" starts from the target shown (each token to itself: the same run)
+    page.locator(".train-targets").get_by_role("button", name="Paint your own").tap()
+    page.locator(".train-player .target button.paint").first.wait_for(timeout=PATIENCE)
+    before = runs(page)
+    page.locator(".train-player .target button.paint[data-i='0'][data-j='1']").tap()
+    wait_new_run(page, before)
+    wait_address(page, "train=110.010.001")
+    assert page.evaluate(f"() => Array.from({RUN}.run().target)") == [0.5, 0.5, 0, 0, 1, 0, 0, 0, 1]
