@@ -1,7 +1,7 @@
 """Serve Attention Explorer through Panel's own ``panel serve``, configured from environment variables.
 
 ``python -m server`` is the container's command and ``python app.py`` lands here too, so a laptop, a
-projector demo and a school server read the same settings (see ``SETTINGS`` and the README's table).
+projector demo and a school server read the same settings (see ``SETTINGS`` and the table in docs/operations.md).
 Each setting maps to one ``panel serve`` flag; only what the command line cannot express is added in
 code: gzip for HTTP responses (Tornado's ``compress_response``), which ``panel serve`` has no flag for.
 
