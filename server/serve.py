@@ -211,8 +211,8 @@ def main(argv: list[str] | None = None) -> None:
     except SettingError as e:
         sys.exit(f"Attention Explorer: {e}")
     _use_c_allocator()
-    # Bokeh checks every model of a page for mistakes in how it was built before sending it: about 8 % of
-    # the server's time to open a page, for a check the tests make once (tests/test_classroom.py)
+    # Bokeh checks every model of a page for mistakes in how it was built before sending it: a pass over every
+    # model each time a page opens, for a check the tests make once (tests/test_classroom.py)
     os.environ.setdefault("BOKEH_VALIDATE_DOC", "false")
     run(base + argv)
 
