@@ -1,7 +1,7 @@
 """``deploy/nginx.conf`` in front of several app processes on loopback: for the reverse-proxy test and benchmarks.
 
 nginx runs in the foreground with a temporary prefix, on free ports; the app processes are ``python app.py``
-with the settings the README gives for running behind a proxy.
+with the settings docs/operations.md gives for running behind a proxy.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Stack:
         self.listen = free_port()
         self.backends = [free_port() for _ in range(processes)]
         self.url = f"http://127.0.0.1:{self.listen}/"
-        # every process signs and checks presenter links with the same key, as the README tells a school to set it:
+        # every process signs and checks presenter links with the same key, as docs/operations.md tells a school:
         # nginx sends a presenter link to the room code's process, which need not be the one that made the room
         secret = secrets.token_urlsafe(32)
         try:

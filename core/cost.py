@@ -22,7 +22,7 @@ from core.projections import Projections
 __all__ = ["D_K", "FLOAT64_BYTES", "MAX_N", "MIN_N", "NN_ARRAYS", "CostMeasurement", "ScoreMatrixSize",
            "downsample", "measure_attention", "random_qkv", "score_matrix_size"]
 
-#: Sentence lengths the measurement accepts. At n = 4096 the core keeps ≈ 690 MB of (n, n) arrays.
+#: Sentence lengths the measurement accepts. At n = 4096 the core keeps several (n, n) float64 arrays of 134 MB each.
 MIN_N, MAX_N = 3, 4096
 #: Query/key (and value) size of the measurement, the course's suggested head size.
 D_K = 64

@@ -103,9 +103,8 @@ INIT_STD = 0.1
 #: Adam moves each entry by about the learning rate a step; the entries start near INIT_STD and a
 #: learned W has entries of a few units, so past 1 one step moves an entry as far as all of training.
 MAX_LEARNING_RATE = 1.0
-#: A run keeps every step for the page to replay. The largest, 2,001 snapshots of 8 tokens and 4 heads,
-#: holds 6.9 MB (26 MB at its peak) and takes at most about 0.2 s of one core (``bench/training.py``);
-#: 500 steps hold 1.7 MB.
+#: A run keeps every step for the page to replay, so the bound on steps is the bound on what one request can
+#: cost in memory and CPU (the largest run's CPU: see bench/RESULTS.md, "the largest run train accepts").
 MAX_STEPS = 2000
 #: As many heads as the Heads tab shows.
 MAX_HEADS = 4

@@ -598,7 +598,7 @@ def nlp_task_met(weights, output: float, start_output: float) -> bool:
 SHOWN_BY_TRIES, SHOWN_ASKED_FOR, SHOWN_UNREADABLE = "tries", "asked", "unreadable"
 #: Stored JSON: what it is, and its version. Anything else cannot be read (Progress.load).
 FORMAT, VERSION = "attention-explorer.progress", 1
-#: Largest stored text read back; a learner's whole progress is about 2 kB.
+#: Largest stored text read back; a learner's whole progress, nineteen short records, is far below it.
 MAX_JSON_CHARS = 50_000
 _MAX_STORED_TRIES = 999
 #: In what :meth:`Progress.load` could not read: the whole stored text, or a record of no known question or task.

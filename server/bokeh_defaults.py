@@ -21,8 +21,8 @@ page of every session.
 - serialising without defaults reads only the properties it can send (set ones, those made per object, themed
   ones) instead of all of them;
 - a patch's serialiser makes the reference of a model the page already has only when the patch names it,
-  instead of one for every model of the document (``Serializer(references=...)``: ~0.3 ms for each of a
-  page's updates, with the Projections tab shown).
+  instead of one for every model of the document (``Serializer(references=...)``, made anew for each of a
+  page's updates, many with the Projections tab shown).
 
 ``tests/test_bokeh_defaults.py`` compares each with Bokeh's own code: every default of every model on a built
 page, and the page's whole serialised document. The kept answers are constants of Bokeh's classes, never

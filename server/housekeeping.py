@@ -4,19 +4,20 @@ Each open page holds a few MB of Python objects. When its session closes, the ob
 (``tests/test_session_cleanup.py``), but with CPython's own small-object allocator (pymalloc) the
 process keeps the memory: pymalloc gets it from the system in 1 MiB arenas and returns an arena only
 when every object in it is gone, and a few long-lived objects allocated while the pages were open keep
-most arenas. Measured on this app, after 60 sessions opened and closed: live objects and allocated bytes
-back at their start, 201 arenas held instead of 65, and resident memory 2.7 times its start.
+most arenas. Measured on this app, after sessions opened and closed: live objects and allocated bytes back at
+their start, but far more arenas held, and resident memory far above its start (bench/HISTORY.md, "Memory per
+session").
 
 So the server runs with ``PYTHONMALLOC=malloc`` (``server/serve.py`` sets it; CPython's documented switch to
 the C library's allocator), and every :data:`TRIM_EVERY` calls glibc's ``malloc_trim(0)``, which returns
 every whole free page of the heap to the system, wherever it lies. Same measurement: resident memory
-back within 2 % of its start. A trim takes 1–6 ms, about 40 ms when it returns a few hundred MB.
+back near its start (see bench/RESULTS.md, "memory back within 10 % once pages close").
 
 **Python's cycle collector, out of the way of a class.** By default CPython makes a full pass over every tracked
 object after every tenth middle-generation pass, once the objects added since the last full pass are a quarter of
-the rest: while a class opens its pages, 4 full passes per 50 pages, each a pause of 0.2–0.5 s on the loop that
-every page waits behind, 31 ms of CPU per page (``bench/RESULTS.md``, "A class on one server: Python's cycle
-collector out of the way of a class"). Yet the objects of an open page live as long as its page, and the garbage
+the rest: while a class opens its pages, several full passes, each a pause of the loop that every page waits
+behind, longer with every page open (``bench/HISTORY.md``, "A class on one server: Python's cycle collector out of
+the way of a class"). Yet the objects of an open page live as long as its page, and the garbage
 a full pass is there for, the object cycles of a closed page (its document, views and state refer to each other),
 appears only when a session closes. So:
 

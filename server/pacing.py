@@ -6,12 +6,12 @@ click, a key or a release must not: they are queued behind whatever the loop alr
 session paces its own updates (``link/drag.py``), and this budget spaces them further so that all the
 process's mid-drag updates together take at most :attr:`DragBudget.SHARE` of the loop: with ``n`` pages
 dragging and an update costing ``c`` seconds, a dragging page takes a position at most every
-``n * c / SHARE`` seconds. Sixty learners dragging at 5 ms an update: one confirmation each every 1.2 s.
+``n * c / SHARE`` seconds, and draws every move itself meanwhile.
 The share is a quarter because ``c`` is the update alone: receiving the position and sending its answer cost
 the loop about as much again, so a quarter of the loop's time in updates is about half of it in drags, and the
 other half free for everything else. (At half, 60 learners kept the process's core busy, and a key pressed
-right after a drag waited 145–152 ms at the median, 294–302 ms at p95; at a quarter 23–26 and 99–106 ms,
-``bench/RESULTS.md``.) Releases are never spaced: they end a drag at once.
+right after a drag waited behind their positions: ``bench/HISTORY.md``, "With the class fix, and a quarter of the
+loop for drags".) Releases are never spaced: they end a drag at once.
 
 One budget per process, in ``pn.state.cache`` (like the room registry): it is the process's concern, not a
 page's, and holds no learner's data, only which pages are dragging (weakly) and the recent cost.
@@ -23,7 +23,7 @@ share from the others until it sends one again.
 A page's other events (a click, a key, a widget's change, a message of its own) are paced per session
 (:class:`SessionEvents`): they run at once while the session has used little of the loop lately, and otherwise
 wait their turn, so that one session's events take at most half of the loop however many it sends (one
-message of 300 clicks on "New random draw" at d_k = 1024 froze every other page for 24 s). The websocket's guard
+message of 300 clicks on "New random draw" at d_k = 1024 froze every other page while it ran). The websocket's guard
 (``server/transport.py``) applies a page's messages one event at a time through it.
 """
 
@@ -54,7 +54,7 @@ class DragBudget:
     #: Weight of the newest update in the running mean of an update's cost.
     ALPHA = 0.1
     #: A dragging page that has sent no position for this long (s) is not counted. Well above the gap of a
-    #: full class (100 pages at 5 ms an update: 2 s), so a page paced by the budget is never left out of it.
+    #: full class (``n * c / SHARE``), so a page paced by the budget is never left out of it.
     IDLE_AFTER = 5.0
 
     def __init__(self, cost: float = 0.005, clock=time.monotonic):
@@ -122,7 +122,7 @@ class SessionEvents:
     session waits is queued and run in its turn (:meth:`run`), one a turn of the loop. So once past its burst, a
     session's events take at most :attr:`SHARE` of the loop: after an event that took ``c`` seconds its next one
     waits about as long again, and every other page is served meanwhile. (One message of 300 clicks of "New random
-    draw" at d_k = 1024 used to freeze every other page for 24 s.) A page's click, key or change, spaced as a person
+    draw" at d_k = 1024 used to freeze every other page.) A page's click, key or change, spaced as a person
     makes them, never waits.
 
     Work a page does once (building a tab the first time it is shown) is not counted (:meth:`exempt`,

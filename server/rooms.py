@@ -133,7 +133,8 @@ class EndedCodes:
 
     Kept as numbers (:func:`code_number`) in sorted arrays, one per :data:`TOMBSTONE_BATCH_SECONDS` of endings,
     and an array is dropped whole once its newest code is ``keep`` seconds old. A dict of code strings to times
-    kept 92 bytes a code (``bench/rooms.py``: 1.8 MB for 20,000 Present clicks), and was rebuilt every second.
+    kept far more a code (``bench/rooms.py``; see bench/RESULTS.md, "20,000 Present clicks"), and was rebuilt every
+    second.
     Not thread-safe: the registry holds its lock.
     """
 
@@ -435,7 +436,7 @@ class RoomRegistry:
         """The presenter's pointer moved the query to ``query``: write it to the room's live channels now.
 
         This runs as each pointer move reaches the presenter's server, before its page's paced update
-        (about 30 ms of work on a busy server) makes it the room's next view. The text is that next view's
+        (all of the page's numbers, later on a busy server) makes it the room's next view. The text is that next view's
         version with the hand's query; hands faster than :data:`HAND_GAP_S` are coalesced, the newest
         always written. Ignored without the room's token, for an ended room, or for a non-finite query.
         """

@@ -1,7 +1,7 @@
 """Serve Attention Explorer through Panel's own ``panel serve``, configured from environment variables.
 
 ``python -m server`` is the container's command and ``python app.py`` lands here too, so a laptop, a
-projector demo and a school server read the same settings (see ``SETTINGS`` and the README's table).
+projector demo and a school server read the same settings (see ``SETTINGS`` and the table in docs/operations.md).
 Each setting maps to one ``panel serve`` flag; only what the command line cannot express is added in
 code: gzip for HTTP responses (Tornado's ``compress_response``), which ``panel serve`` has no flag for.
 
@@ -211,8 +211,8 @@ def main(argv: list[str] | None = None) -> None:
     except SettingError as e:
         sys.exit(f"Attention Explorer: {e}")
     _use_c_allocator()
-    # Bokeh checks every model of a page for mistakes in how it was built before sending it: about 8 % of
-    # the server's time to open a page, for a check the tests make once (tests/test_classroom.py)
+    # Bokeh checks every model of a page for mistakes in how it was built before sending it: a pass over every
+    # model each time a page opens, for a check the tests make once (tests/test_classroom.py)
     os.environ.setdefault("BOKEH_VALIDATE_DOC", "false")
     run(base + argv)
 

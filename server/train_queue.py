@@ -1,7 +1,7 @@
 """The process's queue of training runs: one at a time, at most half of the event loop.
 
-A run of the Train tab costs 14-36 ms of one core (``bench/training.py``); sixty learners pressing Play in the
-same second ask for a second or two of the loop. Run as each page asks, they would all be due at once, and
+A run of the Train tab costs the loop CPU (see bench/RESULTS.md, "one training run"); sixty learners pressing
+Play in the same second ask for sixty runs at once. Run as each page asks, they would all be due at once, and
 another learner's key would wait behind every one of them. So the pages' requests wait in one queue per
 process: a run is taken, then the queue rests as long as that run took (so training takes at most
 :attr:`TrainQueue.SHARE` of the loop) and lets everything that came meanwhile through, then the next.

@@ -68,8 +68,8 @@ def nodelay_on_load() -> None:
 #: and choices, the tabs' ``active``, the channels' ``data`` (``link/row.py``), the sizes BokehJS lays the
 #: figures out at, a panel's scroll position, the page's address (``link/browser.py``), what Panel's
 #: browser information reports, and Panel's location. Bokeh itself applies a page's write to any property of
-#: any model: one page wrote 0.9 MB into the ``name`` of each of its 104 models, and the server grew by 96 MB
-#: in 4 s, held until the session ended. A write to any other property is dropped (and logged once).
+#: any model: one page wrote a large text into the ``name`` of each of its models, and the server held it all
+#: until the session ended. A write to any other property is dropped (and logged once).
 PAGE_WRITABLE = frozenset({
     "value", "value_input", "value_throttled", "active", "clicks", "visible", "data", "indices",
     "inner_width", "inner_height", "outer_width", "outer_height", "scroll_position", "start", "end",
@@ -81,19 +81,19 @@ PAGE_WRITABLE = frozenset({
 #: A page that sends another (a new root, a title, rows streamed into a data source) is refused.
 PAGE_EVENT_KINDS = frozenset({"ModelChanged", "MessageSent"})
 #: Encodings of a value no page sends, refused: an array's bytes (Bokeh inflates gzip-compressed bytes before
-#: anything reads them: 254 kB grew the server by 520 MB). A model written out in full (``"object"``) is
+#: anything reads them, to many times their size). A model written out in full (``"object"``) is
 #: refused too unless it is one of the document's: a click's event names its button so when the page made the
 #: button after the document, and Bokeh makes any other such model anew on the server, of any type.
 PAGE_REFUSED_TYPES = frozenset({"ndarray", "bytes"})
 #: The largest message a page sends, its every fragment counted: the progress the browser kept (at most
-#: 50,000 characters, ``course/questions.py``) in a message; everything else a page sends is under 7 kB.
+#: 50,000 characters, ``course/questions.py``) in a message; everything else a page sends is far smaller.
 PAGE_MESSAGE_BYTES = 256 * 1024
-#: The largest property value a page writes (as JSON): under 300 bytes in every page the tests drive.
+#: The largest property value a page writes (as JSON), with room to spare: the browser tests fail if it refuses theirs.
 PAGE_WRITE_BYTES = 16 * 1024
 #: The most events one page message carries. BokehJS sends a page's changes as they come, in one message each, except
 #: a figure's four sizes once it is laid out (``inner_width``, ``inner_height``, ``outer_width``, ``outer_height``):
 #: 4 in every page the browser tests drive (one event in all the others). Bokeh applies every event of a message in
-#: one turn of the loop: one message of 300 clicks of "New random draw" at d_k = 1024 froze every other page for 24 s.
+#: one turn of the loop: one message of 300 clicks of "New random draw" at d_k = 1024 froze every other page.
 PAGE_MESSAGE_EVENTS = 8
 #: The messages a page sends (BokehJS's own): the document once, then its changes, and the server's version. A
 #: ``PUSH-DOC`` would replace the session's whole document with whatever models it names.
@@ -199,7 +199,7 @@ def check_page_events(events: list, doc) -> str | None:
     Each event is read as Bokeh reads it (its ``Deserializer``, references resolved in ``doc``) and each written
     value checked against its property as Bokeh checks it when it sets it (``Property.prepare_value``). Bokeh
     itself finds a bad value only while it applies the message, after the events before it, and then logs the whole
-    message three times (a 15 kB value in a choice widget's ``active``: 45 kB of log a write) and keeps the
+    message three times (a 15 kB value in a choice widget's ``active``: three copies of it in the log) and keeps the
     connection; a write to a property the model does not have, it logs each time. A write to a model the server
     removed since (Bokeh drops such a message) is let through.
     """
@@ -237,7 +237,7 @@ class GuardedWSHandler(PanelWSHandler):
 
     Bokeh closes a connection after a message it cannot decode, but goes on handling every frame the
     client has already sent until the client acknowledges the close, and logs a traceback (or an error
-    line) for each: one socket sending 10,000 small junk frames wrote 10 MB of log and slowed everyone
+    line) for each: one socket sending small junk frames wrote megabytes of log and slowed everyone
     else's page. A proxy cannot limit frames inside an open websocket. Here the first bad message, or a
     handshake without Bokeh's subprotocol and session token, logs one line, closes the connection and
     drops its stream: nothing more it sent is read. A failure inside the app's own code still logs its
@@ -370,8 +370,8 @@ def run_sessions_on_the_loop() -> None:
 
     Bokeh 3.10 hands each of these to a worker thread and back, to keep the loop free during a long
     callback. This app has no long callback on that path (its heavy work goes to a thread of its own), and
-    on a school's 2-core server the hand-off cost more than the work: waking the loop from a thread took
-    13 % of the server's time during a class's drag, and thread hops and the GIL most of the rest. Idempotent;
+    on a school's 2-core server the hand-off cost more than the work: waking the loop
+    from a thread, thread hops and the GIL took most of the server's time during a class's drag. Idempotent;
     ``tests/test_transport.py`` fails if Bokeh's names move.
     """
     from bokeh.server import session

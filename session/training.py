@@ -7,7 +7,7 @@ pattern, the seed, the learning rate, scaling by √d_k, the temperature, the he
 itself (``link/train.js``) and reports only where it paused, where a scrub ended and when it started playing,
 so the address and a presented room follow without a message per frame.
 
-A run costs the server 14-36 ms of CPU (``bench/training.py``): the state does not compute it when a choice
+A run costs the server CPU (see bench/RESULTS.md, "one training run"): the state does not compute it when a choice
 changes but asks its ``scheduler`` (``server/train_queue.py`` in a served page: runs one at a time, the
 newest request of a page replacing its waiting one); without a scheduler (a test, a notebook) it computes at
 once, and it computes nothing until the tab is first shown. A learner's new choice shows the new run's step 0;

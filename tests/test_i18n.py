@@ -37,13 +37,13 @@ def test_the_template_holds_exactly_the_messages_of_the_source():
     found = {m[2] if isinstance(m[2], str) else tuple(m[2])
              for m in extract_from_dir(ROOT, method_map=method_map, options_map=options_map)}
     found = {m[0] if isinstance(m, tuple) and len(m) == 1 else m for m in found}
-    assert found == _ids(_template()), "run the catalog commands of the README"
+    assert found == _ids(_template()), "run the catalog commands of docs/architecture.md"
 
 
 @pytest.mark.parametrize("lang", TRANSLATED)
 def test_each_catalog_translates_every_message_and_no_other(lang):
     catalog, template = read_catalog(lang), _template()
-    assert _ids(catalog) == _ids(template), "missing or unused messages: pybabel update (README)"
+    assert _ids(catalog) == _ids(template), "missing or unused messages: pybabel update (docs/architecture.md)"
     for m in catalog:
         if not m.id:
             continue

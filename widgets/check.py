@@ -365,7 +365,8 @@ class CheckTab(pn.custom.JSComponent):
     nineteen question cards and Start again, with the browser's own form controls.
 
     Panel's widgets and panes for the same came to about 110 Bokeh models and a hundred Panel objects per page,
-    3 MB of the server's memory for each learner who opened the tab. Every text comes from the server in the page's
+    held in the server's memory for each learner who opened the tab (see bench/RESULTS.md, "a page with the Check
+    tab open"). Every text comes from the server in the page's
     language: HTML the server has escaped, or plain text set as text. The page sends its own session messages
     (``widgets/check.js`` lists them), which go to ``on_message`` (a plain attribute, never synced). Test hooks:
     ``check-score``, ``check-notice``, ``task-<id>``, ``question-<id>``, ``feedback-<id>``, ``check-practice``,

@@ -9,7 +9,7 @@ line, draws the weights as a 64 x 64 image of block means, and computes the cour
 The measurements are the server's own, so they are kept once per process (:class:`CostCache`, in
 ``pn.state.cache``): at most one per size of :data:`~session.state.COST_SIZES`, eleven in all. They run on
 one worker thread of the process, which hands each to a measuring process (:class:`MeasureApart`), never on
-the event loop: a page waiting for n = 4096 (about 690 MB of (n, n) arrays, a second or more) shows a
+the event loop: a page waiting for n = 4096 (several (n, n) arrays of 134 MB each) shows a
 progress bar, and every other page of the server goes on being served meanwhile. One thread: two pages asking for n = 4096 at once share one run, and the process never
 holds two of those at a time.
 """

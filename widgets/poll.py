@@ -202,8 +202,8 @@ class _OnPage:
 class FollowerCard(pn.custom.JSComponent):
     """A follower's poll card, drawn by the page itself from the few texts below: one Bokeh model.
 
-    Panel's widgets for the same card are about 28 Bokeh models, which took the server 85 ms per page to build
-    when a question was asked: a class of 60 on one server waited 5 s for it. The card sends two messages to its
+    Panel's widgets for the same card are about 28 Bokeh models, which the server built for every page when a
+    question was asked: a whole class waited for all of them. The card sends two messages to its
     own session only: once it has drawn a question it may answer (two animation frames after it came, which a
     browser runs only while the page is shown), ``{"drawn": id, "nonce": the nonce it came with, "browser": this
     browser's id, "mine": this browser's remembered answer to it, or null}``, passed to ``on_drawn``; then the
@@ -376,7 +376,7 @@ class FollowerPoll(pn.viewable.Viewer):
     Made when the page joins a room. Its :class:`FollowerCard` (one Bokeh model, hidden until a question is
     asked) is added once the page has loaded (``on_build`` is then called, so the page can lay it out): not in
     the page's first view, and not when the room asks, when every follower page of the server would build one
-    at once (60 pages took 3 s). Without a served page it is made when the room first asks. Test hook:
+    at once, each page waiting for the others. Without a served page it is made when the room first asks. Test hook:
     ``.poll-follower`` on the card.
 
     The page answers a question only after its card has reported it drawn (:meth:`_on_drawn`): with the nonce

@@ -413,7 +413,7 @@ class ProjectionsView(pn.viewable.Viewer):
         self.t_reset.on_click(lambda _: self.state.set_temperature(DEFAULT_TEMPERATURE))
         self.t_row = styled(pn.widgets.RadioButtonGroup(options=list(HEAD_TOKENS), value=HEAD_TOKENS[1]))
         self.t_row.param.watch(self._render_limits, "value")
-        # Bokeh Divs rather than Panel HTML panes: both change at every release, and a pane's update cost ~3 ms
+        # Bokeh Divs rather than Panel HTML panes: both change at every release, and a pane re-renders all its HTML
         self.limits = Div(name="projection-limits", sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
         self.reachable = Div(sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
         self.title = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
@@ -515,7 +515,7 @@ class ProjectionsView(pn.viewable.Viewer):
             self._render()
 
     def _field(self, key: tuple, css: str, width: int = 84) -> TextInput:
-        # Bokeh's own text box, not Panel's: a release sets two of them, and Panel's widget cost ~0.7 ms a set
+        # Bokeh's own text box, not Panel's: a release sets two, and Panel's widget syncs each set through its params
         w = TextInput(width=width, margin=(2, 3), css_classes=[css], stylesheets=[COMPONENT_CSS, HEADS_CSS])
         w.on_change("value", lambda attr, old, new, key=key: self._on_input(key, new))
         self._inputs[key] = w

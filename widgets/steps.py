@@ -22,8 +22,8 @@ PLACEHOLDER = "?"
 
 
 # Bokeh's Div view re-renders itself and then re-lays-out the whole page on every change of its model
-# (MarkupView connects model.change to rerender): ≈ 14 ms of the page's time per update, while input
-# waits. The readout and the announcer only ever change their text (render_as_text) and their size
+# (MarkupView connects model.change to rerender), and input waits behind that on every update. The
+# readout and the announcer only ever change their text (render_as_text) and their size
 # follows CSS, so their views only replace the text. A js_on_change callback runs before the view's own
 # handler, so the first change already takes this path. The view is looked up once: Bokeh.index.find_one
 # walks every view of the page.

@@ -87,8 +87,8 @@ def katex_fonts_inline_css() -> str:
     A notebook's output inlines katex.min.css, whose ``url(fonts/…)`` then points next to the notebook, where no
     font is. Rules of the same family and descriptors placed after KaTeX's do not keep the browser from them:
     Chromium still asks KaTeX's for a glyph the first lacks. So each of KaTeX's ``@font-face`` rules is kept
-    (weight, style) under a family of its own (:data:`INLINE_FAMILY`), its ``src`` the woff2 file itself
-    (350 kB for the twenty), and the custom properties that :func:`_katex_css` names the families by point the
+    (weight, style) under a family of its own (:data:`INLINE_FAMILY`), its ``src`` the woff2 file itself,
+    and the custom properties that :func:`_katex_css` names the families by point the
     formulas at them: nothing asks for KaTeX's own families any more.
     """
     css = KATEX_STYLESHEET.read_text()

@@ -2,7 +2,7 @@
 
 In a module of its own, not in ``app.py``: Panel runs ``app.py`` again as a new module for every page, and a class
 defined there would be a new class per page, which param keeps in its registries for as long as the server runs,
-with the page module it was defined in (about 180 kB a page, ``tests/test_session_cleanup.py``).
+with the page module it was defined in (``tests/test_session_cleanup.py``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from server.pacing import once_a_page
 class LazyTabs(pn.Tabs):
     """Panel's dynamic ``Tabs``, with one placeholder model for every hidden tab instead of one each.
 
-    Panel gives each hidden tab of dynamic tabs a Bokeh ``Spacer`` of its own in a ``TabPanel`` (about 1.5 ms
-    of the server's CPU per tab to build and send, eleven of the explorer's twelve tabs at first). Here the
+    Panel gives each hidden tab of dynamic tabs a Bokeh ``Spacer`` of its own in a ``TabPanel`` (models the
+    server builds and sends for every hidden tab, most of the explorer's tabs at first). Here the
     hidden tabs' panels all hold one ``Spacer`` per page, tagged ``hidden`` as Panel tags its own, so Panel
     takes them for its own hidden panels and reuses them; BokehJS builds one view for a model however many
     tabs hold it. A tab that is shown gets its own contents as before, and a tab hidden again its
@@ -50,7 +50,7 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
 
     Most learners never open most tabs, and every view built costs the server memory for as long as the
     page is open, time when the page opens, and time on every update it follows (Panel's lazy
-    ``ParamFunction`` does the same, at about 10 ms of server time each).
+    ``ParamFunction`` does the same, but costs more server time for each tab than a plain spacer).
     The tabs are ``dynamic``: a hidden tab is not in the page at all (Panel hides them with visibility only,
     which leaves their focusable parts reachable but aria-hidden).
     """

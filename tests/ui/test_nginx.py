@@ -1,7 +1,7 @@
 """deploy/nginx.conf in front of two app processes: live drags through the proxy, sessions stay sticky.
 
 nginx runs in the foreground with a temporary prefix, on free loopback ports; the app processes are
-``python app.py`` with the settings the README gives for running behind a proxy.
+``python app.py`` with the settings docs/operations.md gives for running behind a proxy.
 """
 
 from __future__ import annotations
