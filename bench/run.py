@@ -3,7 +3,7 @@
     python -m bench.run                 # full: drag 3x100 moves, classroom 1..100 learners x 30 s, 300 sessions
     python -m bench.run --quick         # a few minutes: shorter drags, 5 s classroom with 1 and 10 learners
     python -m bench.run --only preview --delay-ms 25   # the drag preview, direct and through a delaying proxy
-    python -m bench.run --only drag     # one of: drag, preview, classroom, memory, flood (repeatable)
+    python -m bench.run --only drag     # one of: drag, preview, classroom, memory, flood, events (repeatable)
 
 Each benchmark runs in its own process (Playwright's sync API and Bokeh's protocol client each run an
 event loop). Every server is started on a free 127.0.0.1 port and stopped at the end.
@@ -48,12 +48,12 @@ def _fmt(x, digits=1):
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="short runs, for a first look")
-    ap.add_argument("--only", action="append", choices=["drag", "preview", "classroom", "memory", "flood"])
+    ap.add_argument("--only", action="append", choices=["drag", "preview", "classroom", "memory", "flood", "events"])
     ap.add_argument("--repeat", type=int, default=1, help="run each benchmark this many times; medians reported")
     ap.add_argument("--delay-ms", type=float, default=25, help="preview: proxy delay each way (default 25)")
     ap.add_argument("--duration", type=float, help="classroom seconds of dragging (default 30, quick 5)")
     args = ap.parse_args(argv)
-    only = set(args.only or ["drag", "preview", "classroom", "memory", "flood"])
+    only = set(args.only or ["drag", "preview", "classroom", "memory", "flood", "events"])
     OUT.mkdir(exist_ok=True)
     out = OUT / "results.jsonl"
     started = time.strftime("%Y-%m-%d %H:%M")
@@ -143,6 +143,13 @@ def main(argv=None) -> None:
                          + " | ".join(_fmt(m(lambda r: r["latency_ms"][k])) for k in ("p50", "p95", "max"))
                          + f" | {_fmt(m(lambda r: r['final_positions_lost']), 0)} "
                          f"| {_fmt(m(lambda r: r['flood_events_sent']), 0)} |")
+
+    if "events" in only:
+        from bench.event_flood import table
+
+        rs = _run("bench.event_flood", ["--runs", str(args.repeat), "--duration", "10" if args.quick else "20"], out)
+        lines += ["", "A learner's answers, alone and beside one client sending the costliest messages it can build",
+                  "", table(rs)]
 
     lines.append("\nLoad average at the end: " + " / ".join(f"{x:.1f}" for x in psutil.getloadavg()))
     print("\n".join(lines))

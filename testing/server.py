@@ -73,8 +73,9 @@ def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED
           check_unused_ms: int = CHECK_UNUSED_MS, log: Path | None = None, extra_origins: tuple[str, ...] = ()):
     """APP served on 127.0.0.1:<free port>; yields (base URL, psutil.Process). Always stopped.
 
-    The app itself runs as it ships (``python app.py``: server/serve.py's settings and routes); any other
-    app (the reference app) under a plain ``panel serve``.
+    The app itself runs as it ships (``python app.py``: server/serve.py's settings and routes), also the app of
+    another checkout of the project (to compare code before and after a change); any other app (the reference
+    app) under a plain ``panel serve``.
 
     ``extra_origins`` (``host:port``) may open its websocket too, e.g. a proxy in front of it."""
     app = Path(app).resolve()
@@ -85,7 +86,8 @@ def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED
     lifetimes = ["--unused-session-lifetime", str(unused_lifetime_ms), "--check-unused-sessions", str(check_unused_ms)]
     # the C library's allocator, as server/serve.py starts the app (server/housekeeping.py), unless the caller chose one
     env = {"PYTHONMALLOC": "malloc", **os.environ, "PYTHONUNBUFFERED": "1"}
-    if app == ROOT / "app.py":  # the app as it ships: `python app.py`, through server/serve.py's settings
+    # the app as it ships: `python app.py`, through server/serve.py's settings (this one's, or another checkout's)
+    if app.name == "app.py" and (app.parent / "server" / "serve.py").is_file():
         cmd = [sys.executable, str(app), *lifetimes]
         env.update(PORT=str(port), ADDRESS="127.0.0.1", BOKEH_ALLOW_WS_ORIGIN=",".join(origins))
     else:
