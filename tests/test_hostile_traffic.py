@@ -17,7 +17,7 @@ import pytest
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
-from testing.protocol_client import Learner
+from testing.protocol_client import Learner, ProtocolPresenter
 from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
 
 #: server/serve.py's default EXPLORER_WS_MAX_MESSAGE_BYTES (1 MiB), far below Bokeh's 20 MB.
@@ -165,8 +165,6 @@ async def _live_channel(port: int, code: str, origin: str | None = None):
 
 def test_a_rooms_live_channel_is_read_only_and_for_the_pages_origin_only(app_server):
     """server/room_live.py: the presenter's query reaches followers' pages, and nothing else gets in."""
-    from bench.follow import ProtocolPresenter
-
     port, _ = app_server
     presenter = ProtocolPresenter(f"http://127.0.0.1:{port}/")
     try:
