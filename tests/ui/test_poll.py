@@ -192,6 +192,7 @@ def test_the_poll_on_the_projector_and_a_followers_tasks_wait(browser, room_serv
     student.get_by_role("button", name="Explore on my own").click()
     student.get_by_role("button", name="Follow again").wait_for(timeout=WAIT)
     student.wait_for_function(DEEP + """() => [...deep(document)].some(el => el.classList
-        && el.classList.contains('task-nlp') && el.shadowRoot.textContent.includes('Task 1')
+        && el.classList.contains('task-nlp') && el.shadowRoot  // the card's view is drawn again: its root comes after
+        && el.shadowRoot.textContent.includes('Task 1')
         && !el.shadowRoot.textContent.includes('Not counting right now'))""", timeout=WAIT)
     close(teacher, student)
