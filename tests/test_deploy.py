@@ -183,6 +183,7 @@ def test_readme_documents_every_setting():
     assert "`BOKEH_ALLOW_WS_ORIGIN`" in readme and "`EXPLORER_USE_XHEADERS`" in readme
 
 
+@pytest.mark.server
 def test_the_image_command_serves_gzip_and_passes_its_health_check():
     """``CMD`` with the image's ``ENV``, as ``docker run`` starts it (on a free loopback port here)."""
     port = free_port()

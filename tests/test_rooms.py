@@ -428,6 +428,7 @@ def test_a_follower_takes_a_preset_and_the_edits_made_after_it():
     np.testing.assert_allclose(student.result.weights, teacher.result.weights, rtol=0, atol=0)
 
 
+@pytest.mark.server
 def test_a_full_room_closes_its_next_live_channel_with_its_own_reason(monkeypatch):
     """server/room_live.py on a real tornado server: 4404 for no such room, 4429 for a room that is full."""
     import panel as pn
