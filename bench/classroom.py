@@ -201,7 +201,7 @@ def servers(processes: int):
         with serve() as (url, proc):
             yield url, Processes([proc])
         return
-    from bench.nginx import Stack
+    from testing.nginx import Stack
 
     with tempfile.TemporaryDirectory() as tmp:
         stack = Stack(Path(tmp), processes=processes, env={

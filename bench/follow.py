@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.stats import publish  # noqa: E402
+from testing.protocol_client import ProtocolPresenter  # noqa: E402
 
 QUERY_RE = re.compile(r"q = \((-?\d+\.\d{3}), (-?\d+\.\d{3})\)")
 
@@ -192,69 +193,6 @@ class Presenter:
         pass
 
 
-class ProtocolPresenter(Presenter):
-    """The presenter's page over Bokeh's protocol, in a thread of its own with its own event loop."""
-
-    def __init__(self, url: str):
-        import asyncio
-        import threading
-
-        self.ws = url.replace("http://", "ws://", 1) + "app/ws"
-        self.loop = asyncio.new_event_loop()
-        threading.Thread(target=self.loop.run_forever, daemon=True).start()
-
-    def _run(self, coro, timeout: float = 300):
-        import asyncio
-
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def start(self) -> str:
-        return self._run(self._present())
-
-    async def _present(self) -> str:
-        import asyncio
-        from urllib.parse import parse_qs
-
-        from testing.protocol_client import Learner, presenter_link
-
-        search = await presenter_link(self.ws)
-        self.me = Learner(self.ws + search, compress=True, clock=time.monotonic, keep_patches=False)
-        await self.me.connect()
-        self.listening = asyncio.create_task(self.me.listen())
-        return parse_qs(search.lstrip("?"))["room"][0]
-
-    def drag(self, points: list[tuple[float, float]], rate: float, pause: float = 0.0) -> list[tuple[float, float, float]]:
-        return self._run(self._drag(points, rate, pause), timeout=len(points) / rate + pause + 300)
-
-    async def _drag(self, points, rate, pause):
-        import asyncio
-
-        await self.me.pointer("panstart", *points[0])
-        moves = []
-        start = time.monotonic()
-        for i, (x, y) in enumerate(points[1:], 1):
-            if pause and i == len(points) // 2:  # the hand rests halfway, the button held
-                await asyncio.sleep(pause)
-                start += pause
-                self.resumed = time.monotonic()
-            delay = start + i / rate - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            t = time.monotonic()
-            await self.me.pointer("pan", x, y)
-            moves.append((t, x, y))
-        await self.me.pointer("panend", *points[-1])
-        return moves
-
-    def final_text(self) -> str | None:
-        return "q = ({}, {})".format(*self.me.shown[-1][0]) if self.me.shown else None
-
-    def close(self) -> None:
-        if hasattr(self, "me"):
-            self.loop.call_soon_threadsafe(self.me.close)  # on its own loop: the caller's thread may have none
-        self.loop.call_soon_threadsafe(self.loop.stop)
-
-
 class BrowserPresenter(Presenter):
     """The presenter's page in headless Chromium, driven with Playwright's mouse."""
 
@@ -336,7 +274,7 @@ def main() -> None:
     server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                               env={**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"})
     followers = FollowerProcesses(out_dir, "follow")
-    presenter: Presenter | None = None
+    presenter: Presenter | ProtocolPresenter | None = None
     load_start = os.getloadavg()
     try:
         wait_for_http(url + "liveness", server, timeout=180)

@@ -1,6 +1,6 @@
 """Drag preview over a delayed network: pointermove → first readout change, and → the server's numbers.
 
-The full app is measured twice, alternating: directly on loopback, and through :mod:`bench.proxy`, which
+The full app is measured twice, alternating: directly on loopback, and through :mod:`testing.proxy`, which
 delays every chunk ``--delay-ms`` in each direction (default 25 ms, i.e. a 50 ms round trip). In each
 page, headless system Chromium holds the button on the query plot and moves around a circle; per move:
 
@@ -36,8 +36,8 @@ import psutil
 from playwright.sync_api import sync_playwright
 
 from bench.drag import _FIND_READOUT, _ON_MOVE, _TO_PAGE, _WS_CLOCK, CHROMIUM_ARGS, chromium
-from bench.proxy import running_proxy
 from bench.stats import median, pct
+from testing.proxy import running_proxy
 from testing.server import ROOT, free_port, serve
 
 MISS_TIMEOUT_MS = 2000

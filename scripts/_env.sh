@@ -18,18 +18,36 @@ find_python() {
   exit 1
 }
 
-# make_venv REQUIREMENTS_FILE: (re)install only when the requirements changed
-make_venv() {
-  local req="$1"
-  local stamp=".venv/.installed-$(basename "$req")"
+pip_install() { .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@"; }
+
+# new_venv: an empty .venv on Python 3.12, unless one is there
+new_venv() {
   if [ ! -x .venv/bin/python ] || ! is_312 .venv/bin/python; then
     rm -rf .venv
     "$(find_python)" -m venv .venv
   fi
-  local want
-  want="$(cat requirements*.txt | sha256sum)"
-  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$req"
-    echo "$want" > "$stamp"
+}
+
+# venv_current REQUIREMENTS_FILE: whether .venv has that file's packages as the requirements stand now
+venv_current() {
+  local stamp=".venv/.installed-$(basename "$1")"
+  [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$(cat requirements*.txt | sha256sum)" ]
+}
+
+# make_venv REQUIREMENTS_FILE: (re)install only when the requirements changed, in one pip call
+make_venv() {
+  local req="$1"
+  new_venv
+  if ! venv_current "$req"; then
+    pip_install -r "$req"
+    cat requirements*.txt | sha256sum > ".venv/.installed-$(basename "$req")"
   fi
+}
+
+# pinned NAME...: those packages as requirements-dev.txt pins them (NAME==VERSION), for installing a few first
+pinned() {
+  local name
+  for name in "$@"; do
+    grep -E "^${name}==" requirements-dev.txt || { echo "requirements-dev.txt pins no $name" >&2; return 1; }
+  done
 }

@@ -14,10 +14,13 @@ rule and sends every position at once, as a hostile one could.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
+from urllib.parse import parse_qs
 
 from bokeh.client.websocket import WebSocketClientConnectionWrapper
 from bokeh.protocol import Protocol
@@ -309,3 +312,61 @@ async def presenter_link(ws_url: str) -> str:
     if search is None:
         raise RuntimeError("pressing Present did not give a presenter link")
     return search
+
+
+class ProtocolPresenter:
+    """A presenter's page over Bokeh's protocol, in a thread of its own with its own event loop.
+
+    ``start()`` presses Present on a new page of the app served at ``url`` (its base URL, ending in ``/``) and
+    returns the room's code; ``drag(points, rate)`` drags the query along ``points`` (data units) at ``rate``
+    positions a second and returns the moves as (CLOCK_MONOTONIC time, x, y); ``final_text()`` is the query the
+    page last showed; ``close()`` ends the page and the thread.
+    """
+
+    def __init__(self, url: str):
+        self.ws = url.replace("http://", "ws://", 1) + "app/ws"
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+
+    def _run(self, coro, timeout: float = 300):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def start(self) -> str:
+        return self._run(self._present())
+
+    async def _present(self) -> str:
+        search = await presenter_link(self.ws)
+        self.me = Learner(self.ws + search, compress=True, clock=time.monotonic, keep_patches=False)
+        await self.me.connect()
+        self.listening = asyncio.create_task(self.me.listen())
+        return parse_qs(search.lstrip("?"))["room"][0]
+
+    def drag(self, points: list[tuple[float, float]], rate: float,
+             pause: float = 0.0) -> list[tuple[float, float, float]]:
+        return self._run(self._drag(points, rate, pause), timeout=len(points) / rate + pause + 300)
+
+    async def _drag(self, points, rate, pause):
+        await self.me.pointer("panstart", *points[0])
+        moves = []
+        start = time.monotonic()
+        for i, (x, y) in enumerate(points[1:], 1):
+            if pause and i == len(points) // 2:  # the hand rests halfway, the button held
+                await asyncio.sleep(pause)
+                start += pause
+                self.resumed = time.monotonic()
+            delay = start + i / rate - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            t = time.monotonic()
+            await self.me.pointer("pan", x, y)
+            moves.append((t, x, y))
+        await self.me.pointer("panend", *points[-1])
+        return moves
+
+    def final_text(self) -> str | None:
+        return "q = ({}, {})".format(*self.me.shown[-1][0]) if self.me.shown else None
+
+    def close(self) -> None:
+        if hasattr(self, "me"):
+            self.loop.call_soon_threadsafe(self.me.close)  # on its own loop: the caller's thread may have none
+        self.loop.call_soon_threadsafe(self.loop.stop)

@@ -183,6 +183,7 @@ def test_the_operations_guide_documents_every_setting():
     assert "`BOKEH_ALLOW_WS_ORIGIN`" in guide and "`EXPLORER_USE_XHEADERS`" in guide
 
 
+@pytest.mark.server
 def test_the_image_command_serves_gzip_and_passes_its_health_check():
     """``CMD`` with the image's ``ENV``, as ``docker run`` starts it (on a free loopback port here)."""
     port = free_port()

@@ -17,8 +17,8 @@ import pytest
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
-from testing.protocol_client import Learner
-from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
+from testing.protocol_client import Learner, ProtocolPresenter
+from tests.ui.conftest import ROOT, free_port, server_log, stop, wait_for_http
 
 #: server/serve.py's default EXPLORER_WS_MAX_MESSAGE_BYTES (1 MiB), far below Bokeh's 20 MB.
 MAX_MESSAGE = 1024 * 1024
@@ -30,15 +30,15 @@ def app_server():
     port = free_port()
     env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"}
     env.pop("BOKEH_ALLOW_WS_ORIGIN", None)
-    log_path = ROOT / "tests" / "server-hostile.log"
-    with open(log_path, "w+") as log:
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    log = server_log("server-hostile.log")
+    with open(log, "w+") as out:
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
             wait_for_http(f"http://127.0.0.1:{port}/", proc)
-            yield port, log_path
+            yield port, log
         finally:
             stop(proc)
-    text = log_path.read_text()
+    text = log.read_text()
     assert "Traceback" not in text, f"the server logged a traceback:\n{text}"
 
 
@@ -165,8 +165,6 @@ async def _live_channel(port: int, code: str, origin: str | None = None):
 
 def test_a_rooms_live_channel_is_read_only_and_for_the_pages_origin_only(app_server):
     """server/room_live.py: the presenter's query reaches followers' pages, and nothing else gets in."""
-    from bench.follow import ProtocolPresenter
-
     port, _ = app_server
     presenter = ProtocolPresenter(f"http://127.0.0.1:{port}/")
     try:

@@ -436,6 +436,7 @@ def test_a_follower_takes_a_preset_and_the_edits_made_after_it():
     np.testing.assert_allclose(student.result.weights, teacher.result.weights, rtol=0, atol=0)
 
 
+@pytest.mark.server
 def test_a_rooms_live_channels_are_its_following_pages_one_each(monkeypatch):
     """server/room_live.py on a real tornado server. One client opened 600 channels and held all 500 of a room's
     slots: a page following the room then got 4429. Now a channel needs a following page's ticket (4403 without),

@@ -32,6 +32,14 @@ _CLOSED_SOCKET = re.compile(r"Task exception was never retrieved\nfuture: <Task 
                             r"(?:.*\n)*?tornado\.websocket\.WebSocketClosedError\n")
 
 
+def server_log(name: str) -> Path:
+    """``tests/<name>`` for a server's log, one per pytest-xdist worker (``ui/server.gw1.log``): workers run side
+    by side, each with servers of its own."""
+    path = ROOT / "tests" / name
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return path.with_name(f"{path.stem}.{worker}{path.suffix}") if worker else path
+
+
 @contextmanager
 def serve_script(name: str):
     """``tests/ui/<name>`` (a variant of the app) served on a free loopback port; yields its base URL."""
@@ -52,7 +60,7 @@ def server():
     port = free_port()
     # the pseudo-language ?lang=xx for tests/ui/test_languages.py; nothing changes for a page without it
     env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1", "EXPLORER_PSEUDO_LOCALE": "1"}
-    log = open(ROOT / "tests" / "ui" / "server.log", "w+")
+    log = open(server_log("ui/server.log"), "w+")
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     proc.log = log
     try:

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.ui.conftest import ROOT, SCREENSHOTS, free_port, stop, wait_for_http
+from tests.ui.conftest import ROOT, SCREENSHOTS, free_port, server_log, stop, wait_for_http
 from tests.ui.helpers import READOUT, open_app, readout, to_page, wait_for_readout, weights
 
 APP_READY = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
@@ -33,7 +33,7 @@ def room_server():
            "ROOM_SETTLE_AFTER": "3",
            "EXPLORER_SESSION_TOKEN_EXPIRATION_S": "30", "EXPLORER_UNUSED_SESSION_LIFETIME_MS": "30000",
            "EXPLORER_CHECK_UNUSED_SESSIONS_MS": "2000"}
-    log = open(ROOT / "tests" / "ui" / "server-rooms.log", "w+")
+    log = open(server_log("ui/server-rooms.log"), "w+")
     proc = subprocess.Popen([sys.executable, "-c", SERVE_AT_INFO], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT)
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.nginx import Stack
+from testing.nginx import Stack
 from tests.ui.helpers import open_app, readout, show_tab, to_page, wait_for_readout, weights
 from tests.ui.test_offline import is_loopback
 

@@ -1,9 +1,9 @@
-"""The benchmark's delaying proxy: bytes arrive intact and in order, each way ``delay`` late."""
+"""The delaying proxy (a far-away server on loopback): bytes arrive intact and in order, each way ``delay`` late."""
 
 import asyncio
 import time
 
-from bench.proxy import DelayProxy
+from testing.proxy import DelayProxy
 
 DELAY_MS = 40
 

@@ -8,7 +8,7 @@ the proxy's own and not Nagle's or a delayed ACK's.
 
 From the command line (prints the port it listens on, then runs until interrupted)::
 
-    python -m bench.proxy --target 5006 --delay-ms 25
+    python -m testing.proxy --target 5006 --delay-ms 25
 
 From code, in a thread beside a synchronous caller (e.g. Playwright's sync API)::
 

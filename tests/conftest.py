@@ -1,0 +1,51 @@
+"""What kind of test each one is, by where it lives, and how the tests share workers when run in parallel.
+
+``scripts/test`` runs the suite in stages: the unit tests (``-m "not server and not browser"``) first, the
+server and browser tests after them, several modules at once (pytest-xdist, ``--dist loadfile``: a module's
+tests all run on one worker, so a server or kernel its module-scoped fixture starts is started once).
+
+- ``browser``: everything under ``tests/ui/`` (a real page in Chromium, against a real server).
+- ``server``: a test that starts a server or another long-lived process (an app process, an in-process
+  Bokeh or Tornado server on a port, a Jupyter kernel): the modules in :data:`SERVER_MODULES`, and single
+  tests elsewhere marked ``@pytest.mark.server`` where they are.
+
+Each worker starts the session's own served app once (``tests/ui/conftest.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+BROWSER_DIR = TESTS / "ui"
+SERVER_MODULES = frozenset({
+    "test_first_visit.py",
+    "test_hostile_traffic.py",
+    "test_housekeeping.py",
+    "test_lab.py",
+    "test_room_abuse.py",
+    "test_session_cleanup.py",
+    "test_transport.py",
+})
+#: Modules whose tests take longest, longest first: handed out before the rest, so that a worker does not take
+#: one of them on when the others are nearly done (a parallel run lasts as long as its busiest worker).
+SLOW_FIRST = (
+    "ui/test_follow.py", "ui/test_reliability.py", "ui/test_layout_screens.py", "ui/test_heads.py",
+    "ui/test_poll.py", "ui/test_room_secret.py", "ui/test_nginx.py", "ui/test_check.py", "ui/test_drag_channel.py",
+    "test_housekeeping.py", "ui/test_classroom_page.py", "ui/test_languages.py", "ui/test_explorer.py",
+    "test_hostile_traffic.py", "ui/test_notebook.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {TESTS / name: i for i, name in enumerate(SLOW_FIRST)}
+    for item in items:
+        path = Path(item.path)
+        if BROWSER_DIR in path.parents:
+            item.add_marker(pytest.mark.browser)
+        elif path.parent == TESTS and path.name in SERVER_MODULES:
+            item.add_marker(pytest.mark.server)
+    # a stable sort: within a module, and for every module not named, the order pytest collected them in
+    items.sort(key=lambda item: rank.get(Path(item.path), len(rank)))
