@@ -61,12 +61,14 @@ def test_a_drag_is_counted_from_the_press_to_the_release_and_spaced_by_the_budge
     try:
         channel.receive(0.0, 1.0, seq=1, **PRESS)
         assert channel in budget and budget.dragging == 60
+        before = time.perf_counter()
         channel.receive(0.5, 1.5, seq=2, **MOVE)
-        now = time.perf_counter()
+        after = time.perf_counter()
         assert state.query == (0.5, 1.5)
         # sixty pages at about 5 ms an update within a quarter of the loop: this page's next update waits ~1.2 s
         assert budget.gap() == pytest.approx(1.2, rel=0.3)
-        assert channel._next_flush - now == pytest.approx(budget.gap(), abs=0.05)
+        # counted from the move's arrival, however long the move took on a loaded machine
+        assert before - 0.01 <= channel._next_flush - budget.gap() <= after + 0.01
         channel.receive(1.0, 1.0, seq=3, **RELEASE)
         assert channel not in budget and state.query == (1.0, 1.0)  # the release is taken at once
     finally:
