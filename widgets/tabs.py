@@ -8,9 +8,13 @@ with the page module it was defined in (about 180 kB a page, ``tests/test_sessio
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import panel as pn
 from bokeh.models import Spacer, TabPanel
+
+#: Brings a tapped tab's contents into view where the page scrolls as one column (a phone, an upright tablet).
+INTO_VIEW_JS = Path(__file__).with_name("tabs.js").read_text()
 
 
 class LazyTabs(pn.Tabs):
@@ -63,6 +67,7 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
             layout[layout.active] = (layout._names[layout.active], build())
 
     layout.param.watch(show, "active")
+    layout.jscallback(active=INTO_VIEW_JS)
     show()
     return layout
 

@@ -62,7 +62,9 @@ class WeightBars(pn.viewable.Viewer):
         w = s.plotted.weights[s.selected]
         n, num = len(w), CHART_FONT[s.mode]
         top = round(num * 1.4 + 4)  # room for a bar's number above it
-        bottom = top + 120
+        # a weight of 1 is this tall (px); less on a projector, whose larger text leaves a 1024x768 screen's
+        # Weights tab too little room for the number line below
+        bottom = top + (120 if s.mode == "normal" else 96)
         height = bottom + round(num * 1.6)
         revealed = s.revealed(2)
         self.shown = dict(top=w.tolist() if revealed else [], label=[tr.num(a) for a in w] if revealed else [])
