@@ -34,15 +34,19 @@ SCREENS = {
     "tablet-768x1024": ({"width": 768, "height": 1024}, {"has_touch": True, "is_mobile": True}),
     "tablet-1024x768": ({"width": 1024, "height": 768}, {"has_touch": True, "is_mobile": True}),
     "phone-390x844": ({"width": 390, "height": 844}, {"has_touch": True, "is_mobile": True}),
+    "phone-844x390": ({"width": 844, "height": 390}, {"has_touch": True, "is_mobile": True}),
 }
+#: Screens where the page is one column that scrolls as a whole, the tabs below the plot and the readout: a tapped
+#: tab scrolls the readout away to show the tab (the answer is in view on the first screen only).
+SCROLLING = ("phone-390x844", "phone-844x390")
 CASES = [(screen, mode, "light") for screen in SCREENS for mode in ("normal", "projector")
          if not (screen == "tablet-1024x768" and mode == "projector")]  # the same as the 1024x768 projector
-CASES += [("1024x768", "projector", "dark"), ("1920x1080", "normal", "dark")]
+CASES += [("1024x768", "projector", "dark"), ("1280x800", "projector", "dark"), ("1920x1080", "normal", "dark")]
 
 
 def _min_font(screen: str, mode: str) -> int:
-    viewport, _ = SCREENS[screen]
-    return 20 if mode == "projector" and viewport["width"] >= 1024 and viewport["height"] >= 768 else 0
+    """In projector mode everything a class reads is at least 20 px, on every screen."""
+    return 20 if mode == "projector" else 0
 
 
 #: The room the tabs give the shown tab's scrolling area, below their titles, is at least this tall (CSS px) on
@@ -59,6 +63,16 @@ TAB_ROOM = """() => {
 }"""
 
 
+#: The part of the shown tab's scrolling area inside the window (CSS px), and that area's height.
+TAB_IN_VIEW = """() => {
+  const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
+  const el = Bokeh.index.find_one(tabs).el, root = el.shadowRoot
+  const area = [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header'))
+  const r = area.getBoundingClientRect()
+  return [Math.min(r.bottom, window.innerHeight) - Math.max(r.top, 0), r.height]
+}"""
+
+
 def _case_id(case) -> str:
     return "-".join(case)
 
@@ -68,12 +82,31 @@ def test_every_tab_fits_the_screen(open_page, screen, mode, theme):
     _every_tab_fits(open_page, screen, mode, theme)
 
 
+#: The six languages of the page.
+LANGUAGES = ("en", "fr", "es", "de", "zh", "ar")
+ANSWER_CASES = [(lang, screen, mode) for lang in LANGUAGES for screen in SCREENS for mode in ("normal", "projector")]
+
+
+@pytest.mark.parametrize(("lang", "screen", "mode"), ANSWER_CASES, ids=[_case_id(c) for c in ANSWER_CASES])
+def test_the_answer_is_in_view_on_every_screen_in_every_language(open_page, lang, screen, mode):
+    """The output is the answer to every question on the page: the readout's Weights and Output lines are inside
+    the window and not cut by any box around them, with nothing scrolled, on every screen, in both modes and every
+    language (1024x768 in projector mode once hid the Output line under seven reserved lines for eight)."""
+    viewport, options = SCREENS[screen]
+    page = open_page(f"?mode={mode}&lang={lang}", viewport=viewport, **options)
+    settle(page, mode)
+    found = page.evaluate(CHECKS, {"answer": True})
+    assert not found, "\n".join(found)
+
+
 #: The screens where text has least room, in the languages whose words are longest (German), drawn with other
 #: glyphs (Chinese) or laid out right to left (Arabic); French and Spanish on the smallest projector.
 LANGUAGE_CASES = [(lang, screen, mode) for lang in ("de", "zh", "ar")
                   for screen, mode in (("800x600", "projector"), ("phone-390x844", "normal"),
                                        ("phone-390x844", "projector"))]
 LANGUAGE_CASES += [(lang, "800x600", "projector") for lang in ("fr", "es")]
+LANGUAGE_CASES += [(lang, "1024x768", "projector") for lang in ("zh", "ar")]
+LANGUAGE_CASES += [(lang, "phone-844x390", "normal") for lang in ("de", "ar")]
 
 
 @pytest.mark.parametrize(("lang", "screen", "mode"), LANGUAGE_CASES,
@@ -90,6 +123,10 @@ def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "
     assert page.evaluate("() => window.innerWidth") == viewport["width"], "the page is not laid out for the screen"
     SCREENSHOTS.mkdir(exist_ok=True)
     problems = {}
+    # the answer is in view on the first screen, before anything is tapped
+    first = page.evaluate(CHECKS, {"answer": True})
+    if first:
+        problems["first view"] = first
     prefix = "screen" if lang == "en" else f"screen-{lang}"
     for k, tab in enumerate(TABS):  # by place: their titles are the page's language
         title = page.locator(".bk-tab").nth(k)
@@ -107,6 +144,12 @@ def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "
         room = page.evaluate(TAB_ROOM)
         if room is None or room < MIN_TAB_HEIGHT:
             found.append(f"the tab's scrolling area has {room} px of height, under {MIN_TAB_HEIGHT}")
+        # a tapped tab shows its contents: as much of them as the tabs give room for is inside the window
+        seen, height = page.evaluate(TAB_IN_VIEW)
+        if seen < min(MIN_TAB_HEIGHT, height) - 1:
+            found.append(f"only {seen:.0f} px of the tab's {height:.0f} px are in the window")
+        if screen not in SCROLLING:  # and the answer stays in view beside it
+            found += page.evaluate(CHECKS, {"answer": True})
         if found:
             problems[tab] = found
         page.screenshot(path=SCREENSHOTS / f"{prefix}-{screen}-{mode}-{theme}-{re.sub(r'[^a-z0-9]+', '_', tab.lower())}.png")
