@@ -217,3 +217,29 @@ def test_projection_labels_stay_clear(open_page, screen, mode):
                 page.screenshot(path=SCREENSHOTS / f"planes-{screen}-{mode}-{re.sub(r'[^a-z0-9]+', '_', step.lower())}"
                                                    f"-{role.lower()}.png")
     assert not problems, "\n".join(problems)
+
+
+#: Module 2's vector values (V = [[10, 0], [0, 10], [5, 5]]) on the screens where the value plane is smallest.
+VALUE_PLANE_CASES = [("800x600", "projector"), ("1024x768", "projector"), ("1024x768", "normal"),
+                     ("phone-390x844", "projector"), ("phone-844x390", "normal")]
+
+
+@pytest.mark.parametrize(("screen", "mode"), VALUE_PLANE_CASES, ids=["-".join(c) for c in VALUE_PLANE_CASES])
+def test_value_plane_labels_stay_clear(open_page, screen, mode):
+    """Each row of Module 2's example: no label of the value plane over another or a marker, none out of its frame,
+    one unit as long across as up (row I once drew "output (6.0167, 3.9833)" over "v NLP (5, 5)")."""
+    viewport, options = SCREENS[screen]
+    problems = []
+    for row in ("I", "love", "NLP"):
+        page = open_page(f"?mode={mode}&preset=module-2&row={row}", viewport=viewport, **options)
+        settle(page, mode)
+        page.wait_for_function("""() => { const m = Bokeh.documents[0].get_model_by_name('value-plane')
+            const v = m && Bokeh.index.find_one(m); return v != null && v.has_finished() &&
+              (window.attentionExplorerLabels ?? new Set()).size === 0 }""", timeout=PATIENCE, polling="raf")
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        found = page.evaluate(CHECKS, {"figures": ["value-plane", "query-plot"]})
+        problems += [f"row {row}: {p}" for p in found]
+        if found:
+            page.screenshot(path=SCREENSHOTS / f"value-plane-{screen}-{mode}-{row}.png")
+        page.context.close()
+    assert not problems, "\n".join(problems)
