@@ -187,8 +187,9 @@ def bytes_text(b: float, tr: Translator = ENGLISH) -> str:
 
 
 def _loglog(name: str) -> figure:
-    # its title and axis labels are the page's language (CostView._relabel)
-    fig = figure(name=name, title="", width=262, height=250, x_axis_type="log", y_axis_type="log", tools="save",
+    # its title and axis labels are the page's language (CostView._relabel); 272 px: Spanish's "Tiempo de cálculo"
+    # at a projector's 20 px fits right of the frame's edge
+    fig = figure(name=name, title="", width=272, height=250, x_axis_type="log", y_axis_type="log", tools="save",
                  toolbar_location=None, x_range=Range1d(2, 6000), y_range=Range1d(1e-6, 1))
     fig.title.text_font_size = "15px"
     fig.axis.axis_label_text_font_size = "14px"
@@ -231,8 +232,9 @@ class CostView(pn.viewable.Viewer):
         draw(self.memory_fig, Line, self._kept, "x", "y", line_color="#009E73", line_width=3)
         draw(self.memory_fig, Scatter, self._peaks, "x", "y", size=10, color="#D55E00", marker="square")
         self._mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
-        # 300 px: its title, "n = 256: 64² block means" at a projector's 20 px, fits right of the frame's edge
-        self.image_fig = figure(name="cost-image", title="", width=300, height=262, tools="save",
+        # 320 px: its title, "n = 256: 64² block means" at a projector's 20 px (German's and French's longer), fits
+        # right of the frame's edge
+        self.image_fig = figure(name="cost-image", title="", width=320, height=262, tools="save",
                                 toolbar_location=None, x_range=Range1d(0, 1), y_range=Range1d(1, 0),
                                 x_axis_location="above")
         self.image_fig.title.text_font_size = "15px"
