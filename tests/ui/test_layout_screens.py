@@ -243,3 +243,77 @@ def test_value_plane_labels_stay_clear(open_page, screen, mode):
             page.screenshot(path=SCREENSHOTS / f"value-plane-{screen}-{mode}-{row}.png")
         page.context.close()
     assert not problems, "\n".join(problems)
+
+
+def _luminance(rgb: tuple[float, float, float]) -> float:
+    """WCAG 2.2's relative luminance of an sRGB colour (0-255 channels)."""
+    def linear(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = map(linear, rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a, b) -> float:
+    """WCAG 2.2's contrast ratio of two sRGB colours, 1 to 21."""
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _rgb(css: str) -> tuple[float, ...]:
+    """``#rrggbb`` or ``rgb(r, g, b)`` as three 0-255 channels."""
+    if css.startswith("#"):
+        return tuple(int(css[k:k + 2], 16) for k in (1, 3, 5))
+    return tuple(float(v) for v in re.findall(r"[\d.]+", css)[:3])
+
+
+def test_contrast_sanity():
+    """The WCAG formula's own figures: black on white is 21:1, #767676 on white 4.54:1."""
+    assert _contrast((0, 0, 0), (255, 255, 255)) == pytest.approx(21)
+    assert _contrast(_rgb("#767676"), _rgb("rgb(255, 255, 255)")) == pytest.approx(4.54, abs=0.01)
+
+
+#: The query plot's lines from q to the keys: each line's colour, its alpha, and the plane's background.
+LINES = """() => {
+  const fig = Bokeh.documents[0].get_model_by_name('query-plot')
+  const out = []
+  for (const r of fig.renderers) {
+    const g = r.glyph
+    if (g == null || g.type !== 'MultiLine' || !r.visible) continue
+    const alpha = typeof g.line_alpha === 'number' ? g.line_alpha : g.line_alpha.value
+    const field = g.line_color.field
+    for (const c of (field ? r.data_source.data[field] : [g.line_color.value ?? g.line_color])) out.push([c, alpha])
+  }
+  return {lines: out, bg: fig.background_fill_color}
+}"""
+#: The Projections tab's W_Q, W_K, W_V buttons: whether each is the selected one, and its fill.
+W_BUTTONS = """() => {
+  function* deep(root) {
+    for (const el of root.querySelectorAll('*')) { yield el; if (el.shadowRoot) yield* deep(el.shadowRoot) }
+  }
+  return [...deep(document)].filter(el => el.classList.contains('bk-btn') && /^W_[QKV]$/.test(el.textContent.trim())
+                                         && el.getBoundingClientRect().width > 0)
+    .map(el => [el.classList.contains('bk-active'), getComputedStyle(el).backgroundColor])
+}"""
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_lines_and_selected_buttons_stand_out(open_page, theme):
+    """WCAG 2.2 non-text contrast (1.4.11), at least 3:1: the lines from q to the keys against the plane (drawn
+    at their alpha over it), and the selected W_Q/W_K/W_V button against the others (in the dark theme the lines
+    were 55 % opaque, blue at 2.1:1, and the selected button differed from the others by an inset shadow only)."""
+    page = open_page(f"?mode=projector&theme={theme}", viewport={"width": 1280, "height": 800})
+    settle(page, "projector", theme)
+    drawn = page.evaluate(LINES)
+    bg = _rgb(drawn["bg"])
+    assert drawn["lines"], "no lines from q to the keys"
+    for color, alpha in drawn["lines"]:
+        seen = tuple(alpha * c + (1 - alpha) * b for c, b in zip(_rgb(color), bg, strict=True))
+        assert _contrast(seen, bg) >= 3, f"the line in {color} at alpha {alpha} is {_contrast(seen, bg):.2f}:1"
+    show_tab(page, "Projections", "projection-w")
+    buttons = page.evaluate(W_BUTTONS)
+    chosen = [_rgb(c) for active, c in buttons if active]
+    others = [_rgb(c) for active, c in buttons if not active]
+    assert len(chosen) == 1 and len(others) == 2, buttons
+    for other in others:
+        assert _contrast(chosen[0], other) >= 3, f"the selected W is {_contrast(chosen[0], other):.2f}:1 to the others"
