@@ -346,9 +346,10 @@ def test_screenshots_of_presenter_and_follower(browser, room_server, size):
 
 #: The lines the join link's "?room=CODE" is drawn on (the tops of its boxes), and the query plot's width.
 JOIN_LINK_LINES = """() => {
-  const link = document.querySelector('.room-link') ?? [...function* deep(root) {
-    for (const el of root.querySelectorAll('*')) { yield el; if (el.shadowRoot) yield* deep(el.shadowRoot) } }(document)]
-    .find(el => el.classList.contains('room-link'))
+  function* deep(root) {
+    for (const el of root.querySelectorAll('*')) { yield el; if (el.shadowRoot) yield* deep(el.shadowRoot) }
+  }
+  const link = [...deep(document)].find(el => el.classList.contains('room-link'))
   const walker = document.createTreeWalker(link, NodeFilter.SHOW_TEXT), nodes = []
   for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n)
   const whole = nodes.map(n => n.textContent).join(''), start = whole.indexOf('?room=')
