@@ -232,9 +232,9 @@ class CostView(pn.viewable.Viewer):
         draw(self.memory_fig, Line, self._kept, "x", "y", line_color="#009E73", line_width=3)
         draw(self.memory_fig, Scatter, self._peaks, "x", "y", size=10, color="#D55E00", marker="square")
         self._mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
-        # 320 px: its title, "n = 256: 64² block means" at a projector's 20 px (German's and French's longer), fits
-        # right of the frame's edge
-        self.image_fig = figure(name="cost-image", title="", width=320, height=262, tools="save",
+        # 344 px: its title, "n = 256: 64² block means" at a projector's 20 px (German's, French's and Arabic's
+        # longer), fits right of the frame's edge
+        self.image_fig = figure(name="cost-image", title="", width=344, height=262, tools="save",
                                 toolbar_location=None, x_range=Range1d(0, 1), y_range=Range1d(1, 0),
                                 x_axis_location="above")
         self.image_fig.title.text_font_size = "15px"
