@@ -254,7 +254,9 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         lambda: pn.Column(bars, values, sizing_mode="stretch_both"),
         # in a Column: the tab's contents scroll inside it (static/app.css), while the figure keeps the
         # smallest size its cells' numbers need; the figure alone in the tab would be squeezed to the tab's box
-        lambda: pn.Column(built(AttentionMatrix(state=state)), sizing_mode="stretch_both"),
+        # scrolling sideways in its own box where the tab is narrower than its numbers (scroll-x)
+        lambda: pn.Column(built(AttentionMatrix(state=state)), sizing_mode="stretch_both",
+                          css_classes=["scroll-x"], stylesheets=[APP_CSS]),
         inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
         lambda: projections_tab(state, styler), lambda: heads_tab(state, styler), lambda: train_tab(state, styler),
         lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: _keys_help(state)), strict=True))

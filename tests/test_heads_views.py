@@ -18,6 +18,7 @@ from core.report import fmt
 from session.state import COST_SIZES, AttentionState
 from tests.loop_reference import attention as loop_attention
 from widgets.cost import CACHE_KEY, CostCache, CostView, bytes_text, cost_cache, count_text
+from widgets.glyphs import shown_extent
 from widgets.heads import HeadsView
 from widgets.projections import ProjectionsView
 from widgets.style import is_marked_invalid
@@ -171,7 +172,8 @@ def test_a_press_away_from_every_handle_moves_nothing(view, state):
 
 
 def test_positions_are_clamped_to_the_plane_and_junk_is_ignored(view, state):
-    edge = (view.x_fig.x_range.end, view.x_fig.y_range.start)
+    (_, x_hi), (y_lo, _) = shown_extent(view.x_fig)  # the plane the server drew
+    edge = (x_hi, y_lo)
     view.channel.receive(1.0, 0.0, plane="x", seq=1, **PRESS)
     view.channel.receive(1e9, -1e9, plane="x", seq=2, **RELEASE)
     assert tuple(state.embeddings[0]) == edge  # the plane's corner, not 1e9
@@ -192,7 +194,7 @@ def test_positions_are_clamped_to_the_plane_and_junk_is_ignored(view, state):
 
 
 def test_a_page_that_writes_its_planes_ranges_changes_neither_the_grab_nor_the_clamp(view, state):
-    edge = (view.x_fig.x_range.end, view.x_fig.y_range.end)
+    edge = tuple(hi for _, hi in shown_extent(view.x_fig))
     view.x_fig.x_range.update(start=-1e300, end=1e300)  # as a page can: the figure's ranges are its to write
     view.x_fig.y_range.update(start=-1e300, end=1e300)
     view.channel.receive(-1.0, -1.0, plane="x", seq=1, **PRESS)  # far from every embedding: nothing picked up

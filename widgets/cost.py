@@ -187,8 +187,9 @@ def bytes_text(b: float, tr: Translator = ENGLISH) -> str:
 
 
 def _loglog(name: str) -> figure:
-    # its title and axis labels are the page's language (CostView._relabel)
-    fig = figure(name=name, title="", width=262, height=250, x_axis_type="log", y_axis_type="log", tools="save",
+    # its title and axis labels are the page's language (CostView._relabel); 272 px: Spanish's "Tiempo de cálculo"
+    # at a projector's 20 px fits right of the frame's edge
+    fig = figure(name=name, title="", width=272, height=250, x_axis_type="log", y_axis_type="log", tools="save",
                  toolbar_location=None, x_range=Range1d(2, 6000), y_range=Range1d(1e-6, 1))
     fig.title.text_font_size = "15px"
     fig.axis.axis_label_text_font_size = "14px"
@@ -231,7 +232,9 @@ class CostView(pn.viewable.Viewer):
         draw(self.memory_fig, Line, self._kept, "x", "y", line_color="#009E73", line_width=3)
         draw(self.memory_fig, Scatter, self._peaks, "x", "y", size=10, color="#D55E00", marker="square")
         self._mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
-        self.image_fig = figure(name="cost-image", title="", width=262, height=262, tools="save",
+        # 344 px: its title, "n = 256: 64² block means" at a projector's 20 px (German's, French's and Arabic's
+        # longer), fits right of the frame's edge
+        self.image_fig = figure(name="cost-image", title="", width=344, height=262, tools="save",
                                 toolbar_location=None, x_range=Range1d(0, 1), y_range=Range1d(1, 0),
                                 x_axis_location="above")
         self.image_fig.title.text_font_size = "15px"
@@ -410,10 +413,12 @@ class CostView(pn.viewable.Viewer):
             "the {tables} n × n tables it keeps take {kept}, 41 bytes for each pair of tokens.", n=tr.count(n),
             ms=tr.num(m.seconds * 1000, 2), peak=bytes_text(m.peak_bytes, tr), tables=len(NN_ARRAYS),
             kept=bytes_text(m.nn_bytes, tr))) + "</p>"
-        return (f"<table class='nums'><caption>{escape(tr._('One n × n score matrix, per head per layer'))}</caption>"
+        # in its own sideways-scrolling box (heads.css): on an 800 px projector it is 455 px in 397
+        return ("<div class='scroll-table'><table class='nums'>"
+                f"<caption>{escape(tr._('One n × n score matrix, per head per layer'))}</caption>"
                 f"<thead><tr><th scope='col'>n</th><th scope='col'>{escape(tr._('entries n²'))}</th>"
                 f"<th scope='col'>{escape(tr._('memory (8 bytes a number)'))}</th><th scope='col'></th></tr></thead>"
-                "<tbody>" + "".join(rows) + "</tbody></table>" + here)
+                "<tbody>" + "".join(rows) + "</tbody></table></div>" + here)
 
     def __panel__(self):
         return self._layout

@@ -55,7 +55,8 @@ class DkPanel(pn.viewable.Viewer):
         self.slider = pn.widgets.IntSlider.from_param(s.param.dk_experiment, name="d_k", start=1, end=MAX_D_K,
                                                       width=220)
         self.typed = pn.widgets.IntInput.from_param(s.param.dk_experiment, start=1, end=MAX_D_K, width=100)
-        self.redraw = pn.widgets.Button(width=150)
+        # as wide as its words (a fixed 150 px let "New random draw" at a projector's 20 px run 60 px past it)
+        self.redraw = pn.widgets.Button()
         self.redraw.on_click(lambda _: setattr(s, "dk_seed", s.dk_seed + 1))
         self.dots_fig, self._dots, self._dots_note = _hist_figure("dk-dots", "", "#D55E00")
         self.scaled_fig, self._scaled, self._scaled_note = _hist_figure("dk-scaled", "q·k / √d_k", "#0072B2")
@@ -74,7 +75,8 @@ class DkPanel(pn.viewable.Viewer):
         self._layout = pn.Column(
             self._intro,
             # wrap, and scroll inside the tab: on a 1024 px screen the tab is narrower than three figures
-            pn.FlexBox(self.slider, self.typed, self.redraw, align_items="center"),
+            # as wide as the tab, so "New random draw" wraps below rather than past its edge (1024 px projector)
+            pn.FlexBox(self.slider, self.typed, self.redraw, align_items="center", sizing_mode="stretch_width"),
             pn.FlexBox(pn.pane.Bokeh(self.dots_fig), pn.pane.Bokeh(self.scaled_fig), pn.pane.Bokeh(fig)),
             self._summary, name="dk-panel", sizing_mode="stretch_both", scroll=True,
         )

@@ -153,7 +153,8 @@ class Export(pn.viewable.Viewer):
         self.json = pn.widgets.FileDownload(callback=lambda: io.StringIO(to_json(self.state)),
                                             filename="attention.json", color="primary", embed=False, width=260)
         self._note = pn.pane.HTML("", css_classes=["note"], sizing_mode="stretch_width")
-        self._layout = pn.Column(pn.Row(self.csv, self.json), self._note, sizing_mode="stretch_width")
+        # the buttons wrap onto two lines where the tab is narrower than both (an 800 px projector, a phone)
+        self._layout = pn.Column(pn.FlexBox(self.csv, self.json), self._note, sizing_mode="stretch_width")
         self.state.param.watch(self._relabel, "lang")
         self._relabel()
 

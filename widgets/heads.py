@@ -241,7 +241,7 @@ class HeadsView(pn.viewable.Viewer):
             rows.append(f"<tr><th scope='row'>{escape(t)}</th>{concat}{out}</tr>")
         caption = tr._("Concat(head₁, …, head<sub>h</sub>), then × W<sub>O</sub> (T = {t})",
                        t=tr.num(self.state.temperature))
-        return ("<div style='overflow-x: auto'><table class='nums'><caption>" + caption + "</caption><thead><tr>"
+        return ("<div class='scroll-table'><table class='nums'><caption>" + caption + "</caption><thead><tr>"
                 f"<th></th>{head_cols}<th scope='col' colspan='2'>{escape(tr._('output'))}</th></tr><tr><th></th>"
                 f"{sub}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
 

@@ -32,12 +32,9 @@ import panel as pn
 import param
 from bokeh.core.property.validation import without_property_validation
 from bokeh.models import (
-    BasicTickFormatter,
     ColumnDataSource,
     CustomJS,
-    CustomJSTickFormatter,
     Div,
-    Range1d,
     Scatter,
     Segment,
     Text,
@@ -57,7 +54,7 @@ from session.state import (
     ROLES,
     AttentionState,
 )
-from widgets.glyphs import draw
+from widgets.glyphs import draw, labels_placed_in_page, show_extent, shown_extent, true_units
 from widgets.query_plot import label_sides
 from widgets.style import COMPONENT_CSS, mark_invalid, token_color
 
@@ -67,8 +64,6 @@ LINK = Path(__file__).resolve().parent.parent / "link"
 HEADS_CSS = (STATIC / "heads.css").read_text()
 #: The page's script for a drag in the planes: fmt from attention.js, the outbox, then the mirror and the drag.
 PROJECTIONS_JS = "\n".join((LINK / name).read_text() for name in ("attention.js", "outbox.js", "projections.js"))
-#: The page's placement of the planes' labels in screen pixels, after each drawing of a plane.
-LABELS_JS = (Path(__file__).with_name("labels.js")).read_text()
 #: A press this close to a handle picks it up, as a share of the plane's width (~16 px of a 270 px plane).
 GRAB = 0.06
 #: Temperatures on the slider: from nearly argmax to nearly uniform, with sqrt(d_k) among them.
@@ -172,8 +167,6 @@ _PLACED = dict(dx=[], dy=[], align=[], baseline=[])
 #: A plane narrower than this (CSS px) goes below the other: side by side on an 800 px screen they were 204 px
 #: wide, a projector's frame 162 × 127 px, where five 20 px labels among eleven markers found no room.
 PLANE_MIN_WIDTH = 250
-#: The most labels a plane has (the right plane: three tokens, two basis tips): its leader lines' rows.
-LEADER_ROWS = 8
 #: Screen px from a point to its label (across, up), by mode: a projector's markers are larger.
 _LABEL_OFFSETS = {"normal": (10, 5), "projector": (16, 9)}
 
@@ -182,7 +175,8 @@ def _placed(points, among, fig, mode: str) -> dict:
     """Label columns for ``points``: each on the side facing away from the others of ``among``, the side the page
     tries first when it places the labels in its pixels (widgets/labels.js)."""
     mx, my = _LABEL_OFFSETS[mode]
-    bounds = (min(fig.x_range.start, fig.y_range.start), max(fig.x_range.end, fig.y_range.end))
+    (x0, x1), (y0, y1) = shown_extent(fig)
+    bounds = (min(x0, y0), max(x1, y1))
     sides = label_sides(points, among, bounds).tolist()
     return dict(dx=[mx * sx for sx, _ in sides], dy=[-my * sy for _, sy in sides],  # screen y runs down
                 align=["left" if sx > 0 else "right" for sx, _ in sides],
@@ -191,21 +185,14 @@ def _placed(points, among, fig, mode: str) -> dict:
 
 def _plane(name: str, title: str) -> figure:
     fig = figure(name=name, title=title, width=258, height=258, tools="save", toolbar_location=None,
-                 sizing_mode="scale_width", max_width=400, min_width=180,
-                 x_range=Range1d(-1.5, 1.5), y_range=Range1d(-1.5, 1.5))
+                 sizing_mode="scale_width", max_width=400, min_width=180)
+    true_units(fig, (-1.5, 1.5), (-1.5, 1.5))  # a projection's angles and lengths true on every screen
     fig.title.text_font_size = "15px"
     fig.axis.major_label_text_font_size = "14px"
     fig.axis.ticker.desired_num_ticks = 4  # projector-sized labels do not crowd a small plane
     # Only the page knows the plane's size in pixels and its text's: it moves a label that would cover a marker
-    # or another label (widgets/labels.js). The tick formatter is the script Bokeh runs each time it draws the
-    # figure (a resize, new ranges, projector mode, a drag's preview); it formats the ticks as Bokeh's own does.
-    # a label placed far from its point gets a leader line: the page writes them in place (LEADER_ROWS at most)
-    leaders = ColumnDataSource(data={k: np.full(LEADER_ROWS, np.nan) for k in ("x0", "y0", "x1", "y1")})
-    draw(fig, Segment, leaders, "x0", "y0", "x1", "y1", line_color="#666666", line_width=1.5, name="label-leaders")
-    place = CustomJS(args=dict(fig=fig), code=LABELS_JS + "\nscheduleLabels(fig);")
-    fig.xaxis.formatter = CustomJSTickFormatter(
-        args=dict(basic=BasicTickFormatter(), place=place, fig=fig),
-        code="if (index === 0) place.execute(fig); return basic.doFormat(ticks, {loc: 0})[index];")
+    # or another label (widgets/labels.js)
+    labels_placed_in_page(fig)
     return fig
 
 
@@ -238,8 +225,7 @@ class ProjectionChannel(PositionChannel):
         super().__init__(**params)
         # Each plane's ranges as the server drew them (the view's _render keeps them): what a press grabs and where
         # a position is clamped to. A page can write its figures' ranges; these it cannot.
-        self.bounds = {plane: ((fig.x_range.start, fig.x_range.end), (fig.y_range.start, fig.y_range.end))
-                       for plane, fig in (("x", x_fig), ("w", w_fig))}
+        self.bounds = {plane: shown_extent(fig) for plane, fig in (("x", x_fig), ("w", w_fig))}
         self._refresh = refresh  # draws the state again: a release that changed nothing takes back the preview
         self._status = status  # the outputs' line the view drew for the state, the release's answer
         self.inputs = OneRow(data=self._inputs(), name="projection-inputs")
@@ -592,9 +578,7 @@ class ProjectionsView(pn.viewable.Viewer):
         colors = [token_color(i) for i in range(len(HEAD_TOKENS))]
         for plane, fig, points in (("x", self.x_fig, X), ("w", self.w_fig, np.vstack([Q, K, V, W[role]]))):
             self.channel.bounds[plane] = fit = _fit(points)
-            for rng, (lo, hi) in zip((fig.x_range, fig.y_range), fit, strict=True):
-                if (rng.start, rng.end) != (lo, hi):  # mostly they stay: a Bokeh set costs even when unchanged
-                    rng.update(start=lo, end=hi)
+            show_extent(fig, *fit)  # mostly it stays: a Bokeh set costs even when unchanged
         names = handle_names(role)
         self._send(self._x_points, dict(x=X[:, 0].tolist(), y=X[:, 1].tolist(), label=list(HEAD_TOKENS),
                                         color=colors, **_placed(X, X, self.x_fig, s.mode)))

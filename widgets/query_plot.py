@@ -8,12 +8,12 @@ import numpy as np
 import panel as pn
 import param
 from bokeh.core.properties import value
-from bokeh.models import ColumnDataSource, MultiLine, Range1d, Scatter, SingleIntervalTicker, Text
+from bokeh.models import ColumnDataSource, MultiLine, Scatter, SingleIntervalTicker, Text
 from bokeh.plotting import figure
 
 from session.i18n import N_
 from session.state import AttentionState, show_step
-from widgets.glyphs import draw
+from widgets.glyphs import draw, true_units
 from widgets.style import token_color
 
 #: Visible plane; drags beyond it are clamped to its edge so q never leaves the view.
@@ -99,12 +99,9 @@ class QueryPlot(pn.viewable.Viewer):
         # where q is drawn: at q, or, for a q outside the plane, an arrow at the plane's edge pointing to it
         self._query = ColumnDataSource(data=dict(x=[], y=[], label=[], marker=[], angle=[]))
         self._lines = ColumnDataSource(data=dict(xs=[], ys=[], width=[], color=[]))
-        fig = figure(
-            name="query-plot", title="",
-            x_range=Range1d(*PLANE, bounds=PLANE), y_range=Range1d(*PLANE, bounds=PLANE),
-            width=460, height=460, tools="save", toolbar_location="below",
-            match_aspect=True,
-        )
+        fig = figure(name="query-plot", title="", width=460, height=460, tools="save", toolbar_location="below")
+        # the plane at least, one unit as long across as up: the angles and lengths of a dot product are true
+        true_units(fig, PLANE, PLANE)
         fig.toolbar.logo = None
         # a tick a unit, a grid line every half: nine labels of 20 px collide on a 300 px phone or projector plot
         for axis in (fig.xaxis, fig.yaxis):
@@ -114,10 +111,11 @@ class QueryPlot(pn.viewable.Viewer):
         fig.title.text_font_size = "16px"
         fig.axis.axis_label_text_font_size = "14px"
         fig.axis.major_label_text_font_size = "14px"
-        weighted = draw(fig, MultiLine, self._lines, "xs", "ys", line_width="width", line_color="color",
-                        line_alpha=0.55)
+        # opaque: at 55 % the blue line was 1.9:1 on the dark plane and 2.3:1 on the light one (3:1 is the least
+        # for a line one has to see, WCAG 1.4.11)
+        weighted = draw(fig, MultiLine, self._lines, "xs", "ys", line_width="width", line_color="color")
         # step-through: until step 2 every line has one width, so the picture does not give the weights away
-        even = draw(fig, MultiLine, self._lines, "xs", "ys", line_width=3, line_color="color", line_alpha=0.55,
+        even = draw(fig, MultiLine, self._lines, "xs", "ys", line_width=3, line_color="color",
                     line_dash="dashed", level="underlay", visible=False)
         self._reveal = ([weighted], [even])
         draw(fig, Scatter, self._keys, "x", "y", size=16, color="color", marker="square")
@@ -126,8 +124,8 @@ class QueryPlot(pn.viewable.Viewer):
                           text_font_style="bold")
         draw(fig, Scatter, self._query, "x", "y", size=20, fill_color="white", line_color="black", line_width=4,
              marker="marker", angle="angle")
-        q_label = draw(fig, Text, self._query, "x", "y", text="label", x_offset=-14, y_offset=16, text_align="right",
-                       text_font_size="15px", text_font_style="bold")
+        q_label = draw(fig, Text, self._query, "x", "y", text="label", x_offset=-14, y_offset=8, text_align="right",
+                       text_baseline="top", text_font_size="15px", text_font_style="bold")
         # labels name the points only: a key's coordinates beside its name ran into the next key's label and
         # off the plot on a narrow screen (they are in the readout, the grid and the Edit tab); each mode keeps
         # its label clear of its own, larger or smaller, markers (screen px: offsets, then q's)
@@ -148,7 +146,9 @@ class QueryPlot(pn.viewable.Viewer):
     def _label_for_mode(self, *_):
         projector, tr = self.state.mode == "projector", self.state.tr
         dx, dy = LABEL_OFFSETS[self.state.mode]
-        self._q_label.update(x_offset=-dx - 2, y_offset=dy + 10)  # left of q and below it
+        # left of q and wholly below its centre: a key one unit beside q (true units leave a small projector's
+        # plane 34 px a unit) keeps its marker clear of it
+        self._q_label.update(x_offset=-dx - 2, y_offset=dy + 2)
         self.figure.title.text = tr.in_plot(tr(self._titles[projector]))
         self.figure.xaxis.axis_label = tr.in_plot(tr._("dimension {n}", n=1))
         self.figure.yaxis.axis_label = tr.in_plot(tr._("dimension {n}", n=2))

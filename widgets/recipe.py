@@ -16,7 +16,9 @@ from session.state import AttentionState
 from widgets.style import KATEX_CSS
 
 #: KaTeX draws at 1.21em of its host: the formulas' main line is the page's formula size (22 px on a projector).
-FORMULA_CSS = ":host { font-size: calc(var(--ae-formula, 19px) / 1.21); overflow-x: auto; }"
+# a formula cannot reflow: where it is wider than the tab it scrolls sideways, and shows it does
+FORMULA_CSS = (":host { font-size: calc(var(--ae-formula, 19px) / 1.21); overflow-x: auto; --ae-scroll-hint: 1; "
+               "scrollbar-width: thin; background: var(--ae-scroll-shadows); }")
 STEP_TITLES = {1: N_("1. Score"), 2: N_("2. Normalise"), 3: N_("3. Combine")}
 #: Terms per line in long sums, so 8 tokens still fit beside the inspector.
 TERMS_PER_LINE = 3
@@ -123,8 +125,9 @@ class Formula(pn.viewable.Viewer):
 
     def __init__(self, **params):
         super().__init__(**params)
+        # as wide as the tab less their margins (a pane the tab's width and its margin ran 10 px past its edge)
         self._panes = {k: pn.pane.LaTeX("", renderer="katex", stylesheets=[KATEX_CSS, FORMULA_CSS],
-                                        name=f"formula-step-{k}") for k in STEP_TITLES}
+                                        name=f"formula-step-{k}", sizing_mode="stretch_width") for k in STEP_TITLES}
         self._heading = pn.pane.HTML("", margin=(0, 10))
         self._titles = {k: pn.pane.HTML("", margin=(6, 10, 0, 10)) for k in STEP_TITLES}
         self._layout = pn.Column(

@@ -332,7 +332,9 @@ class RoomControls(pn.viewable.Viewer):
             f'<div class="room-label">{escape(tr._("Presenting · room"))}</div><div class="room-code" '
             f'aria-label="{escape(tr._("Room code {code}", code=self.code))}">{pretty}</div>'
             f'<div class="room-label">{escape(tr._("Join at"))}</div>'
-            f'<a class="room-link" href="{escape(link)}">{escape(link)}</a>'
+            # the address may break anywhere, its "?room=CODE" never (a code read across two lines is misread)
+            f'<a class="room-link" href="{escape(link)}">{escape(link[:link.rindex("?")])}'
+            f'<span class="room-link-code">{escape(link[link.rindex("?"):])}</span></a>'
             + _copy_lesson_button(tr)
             # without EXPLORER_ROOM_SECRET the server signs presenter links with a key drawn at its start
             + ('' if self._registry.secret.persistent else

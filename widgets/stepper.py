@@ -98,8 +98,9 @@ class StepThrough(pn.viewable.Viewer):
         # the formula carries numbers only in the step-through: otherwise a new result changes nothing here
         s.param.watch(lambda _: s.guided and self._render(), "result")
         self._render()
-        self._layout = pn.Column(pn.Row(self.toggle, self.back, self.next), self.title, self.formula,
-                                 sizing_mode="stretch_width", css_classes=["stepper"], stylesheets=[APP_CSS])
+        row = pn.Row(self.toggle, self.back, self.next, css_classes=["step-row"], stylesheets=[APP_CSS])
+        self._layout = pn.Column(row, self.title, self.formula, sizing_mode="stretch_width", css_classes=["stepper"],
+                                 stylesheets=[APP_CSS])
 
     def _render(self, *_):
         s = self.state

@@ -8,11 +8,15 @@ with the page module it was defined in (``tests/test_session_cleanup.py``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import panel as pn
 from bokeh.models import Spacer, TabPanel
 
 from server.pacing import once_a_page
+
+#: Brings a tapped tab's contents into view where the page scrolls as one column (a phone, an upright tablet).
+INTO_VIEW_JS = Path(__file__).with_name("tabs.js").read_text()
 
 
 class LazyTabs(pn.Tabs):
@@ -66,6 +70,7 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
                 layout[layout.active] = (layout._names[layout.active], build())
 
     layout.param.watch(show, "active")
+    layout.jscallback(active=INTO_VIEW_JS)
     show()
     return layout
 

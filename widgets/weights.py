@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Div, Range1d, Scatter, Segment, Text
+from bokeh.models import ColumnDataSource, Div, Scatter, Segment, Text
 from bokeh.plotting import figure
 
 from session.state import AttentionState
-from widgets.glyphs import draw
+from widgets.glyphs import draw, labels_placed_in_page, show_extent, true_units
 from widgets.style import token_color
 
 #: The SVG charts' look: text sizes and ink from the page's custom properties (static/theme.css).
@@ -62,7 +62,9 @@ class WeightBars(pn.viewable.Viewer):
         w = s.plotted.weights[s.selected]
         n, num = len(w), CHART_FONT[s.mode]
         top = round(num * 1.4 + 4)  # room for a bar's number above it
-        bottom = top + 120
+        # a weight of 1 is this tall (px); less on a projector, whose larger text leaves a 1024x768 screen's
+        # Weights tab too little room for the number line below
+        bottom = top + (120 if s.mode == "normal" else 96)
         height = bottom + round(num * 1.6)
         revealed = s.revealed(2)
         self.shown = dict(top=w.tolist() if revealed else [], label=[tr.num(a) for a in w] if revealed else [])
@@ -166,6 +168,10 @@ class OutputLine(pn.viewable.Viewer):
         return self._layout
 
 
+#: The value plane's least height (CSS px).
+VALUE_PLANE_MIN_HEIGHT = 360
+
+
 class ValuePlane(pn.viewable.Viewer):
     """Vector values (d_v = 2): each v_i as an arrow from the origin, and the output Σ a_i v_i as a point.
 
@@ -179,22 +185,31 @@ class ValuePlane(pn.viewable.Viewer):
     def __init__(self, **params):
         super().__init__(**params)
         # named: the page's drag script draws into them (link/drag.js)
-        self._values = ColumnDataSource(data=dict(x=[], y=[], x0=[], y0=[], label=[], color=[], size=[]),
-                                        name="value-plane-values")
-        self._output = ColumnDataSource(data=dict(x=[], y=[], label=[]), name="value-plane-output")
-        fig = figure(name="value-plane", title=self.state.tr._("Values vᵢ and the output Σ aᵢvᵢ"), width=420, height=330,
-                     x_range=Range1d(-1, 1), y_range=Range1d(-1, 1), tools="", toolbar_location=None)
+        # each label's preferred place (px offsets and anchoring; the output's below its star, the values' labels
+        # being above theirs): the page moves one that would cover another label or a marker (widgets/labels.js):
+        # the output lies among the values, and Module 2's row I put "output (6.0167, 3.9833)" over "v NLP (5, 5)"
+        self._values = ColumnDataSource(data=dict(x=[], y=[], x0=[], y0=[], label=[], color=[], size=[], dx=[], dy=[],
+                                                  align=[], baseline=[]), name="value-plane-values")
+        self._output = ColumnDataSource(data=dict(x=[], y=[], label=[], dx=[], dy=[], align=[], baseline=[]),
+                                        name="value-plane-output")
+        fig = figure(name="value-plane", title=self.state.tr._("Values vᵢ and the output Σ aᵢvᵢ"), width=420,
+                     height=330, tools="", toolbar_location=None)
+        true_units(fig, (-1, 1), (-1, 1))  # a weighted average's geometry, true on every screen
         fig.title.text_font_size = "16px"
         fig.axis.major_label_text_font_size = "13px"
         draw(fig, Segment, self._values, "x0", "y0", "x", "y", line_color="color", line_width=3, line_alpha=0.7)
         draw(fig, Scatter, self._values, "x", "y", size="size", color="color", marker="square")
-        draw(fig, Text, self._values, "x", "y", text="label", x_offset=10, y_offset=-4, text_font_size="14px",
-             text_color="color", text_font_style="bold")
+        draw(fig, Text, self._values, "x", "y", text="label", x_offset="dx", y_offset="dy", text_align="align",
+             text_baseline="baseline", text_font_size="14px", text_color="color", text_font_style="bold")
         draw(fig, Scatter, self._output, "x", "y", marker="star", size=24, color="black")
-        draw(fig, Text, self._output, "x", "y", text="label", y_offset=-14, text_font_size="15px",
-             text_font_style="bold", text_align="center", text_baseline="bottom")
+        draw(fig, Text, self._output, "x", "y", text="label", x_offset="dx", y_offset="dy", text_align="align",
+             text_baseline="baseline", text_font_size="15px", text_font_style="bold")
+        labels_placed_in_page(fig)
         self.figure = fig
-        self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
+        # at least this tall, however little of the tab is left below the bars: with true units a flat frame
+        # squeezes the plane to a line (the tab scrolls instead)
+        fig.min_height = VALUE_PLANE_MIN_HEIGHT
+        self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed", min_height=VALUE_PLANE_MIN_HEIGHT)
         self.state.param.watch(self._render, ["plotted", "lang"])
         self._render()
 
@@ -208,16 +223,18 @@ class ValuePlane(pn.viewable.Viewer):
         lo, hi = np.minimum(V.min(axis=0), 0), np.maximum(V.max(axis=0), 0)
         pad = np.maximum(0.25 * (hi - lo), 1.0)
         # labels are written to the right of each point: leave them room
-        self.figure.x_range.update(start=float(lo[0] - pad[0]), end=float(hi[0] + 2.2 * pad[0]))
-        self.figure.y_range.update(start=float(lo[1] - pad[1]), end=float(hi[1] + pad[1]))
+        show_extent(self.figure, (lo[0] - pad[0], hi[0] + 2.2 * pad[0]), (lo[1] - pad[1], hi[1] + pad[1]))
+        n = len(V)
         self._values.data = dict(
-            x=V[:, 0].tolist(), y=V[:, 1].tolist(), x0=[0.0] * len(V), y0=[0.0] * len(V),
-            color=[token_color(i) for i in range(len(V))], size=(8 + 16 * w).tolist(),
+            x=V[:, 0].tolist(), y=V[:, 1].tolist(), x0=[0.0] * n, y0=[0.0] * n,
+            color=[token_color(i) for i in range(n)], size=(8 + 16 * w).tolist(),
             label=[f"v {t} {tr.vec(v, 4, isolate=False, short=True)}" for t, v in zip(tokens, V, strict=True)],
+            dx=[10] * n, dy=[-4] * n, align=["left"] * n, baseline=["bottom"] * n,
         )
         out = self.state.plotted.output[self.state.selected]
         self._output.data = dict(x=[float(out[0])], y=[float(out[1])],
-                                 label=[f"{tr._('output')} {tr.vec(out, 4, isolate=False)}"])
+                                 label=[f"{tr._('output')} {tr.vec(out, 4, isolate=False)}"], dx=[0], dy=[-14],
+                                 align=["center"], baseline=["top"])
 
     def __panel__(self):
         return self._layout

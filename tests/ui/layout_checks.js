@@ -1,7 +1,8 @@
 // Run by tests/ui/test_layout_screens.py in every tab, mode and screen size. `minFont` is the smallest text
 // (CSS px) allowed, 0 for no limit; with `figures` (a list of figure names) only those figures' labels and
-// titles are checked, not the rest of the page.
-({minFont = 0, figures = null}) => {
+// titles are checked, not the rest of the page; with `answer`, only whether the readout's Weights and Output
+// lines are in view.
+({minFont = 0, figures = null, answer = false}) => {
   const problems = [];
   const vw = window.innerWidth, vh = window.innerHeight;
   const name = (el) => (el.getAttribute && (el.getAttribute("aria-label") || el.getAttribute("name"))) ||
@@ -45,11 +46,68 @@
     return {seen, cut, scroller: null};
   }
 
+  // --- the answer: the readout's Weights and Output lines (its last two) inside the window and every box around
+  // them, scroll containers included, so nobody has to scroll to see them ---
+  if (answer) {
+    let readout = null;
+    for (const el of deep(document)) if (el.getAttribute && el.getAttribute("data-testid") === "readout") { readout = el; break; }
+    const text = readout && (readout.shadowRoot?.querySelector(".bk-clearfix") ?? readout);
+    if (text == null) return ["no readout"];
+    const walker = document.createTreeWalker(text, NodeFilter.SHOW_TEXT);
+    const nodes = [];
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n);
+    const whole = nodes.map((n) => n.textContent).join("");
+    const lines = whole.split("\n");
+    // the offset in `whole` of each of the last two lines, as (node, offset) pairs
+    const at = (offset) => {
+      for (const n of nodes) { if (offset <= n.textContent.length) return [n, offset]; offset -= n.textContent.length; }
+      return [nodes[nodes.length - 1], nodes[nodes.length - 1].textContent.length];
+    };
+    let start = whole.length;
+    for (const line of lines.slice(-2).reverse()) {
+      const end = start;
+      start = end - line.length;
+      const range = document.createRange();
+      range.setStart(...at(start));
+      range.setEnd(...at(end));
+      start -= 1;  // the newline before it
+      for (const r of range.getClientRects()) {
+        if (r.width < 1) continue;
+        const what = `the readout's line "${line.slice(0, 40)}"`;
+        if (r.top < -1 || r.bottom > vh + 1 || r.left < -1 || r.right > vw + 1) { problems.push(`${what} is out of the window`); break; }
+        let clipped = null;
+        for (let a = parentOf(text); a && a !== document.documentElement; a = parentOf(a)) {
+          const cs = getComputedStyle(a);
+          if (cs.overflowX === "visible" && cs.overflowY === "visible") continue;
+          const ar = a.getBoundingClientRect();
+          if (r.top < ar.top - 1 || r.bottom > ar.bottom + 1 || r.left < ar.left - 1 || r.right > ar.right + 1) { clipped = a; break; }
+        }
+        if (clipped) { problems.push(`${what} is cut off by ${clipped.tagName.toLowerCase()}.${[...clipped.classList].join(".")}`); break; }
+      }
+    }
+    return problems;
+  }
+
   if (figures == null) {
     // --- the page never scrolls sideways (nor at all: its panels scroll inside themselves) ---
     const doc = document.documentElement;
     if (doc.scrollWidth > vw + 1) problems.push(`the page scrolls sideways: ${doc.scrollWidth} px wide in ${vw}`);
     if (doc.scrollHeight > vh + 1) problems.push(`the page itself scrolls: ${doc.scrollHeight} px tall in ${vh}`);
+
+    // --- nothing scrolls sideways unless it shows that it does: headless Chromium draws no scroll bars, so an element
+    // that scrolls sideways must carry the page's scroll hint (--ae-scroll-hint: 1, static/theme.css: a bar drawn
+    // and a shadow at the side where more waits); anything else wider than its box is a table to reflow or shrink ---
+    for (const el of deep(document)) {
+      if (!(el instanceof HTMLElement) || el.scrollWidth <= el.clientWidth + 1) continue;
+      const cs = getComputedStyle(el);
+      if (!["auto", "scroll"].includes(cs.overflowX) || hidden(el)) continue;
+      if (cs.getPropertyValue("--ae-scroll-hint").trim() !== "1") {
+        const host = el.getRootNode() instanceof ShadowRoot ? el.getRootNode().host : null;
+        const where = `${el.tagName.toLowerCase()}.${[...el.classList].join(".")}` +
+          (host ? ` in ${host.tagName.toLowerCase()}.${[...host.classList].join(".")}` : "");
+        problems.push(`scrolls sideways with no hint: ${where} "${name(el)}" (${el.scrollWidth} px in ${el.clientWidth})`);
+      }
+    }
 
     // --- every text box, with the element that holds it ---
     const texts = [];   // {el, r, seen, label, group}
@@ -127,6 +185,8 @@
   }
 
   // --- inside each Bokeh figure: labels never overlap each other or a marker, stay in the frame; titles fit ---
+  // the planes whose picture is geometry: the query plane, the values' plane, the Projections tab's two planes
+  const EQUAL_UNITS = ["query-plot", "value-plane", "projection-x", "projection-w"];
   const fontOf = (model) => `${model.text_font_style} ${typeof model.text_font_size === "string" ? model.text_font_size : model.text_font_size?.value ?? "16px"} ${model.text_font}`;
   for (const model of Bokeh.documents[0].all_models) {
     if (model.type !== "Figure" && model.type !== "Plot") continue;
@@ -135,12 +195,21 @@
     if (view == null || !view.el.isConnected || hidden(view.el) || view.el.getBoundingClientRect().width < 2) continue;
     const fig = view.model.name || view.model.title?.text || "figure";
     const title = view.model.title;
+    const frame = view.frame.bbox;
     if (title && title.text) {
       measure.font = fontOf(title);
       const width = measure.measureText(title.text).width;
-      if (width > view.bbox.width - 10) problems.push(`${fig}: title "${title.text}" is ${width | 0} px in a ${view.bbox.width | 0} px figure`);
+      // a title starts at the frame's left edge and may run on to the figure's right one
+      const room = view.bbox.width - (title.align === "left" ? frame.left : 0) - 4;
+      if (width > room) problems.push(`${fig}: title "${title.text}" is ${width | 0} px in ${room | 0} px of its figure`);
     }
-    const frame = view.frame.bbox;
+    // --- a plane's units: one unit as long across as up, so angles and lengths are true (a dot product's picture) ---
+    if (EQUAL_UNITS.includes(model.name)) {
+      const across = frame.width / Math.abs(model.x_range.end - model.x_range.start);
+      const up = frame.height / Math.abs(model.y_range.end - model.y_range.start);
+      if (!(Math.abs(across / up - 1) <= 0.01))
+        problems.push(`${fig}: one unit is ${across.toFixed(1)} px across and ${up.toFixed(1)} px up`);
+    }
     const labels = [], markers = [], leaders = [];
     for (const rv of view.renderer_views.values()) {
       if (!rv.model.visible || !rv.glyph) continue;

@@ -342,3 +342,39 @@ def test_screenshots_of_presenter_and_follower(browser, room_server, size):
         code_box = p.locator(".room-code").bounding_box()
         assert code_box and code_box["x"] + code_box["width"] <= size[0], "the room code is off screen"
     close(teacher, student)
+
+
+#: The lines the join link's "?room=CODE" is drawn on (the tops of its boxes), and the query plot's width.
+JOIN_LINK_LINES = """() => {
+  function* deep(root) {
+    for (const el of root.querySelectorAll('*')) { yield el; if (el.shadowRoot) yield* deep(el.shadowRoot) }
+  }
+  const link = [...deep(document)].find(el => el.classList.contains('room-link'))
+  const walker = document.createTreeWalker(link, NodeFilter.SHOW_TEXT), nodes = []
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n)
+  const whole = nodes.map(n => n.textContent).join(''), start = whole.indexOf('?room=')
+  const at = (offset) => { for (const n of nodes) { if (offset <= n.textContent.length) return [n, offset];
+                                                    offset -= n.textContent.length } }
+  const range = document.createRange()
+  range.setStart(...at(start))
+  range.setEnd(...at(whole.length))
+  return [...new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)))]
+}"""
+
+
+def test_the_join_code_stays_whole_and_the_qr_code_leaves_the_plot_its_size(browser, room_server):
+    """The join link never breaks inside ``?room=CODE`` (it was drawn ``…?room=H5`` / ``XA2J``), and showing the
+    QR code leaves the query plot its size on a 1280x800 projector (it shrank to about 240 px)."""
+    teacher = new_page(browser, room_server, (1280, 800))
+    present(teacher)
+    assert len(teacher.evaluate(JOIN_LINK_LINES)) == 1, "the join link's code is broken across lines"
+    before = teacher.locator(".ae-query-plot").first.bounding_box()["width"]
+    teacher.get_by_role("button", name="QR code").click()
+    teacher.locator(".room-qr svg").wait_for(timeout=WAIT)
+    teacher.wait_for_timeout(500)  # Bokeh lays the page out again on the next frame
+    after = teacher.locator(".ae-query-plot").first.bounding_box()["width"]
+    assert after >= 0.9 * before, f"the QR code shrank the query plot from {before:.0f} px to {after:.0f} px"
+    qr = teacher.locator(".room-qr svg").bounding_box()
+    assert qr["y"] + qr["height"] <= 800 and qr["x"] + qr["width"] <= 1280, "the QR code is off screen"
+    teacher.screenshot(path=SCREENSHOTS / "presenter-qr-1280x800.png")
+    close(teacher)

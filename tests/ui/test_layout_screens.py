@@ -34,15 +34,19 @@ SCREENS = {
     "tablet-768x1024": ({"width": 768, "height": 1024}, {"has_touch": True, "is_mobile": True}),
     "tablet-1024x768": ({"width": 1024, "height": 768}, {"has_touch": True, "is_mobile": True}),
     "phone-390x844": ({"width": 390, "height": 844}, {"has_touch": True, "is_mobile": True}),
+    "phone-844x390": ({"width": 844, "height": 390}, {"has_touch": True, "is_mobile": True}),
 }
+#: Screens where the page is one column that scrolls as a whole, the tabs below the plot and the readout: a tapped
+#: tab scrolls the readout away to show the tab (the answer is in view on the first screen only).
+SCROLLING = ("phone-390x844", "phone-844x390")
 CASES = [(screen, mode, "light") for screen in SCREENS for mode in ("normal", "projector")
          if not (screen == "tablet-1024x768" and mode == "projector")]  # the same as the 1024x768 projector
-CASES += [("1024x768", "projector", "dark"), ("1920x1080", "normal", "dark")]
+CASES += [("1024x768", "projector", "dark"), ("1280x800", "projector", "dark"), ("1920x1080", "normal", "dark")]
 
 
 def _min_font(screen: str, mode: str) -> int:
-    viewport, _ = SCREENS[screen]
-    return 20 if mode == "projector" and viewport["width"] >= 1024 and viewport["height"] >= 768 else 0
+    """In projector mode everything a class reads is at least 20 px, on every screen."""
+    return 20 if mode == "projector" else 0
 
 
 #: The room the tabs give the shown tab's scrolling area, below their titles, is at least this tall (CSS px) on
@@ -59,6 +63,16 @@ TAB_ROOM = """() => {
 }"""
 
 
+#: The part of the shown tab's scrolling area inside the window (CSS px), and that area's height.
+TAB_IN_VIEW = """() => {
+  const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
+  const el = Bokeh.index.find_one(tabs).el, root = el.shadowRoot
+  const area = [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header'))
+  const r = area.getBoundingClientRect()
+  return [Math.min(r.bottom, window.innerHeight) - Math.max(r.top, 0), r.height]
+}"""
+
+
 def _case_id(case) -> str:
     return "-".join(case)
 
@@ -68,12 +82,31 @@ def test_every_tab_fits_the_screen(open_page, screen, mode, theme):
     _every_tab_fits(open_page, screen, mode, theme)
 
 
+#: The six languages of the page.
+LANGUAGES = ("en", "fr", "es", "de", "zh", "ar")
+ANSWER_CASES = [(lang, screen, mode) for lang in LANGUAGES for screen in SCREENS for mode in ("normal", "projector")]
+
+
+@pytest.mark.parametrize(("lang", "screen", "mode"), ANSWER_CASES, ids=[_case_id(c) for c in ANSWER_CASES])
+def test_the_answer_is_in_view_on_every_screen_in_every_language(open_page, lang, screen, mode):
+    """The output is the answer to every question on the page: the readout's Weights and Output lines are inside
+    the window and not cut by any box around them, with nothing scrolled, on every screen, in both modes and every
+    language (1024x768 in projector mode once hid the Output line under seven reserved lines for eight)."""
+    viewport, options = SCREENS[screen]
+    page = open_page(f"?mode={mode}&lang={lang}", viewport=viewport, **options)
+    settle(page, mode)
+    found = page.evaluate(CHECKS, {"answer": True})
+    assert not found, "\n".join(found)
+
+
 #: The screens where text has least room, in the languages whose words are longest (German), drawn with other
 #: glyphs (Chinese) or laid out right to left (Arabic); French and Spanish on the smallest projector.
 LANGUAGE_CASES = [(lang, screen, mode) for lang in ("de", "zh", "ar")
                   for screen, mode in (("800x600", "projector"), ("phone-390x844", "normal"),
                                        ("phone-390x844", "projector"))]
 LANGUAGE_CASES += [(lang, "800x600", "projector") for lang in ("fr", "es")]
+LANGUAGE_CASES += [(lang, "1024x768", "projector") for lang in ("zh", "ar")]
+LANGUAGE_CASES += [(lang, "phone-844x390", "normal") for lang in ("de", "ar")]
 
 
 @pytest.mark.parametrize(("lang", "screen", "mode"), LANGUAGE_CASES,
@@ -113,6 +146,10 @@ def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "
     assert page.evaluate("() => window.innerWidth") == viewport["width"], "the page is not laid out for the screen"
     SCREENSHOTS.mkdir(exist_ok=True)
     problems = {}
+    # the answer is in view on the first screen, before anything is tapped
+    first = page.evaluate(CHECKS, {"answer": True})
+    if first:
+        problems["first view"] = first
     prefix = ("screen" if lang == "en" else f"screen-{lang}") + ("-lesson" if lesson else "")
     for k, tab in enumerate(tabs):  # by place: their titles are the page's language
         title = page.locator(".bk-tab").nth(k)
@@ -130,6 +167,13 @@ def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "
         room = page.evaluate(TAB_ROOM)
         if room is None or room < MIN_TAB_HEIGHT:
             found.append(f"the tab's scrolling area has {room} px of height, under {MIN_TAB_HEIGHT}")
+        # a tapped tab shows its contents: as much of them as the tabs give room for is inside the window
+        # (the first title is the tab shown already: tapping it changes nothing, and moves nothing)
+        seen, height = page.evaluate(TAB_IN_VIEW)
+        if k > 0 and seen < min(MIN_TAB_HEIGHT, height) - 1:
+            found.append(f"only {seen:.0f} px of the tab's {height:.0f} px are in the window")
+        if screen not in SCROLLING:  # and the answer stays in view beside it
+            found += page.evaluate(CHECKS, {"answer": True})
         if found:
             problems[tab] = found
         page.screenshot(path=SCREENSHOTS / f"{prefix}-{screen}-{mode}-{theme}-{re.sub(r'[^a-z0-9]+', '_', tab.lower())}.png")
@@ -198,3 +242,103 @@ def test_projection_labels_stay_clear(open_page, screen, mode):
                 page.screenshot(path=SCREENSHOTS / f"planes-{screen}-{mode}-{re.sub(r'[^a-z0-9]+', '_', step.lower())}"
                                                    f"-{role.lower()}.png")
     assert not problems, "\n".join(problems)
+
+
+#: Module 2's vector values (V = [[10, 0], [0, 10], [5, 5]]) on the screens where the value plane is smallest.
+VALUE_PLANE_CASES = [("800x600", "projector"), ("1024x768", "projector"), ("1024x768", "normal"),
+                     ("phone-390x844", "projector"), ("phone-844x390", "normal")]
+
+
+@pytest.mark.parametrize(("screen", "mode"), VALUE_PLANE_CASES, ids=["-".join(c) for c in VALUE_PLANE_CASES])
+def test_value_plane_labels_stay_clear(open_page, screen, mode):
+    """Each row of Module 2's example: no label of the value plane over another or a marker, none out of its frame,
+    one unit as long across as up (row I once drew "output (6.0167, 3.9833)" over "v NLP (5, 5)")."""
+    viewport, options = SCREENS[screen]
+    problems = []
+    for row in ("I", "love", "NLP"):
+        page = open_page(f"?mode={mode}&preset=module-2&row={row}", viewport=viewport, **options)
+        settle(page, mode)
+        page.wait_for_function("""() => { const m = Bokeh.documents[0].get_model_by_name('value-plane')
+            const v = m && Bokeh.index.find_one(m); return v != null && v.has_finished() &&
+              (window.attentionExplorerLabels ?? new Set()).size === 0 }""", timeout=PATIENCE, polling="raf")
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        found = page.evaluate(CHECKS, {"figures": ["value-plane", "query-plot"]})
+        problems += [f"row {row}: {p}" for p in found]
+        if found:
+            page.screenshot(path=SCREENSHOTS / f"value-plane-{screen}-{mode}-{row}.png")
+        page.context.close()
+    assert not problems, "\n".join(problems)
+
+
+def _luminance(rgb: tuple[float, float, float]) -> float:
+    """WCAG 2.2's relative luminance of an sRGB colour (0-255 channels)."""
+    def linear(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = map(linear, rgb)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(a, b) -> float:
+    """WCAG 2.2's contrast ratio of two sRGB colours, 1 to 21."""
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _rgb(css: str) -> tuple[float, ...]:
+    """``#rrggbb`` or ``rgb(r, g, b)`` as three 0-255 channels."""
+    if css.startswith("#"):
+        return tuple(int(css[k:k + 2], 16) for k in (1, 3, 5))
+    return tuple(float(v) for v in re.findall(r"[\d.]+", css)[:3])
+
+
+def test_contrast_sanity():
+    """The WCAG formula's own figures: black on white is 21:1, #767676 on white 4.54:1."""
+    assert _contrast((0, 0, 0), (255, 255, 255)) == pytest.approx(21)
+    assert _contrast(_rgb("#767676"), _rgb("rgb(255, 255, 255)")) == pytest.approx(4.54, abs=0.01)
+
+
+#: The query plot's lines from q to the keys: each line's colour, its alpha, and the plane's background.
+LINES = """() => {
+  const fig = Bokeh.documents[0].get_model_by_name('query-plot')
+  const out = []
+  for (const r of fig.renderers) {
+    const g = r.glyph
+    if (g == null || g.type !== 'MultiLine' || !r.visible) continue
+    const alpha = typeof g.line_alpha === 'number' ? g.line_alpha : g.line_alpha.value
+    const field = g.line_color.field
+    for (const c of (field ? r.data_source.data[field] : [g.line_color.value ?? g.line_color])) out.push([c, alpha])
+  }
+  return {lines: out, bg: fig.background_fill_color}
+}"""
+#: The Projections tab's W_Q, W_K, W_V buttons: whether each is the selected one, and its fill.
+W_BUTTONS = """() => {
+  function* deep(root) {
+    for (const el of root.querySelectorAll('*')) { yield el; if (el.shadowRoot) yield* deep(el.shadowRoot) }
+  }
+  return [...deep(document)].filter(el => el.classList.contains('bk-btn') && /^W_[QKV]$/.test(el.textContent.trim())
+                                         && el.getBoundingClientRect().width > 0)
+    .map(el => [el.classList.contains('bk-active'), getComputedStyle(el).backgroundColor])
+}"""
+
+
+@pytest.mark.parametrize("theme", ["dark", "light"])
+def test_lines_and_selected_buttons_stand_out(open_page, theme):
+    """WCAG 2.2 non-text contrast (1.4.11), at least 3:1: the lines from q to the keys against the plane (drawn
+    at their alpha over it), and the selected W_Q/W_K/W_V button against the others (in the dark theme the lines
+    were 55 % opaque, blue at 2.1:1, and the selected button differed from the others by an inset shadow only)."""
+    page = open_page(f"?mode=projector&theme={theme}", viewport={"width": 1280, "height": 800})
+    settle(page, "projector", theme)
+    drawn = page.evaluate(LINES)
+    bg = _rgb(drawn["bg"])
+    assert drawn["lines"], "no lines from q to the keys"
+    for color, alpha in drawn["lines"]:
+        seen = tuple(alpha * c + (1 - alpha) * b for c, b in zip(_rgb(color), bg, strict=True))
+        assert _contrast(seen, bg) >= 3, f"the line in {color} at alpha {alpha} is {_contrast(seen, bg):.2f}:1"
+    show_tab(page, "Projections", "projection-w")
+    buttons = page.evaluate(W_BUTTONS)
+    chosen = [_rgb(c) for active, c in buttons if active]
+    others = [_rgb(c) for active, c in buttons if not active]
+    assert len(chosen) == 1 and len(others) == 2, buttons
+    for other in others:
+        assert _contrast(chosen[0], other) >= 3, f"the selected W is {_contrast(chosen[0], other):.2f}:1 to the others"

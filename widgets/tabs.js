@@ -1,0 +1,42 @@
+// Run when a tab's title is tapped (widgets/tabs.py: the tabs' `active`), with `source` the tabs' model.
+//
+// On a phone or an upright tablet the page is one column that scrolls as a whole (static/app.css), and the
+// tabs sit below the plot, the readout and the step-through: a tapped title could change only itself, its
+// contents below the screen's edge. Then the tabs are scrolled up to the screen's top. Where the contents are in
+// view already (every two-column screen, an upright tablet) nothing moves. Where the titles are one row that
+// scrolls sideways (a projector's, static/app.css), the tapped or keyed title is scrolled fully into that row.
+const view = Bokeh.index.find_one(source);
+if (view != null) {
+  // a frame later: the new tab's contents are laid out (a tab built on its first showing arrives later still,
+  // but its header and the room below it are there at once)
+  requestAnimationFrame(() => {
+    const header = view.el.shadowRoot?.querySelector(".bk-header");
+    // the shown title fully inside its row: now, and again when the server's answer redraws the titles (a tab
+    // built on its first showing), which puts the row back at its start
+    const intoRow = () => {
+      const title = view.el.shadowRoot?.querySelector(".bk-tab.bk-active");
+      const row = title?.closest(".bk-headers-wrapper");
+      if (row == null || row.scrollWidth <= row.clientWidth) return;
+      const [t, r] = [title.getBoundingClientRect(), row.getBoundingClientRect()];
+      if (t.left < r.left || t.right > r.right) row.scrollLeft += t.left < r.left ? t.left - r.left - 24 : t.right - r.right + 24;
+    };
+    intoRow();
+    if (view.el.shadowRoot != null) {
+      const redrawn = new MutationObserver(intoRow);
+      redrawn.observe(view.el.shadowRoot, {childList: true, subtree: true, attributes: true, attributeFilter: ["class"]});
+      setTimeout(() => redrawn.disconnect(), 5000);
+    }
+    const bottom = (header ?? view.el).getBoundingClientRect().bottom;
+    // less room below the titles than a tab's least (MIN_TAB_HEIGHT, tests/ui/test_layout_screens.py): the
+    // contents are not really in view. Only the column that scrolls moves (scrollIntoView would also move the
+    // page's frame, whose overflow is hidden, and take the header off the screen).
+    if (bottom <= window.innerHeight - 250) return;
+    const parentOf = (el) => el.parentElement ?? (el.getRootNode() instanceof ShadowRoot ? el.getRootNode().host : null);
+    for (let a = parentOf(view.el); a != null; a = parentOf(a)) {
+      if (["auto", "scroll"].includes(getComputedStyle(a).overflowY) && a.scrollHeight > a.clientHeight) {
+        a.scrollTop += view.el.getBoundingClientRect().top - a.getBoundingClientRect().top;
+        break;
+      }
+    }
+  });
+}
