@@ -1,25 +1,10 @@
-// The page's drag of q (and of a key): what the pointer does, what the page draws, what it sends.
-// Needs attentionStep and fmt from attention.js, send and answered from outbox.js. The server's end is
-// link/drag.py (DragChannel).
+// The page's end of the drag of q (and of a key), under the drag's contract (link/__init__.py): what the
+// pointer does, what the page draws (a preview, straight into the plots' data and the readout's element), what
+// it sends (outbox.js). Needs attention.js and outbox.js before it; the server's end is link/drag.py.
 //
-// Drawn: while the pointer moves, the numbers it implies, on the same frame, before the server's
-// answer arrives (a preview). The page writes them straight into the plots' data and the readout's
-// element; nothing it draws is sent back to the server.
-//
-// Sent: the positions of every drag and tap, through `a.channel`, at most one at a time (outbox.js):
-// the next once the server's `confirmed` has answered the one in flight; a move waiting to go is
-// replaced by a newer one; the press and the release are always sent. The server computes each
-// position it takes with the NumPy core; its numbers replace the preview's.
-//
-// `a` holds the Bokeh models (see link/drag.py): inputs (what the server says the computation
-// depends on), confirmed (the query of the server's latest numbers and the last position it answered),
-// channel, query, lines, bars, line_out, plane_out, plane_values, cells, sums, outputs, readout,
-// figure, and live (which room the page follows live; see onLive).
-//
-// During the page's own drag of q the server sends its numbers as the readout's text (which
-// replaces the preview's when it is for the position previewed), and holds the data of the plots
-// this preview draws, with the same numbers, until the hand lets go (AttentionState.plotted). So a
-// server update mid-drag does not repaint those plots.
+// `a` holds the Bokeh models (link/drag.py): inputs, confirmed, channel, query, lines, bars, readout, figure,
+// live (see onLive); the views built later are found by name (NAMED). During the page's own drag of q the
+// server's numbers arrive as the readout's text; the plots keep the preview until the release.
 
 // q: the previewed position (null: the server's numbers are shown); text: its readout text; path:
 // every position previewed since the press; server: the query of the server's latest numbers;

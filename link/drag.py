@@ -1,24 +1,9 @@
-"""The drag of q (and of a key): the page's side draws it, this side receives it.
+"""The server's end of the drag of q (and of a key), under the drag's contract (``link/__init__.py``).
 
-One place in the page owns the pointer (``link/drag.js``): on each pointer move of a drag it computes
-the selected query's scores, weights and output itself (``link/attention.js``, a line-by-line mirror
-of ``core.attention``) and draws them on the same frame, and it sends the server the positions through
-one channel, ``DragChannel.channel``, **at most one at a time**: the next only once the server has
-answered the previous one (``DragChannel.confirmed``), a waiting move replaced by a newer one, the press
-and the release always sent. So however fast the hand moves, a page costs the server one position per
-round trip, and on a crowded server it simply sends fewer. Bokeh's own per-move ``Pan`` events are not
-used: BokehJS sends every one of them, and receiving one cost the server about 2.5 ms.
-
-One place on the server receives them (:meth:`DragChannel.receive`): it decides what the press picked
-up (q, or a key near it), computes every position it takes with the NumPy core through the session's
-state, and answers with ``confirmed``. It stays the authority for what the page finally shows: during
-a drag of q its numbers arrive as the readout's text (the plots, which the page draws with the same
-numbers, take the server's data at the release: ``AttentionState.plotted``), and at the release the
-server's numbers replace the page's everywhere.
-
-A page following a presenter (``widgets/room.py``) previews the same way: while the presenter drags,
-the page receives only the presenter's query, on the room's live channel (``server/room_live.py``), and
-computes the rest; the presenter's hand is each position this channel receives (:attr:`DragChannel.hand`).
+Particular to this drag: the press decides what it moves (q, or a key within :data:`GRAB_RADIUS`), the page
+draws only a drag of q, and during one the server's numbers reach the page as the readout's text while the
+plots keep the page's drawing until the release (:class:`link.shown.PlotsShown`). A page following a presenter
+previews the presenter's query the same way (``widgets/room.py``); the presenter's hand is :attr:`DragChannel.hand`.
 """
 
 from __future__ import annotations
