@@ -17,6 +17,7 @@ from bokeh.models import CustomJS
 
 from link.channel import PositionChannel
 from link.row import OneRow
+from link.shown import PlotsShown
 from link.updates import one_message
 from session.state import AttentionState
 from widgets.matrix import cell_decimals
@@ -64,6 +65,9 @@ class DragChannel(PositionChannel):
 
     def __init__(self, query_plot: QueryPlot, readout: Readout, bars: WeightBars, **params):
         super().__init__(**params)
+        #: What the page's plots show (link/shown.py): this channel holds it from the press of a drag of q to its
+        #: release, the time the page draws the drag itself.
+        self.plots: PlotsShown = query_plot.plots
         self.inputs = OneRow(data=self._inputs(), name="drag-inputs")
         self.live = OneRow(data=dict(room=[""], version=[0], path=[""], ticket=[""]), name="live-room")
         self._answered = 0  # seq of the last position taken
@@ -74,8 +78,8 @@ class DragChannel(PositionChannel):
         # the views on the page from the start; the script finds the others by name when they are built
         # (the values' number line or plane, the matrix: widgets/weights.py, widgets/matrix.py)
         models = dict(
-            inputs=self.inputs, confirmed=self.confirmed, channel=self.channel, query=query_plot._query,
-            lines=query_plot._lines, bars=bars.div, readout=readout.div, figure=query_plot.figure, live=self.live,
+            inputs=self.inputs, confirmed=self.confirmed, channel=self.channel, query=query_plot.query_source,
+            lines=query_plot.lines_source, bars=bars.div, readout=readout.div, figure=query_plot.figure, live=self.live,
         )
         # One callback for what the server sends (the readout's text, the query's position, the answers, a
         # followed presenter's query); the first of them also attaches the script's own pointer listeners to the
@@ -84,7 +88,7 @@ class DragChannel(PositionChannel):
         bundle = "const a = {" + ", ".join(models) + "};\n"
         script = CustomJS(args=models, code=DRAG_JS + bundle + "onServerUpdate(a, cb_obj);")
         readout.div.js_on_change("text", script)
-        query_plot._query.js_on_change("data", script)
+        query_plot.query_source.js_on_change("data", script)
         self.confirmed.js_on_change("data", script)
         self.live.js_on_change("data", script)
         # BokehJS sets the plot's inner size once it has laid the plot out, in any page: the drag takes the pointer
@@ -147,7 +151,7 @@ class DragChannel(PositionChannel):
             if not end:
                 self._drag_started()
             # the page draws a drag of q itself, not a drag of a key
-            self.state.previewing = self._target is None and finite and not end
+            self.plots.previewing = self._target is None and finite and not end
         lo, hi = PLANE
         self._pending = (self._target, min(max(x, lo), hi), min(max(y, lo), hi), seq)
         if self._target is None and finite:  # clamping keeps a coordinate finite or not
@@ -163,11 +167,15 @@ class DragChannel(PositionChannel):
         with one_message():
             self._answered = max(self._answered, seq)
             if target is None:
-                self.state.move_query(x, y, drag=not self._release)
+                if self._release:  # the hand let go: this last position ends the preview
+                    self.state.move_query(x, y)
+                else:
+                    with self.plots.drag_move():
+                        self.state.move_query(x, y)
             elif target < len(self.state.tokens):
                 self.state.move_key(target, x, y)
             if self._release:  # the hand let go: this last position ends the drag, in the same message
-                self._release = self.state.previewing = False
+                self._release = self.plots.previewing = False
             self._confirm()  # the answer, also when nothing moved
 
     def _grab(self, x: float, y: float) -> int | None:

@@ -11,6 +11,7 @@ import param
 from bokeh.models import ColumnDataSource, Div, Range1d, Scatter, Segment, Text
 from bokeh.plotting import figure
 
+from link.shown import PlotsShown
 from session.state import AttentionState
 from widgets.glyphs import draw
 from widgets.style import token_color
@@ -44,22 +45,25 @@ class WeightBars(pn.viewable.Viewer):
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
         super().__init__(**params)
+        self.plots = self.plots or PlotsShown(state=self.state)
         # focusable: where the Weights tab is taller than its space it scrolls, and a keyboard reaches a scrolling
         # region only through something focusable inside it (axe: scrollable-region-focusable)
         self.div = Div(name="weight-bars", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
                        css_classes=["chart"], html_attributes={"tabindex": "0"})
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
-        self.state.param.watch(self._render, ["plotted", "tokens", "guided", "step", "mode", "lang"])
+        self.plots.param.watch(self._render, "result")
+        self.state.param.watch(self._render, ["tokens", "guided", "step", "mode", "lang"])
         self._render()
 
     def _render(self, *_):
         s = self.state
         tr = s.tr
-        w = s.plotted.weights[s.selected]
+        w = self.plots.result.weights[s.selected]
         n, num = len(w), CHART_FONT[s.mode]
         top = round(num * 1.4 + 4)  # room for a bar's number above it
         bottom = top + 120
@@ -100,14 +104,17 @@ class OutputLine(pn.viewable.Viewer):
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
         super().__init__(**params)
+        self.plots = self.plots or PlotsShown(state=self.state)
         self.div = Div(name="output-line", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
                        css_classes=["chart"], html_attributes={"tabindex": "0"})  # as the bars
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
-        self.state.param.watch(self._render, ["plotted", "tokens", "values", "guided", "step", "mode", "lang"])
+        self.plots.param.watch(self._render, "result")
+        self.state.param.watch(self._render, ["tokens", "values", "guided", "step", "mode", "lang"])
         self._render()
 
     def _render(self, *_):
@@ -124,7 +131,7 @@ class OutputLine(pn.viewable.Viewer):
         def at(x: float) -> float:
             return 100 * (x - lo) / (hi - lo)
 
-        out = float(s.plotted.output[s.selected])
+        out = float(self.plots.result.output[s.selected])
         # value labels in rows above the line: a label goes one row up when it would touch the one before
         order = np.argsort(v, kind="stable")
         rows, last_end = {}, {}
@@ -175,9 +182,11 @@ class ValuePlane(pn.viewable.Viewer):
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
         super().__init__(**params)
+        self.plots = self.plots or PlotsShown(state=self.state)
         # named: the page's drag script draws into them (link/drag.js)
         self._values = ColumnDataSource(data=dict(x=[], y=[], x0=[], y0=[], label=[], color=[], size=[]),
                                         name="value-plane-values")
@@ -195,7 +204,8 @@ class ValuePlane(pn.viewable.Viewer):
              text_font_style="bold", text_align="center", text_baseline="bottom")
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
-        self.state.param.watch(self._render, ["plotted", "lang"])
+        self.plots.param.watch(self._render, "result")
+        self.state.param.watch(self._render, ["lang"])
         self._render()
 
     def _render(self, *_):
@@ -204,7 +214,7 @@ class ValuePlane(pn.viewable.Viewer):
         V = np.asarray(self.state.values, dtype=float)
         if V.ndim != 2 or V.shape[1] != 2:
             return
-        w, tokens = self.state.plotted.weights[self.state.selected], self.state.tokens
+        w, tokens = self.plots.result.weights[self.state.selected], self.state.tokens
         lo, hi = np.minimum(V.min(axis=0), 0), np.maximum(V.max(axis=0), 0)
         pad = np.maximum(0.25 * (hi - lo), 1.0)
         # labels are written to the right of each point: leave them room
@@ -215,7 +225,7 @@ class ValuePlane(pn.viewable.Viewer):
             color=[token_color(i) for i in range(len(V))], size=(8 + 16 * w).tolist(),
             label=[f"v {t} {tr.vec(v, 4, isolate=False, short=True)}" for t, v in zip(tokens, V, strict=True)],
         )
-        out = self.state.plotted.output[self.state.selected]
+        out = self.plots.result.output[self.state.selected]
         self._output.data = dict(x=[float(out[0])], y=[float(out[1])],
                                  label=[f"{tr._('output')} {tr.vec(out, 4, isolate=False)}"])
 
@@ -232,10 +242,12 @@ class ValuesView(pn.viewable.Viewer):
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
     on_build = param.Callable(default=None, doc="Called with each view (OutputLine, ValuePlane) when it is built.")
 
     def __init__(self, **params):
         super().__init__(**params)
+        self.plots = self.plots or PlotsShown(state=self.state)
         self.line: OutputLine | None = None
         self.plane: ValuePlane | None = None
         self._layout = pn.Column(margin=0)
@@ -246,11 +258,11 @@ class ValuesView(pn.viewable.Viewer):
         shape = np.shape(self.state.values)
         if len(shape) == 1:
             if self.line is None:
-                self.line = self._built(OutputLine(state=self.state))
+                self.line = self._built(OutputLine(state=self.state, plots=self.plots))
             shown = self.line
         elif len(shape) == 2 and shape[1] == 2:
             if self.plane is None:
-                self.plane = self._built(ValuePlane(state=self.state))
+                self.plane = self._built(ValuePlane(state=self.state, plots=self.plots))
             shown = self.plane
         else:
             shown = None
