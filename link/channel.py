@@ -2,7 +2,7 @@
 drag's contract (``link/__init__.py``).
 
 Two drags use it: the query's (:class:`link.drag.DragChannel`) and the Projections tab's
-(:class:`widgets.projections.ProjectionChannel`), so a position costs the server the same in either. Particular to
+(:class:`link.projections.ProjectionChannel`), so a position costs the server the same in either. Particular to
 this file: a row the page writes is checked before anything reads it; positions are taken paced (after each
 update the session waits as long as it took, at least :attr:`PositionChannel.MIN_GAP`, the newest position
 winning), mid-drag updates also count against the process's share (``server/pacing.py``), and the release is

@@ -1,18 +1,8 @@
-// The Projections tab's drag: an embedding x_i, or the image e_r W of a basis vector under the shown head's
-// W_Q, W_K or W_V. Needs fmt from attention.js, send and answered from outbox.js. The server's end is
-// widgets/projections.py (ProjectionChannel).
-//
-// Drawn: on each pointer move of a drag, the page computes the head's Q, K, V, scores, weights, outputs,
-// largest weights and entropies itself (selfAttention, a mirror of core.projections.self_attention at a
-// temperature and of core.scaling.saturation) and writes them into the tab's numbers and, on the next
-// animation frame, its two planes. Nothing it draws goes back to the server.
-//
-// Sent: the press and the release only, through `a.channel` (outbox.js; the release goes at once, after the
-// press). The moves between them stay in the page: the mirror computes them as the core does (checked
-// against it in tests/ui/test_heads.py), and the session's state takes the dragged value only at the release,
-// so a position sent mid-drag would cost the server a message and a computation for a text the page already
-// shows. The server takes the release's position with the NumPy core, and its numbers then replace the page's.
-// (The server still answers a position sent mid-drag, with its own text of the outputs, paced as the query's.)
+// The Projections tab's drag, under the drag's contract (link/__init__.py): an embedding x_i, or the image e_r W
+// of a basis vector under the shown head's W_Q, W_K or W_V. Particular to it: the page computes every position
+// (selfAttention, a mirror of core.projections.self_attention at a temperature and of core.scaling.saturation)
+// and sends only the press and the release. Needs attention.js and outbox.js before it; the server's end is
+// link/projections.py (ProjectionChannel).
 //
 // `a`: inputs (X, the head's W_Q, W_K, W_V, T, tokens, which W the right plane edits, grab radius), channel,
 // confirmed, x_fig and w_fig (the planes), x_points, basis, qkv (their data), numbers and status (Divs).
