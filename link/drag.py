@@ -20,14 +20,14 @@ from link.row import OneRow
 from link.shown import PlotsShown
 from link.updates import one_message
 from session.state import AttentionState
-from widgets.matrix import cell_decimals
+from widgets.matrix import INK_THRESHOLD, cell_decimals
 from widgets.query_plot import MAX_LINE_WIDTH, PLANE, QueryPlot
 from widgets.steps import PLACEHOLDER, Readout, readout_script_words
-from widgets.weights import WeightBars
+from widgets.weights import VALUE_SIZE, WeightBars
 
 HERE = Path(__file__).resolve().parent
-#: The page's JavaScript: the formula, the outbox, then the drag. Read once; it never changes.
-DRAG_JS = "\n".join((HERE / name).read_text() for name in ("attention.js", "outbox.js", "drag.js"))
+#: The page's JavaScript: the formula, the helpers both drags share, the outbox, then the drag. Read once.
+DRAG_JS = "\n".join((HERE / name).read_text() for name in ("attention.js", "shared.js", "outbox.js", "drag.js"))
 #: A drag that starts this close to a key (in data units, ~12 px) moves that key,
 #: unless the query is at least as close: q wins ties, since it sits on its own key.
 GRAB_RADIUS = 0.12
@@ -113,7 +113,8 @@ class DragChannel(PositionChannel):
             selected=[i], scale=[bool(s.scale)], scalar=[V.ndim == 1],
             revealed=[[s.revealed(step) for step in (1, 2, 3)]], placeholder=[PLACEHOLDER], guided=[bool(s.guided)],
             words=[readout_script_words(s.lang)],
-            plane=[list(PLANE)], grab=[GRAB_RADIUS], max_width=[MAX_LINE_WIDTH],
+            plane=[list(PLANE)], grab=[GRAB_RADIUS], max_width=[MAX_LINE_WIDTH], value_size=[list(VALUE_SIZE)],
+            ink_threshold=[INK_THRESHOLD],
             cell_decimals=[cell_decimals(s.mode)],
         )
 

@@ -23,8 +23,10 @@ from session.state import HEAD_TOKENS, ROLES, AttentionState
 
 HERE = Path(__file__).resolve().parent
 ENGLISH = translator("en")
-#: The page's script for a drag in the planes: fmt from attention.js, the outbox, then the mirror and the drag.
-PROJECTIONS_JS = "\n".join((HERE / name).read_text() for name in ("attention.js", "outbox.js", "projections.js"))
+#: The page's script for a drag in the planes: the formula's softmax and fmt (attention.js), the helpers both drags
+#: share, the outbox, then the mirror and the drag.
+PROJECTIONS_JS = "\n".join((HERE / name).read_text()
+                           for name in ("attention.js", "shared.js", "outbox.js", "projections.js"))
 
 #: A press this close to a handle picks it up, as a share of the plane's width (~16 px of a 270 px plane).
 GRAB = 0.06

@@ -26,6 +26,9 @@ CELL_DECIMALS = {"normal": 4, "projector": 2}
 #: Text sizes (CSS px) of the cells' numbers and of the axes' labels in normal mode (widgets/style.py
 #: makes them at least 20 in projector mode).
 CELL_FONT, AXIS_FONT = 14, 15
+#: Cividis is dark below about this weight and light above: a cell's number is white below it, black above
+#: (also the page's drag preview: link/drag.py sends it).
+INK_THRESHOLD = 0.55
 
 
 def cell_decimals(mode: str) -> int:
@@ -189,8 +192,7 @@ class AttentionMatrix(pn.viewable.Viewer):
         self._cells.data = dict(
             x=cols[allowed].tolist(), y=rows[allowed].tolist(), weight=ok.tolist(),
             label=[tr.num(a, dec) for a in ok],
-            # Cividis is dark below ~0.55 and light above: pick the readable ink.
-            text_color=["white" if a < 0.55 else "black" for a in ok],
+            text_color=["white" if a < INK_THRESHOLD else "black" for a in ok],
         )
         self._masked.data = dict(x=cols[~allowed].tolist(), y=rows[~allowed].tolist(),
                                  label=[tr._("masked")] * int((~allowed).sum()))

@@ -22,6 +22,11 @@ CHARTS_CSS = (Path(__file__).resolve().parent.parent / "static" / "charts.css").
 
 #: Text size (CSS px) of the numbers the SVG charts are laid out for, by mode (static/charts.css).
 CHART_FONT = {"normal": 16, "projector": 22}
+#: A bar's number sits this far (px) above its bar; the page's drag preview reads it from the chart (data-gap).
+BAR_LABEL_GAP = 6
+#: A value's marker in the values' plane: its size (px) at weight 0 and at weight 1, linear between (also the
+#: page's drag preview: link/drag.py sends it).
+VALUE_SIZE = (8, 24)
 
 
 def _x(j: int, n: int) -> float:
@@ -78,7 +83,7 @@ class WeightBars(pn.viewable.Viewer):
                 h = a * (bottom - top)
                 parts += [f'<rect class="bar" data-j="{j}" data-weight="{float(a)!r}" x="{x - width / 2:.3f}%" '
                           f'width="{width:.3f}%" y="{bottom - h:.2f}" height="{h:.2f}" fill="{token_color(j)}"/>',
-                          f'<text class="value" data-j="{j}" x="{x:.3f}%" y="{bottom - h - 6:.2f}" '
+                          f'<text class="value" data-j="{j}" x="{x:.3f}%" y="{bottom - h - BAR_LABEL_GAP:.2f}" '
                           f'text-anchor="middle">{tr.num(a)}</text>']
             else:  # the step-through: a "?" stands where each bar will be, so the picture gives nothing away
                 parts.append(f'<text class="unknown" x="{x:.3f}%" y="{(top + bottom) / 2:.0f}" text-anchor="middle" '
@@ -87,7 +92,7 @@ class WeightBars(pn.viewable.Viewer):
         label = tr._("Softmax weights: {list}", list=tr.list_sep.join(f"{t} {tr.num(a) if revealed else '?'}"
                                                                       for t, a in zip(s.tokens, w, strict=True)))
         self.div.text = (_heading(tr._("Softmax weights a = softmax(s)")) +
-                         f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" '
+                         f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" data-gap="{BAR_LABEL_GAP}" '
                          f'role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
     def __panel__(self):
@@ -222,7 +227,7 @@ class ValuePlane(pn.viewable.Viewer):
         self.figure.y_range.update(start=float(lo[1] - pad[1]), end=float(hi[1] + pad[1]))
         self._values.data = dict(
             x=V[:, 0].tolist(), y=V[:, 1].tolist(), x0=[0.0] * len(V), y0=[0.0] * len(V),
-            color=[token_color(i) for i in range(len(V))], size=(8 + 16 * w).tolist(),
+            color=[token_color(i) for i in range(len(V))], size=(VALUE_SIZE[0] + (VALUE_SIZE[1] - VALUE_SIZE[0]) * w).tolist(),
             label=[f"v {t} {tr.vec(v, 4, isolate=False, short=True)}" for t, v in zip(tokens, V, strict=True)],
         )
         out = self.plots.result.output[self.state.selected]
