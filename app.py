@@ -15,6 +15,7 @@ from bokeh.models import Plot
 
 from link.browser import SHORTCUTS, BrowserBridge
 from link.drag import DragChannel
+from link.shown import PlotsShown
 from server.bokeh_defaults import install as keep_stable_defaults
 from server.housekeeping import return_freed_memory
 from server.logs import install_log_redaction
@@ -186,12 +187,13 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     apply_address(state, address_args() if args is None else args, TAB_NAMES)
     tr = state.tr
 
-    query_plot = _stretch(QueryPlot(state=state))
+    plots = PlotsShown(state=state)  # what the plots show, held during the page's own drag of q (link/shown.py)
+    query_plot = _stretch(QueryPlot(state=state, plots=plots))
     query_plot.figure.css_classes = ["ae-query-plot"]  # arrow keys move q while it has focus; no touch scrolling
     query_plot.figure.stylesheets = [APP_CSS]
     plot_label = N_("Query plane: drag q, or use the arrow keys")
     query_plot.figure.html_attributes = {"tabindex": "0", "role": "application", "aria-label": tr(plot_label)}
-    bars = WeightBars(state=state)
+    bars = WeightBars(state=state, plots=plots)
     readout = Readout(state=state)
     drag = DragChannel(query_plot, readout, bars, state=state)
     styler = FigureStyler(state=state, figures=[query_plot.figure])
@@ -203,7 +205,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         return view
 
     # number line for scalar values, plane for 2-D ones: each built when the values first need it
-    values = ValuesView(state=state, on_build=built)
+    values = ValuesView(state=state, plots=plots, on_build=built)
     values.__panel__().sizing_mode = "stretch_both"
 
     def inspector():
@@ -237,7 +239,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     notices = pn.pane.HTML(pn.bind(_notices, state.param.notice, state.param.message, state.param.lang),
                            css_classes=["notice"], stylesheets=[APP_CSS], sizing_mode="stretch_width", margin=0)
     served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
-    bridge = BrowserBridge(state=state, whole_page=served)
+    bridge = BrowserBridge(state=state, plots=plots, whole_page=served)
     # Present / follow a room (widgets/room.py), at the header's end
     room = RoomControls(state=state, live=drag.live, browser=bridge)
     drag.param.watch(room.share_hand, "hand")
@@ -255,7 +257,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         # in a Column: the tab's contents scroll inside it (static/app.css), while the figure keeps the
         # smallest size its cells' numbers need; the figure alone in the tab would be squeezed to the tab's box
         # scrolling sideways in its own box where the tab is narrower than its numbers (scroll-x)
-        lambda: pn.Column(built(AttentionMatrix(state=state)), sizing_mode="stretch_both",
+        lambda: pn.Column(built(AttentionMatrix(state=state, plots=plots)), sizing_mode="stretch_both",
                           css_classes=["scroll-x"], stylesheets=[APP_CSS]),
         inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
         lambda: projections_tab(state, styler), lambda: heads_tab(state, styler), lambda: train_tab(state, styler),

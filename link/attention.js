@@ -1,3 +1,30 @@
+// The softmax of one row of scores, as core.attention.softmax: shifted by the row's largest score, so that
+// exp(s - max) <= 1 never overflows and the max contributes exp(0) = 1 to the sum; a score of -Infinity is a
+// masked entry (weight 0).
+//   scores : number[n]
+// returns {rowMax, shifted, exp, expSum, weights}
+function softmax(scores) {
+  let rowMax = -Infinity;
+  for (const s of scores) if (s > rowMax) rowMax = s;
+  const shifted = scores.map((s) => (s === -Infinity ? -Infinity : s - rowMax));
+  const exp = shifted.map(Math.exp);
+  const expSum = exp.reduce((a, b) => a + b, 0);
+  return { rowMax, shifted, exp, expSum, weights: exp.map((e) => e / expSum) };
+}
+
+// Σ_j weights[j] values[j] for one row of weights: each entry kept within [min v, max v], where a convex
+// combination lies (rounding could step just out), as core.attention does.
+//   weights : number[n_k]; values : number[n_k][d_v]  ->  number[d_v]
+function weightedSum(weights, values) {
+  const output = [];
+  for (let c = 0; c < values[0].length; c++) {
+    let lo = Infinity, hi = -Infinity, acc = 0;
+    values.forEach((v, j) => { acc += weights[j] * v[c]; lo = Math.min(lo, v[c]); hi = Math.max(hi, v[c]); });
+    output.push(Math.min(Math.max(acc, lo), hi));
+  }
+  return output;
+}
+
 // In-browser mirror of core/attention.py's scaled_dot_product_attention, for ONE query.
 //
 // The page uses it only as a preview while the pointer moves: the server recomputes
@@ -15,20 +42,8 @@ function attentionStep(q, keys, values, allowed, scale) {
   const factor = scale ? 1 / Math.sqrt(d_k) : 1;
   const dots = keys.map((k) => k.reduce((acc, kj, j) => acc + q[j] * kj, 0));
   const scores = dots.map((d, j) => (allowed[j] ? d * factor : -Infinity));
-  let rowMax = -Infinity;
-  scores.forEach((s, j) => { if (allowed[j] && s > rowMax) rowMax = s; });
-  // exp(s - max) <= 1: no overflow, and the max contributes exp(0) = 1 to the sum
-  const shifted = scores.map((s, j) => (allowed[j] ? s - rowMax : -Infinity));
-  const exp = shifted.map(Math.exp);
-  const expSum = exp.reduce((a, b) => a + b, 0);
-  const weights = exp.map((e) => e / expSum);
-  const d_v = values[0].length;
-  const output = [];
-  for (let c = 0; c < d_v; c++) {
-    let lo = Infinity, hi = -Infinity, acc = 0;
-    values.forEach((v, j) => { acc += weights[j] * v[c]; lo = Math.min(lo, v[c]); hi = Math.max(hi, v[c]); });
-    output.push(Math.min(Math.max(acc, lo), hi)); // a convex combination stays in [min v, max v]
-  }
+  const { rowMax, shifted, exp, expSum, weights } = softmax(scores);
+  const output = weightedSum(weights, values);
   return { dots, scores, rowMax, shifted, exp, expSum, weights, output };
 }
 
@@ -47,4 +62,4 @@ function fmt(x, d = 4) {
   return /^-0\.?0*$/.test(s) ? s.slice(1) : s;
 }
 
-if (typeof module !== "undefined") module.exports = { attentionStep, fmt };
+if (typeof module !== "undefined") module.exports = { attentionStep, fmt, softmax, weightedSum };

@@ -1,20 +1,12 @@
-"""The server's end of a drag that the page sends one position at a time (``link/outbox.js``).
+"""The server's end of a drag that the page sends one position at a time (``link/outbox.js``), under the
+drag's contract (``link/__init__.py``).
 
-Two drags use it: the query's in the explorer (:class:`link.drag.DragChannel`) and the Projections tab's
-(:class:`widgets.projections.ProjectionChannel`). Both pages draw every position themselves, so what the
-server does with a position only confirms the page's numbers (the Projections page sends only the press and
-the release: its state takes nothing in between); a position must cost the server the same in either, and a
-class dragging in either tab must leave the loop free for clicks, keys and releases. So both take their
-positions the same way, here:
-
-- a row the page writes is checked before anything reads it (a hostile or broken client is ignored);
-- positions are taken paced: after each update the session waits as long as that update took, counting
-  the time it waited in the loop past when it was due (at least :attr:`PositionChannel.MIN_GAP`), so a page
-  that ignores the one-at-a-time rule gets one update per interval, the newest, and a busy loop spaces
-  updates further;
-- while the page drags, its updates also count against the process's share for mid-drag updates
-  (``server/pacing.py``), which spaces them further when many pages drag;
-- the release is taken at once: it ends the drag, and what the page sends after it comes after it.
+Two drags use it: the query's (:class:`link.drag.DragChannel`) and the Projections tab's
+(:class:`link.projections.ProjectionChannel`), so a position costs the server the same in either. Particular to
+this file: a row the page writes is checked before anything reads it; positions are taken paced (after each
+update the session waits as long as it took, at least :attr:`PositionChannel.MIN_GAP`, the newest position
+winning), mid-drag updates also count against the process's share (``server/pacing.py``), and the release is
+taken at once.
 """
 
 from __future__ import annotations

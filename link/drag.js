@@ -1,25 +1,10 @@
-// The page's drag of q (and of a key): what the pointer does, what the page draws, what it sends.
-// Needs attentionStep and fmt from attention.js, send and answered from outbox.js. The server's end is
-// link/drag.py (DragChannel).
+// The page's end of the drag of q (and of a key), under the drag's contract (link/__init__.py): what the
+// pointer does, what the page draws (a preview, straight into the plots' data and the readout's element), what
+// it sends (outbox.js). Needs attention.js, shared.js and outbox.js before it; the server's end is link/drag.py.
 //
-// Drawn: while the pointer moves, the numbers it implies, on the same frame, before the server's
-// answer arrives (a preview). The page writes them straight into the plots' data and the readout's
-// element; nothing it draws is sent back to the server.
-//
-// Sent: the positions of every drag and tap, through `a.channel`, at most one at a time (outbox.js):
-// the next once the server's `confirmed` has answered the one in flight; a move waiting to go is
-// replaced by a newer one; the press and the release are always sent. The server computes each
-// position it takes with the NumPy core; its numbers replace the preview's.
-//
-// `a` holds the Bokeh models (see link/drag.py): inputs (what the server says the computation
-// depends on), confirmed (the query of the server's latest numbers and the last position it answered),
-// channel, query, lines, bars, line_out, plane_out, plane_values, cells, sums, outputs, readout,
-// figure, and live (which room the page follows live; see onLive).
-//
-// During the page's own drag of q the server sends its numbers as the readout's text (which
-// replaces the preview's when it is for the position previewed), and holds the data of the plots
-// this preview draws, with the same numbers, until the hand lets go (AttentionState.plotted). So a
-// server update mid-drag does not repaint those plots.
+// `a` holds the Bokeh models (link/drag.py): inputs, confirmed, channel, query, lines, bars, readout, figure,
+// live (see onLive); the views built later are found by name (NAMED). During the page's own drag of q the
+// server's numbers arrive as the readout's text; the plots keep the preview until the release.
 
 // q: the previewed position (null: the server's numbers are shown); text: its readout text; path:
 // every position previewed since the press; server: the query of the server's latest numbers;
@@ -42,17 +27,6 @@ function previewState(a) {
 
 const samePoint = (p, q) => p[0] === q[0] && p[1] === q[1];
 
-function col(src, name, i, value) {
-  if (src.data[name] !== undefined && i < src.data[name].length) src.data[name][i] = value;
-}
-
-// Numbers as the page's language writes them (session/i18n.py, Translator.num and .vec): its decimal mark, a
-// vector separator that never clashes with it, and a left-to-right isolate inside right-to-left text.
-function fmtL(x, d, w) { const s = fmt(x, d); return w.decimal === "." ? s : s.replace(".", w.decimal); }
-function fmtVec(v, d, w) {
-  const s = "(" + v.map((c) => fmtL(c, d, w)).join(w.vector_sep) + ")";
-  return w.isolate ? "\u2066" + s + "\u2069" : s;
-}
 function fmtEntry(x, w) { return x === -Infinity ? w.masked : fmtL(x, 4, w); }
 function sqrtText(d) { const r = Math.round(Math.sqrt(d)); return r * r === d ? String(r) : "√" + d; }
 const fill = (template, args) => template.replace(/\{(\w+)\}/g, (m, k) => (k in args ? args[k] : m));
@@ -76,20 +50,14 @@ function readoutText(inp, q, r) {
           fill(w.output, {value})].join("\n");
 }
 
-// the templates change only with the language: parsed once per text
-let wordsText = null, wordsParsed = null;
-function wordsOf(text) {
-  if (text !== wordsText) { wordsText = text; wordsParsed = JSON.parse(text); }
-  return wordsParsed;
-}
-
 function inputsOf(a) {
   const d = a.inputs.data;
   return {
     keys: d.keys[0], values: d.values[0], tokens: d.tokens[0], allowed: d.allowed[0],
     selected: d.selected[0], scale: d.scale[0], scalar: d.scalar[0],
-    revealed: d.revealed[0], placeholder: d.placeholder[0], words: wordsOf(d.words[0]),
+    revealed: d.revealed[0], placeholder: d.placeholder[0], words: parsedOnce(d.words[0]),
     plane: d.plane[0], grab: d.grab[0], maxWidth: d.max_width[0], cellDecimals: d.cell_decimals[0],
+    valueSize: d.value_size[0], inkThreshold: d.ink_threshold[0],
   };
 }
 
@@ -101,28 +69,27 @@ function showReadout(a, text) {
   if (el != null && el.textContent !== text) el.textContent = text;
 }
 
-// The element a Div's view draws its text or SVG into. Bokeh.index.find_one walks every view of the page:
-// a view is looked up again only once it is gone.
-function markup(st, model) {
-  const views = (st.views ??= new Map());
-  let view = views.get(model.id);
-  if (view == null || view.is_destroyed) views.set(model.id, view = Bokeh.index.find_one(model));
-  return view != null ? view.markup_el : null;
-}
+// The geometry the server draws with, from the numbers it sends (inputs, or the chart's own data-*): a query
+// line's width (widgets/query_plot.py), a value's marker size (widgets/weights.py, ValuePlane), a bar's top
+// (WeightBars) and a matrix cell's ink (widgets/matrix.py).
+const lineWidth = (w, maxWidth) => 1 + (maxWidth - 1) * w;
+const valueSize = (w, [atZero, atOne]) => atZero + (atOne - atZero) * w;
+const barY = (w, top, bottom) => bottom - w * (bottom - top);
+const inkOn = (w, threshold) => (w < threshold ? "white" : "black");
 
 // The weights' bars and the values' number line are SVG drawn by the server (widgets/weights.py); the
 // preview moves their bars, numbers and marker in place, from the layout the server wrote on the <svg>.
 function drawBars(st, model, weights, L) {
   const svg = markup(st, model)?.querySelector("svg.bars");
   if (svg == null) return;
-  const top = +svg.dataset.top, bottom = +svg.dataset.bottom, y = (w) => bottom - w * (bottom - top);
+  const top = +svg.dataset.top, bottom = +svg.dataset.bottom, gap = +svg.dataset.gap, y = (w) => barY(w, top, bottom);
   for (const bar of svg.querySelectorAll("rect.bar")) {
     const w = weights[+bar.dataset.j];
     bar.setAttribute("y", y(w)); bar.setAttribute("height", bottom - y(w)); bar.dataset.weight = w;
   }
   for (const label of svg.querySelectorAll("text.value")) {
     const w = weights[+label.dataset.j];
-    label.setAttribute("y", y(w) - 6); label.textContent = fmtL(w, 4, L);
+    label.setAttribute("y", y(w) - gap); label.textContent = fmtL(w, 4, L);
   }
 }
 
@@ -192,8 +159,8 @@ function drawFrame(a, { q, r, inp }) {
   d.query.change.emit();
   r.weights.forEach((w, j) => {
     col(d.lines, "xs", j, [q[0], inp.keys[j][0]]); col(d.lines, "ys", j, [q[1], inp.keys[j][1]]);
-    col(d.lines, "width", j, 1 + (inp.maxWidth - 1) * w);
-    if (!inp.scalar && d.plane_values) col(d.plane_values, "size", j, 8 + 16 * w);
+    col(d.lines, "width", j, lineWidth(w, inp.maxWidth));
+    if (!inp.scalar && d.plane_values) col(d.plane_values, "size", j, valueSize(w, inp.valueSize));
   });
   d.lines.change.emit();
   drawBars(st, d.bars, r.weights, L);
@@ -210,7 +177,7 @@ function drawFrame(a, { q, r, inp }) {
   for (let c = 0; c < cells.y.length; c++) {
     if (cells.y[c] !== inp.selected) continue;
     const w = r.weights[cells.x[c]];
-    cells.weight[c] = w; cells.label[c] = fmtL(w, inp.cellDecimals, L); cells.text_color[c] = w < 0.55 ? "white" : "black";
+    cells.weight[c] = w; cells.label[c] = fmtL(w, inp.cellDecimals, L); cells.text_color[c] = inkOn(w, inp.inkThreshold);
   }
   d.cells.change.emit();
   const dec = inp.cellDecimals;
@@ -256,7 +223,7 @@ function attach(a) {
 // Preview the query at (x, y), clamped to the plane as link/drag.py clamps it.
 function previewAt(a, st, x, y) {
   const [lo, hi] = inputsOf(a).plane;
-  const q = [Math.min(Math.max(x, lo), hi), Math.min(Math.max(y, lo), hi)];
+  const q = [clamp(x, lo, hi), clamp(y, lo, hi)];
   if (!Number.isFinite(q[0]) || !Number.isFinite(q[1])) return;
   if (st.fromLive) endPreview(a, st); // the learner's own move replaces a followed one
   st.q = q;
@@ -275,8 +242,6 @@ function endPreview(a, st) {
 // What drawFrame writes into (drawn). The page's own drag always ends with the server drawing its last
 // position; a followed drag may end on a view whose data the server has already sent (it never took the
 // drag's positions), so the page keeps the server's data to put back.
-const copyColumns = (d) => Object.fromEntries(Object.entries(d).map(
-  ([k, v]) => [k, Array.from(v, (x) => (Array.isArray(x) ? x.slice() : x))]));
 
 function saveServerData(d, st) {
   st.saved ??= new Map();
@@ -328,7 +293,7 @@ function onPointer(a, ev) {
   const st = previewState(a), inp = inputsOf(a);
   const [lo, hi] = inp.plane;
   const finite = ev.x != null && ev.y != null && Number.isFinite(ev.x) && Number.isFinite(ev.y);
-  const at = finite ? [Math.min(Math.max(ev.x, lo), hi), Math.min(Math.max(ev.y, lo), hi)] : null;
+  const at = finite ? [clamp(ev.x, lo, hi), clamp(ev.y, lo, hi)] : null;
   if (ev.event_name === "panend") {
     const last = st.last ?? at;
     const sent = st.pressed && last != null;
@@ -350,10 +315,7 @@ function onPointer(a, ev) {
     // a drag that starts near a key moves that key (the server decides the same way): no preview
     // as the server decides it: against its q (what the page draws can be a preview, or a presenter's q)
     const cur = [a.confirmed.data.x[0], a.confirmed.data.y[0]];
-    const dq = Math.hypot(cur[0] - ev.x, cur[1] - ev.y);
-    const dk = inp.keys.map((k) => Math.hypot(k[0] - ev.x, k[1] - ev.y));
-    const j = dk.indexOf(Math.min(...dk));
-    st.dragging = !(dk[j] <= inp.grab && dk[j] < dq);
+    st.dragging = nearestWithin(inp.keys, [ev.x, ev.y], inp.grab, cur) == null;
   } else if (ev.event_name === "tap") {
     st.dragging = true;
   }

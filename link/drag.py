@@ -1,24 +1,9 @@
-"""The drag of q (and of a key): the page's side draws it, this side receives it.
+"""The server's end of the drag of q (and of a key), under the drag's contract (``link/__init__.py``).
 
-One place in the page owns the pointer (``link/drag.js``): on each pointer move of a drag it computes
-the selected query's scores, weights and output itself (``link/attention.js``, a line-by-line mirror
-of ``core.attention``) and draws them on the same frame, and it sends the server the positions through
-one channel, ``DragChannel.channel``, **at most one at a time**: the next only once the server has
-answered the previous one (``DragChannel.confirmed``), a waiting move replaced by a newer one, the press
-and the release always sent. So however fast the hand moves, a page costs the server one position per
-round trip, and on a crowded server it simply sends fewer. Bokeh's own per-move ``Pan`` events are not
-used: BokehJS sends every one of them, and receiving one cost the server about 2.5 ms.
-
-One place on the server receives them (:meth:`DragChannel.receive`): it decides what the press picked
-up (q, or a key near it), computes every position it takes with the NumPy core through the session's
-state, and answers with ``confirmed``. It stays the authority for what the page finally shows: during
-a drag of q its numbers arrive as the readout's text (the plots, which the page draws with the same
-numbers, take the server's data at the release: ``AttentionState.plotted``), and at the release the
-server's numbers replace the page's everywhere.
-
-A page following a presenter (``widgets/room.py``) previews the same way: while the presenter drags,
-the page receives only the presenter's query, on the room's live channel (``server/room_live.py``), and
-computes the rest; the presenter's hand is each position this channel receives (:attr:`DragChannel.hand`).
+Particular to this drag: the press decides what it moves (q, or a key within :data:`GRAB_RADIUS`), the page
+draws only a drag of q, and during one the server's numbers reach the page as the readout's text while the
+plots keep the page's drawing until the release (:class:`link.shown.PlotsShown`). A page following a presenter
+previews the presenter's query the same way (``widgets/room.py``); the presenter's hand is :attr:`DragChannel.hand`.
 """
 
 from __future__ import annotations
@@ -32,16 +17,17 @@ from bokeh.models import CustomJS
 
 from link.channel import PositionChannel
 from link.row import OneRow
+from link.shown import PlotsShown
 from link.updates import one_message
 from session.state import AttentionState
-from widgets.matrix import cell_decimals
+from widgets.matrix import INK_THRESHOLD, cell_decimals
 from widgets.query_plot import MAX_LINE_WIDTH, PLANE, QueryPlot
 from widgets.steps import PLACEHOLDER, Readout, readout_script_words
-from widgets.weights import WeightBars
+from widgets.weights import VALUE_SIZE, WeightBars
 
 HERE = Path(__file__).resolve().parent
-#: The page's JavaScript: the formula, the outbox, then the drag. Read once; it never changes.
-DRAG_JS = "\n".join((HERE / name).read_text() for name in ("attention.js", "outbox.js", "drag.js"))
+#: The page's JavaScript: the formula, the helpers both drags share, the outbox, then the drag. Read once.
+DRAG_JS = "\n".join((HERE / name).read_text() for name in ("attention.js", "shared.js", "outbox.js", "drag.js"))
 #: A drag that starts this close to a key (in data units, ~12 px) moves that key,
 #: unless the query is at least as close: q wins ties, since it sits on its own key.
 GRAB_RADIUS = 0.12
@@ -79,6 +65,9 @@ class DragChannel(PositionChannel):
 
     def __init__(self, query_plot: QueryPlot, readout: Readout, bars: WeightBars, **params):
         super().__init__(**params)
+        #: What the page's plots show (link/shown.py): this channel holds it from the press of a drag of q to its
+        #: release, the time the page draws the drag itself.
+        self.plots: PlotsShown = query_plot.plots
         self.inputs = OneRow(data=self._inputs(), name="drag-inputs")
         self.live = OneRow(data=dict(room=[""], version=[0], path=[""], ticket=[""]), name="live-room")
         self._answered = 0  # seq of the last position taken
@@ -89,8 +78,8 @@ class DragChannel(PositionChannel):
         # the views on the page from the start; the script finds the others by name when they are built
         # (the values' number line or plane, the matrix: widgets/weights.py, widgets/matrix.py)
         models = dict(
-            inputs=self.inputs, confirmed=self.confirmed, channel=self.channel, query=query_plot._query,
-            lines=query_plot._lines, bars=bars.div, readout=readout.div, figure=query_plot.figure, live=self.live,
+            inputs=self.inputs, confirmed=self.confirmed, channel=self.channel, query=query_plot.query_source,
+            lines=query_plot.lines_source, bars=bars.div, readout=readout.div, figure=query_plot.figure, live=self.live,
         )
         # One callback for what the server sends (the readout's text, the query's position, the answers, a
         # followed presenter's query); the first of them also attaches the script's own pointer listeners to the
@@ -99,7 +88,7 @@ class DragChannel(PositionChannel):
         bundle = "const a = {" + ", ".join(models) + "};\n"
         script = CustomJS(args=models, code=DRAG_JS + bundle + "onServerUpdate(a, cb_obj);")
         readout.div.js_on_change("text", script)
-        query_plot._query.js_on_change("data", script)
+        query_plot.query_source.js_on_change("data", script)
         self.confirmed.js_on_change("data", script)
         self.live.js_on_change("data", script)
         # BokehJS sets the plot's inner size once it has laid the plot out, in any page: the drag takes the pointer
@@ -124,7 +113,8 @@ class DragChannel(PositionChannel):
             selected=[i], scale=[bool(s.scale)], scalar=[V.ndim == 1],
             revealed=[[s.revealed(step) for step in (1, 2, 3)]], placeholder=[PLACEHOLDER], guided=[bool(s.guided)],
             words=[readout_script_words(s.lang)],
-            plane=[list(PLANE)], grab=[GRAB_RADIUS], max_width=[MAX_LINE_WIDTH],
+            plane=[list(PLANE)], grab=[GRAB_RADIUS], max_width=[MAX_LINE_WIDTH], value_size=[list(VALUE_SIZE)],
+            ink_threshold=[INK_THRESHOLD],
             cell_decimals=[cell_decimals(s.mode)],
         )
 
@@ -162,7 +152,7 @@ class DragChannel(PositionChannel):
             if not end:
                 self._drag_started()
             # the page draws a drag of q itself, not a drag of a key
-            self.state.previewing = self._target is None and finite and not end
+            self.plots.previewing = self._target is None and finite and not end
         lo, hi = PLANE
         self._pending = (self._target, min(max(x, lo), hi), min(max(y, lo), hi), seq)
         if self._target is None and finite:  # clamping keeps a coordinate finite or not
@@ -178,11 +168,15 @@ class DragChannel(PositionChannel):
         with one_message():
             self._answered = max(self._answered, seq)
             if target is None:
-                self.state.move_query(x, y, drag=not self._release)
+                if self._release:  # the hand let go: this last position ends the preview
+                    self.state.move_query(x, y)
+                else:
+                    with self.plots.drag_move():
+                        self.state.move_query(x, y)
             elif target < len(self.state.tokens):
                 self.state.move_key(target, x, y)
             if self._release:  # the hand let go: this last position ends the drag, in the same message
-                self._release = self.state.previewing = False
+                self._release = self.plots.previewing = False
             self._confirm()  # the answer, also when nothing moved
 
     def _grab(self, x: float, y: float) -> int | None:

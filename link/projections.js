@@ -1,18 +1,8 @@
-// The Projections tab's drag: an embedding x_i, or the image e_r W of a basis vector under the shown head's
-// W_Q, W_K or W_V. Needs fmt from attention.js, send and answered from outbox.js. The server's end is
-// widgets/projections.py (ProjectionChannel).
-//
-// Drawn: on each pointer move of a drag, the page computes the head's Q, K, V, scores, weights, outputs,
-// largest weights and entropies itself (selfAttention, a mirror of core.projections.self_attention at a
-// temperature and of core.scaling.saturation) and writes them into the tab's numbers and, on the next
-// animation frame, its two planes. Nothing it draws goes back to the server.
-//
-// Sent: the press and the release only, through `a.channel` (outbox.js; the release goes at once, after the
-// press). The moves between them stay in the page: the mirror computes them as the core does (checked
-// against it in tests/ui/test_heads.py), and the session's state takes the dragged value only at the release,
-// so a position sent mid-drag would cost the server a message and a computation for a text the page already
-// shows. The server takes the release's position with the NumPy core, and its numbers then replace the page's.
-// (The server still answers a position sent mid-drag, with its own text of the outputs, paced as the query's.)
+// The Projections tab's drag, under the drag's contract (link/__init__.py): an embedding x_i, or the image e_r W
+// of a basis vector under the shown head's W_Q, W_K or W_V. Particular to it: the page computes every position
+// (selfAttention, a mirror of core.projections.self_attention at a temperature and of core.scaling.saturation)
+// and sends only the press and the release. Needs attention.js, shared.js and outbox.js before it; the server's end is
+// link/projections.py (ProjectionChannel).
 //
 // `a`: inputs (X, the head's W_Q, W_K, W_V, T, tokens, which W the right plane edits, grab radius), channel,
 // confirmed, x_fig and w_fig (the planes), x_points, basis, qkv (their data), numbers and status (Divs).
@@ -33,22 +23,8 @@ function selfAttention(X, WQ, WK, WV, T) {
   const factor = 1 / T; // one multiplication by 1/T, as the core scales
   const dots = Q.map((q) => K.map((k) => k.reduce((acc, kc, c) => acc + q[c] * kc, 0)));
   const scores = dots.map((row) => row.map((d) => d * factor));
-  const weights = scores.map((row) => {
-    const top = Math.max(...row);
-    const exp = row.map((s) => Math.exp(s - top)); // <= 1: no overflow; the max contributes exp(0) = 1
-    const sum = exp.reduce((x, y) => x + y, 0);
-    return exp.map((e) => e / sum);
-  });
-  const d_v = V[0].length;
-  const output = weights.map((w) => {
-    const out = [];
-    for (let c = 0; c < d_v; c++) {
-      let lo = Infinity, hi = -Infinity, acc = 0;
-      V.forEach((v, j) => { acc += w[j] * v[c]; lo = Math.min(lo, v[c]); hi = Math.max(hi, v[c]); });
-      out.push(Math.min(Math.max(acc, lo), hi)); // a convex combination stays in [min v, max v]
-    }
-    return out;
-  });
+  const weights = scores.map((row) => softmax(row).weights); // attention.js
+  const output = weights.map((w) => weightedSum(w, V));
   const maxWeight = weights.map((w) => Math.max(...w));
   const entropy = weights.map((w) => -w.reduce((acc, x) => acc + (x > 0 ? x * Math.log(x) : 0), 0) + 0);
   return { Q, K, V, dots, scores, weights, output, maxWeight, entropy };
@@ -58,14 +34,9 @@ function selfAttention(X, WQ, WK, WV, T) {
 // dragged handle and where it is, then each token's output.
 // `w`: the page's language (session/i18n.py, Translator.number_format, and the line's template `outputs`).
 const ENGLISH_WORDS = { decimal: ".", vector_sep: ", ", isolate: false, outputs: "Outputs Σ aⱼvⱼ: {outputs}" };
-const fmtIn = (x, d, w) => (w.decimal === "." ? fmt(x, d) : fmt(x, d).replace(".", w.decimal));
-const fmtPoint = (p, d, w) => {
-  const s = "(" + p.map((c) => fmtIn(c, d, w)).join(w.vector_sep) + ")";
-  return w.isolate ? "\u2066" + s + "\u2069" : s;
-};
 function statusText(tokens, r, handle = "", at = null, w = ENGLISH_WORDS) {
-  const where = handle ? `${handle} ${fmtPoint(at, 2, w)} → ` : "";
-  const outputs = tokens.map((t, i) => `${t} ${fmtPoint(r.output[i], 4, w)}`).join(" · ");
+  const where = handle ? `${handle} ${fmtVec(at, 2, w)} → ` : "";
+  const outputs = tokens.map((t, i) => `${t} ${fmtVec(r.output[i], 4, w)}`).join(" · ");
   return where + w.outputs.replace("{outputs}", () => outputs);
 }
 
@@ -79,24 +50,17 @@ function projectionState(a) {
   return st;
 }
 
-// the page's language as the server sends it (JSON text), parsed once per text
-let projectionWordsText = null, projectionWordsParsed = null;
-function projectionWords(text) {
-  if (text !== projectionWordsText) { projectionWordsText = text; projectionWordsParsed = JSON.parse(text); }
-  return projectionWordsParsed;
-}
-
 function projectionInputs(a) {
   const d = a.inputs.data;
   return { X: d.X[0], W: d.W[0], T: d.T[0], tokens: d.tokens[0], role: d.role[0], grab: d.grab[0],
-           names: { x: d.names_x[0], w: d.names_w[0] }, words: projectionWords(d.words[0]) };
+           names: { x: d.names_x[0], w: d.names_w[0] }, words: parsedOnce(d.words[0]) };
 }
 
 // (x, y) clamped to the plane's visible range, as the server clamps it; null if not finite.
 function clampToPlane(fig, x, y) {
   if (x == null || y == null || !Number.isFinite(x) || !Number.isFinite(y)) return null;
   const xr = fig.x_range, yr = fig.y_range;
-  return [Math.min(Math.max(x, xr.start), xr.end), Math.min(Math.max(y, yr.start), yr.end)];
+  return [clamp(x, xr.start, xr.end), clamp(y, yr.start, yr.end)];
 }
 
 // The handle a press at p picks up, as widgets/projections.py's ProjectionChannel decides: the nearest
@@ -104,9 +68,7 @@ function clampToPlane(fig, x, y) {
 function grabHandle(a, plane, p) {
   const inp = projectionInputs(a), fig = plane === "x" ? a.x_fig : a.w_fig;
   const handles = plane === "x" ? inp.X : inp.W[inp.role];
-  const d = handles.map((h) => Math.hypot(h[0] - p[0], h[1] - p[1]));
-  const j = d.indexOf(Math.min(...d));
-  return d[j] <= inp.grab * (fig.x_range.end - fig.x_range.start) ? j : null;
+  return nearestWithin(handles, p, inp.grab * (fig.x_range.end - fig.x_range.start));
 }
 
 function onProjectionPointer(a, ev) {
@@ -144,28 +106,20 @@ function attachPlanes(a) {
   }
 }
 
-// The element a Div's view draws into (looked up again only once its view is gone).
-function markupOf(st, model) {
-  const views = (st.views ??= new Map());
-  let view = views.get(model.id);
-  if (view == null || view.is_destroyed) views.set(model.id, view = Bokeh.index.find_one(model));
-  return view != null ? view.markup_el : null;
-}
-
 function showStatus(a, st, text) {
-  const el = markupOf(st, a.status);
+  const el = markup(st, a.status);
   if (el != null && el.textContent !== text) el.textContent = text;
 }
 
 // The cell of each number carries data-m (which quantity), data-i and data-j (its row and column).
 function writeNumbers(a, st, r, w) {
-  const el = markupOf(st, a.numbers);
+  const el = markup(st, a.numbers);
   if (el == null) return;
   for (const td of el.querySelectorAll("[data-m]")) {
     const q = r[td.dataset.m];
     if (q === undefined) continue;
     const x = td.dataset.j === undefined ? q[+td.dataset.i] : q[+td.dataset.i][+td.dataset.j];
-    td.textContent = fmtIn(x, 4, w);
+    td.textContent = fmtL(x, 4, w);
   }
 }
 
@@ -187,21 +141,19 @@ function previewProjection(a, st, p, seq) {
 }
 
 function drawPlanes(a, st, { X, W, r, role }) {
-  const set = (src, name, i, v) => { if (src.data[name] !== undefined && i < src.data[name].length) src.data[name][i] = v; };
-  X.forEach((x, i) => { set(a.x_points, "x", i, x[0]); set(a.x_points, "y", i, x[1]); });
+  X.forEach((x, i) => { col(a.x_points, "x", i, x[0]); col(a.x_points, "y", i, x[1]); });
   a.x_points.change.emit();
-  W[role].forEach((w, i) => { set(a.basis, "x", i, w[0]); set(a.basis, "y", i, w[1]); });
+  W[role].forEach((w, i) => { col(a.basis, "x", i, w[0]); col(a.basis, "y", i, w[1]); });
   a.basis.change.emit();
   // qkv: the queries, then the keys, then the values, one row per token
   const n = X.length;
-  [r.Q, r.K, r.V].forEach((P, k) => P.forEach((p, i) => { set(a.qkv, "x", k * n + i, p[0]); set(a.qkv, "y", k * n + i, p[1]); }));
+  [r.Q, r.K, r.V].forEach((P, k) => P.forEach((p, i) => { col(a.qkv, "x", k * n + i, p[0]); col(a.qkv, "y", k * n + i, p[1]); }));
   a.qkv.change.emit();
 }
 
 // What the preview writes into, as the server last drew it: put back where the server sends nothing newer.
-const copyData = (d) => Object.fromEntries(Object.entries(d).map(([k, v]) => [k, Array.from(v)]));
 function saveDrawn(a, st) {
-  st.saved = [a.x_points, a.basis, a.qkv].map((src) => ({ src, data: src.data, copy: copyData(src.data) }));
+  st.saved = [a.x_points, a.basis, a.qkv].map((src) => ({ src, data: src.data, copy: copyColumns(src.data) }));
 }
 
 function restoreDrawn(a, st) {
@@ -212,7 +164,7 @@ function restoreDrawn(a, st) {
   }
   st.saved = null;
   st.frame = null;
-  const numbers = markupOf(st, a.numbers);
+  const numbers = markup(st, a.numbers);
   if (numbers != null) numbers.innerHTML = a.numbers.text;
   showStatus(a, st, a.status.text);
 }

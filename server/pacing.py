@@ -1,9 +1,8 @@
 """How much of this server process's event loop the class's drags may take, and each session's other events.
 
-A page in the middle of a drag draws its own numbers (``link/drag.js``); what the server sends during
-the drag only confirms them. So when many learners drag at once, their mid-drag updates can wait, and a
-click, a key or a release must not: they are queued behind whatever the loop already has to do. Each
-session paces its own updates (``link/drag.py``), and this budget spaces them further so that all the
+Under the drag's contract (``link/__init__.py``) a page draws its own drag and the server's mid-drag updates
+only confirm it, so they can wait, and a click, a key or a release must not. Each session paces its own
+updates (``link/channel.py``), and this budget spaces them further so that all the
 process's mid-drag updates together take at most :attr:`DragBudget.SHARE` of the loop: with ``n`` pages
 dragging and an update costing ``c`` seconds, a dragging page takes a position at most every
 ``n * c / SHARE`` seconds, and draws every move itself meanwhile.

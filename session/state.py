@@ -182,15 +182,6 @@ class AttentionState(param.Parameterized):
         "also in a room: a room shares the view, not the words."))
 
     result = param.ClassSelector(class_=AttentionResult, constant=True, doc="Core output for `queries`.")
-    previewing = param.Boolean(default=False, doc=(
-        "The page is drawing a drag of the query itself (link/drag.py), from the press to the release. "
-        "Only the drag channel sets it; any change of the numbers' inputs other than a position of that drag "
-        "(move_query with drag=True) ends it."))
-    plotted = param.ClassSelector(class_=AttentionResult, doc=(
-        "Derived: the `result` the plots draw. It follows `result`, except while `previewing`: the page "
-        "draws each position of the drag itself with the same numbers, so the plots take the server's "
-        "result when the drag ends, and only the readout's text follows every position (the address, too, waits "
-        "for the release)."))
 
     # --- presets, editing, trap, masking, the d_k experiment ----------------------------
     preset = param.Selector(default=DEFAULT_PRESET, objects=[*PRESETS, CUSTOM],
@@ -245,7 +236,7 @@ class AttentionState(param.Parameterized):
     #: Params never followed: derived ones, feedback about the page's own input or address, and the page's
     #: own look (a follower chooses projector mode and theme for their own screen).
     LOCAL_PARAMS = ("name", "message", "message_field", "notice", "result", "trap_result", "trap_error",
-                    "scaling", "mode", "theme", "lang", "previewing", "plotted")
+                    "scaling", "mode", "theme", "lang")
 
     #: Whether ``lang`` was chosen on the page or by its link (the address then keeps it), not by the browser.
     lang_chosen = False
@@ -349,17 +340,8 @@ class AttentionState(param.Parameterized):
         # the trap first: views watching `result` then read a consistent trap_result
         if trap_result is not self.trap_result or trap_error != self.trap_error:
             set_together(self, trap_result=trap_result, trap_error=trap_error)
-        # The page previews a drag with the inputs it had at the press: anything but a position of that
-        # drag (another q, a row, an edit) makes the plots the server's to draw again, with this result.
         with param.edit_constant(self):
-            set_together(self, result=r, previewing=self.previewing and self._drag_move)
-
-    _drag_move = False
-
-    @param.depends("result", "previewing", watch=True)
-    def _plot(self):
-        if not self.previewing and self.plotted is not self.result:
-            self.plotted = self.result
+            set_together(self, result=r)
 
     @param.depends("dk_experiment", "dk_seed", watch=True)
     def _run_experiment(self):
@@ -372,12 +354,8 @@ class AttentionState(param.Parameterized):
             self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
         return self.scaling
 
-    def move_query(self, x, y, *, drag: bool = False) -> bool:
+    def move_query(self, x, y) -> bool:
         """Set q = (x, y) if both are finite numbers with |x|, |y| <= 1e6.
-
-        ``drag``: the move is a position of the page's own drag of q, which the page draws itself. Any
-        other change of the inputs (this without ``drag``, a typed q, a room's view, a row) ends
-        ``previewing``.
 
         Returns True if accepted. Otherwise nothing changes except ``message``.
         """
@@ -392,11 +370,7 @@ class AttentionState(param.Parameterized):
                                          limit=f"{MAX_ABS_COORD:g}"),
                               message_field="q")
             return False
-        self._drag_move = drag
-        try:  # previewing as well: a nudge against the plane's edge may not move q at all
-            set_together(self, query=q, message="", message_field="", **({} if drag else {"previewing": False}))
-        finally:
-            self._drag_move = False
+        set_together(self, query=q, message="", message_field="")
         return True
 
     def select_row(self, row: int) -> None:

@@ -11,6 +11,7 @@ from bokeh import events
 from app import create_app
 from link.browser import BrowserBridge
 from link.drag import DragChannel
+from link.shown import PlotsShown
 from session.state import AttentionState
 from widgets.matrix import AttentionMatrix
 from widgets.query_plot import MAX_LINE_WIDTH, QueryPlot
@@ -117,14 +118,16 @@ def test_a_query_outside_the_plane_is_an_arrow_at_its_edge_pointing_to_it(state)
 def test_a_drag_of_q_holds_the_plots_data_until_the_release(state):
     # the page draws each position of its own drag; the server sends the readout's text for each and
     # the plots' data once, at the release
-    plot, bars, line, matrix, readout = (QueryPlot(state=state), WeightBars(state=state), OutputLine(state=state),
-                                         AttentionMatrix(state=state), Readout(state=state))
-    bridge = BrowserBridge(state)
+    plots = PlotsShown(state=state)  # what the page's plots show, one for all of them
+    plot, bars, line = (QueryPlot(state=state, plots=plots), WeightBars(state=state, plots=plots),
+                        OutputLine(state=state, plots=plots))
+    matrix, readout = AttentionMatrix(state=state, plots=plots), Readout(state=state)
+    bridge = BrowserBridge(state, plots=plots)
     channel = drag_channel(state, plot, bars)
     channel.receive(0.0, 1.0, seq=1, **PRESS)  # on q = k_love: a drag of q
     channel.receive(0.5, 1.0, seq=2)
     channel.receive(1.0, 1.0, seq=3)
-    assert state.previewing and state.query == (1.0, 1.0)
+    assert plots.previewing and state.query == (1.0, 1.0)
     assert channel.confirmed.data == {"x": [1.0], "y": [1.0], "seq": [3]}  # each position is answered
     assert "Output Σ aᵢvᵢ = 4.0000" in readout.div.text
     assert plot._query.data["x"] == [0.0] and bars.shown["top"] == pytest.approx(LOVE, abs=5e-5)
@@ -132,7 +135,7 @@ def test_a_drag_of_q_holds_the_plots_data_until_the_release(state):
     assert matrix._outputs.data["label"][1] == "4.4067"
     assert "q=0.0%2C1.0" in bridge.address  # the address, too, waits for the release
     channel.receive(1.0, 1.0, seq=4, **RELEASE)
-    assert not state.previewing and "q=1.0%2C1.0" in bridge.address
+    assert not plots.previewing and "q=1.0%2C1.0" in bridge.address
     assert channel.confirmed.data["seq"] == [4]  # answered, although q did not move
     assert plot._query.data["x"] == [1.0] and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
     assert line.shown["x"] == pytest.approx([4.0], abs=1e-12)
@@ -140,39 +143,40 @@ def test_a_drag_of_q_holds_the_plots_data_until_the_release(state):
 
 
 def test_a_drag_of_a_key_a_tap_or_a_new_row_is_plotted_at_once(state):
-    plot, bars = QueryPlot(state=state), WeightBars(state=state)
+    plots = PlotsShown(state=state)
+    plot, bars = QueryPlot(state=state, plots=plots), WeightBars(state=state, plots=plots)
     channel = drag_channel(state, plot, bars)
     # a key is not previewed by the page: its drag is plotted as it goes
     channel.receive(1.05, 0.02, **PRESS)
     channel.receive(1.0, 1.0)
-    assert not state.previewing and state.keys[0].tolist() == [1.0, 1.0]
+    assert not plots.previewing and state.keys[0].tolist() == [1.0, 1.0]
     assert bars.shown["top"][0] == pytest.approx(bars.shown["top"][2])  # k_I = k_NLP now
     channel.receive(1.0, 1.0, **RELEASE)
     state.reset()
     channel.receive(1.0, 1.0, **TAP)
-    assert not state.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
+    assert not plots.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
     # a drag of q, then the row changes under it (key "1"): the preview's inputs changed, the plots follow
     channel.receive(1.0, 1.0, **PRESS)
     channel.receive(0.0, 1.0)
-    assert state.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
+    assert plots.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
     state.select_row(2)  # q = k_NLP = (1, 1)
-    assert not state.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
+    assert not plots.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
     assert plot._query.data["x"] == [1.0] and plot._query.data["y"] == [1.0]
     # a drag whose end never reaches the server (a broken or hostile client): a move from anywhere else
     # (an arrow key, the address, a typed q) is plotted at once
     state.select_row(1)
     channel.receive(0.0, 1.0, **PRESS)
     channel.receive(1.0, 1.0)
-    assert state.previewing and bars.shown["top"] == pytest.approx(LOVE, abs=5e-5)
+    assert plots.previewing and bars.shown["top"] == pytest.approx(LOVE, abs=5e-5)
     state.move_query(1.0, 1.0)  # where the drag already put q (an arrow key against the plane's edge)
-    assert not state.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
+    assert not plots.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
     channel.receive(1.0, 1.0, **PRESS)
     channel.receive(0.0, 1.0)
-    assert state.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
+    assert plots.previewing and bars.shown["top"] == pytest.approx(NLP, abs=5e-5)
     assert state.set_query_coordinate(1, "0")  # a typed q = (0, 0): every weight 1/3
-    assert not state.previewing and bars.shown["top"] == pytest.approx([1 / 3] * 3, abs=1e-12)
+    assert not plots.previewing and bars.shown["top"] == pytest.approx([1 / 3] * 3, abs=1e-12)
     channel.receive(math.nan, 1.0, **PRESS)  # refused: nothing for the page to draw
-    assert not state.previewing
+    assert not plots.previewing
 
 
 def test_drag_positions_move_the_query_and_are_clamped_to_the_plane(state):

@@ -14,6 +14,7 @@ from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMap
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
+from link.shown import PlotsShown
 from link.updates import one_message
 from session.state import AttentionState, show_step
 from widgets.glyphs import draw
@@ -25,6 +26,9 @@ CELL_DECIMALS = {"normal": 4, "projector": 2}
 #: Text sizes (CSS px) of the cells' numbers and of the axes' labels in normal mode (widgets/style.py
 #: makes them at least 20 in projector mode).
 CELL_FONT, AXIS_FONT = 14, 15
+#: Cividis is dark below about this weight and light above: a cell's number is white below it, black above
+#: (also the page's drag preview: link/drag.py sends it).
+INK_THRESHOLD = 0.55
 
 
 def cell_decimals(mode: str) -> int:
@@ -56,9 +60,11 @@ class AttentionMatrix(pn.viewable.Viewer):
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
         super().__init__(**params)
+        self.plots = self.plots or PlotsShown(state=self.state)
         # named: the page's drag script draws the selected row into them (link/drag.js)
         self._cells = ColumnDataSource(data=dict(x=[], y=[], weight=[], label=[], text_color=[]), name="matrix-cells")
         self._sums = ColumnDataSource(data=dict(x=[], y=[], label=[]), name="matrix-sums")
@@ -106,7 +112,8 @@ class AttentionMatrix(pn.viewable.Viewer):
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_words, "lang")
-        self.state.param.watch(self._render, ["plotted", "tokens", "mode", "lang"])
+        self.plots.param.watch(self._render, "result")
+        self.state.param.watch(self._render, ["tokens", "mode", "lang"])
         self.state.param.watch(self._show_step, ["guided", "step"])
         self._laid_out = None
         self._render_words()
@@ -138,7 +145,7 @@ class AttentionMatrix(pn.viewable.Viewer):
     def _geometry(self) -> tuple[float, float]:
         """(cell width in px, output column in cells) for the numbers and names now shown."""
         s, mode, tr = self.state, self.state.mode, self.state.tr
-        r, dec = s.plotted, cell_decimals(mode)
+        r, dec = self.plots.result, cell_decimals(mode)
         cell, axis = _font(CELL_FONT, mode), _font(AXIS_FONT, mode)
         widest = max([_text_px(tr.num(1.0, dec), cell), *(_text_px(t, axis) for t in s.tokens),
                       _text_px(tr._("sum"), axis)])
@@ -170,7 +177,7 @@ class AttentionMatrix(pn.viewable.Viewer):
                                   min_height=round(n * max(2.2 * _font(CELL_FONT, mode), 40) + 4 * axis + 60))
 
     def _render(self, *_):
-        r, tr = self.state.plotted, self.state.tr
+        r, tr = self.plots.result, self.state.tr
         w, n = r.weights, r.weights.shape[0]
         dec = cell_decimals(self.state.mode)
         # the axes, ticks and smallest size change with the names, the mode and the outputs' width only
@@ -185,8 +192,7 @@ class AttentionMatrix(pn.viewable.Viewer):
         self._cells.data = dict(
             x=cols[allowed].tolist(), y=rows[allowed].tolist(), weight=ok.tolist(),
             label=[tr.num(a, dec) for a in ok],
-            # Cividis is dark below ~0.55 and light above: pick the readable ink.
-            text_color=["white" if a < 0.55 else "black" for a in ok],
+            text_color=["white" if a < INK_THRESHOLD else "black" for a in ok],
         )
         self._masked.data = dict(x=cols[~allowed].tolist(), y=rows[~allowed].tolist(),
                                  label=[tr._("masked")] * int((~allowed).sum()))

@@ -23,6 +23,7 @@ Every text is escaped: choices and prompts are the project's own, but a refusal 
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import threading
@@ -227,124 +228,11 @@ class FollowerCard(pn.custom.JSComponent):
     #: answer, once given, which the browser remembers).
     poll = param.Dict(default={}, doc="What the card shows (see above); empty: no poll.")
 
-    _esm = """
-// This browser's id, kept in localStorage with its progress: a reloaded page is the same browser, which a
-// room's poll lets answer once. Without storage (blocked), the page's own, so a reload is a new browser.
-function browserId() {
-  const mint = () => btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(18))))
-    .split("+").join("-").split("/").join("_")
-  try {
-    let id = localStorage.getItem(%(browser)s)
-    if (!/^[A-Za-z0-9_-]{24}$/.test(id || "")) {
-      id = mint()
-      localStorage.setItem(%(browser)s, id)
-    }
-    return id
-  } catch (e) {
-    if (!window.attentionExplorerBrowser) window.attentionExplorerBrowser = mint()
-    return window.attentionExplorerBrowser
-  }
-}
-function remembered(key) {
-  try {
-    const kept = JSON.parse(localStorage.getItem(%(answer)s) || "null")
-    return kept && kept.poll === key ? kept.answer : null
-  } catch (e) { return null }
-}
-function remember(key, answer) {
-  try { localStorage.setItem(%(answer)s, JSON.stringify({poll: key, answer})) } catch (e) {}
-}
-
-export function render({ model }) {
-  const make = (tag, cls, text) => {
-    const e = document.createElement(tag)
-    if (cls) e.className = cls
-    if (text != null) e.textContent = text
-    return e
-  }
-  const card = make("div", "poll-card")
-  const head = make("div", "poll-head"), title = make("h3"), hide = make("button", "poll-hide")
-  hide.type = "button"
-  head.append(title, hide)
-  const body = make("div", "poll-body")
-  const prompt = make("p", "poll-prompt")
-  prompt.id = "poll-prompt"
-  const choices = make("fieldset", "poll-choices")
-  choices.setAttribute("aria-labelledby", "poll-prompt")
-  const number = make("label", "poll-number"), numberText = make("span")
-  const input = make("input")
-  Object.assign(input, {type: "text", inputMode: "decimal", maxLength: %(max)d, autocomplete: "off"})
-  number.append(numberText, input)
-  const send = make("button", "poll-send primary")
-  send.type = "button"
-  const status = make("div", "poll-status")
-  status.setAttribute("role", "status")
-  body.append(prompt, choices, number, send, status)
-  card.append(head, body)
-
-  let hidden = false, shown = null, labels = null, reported = null
-  // The question is on the screen once the browser has painted it: two animation frames, which a browser runs
-  // only while the page is shown. Only then may the page answer (the server checks the nonce and the socket).
-  function report(nonce) {
-    const poll = model.poll
-    if (!nonce || reported === nonce || poll.nonce !== nonce) return
-    reported = nonce
-    model.send_msg({drawn: poll.id, nonce, browser: browserId(), mine: remembered(poll.key)})
-  }
-  function draw() {
-    const poll = model.poll
-    if (poll.id == null) return
-    if (poll.id !== shown) {  // a new question: shown, with nothing chosen or typed yet
-      shown = poll.id
-      hidden = false
-      input.value = ""
-    }
-    const key = JSON.stringify([shown, poll.choices])
-    if (key !== labels) {
-      labels = key
-      choices.replaceChildren(...poll.choices.map((text, i) => {
-        const label = make("label"), radio = make("input")
-        Object.assign(radio, {type: "radio", name: "poll-choice", value: String(i)})
-        label.append(radio, make("span", null, text))
-        return label
-      }))
-    }
-    const words = poll.words  // the page's language: the server's catalogs
-    numberText.textContent = words.your_answer
-    input.placeholder = words.a_number
-    send.textContent = words.send
-    title.textContent = poll.title
-    hide.textContent = hidden ? words.show : words.hide
-    hide.setAttribute("aria-expanded", String(!hidden))
-    body.hidden = hidden
-    prompt.textContent = poll.prompt
-    choices.hidden = !(poll.can_answer && poll.kind === "choice")
-    number.hidden = !(poll.can_answer && poll.kind === "number")
-    send.hidden = !poll.can_answer
-    status.replaceChildren(...poll.status.map(([cls, text, strong, after]) => {
-      const p = make("p", cls, text)
-      if (strong) p.append(make("strong", null, strong))
-      if (after) p.append(after)
-      return p
-    }))
-    if (poll.mine != null && poll.key) remember(poll.key, poll.mine)
-    const nonce = poll.nonce
-    if (nonce && reported !== nonce) requestAnimationFrame(() => requestAnimationFrame(() => report(nonce)))
-  }
-  const answer = () => {
-    const chosen = choices.querySelector("input:checked"), poll = model.poll
-    report(poll.nonce)  // drawn it is, if the learner answers before the second frame
-    model.send_msg({poll: poll.id, answer: poll.kind === "choice" ? (chosen ? Number(chosen.value) : null)
-                                                                  : input.value})
-  }
-  hide.addEventListener("click", () => { hidden = !hidden; draw() })
-  send.addEventListener("click", answer)
-  input.addEventListener("keydown", (e) => { if (e.key === "Enter") answer() })
-  model.on("poll", draw)
-  draw()
-  return card
-}
-""" % {"max": MAX_NUMBER_CHARS, "browser": repr(BROWSER_KEY), "answer": repr(ANSWER_KEY)}
+    # The script (widgets/poll.js), read once per process (Panel reads a path's file again for every page); the
+    # constants it shares with the server go before it.
+    _esm = "".join(f"const {name} = {json.dumps(value)}\n" for name, value in (
+        ("BROWSER_KEY", BROWSER_KEY), ("ANSWER_KEY", ANSWER_KEY), ("MAX_NUMBER_CHARS", MAX_NUMBER_CHARS),
+    )) + (Path(__file__).resolve().parent / "poll.js").read_text()
 
     def __init__(self, **params):
         super().__init__(**params)

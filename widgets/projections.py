@@ -14,7 +14,7 @@ head (d_k = d_v = 2), every row of X, Q, K and V as a point:
 
 A drag costs the server two messages, whatever its length: the page computes every position itself
 (``link/projections.js``, a mirror of the core checked against it in tests/ui/test_heads.py) and sends
-only the press and the release through :class:`ProjectionChannel` (the query's drag, which the server
+only the press and the release through :class:`link.projections.ProjectionChannel` (the query's drag, which the server
 answers along the way, sends a position per round trip: link/drag.py). The session's state takes the
 dragged value at the release, computed with the NumPy core, when the page's address, a room's followers and
 the export follow.
@@ -22,7 +22,6 @@ the export follow.
 
 from __future__ import annotations
 
-import json
 import math
 from html import escape
 from pathlib import Path
@@ -44,8 +43,7 @@ from bokeh.plotting import figure
 
 from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention, temperature_sweep
 from core.projections import IDENTITY, _combination
-from link.channel import PositionChannel
-from link.row import OneRow
+from link.projections import PROJECTIONS_JS, ProjectionChannel, handle_names, projection_status
 from session.i18n import N_, Translator, translator
 from session.state import (
     DEFAULT_TEMPERATURE,
@@ -59,13 +57,9 @@ from widgets.query_plot import label_sides
 from widgets.style import COMPONENT_CSS, mark_invalid, token_color
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
-LINK = Path(__file__).resolve().parent.parent / "link"
 #: The tabs' look (also widgets/heads.py): sizes and ink from the page's custom properties.
 HEADS_CSS = (STATIC / "heads.css").read_text()
-#: The page's script for a drag in the planes: fmt from attention.js, the outbox, then the mirror and the drag.
-PROJECTIONS_JS = "\n".join((LINK / name).read_text() for name in ("attention.js", "outbox.js", "projections.js"))
-#: A press this close to a handle picks it up, as a share of the plane's width (~16 px of a 270 px plane).
-GRAB = 0.06
+#: The page's placement of the planes' labels in screen pixels, after each drawing of a plane.
 #: Temperatures on the slider: from nearly argmax to nearly uniform, with sqrt(d_k) among them.
 T_STOPS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, DEFAULT_TEMPERATURE, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0)
 #: The temperatures the table of limits shows, T -> 0 to T -> inf.
@@ -77,8 +71,6 @@ ROLE_MARKERS = ("circle", "square", "triangle")
 
 
 ENGLISH = translator("en")
-#: The drag's status line, here and in the page's preview (projections.js, statusText).
-OUTPUTS = N_("Outputs Σ aⱼvⱼ: {outputs}")
 #: The presets' buttons in the page's language ("Q = K = V = X" is written the same in every language).
 PRESET_LABELS = {"Section 6": N_("Section 6")}
 
@@ -97,15 +89,6 @@ def styled(widget):
     """A widget or pane with the tabs' stylesheet in its shadow root."""
     widget.stylesheets = [*widget.stylesheets, HEADS_CSS]
     return widget
-
-
-def projection_status(result, handle: str = "", at=None, tr: Translator = ENGLISH) -> str:
-    """The outputs of each token in one line, after the dragged ``handle`` and where it is (``at``) during a
-    drag: the server's answer to a position, and the page's text for it (projections.js, statusText), in the
-    page's language."""
-    points = [tr.vec(o, 4) for o in result.attention.output]
-    where = f"{handle} {tr.vec(at, 2)} → " if handle else ""
-    return where + tr(N_(OUTPUTS.msgid, outputs=" · ".join(f"{t} {p}" for t, p in zip(HEAD_TOKENS, points, strict=True))))
 
 
 def reach_reason(reach, X, values, tr: Translator = ENGLISH) -> str:
@@ -144,12 +127,6 @@ def identity_weights_text(tr: Translator = ENGLISH) -> str:
         "NLP's score for itself, {own}, the largest of all, which takes {own_weight} of that row and leaves less "
         "for I.", i_nlp=tr.num(a.weights[i, nlp]), nlp_i=tr.num(a.weights[nlp, i]), score=tr.num(a.scores[i, nlp]),
         own=tr.num(a.scores[nlp, nlp]), own_weight=tr.num(a.weights[nlp, nlp]))
-
-
-def handle_names(role: int) -> dict[str, list[str]]:
-    """What the drag's handles are called on the page: ``x love``; ``e₁W_Q`` for the rows of W_Q."""
-    sub = ROLES[role][1:]
-    return {"x": [f"x {t}" for t in HEAD_TOKENS], "w": [f"e₁W{sub}", f"e₂W{sub}"]}
 
 
 def _fit(points: np.ndarray, least: float = 1.5) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -196,133 +173,6 @@ def _plane(name: str, title: str) -> figure:
     return fig
 
 
-class ProjectionChannel(PositionChannel):
-    """The server's end of a drag in the Projections tab's planes; what the page's script reads.
-
-    ``channel`` is the :class:`~link.row.OneRow` the page writes one position at a time: ``x``, ``y`` (data
-    units of the plane, clamped to it), ``seq``, ``start`` (the press), ``end`` (the release) and ``plane``
-    (``"x"``: the embeddings, ``"w"``: the basis images of the chosen W). ``confirmed`` answers each position
-    taken with its ``seq`` and ``text``, the outputs the core computes for it (:func:`projection_status`).
-    ``inputs`` holds what the page's preview needs besides the position: X, the shown head's W_Q, W_K, W_V,
-    T, the tokens, which W the right plane edits (``role``) and the grab radius.
-
-    The press picks the handle up as the page does: the nearest embedding (left plane) or basis image (right
-    plane) within :data:`GRAB` of the plane's width, or nothing (then the drag moves nothing). The page sends
-    the press and the release only; the state, and with it every view, the address and a room, takes the
-    dragged value at the release. A position sent between them (no page of ours sends one) costs one core call
-    and one answer, taken paced exactly as the query's (:class:`link.channel.PositionChannel`): after each,
-    the session waits as long as it took, and from the first the drag counts against the process's share for
-    mid-drag updates. The release is taken at once.
-    """
-
-    state = param.ClassSelector(class_=AttentionState)
-    role = param.Integer(default=0, bounds=(0, 2), doc="Which W the right plane edits: 0 W_Q, 1 W_K, 2 W_V.")
-
-    #: The plane a position is in: ``"x"`` (the embeddings) or ``"w"`` (the chosen W's basis images).
-    EXTRA = {"plane": ("x", lambda plane: plane in ("x", "w"))}
-
-    def __init__(self, x_fig, w_fig, refresh, status, **params):
-        super().__init__(**params)
-        # Each plane's ranges as the server drew them (the view's _render keeps them): what a press grabs and where
-        # a position is clamped to. A page can write its figures' ranges; these it cannot.
-        self.bounds = {plane: shown_extent(fig) for plane, fig in (("x", x_fig), ("w", w_fig))}
-        self._refresh = refresh  # draws the state again: a release that changed nothing takes back the preview
-        self._status = status  # the outputs' line the view drew for the state, the release's answer
-        self.inputs = OneRow(data=self._inputs(), name="projection-inputs")
-        self.confirmed = OneRow(data=dict(seq=[0], text=[""]), name="projection-confirmed")
-        self._open_channel("projection-channel")  # _pending: ((plane, index), x, y, seq) not yet taken
-        self._target = None  # (plane, index) of the handle being dragged
-        self._release = False
-        self._unreleased = 0  # positions taken since the last release
-        self.state.param.watch(self._sync, ["embeddings", "projections", "head", "temperature", "lang"])
-        self.param.watch(self._sync, "role")
-
-    def _inputs(self) -> dict:
-        s = self.state
-        names = handle_names(self.role)
-        return dict(X=[np.asarray(s.embeddings, dtype=float).tolist()],
-                    W=[np.asarray(s.projections[s.head], dtype=float).tolist()], T=[float(s.temperature)],
-                    tokens=[list(HEAD_TOKENS)], role=[self.role], grab=[GRAB], names_x=[names["x"]],
-                    names_w=[names["w"]],
-                    # as JSON text: a dict in a data source reaches the page as a Map
-                    words=[json.dumps({**s.tr.number_format(), "outputs": s.tr(OUTPUTS)}, ensure_ascii=False)])
-
-    def _sync(self, *_):
-        self.inputs.data = self._inputs()
-
-    def _handles(self, plane: str) -> np.ndarray:
-        s = self.state
-        return np.asarray(s.embeddings if plane == "x" else s.projections[s.head][self.role], dtype=float)
-
-    def _grab(self, plane: str, x: float, y: float) -> int | None:
-        (x0, x1), _ = self.bounds[plane]
-        d = np.hypot(*(self._handles(plane) - [x, y]).T)
-        j = int(np.argmin(d))
-        return j if d[j] <= GRAB * (x1 - x0) else None
-
-    def receive(self, x: float, y: float, *, plane: str, seq: int = 0, start: bool = False, end: bool = False) -> None:
-        """Take one position of the page's drag: ``(x, y)`` in ``plane`` (``"x"`` or ``"w"``), its ``seq``."""
-        finite = math.isfinite(x) and math.isfinite(y)
-        if start:
-            self._target = (plane, self._grab(plane, x, y)) if finite else None
-            if self._target is not None and self._target[1] is None:
-                self._target = None
-            self._release = False
-        if self._target is None or self._target[0] != plane:
-            if end:  # a release in the other plane still ends the drag
-                self._target = None
-                self._unreleased = 0
-                self._drag_ended()
-            self._answer(seq, "")  # nothing picked up: the page's next position may come
-            return
-        if not end and not finite:  # no page sends one mid-drag: nothing to compute
-            self._answer(seq, "")
-            return
-        (x0, x1), (y0, y1) = self.bounds[plane]
-        x, y = min(max(x, x0), x1), min(max(y, y0), y1)
-        self._pending = (self._target, x, y, seq)
-        if end:
-            self._release = True
-            self._target = None
-            self._unreleased = 0
-            self._drag_ended()
-        else:
-            # The page sends the press and the release only: a drag counts against the process's share for
-            # mid-drag updates from the second position before a release (a page of its own making: positions
-            # in between, or press after press), not from the press, after which an honest page sends nothing.
-            self._unreleased += 1
-            if self._unreleased > 1 and self not in self._budget:
-                self._drag_started()
-        self._schedule(end)
-
-    def _take(self, pending) -> None:
-        (plane, index), x, y, seq = pending
-        s = self.state
-        with pn.io.hold():
-            if self._release:
-                self._release = False
-                X, P = s.embeddings, s.projections
-                ok = s.move_embedding(index, x, y) if plane == "x" else s.move_basis_image(self.role, index, x, y)
-                if s.embeddings is X and s.projections is P:
-                    self._refresh()  # nothing changed: the page's preview gives way to what the state holds
-                self._answer(seq, self._status() if ok else "")
-            else:
-                X, W = np.array(s.embeddings, dtype=float), np.array(s.projections[s.head], dtype=float)
-                if plane == "x":
-                    X[index] = (x, y)
-                else:
-                    W[self.role, index] = (x, y)
-                try:
-                    text = projection_status(self_attention(X, W[0], W[1], W[2], temperature=s.temperature),
-                                             handle_names(self.role)[plane][index], (x, y), s.tr)
-                except ValueError as exc:  # products too large for float64: the release will say so
-                    text = str(exc)
-                self._answer(seq, text)
-
-    def _answer(self, seq: int, text: str) -> None:
-        self.confirmed.data = dict(seq=[seq], text=[text])
-
-
 class ProjectionsView(pn.viewable.Viewer):
     """The Projections tab over ``state``: planes, numbers, presets, the temperature.
 
@@ -366,7 +216,8 @@ class ProjectionsView(pn.viewable.Viewer):
         self.status = Div(name="projection-status", sizing_mode="stretch_width", stylesheets=[HEADS_CSS],
                           render_as_text=True, css_classes=["status"],
                           html_attributes={"role": "status", "aria-live": "off"})
-        self.channel = ProjectionChannel(self.x_fig, self.w_fig, self._redraw, lambda: self.status.text, state=s)
+        bounds = {plane: shown_extent(fig) for plane, fig in (("x", self.x_fig), ("w", self.w_fig))}
+        self.channel = ProjectionChannel(bounds, self._redraw, lambda: self.status.text, state=s)
         self._wire_drag()
 
         # --- controls ------------------------------------------------------------------------------------------

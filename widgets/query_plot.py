@@ -11,6 +11,7 @@ from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, MultiLine, Scatter, SingleIntervalTicker, Text
 from bokeh.plotting import figure
 
+from link.shown import PlotsShown
 from session.i18n import N_
 from session.state import AttentionState, show_step
 from widgets.glyphs import draw, true_units
@@ -91,14 +92,18 @@ class QueryPlot(pn.viewable.Viewer):
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
         super().__init__(**params)
+        self.plots = self.plots or PlotsShown(state=self.state)
         self._keys = ColumnDataSource(data=dict(x=[], y=[], token=[], label=[], color=[], dx=[], dy=[], align=[],
                                                 baseline=[]))
         # where q is drawn: at q, or, for a q outside the plane, an arrow at the plane's edge pointing to it
         self._query = ColumnDataSource(data=dict(x=[], y=[], label=[], marker=[], angle=[]))
         self._lines = ColumnDataSource(data=dict(xs=[], ys=[], width=[], color=[]))
+        #: The sources the page's drag script draws a drag of q into (link/drag.py, link/drag.js).
+        self.query_source, self.lines_source = self._query, self._lines
         fig = figure(name="query-plot", title="", width=460, height=460, tools="save", toolbar_location="below")
         # the plane at least, one unit as long across as up: the angles and lengths of a dot product are true
         true_units(fig, PLANE, PLANE)
@@ -135,7 +140,7 @@ class QueryPlot(pn.viewable.Viewer):
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_keys, ["tokens", "keys"])
-        self.state.param.watch(self._render_query, "plotted")
+        self.plots.param.watch(self._render_query, "result")
         self.state.param.watch(self._show_step, ["guided", "step"])
         self.state.param.watch(self._label_for_mode, ["mode", "lang"])  # and the keys' labels
         self.state.param.watch(self._render_query, "lang")
@@ -172,7 +177,7 @@ class QueryPlot(pn.viewable.Viewer):
 
     def _render_query(self, *_):
         s = self.state
-        K, (qx, qy), w = s.keys, s.query, s.plotted.weights[s.selected]
+        K, (qx, qy), w = s.keys, s.query, self.plots.result.weights[s.selected]
         (x, y), angle = edge_point(qx, qy)
         self._query.data = dict(x=[x], y=[y], label=[f"q {s.tr.vec((qx, qy), 2, isolate=False)}"],
                                 marker=["circle" if angle is None else "triangle"], angle=[angle or 0.0])

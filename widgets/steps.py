@@ -6,6 +6,7 @@ import functools
 import json
 import time
 from html import escape
+from pathlib import Path
 
 import numpy as np
 import panel as pn
@@ -27,18 +28,7 @@ PLACEHOLDER = "?"
 # follows CSS, so their views only replace the text. A js_on_change callback runs before the view's own
 # handler, so the first change already takes this path. The view is looked up once: Bokeh.index.find_one
 # walks every view of the page.
-_TEXT_ONLY = """
-let view = cb_obj.textOnlyView;
-if (view == null || view.is_destroyed) view = cb_obj.textOnlyView = Bokeh.index.find_one(cb_obj);
-if (view != null && !view.textOnly) {
-  view.textOnly = true;
-  // the same text (the server confirming what the drag preview shows) is left alone: even an equal
-  // text would be a new text node, and the page would lay out and paint again
-  view.rerender = function () {
-    const el = this.markup_el;
-    if (el != null && el.textContent !== this.model.text) el.textContent = this.model.text;
-  };
-}"""
+_TEXT_ONLY = (Path(__file__).resolve().parent / "text_only.js").read_text()
 
 
 def replace_text_in_place(div: Div) -> None:

@@ -11,6 +11,7 @@ import param
 from bokeh.models import ColumnDataSource, Div, Scatter, Segment, Text
 from bokeh.plotting import figure
 
+from link.shown import PlotsShown
 from session.state import AttentionState
 from widgets.glyphs import draw, labels_placed_in_page, show_extent, true_units
 from widgets.style import token_color
@@ -21,6 +22,11 @@ CHARTS_CSS = (Path(__file__).resolve().parent.parent / "static" / "charts.css").
 
 #: Text size (CSS px) of the numbers the SVG charts are laid out for, by mode (static/charts.css).
 CHART_FONT = {"normal": 16, "projector": 22}
+#: A bar's number sits this far (px) above its bar; the page's drag preview reads it from the chart (data-gap).
+BAR_LABEL_GAP = 6
+#: A value's marker in the values' plane: its size (px) at weight 0 and at weight 1, linear between (also the
+#: page's drag preview: link/drag.py sends it).
+VALUE_SIZE = (8, 24)
 
 
 def _x(j: int, n: int) -> float:
@@ -44,22 +50,25 @@ class WeightBars(pn.viewable.Viewer):
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
         super().__init__(**params)
+        self.plots = self.plots or PlotsShown(state=self.state)
         # focusable: where the Weights tab is taller than its space it scrolls, and a keyboard reaches a scrolling
         # region only through something focusable inside it (axe: scrollable-region-focusable)
         self.div = Div(name="weight-bars", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
                        css_classes=["chart"], html_attributes={"tabindex": "0"})
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
-        self.state.param.watch(self._render, ["plotted", "tokens", "guided", "step", "mode", "lang"])
+        self.plots.param.watch(self._render, "result")
+        self.state.param.watch(self._render, ["tokens", "guided", "step", "mode", "lang"])
         self._render()
 
     def _render(self, *_):
         s = self.state
         tr = s.tr
-        w = s.plotted.weights[s.selected]
+        w = self.plots.result.weights[s.selected]
         n, num = len(w), CHART_FONT[s.mode]
         top = round(num * 1.4 + 4)  # room for a bar's number above it
         # a weight of 1 is this tall (px); less on a projector, whose larger text leaves a 1024x768 screen's
@@ -76,7 +85,7 @@ class WeightBars(pn.viewable.Viewer):
                 h = a * (bottom - top)
                 parts += [f'<rect class="bar" data-j="{j}" data-weight="{float(a)!r}" x="{x - width / 2:.3f}%" '
                           f'width="{width:.3f}%" y="{bottom - h:.2f}" height="{h:.2f}" fill="{token_color(j)}"/>',
-                          f'<text class="value" data-j="{j}" x="{x:.3f}%" y="{bottom - h - 6:.2f}" '
+                          f'<text class="value" data-j="{j}" x="{x:.3f}%" y="{bottom - h - BAR_LABEL_GAP:.2f}" '
                           f'text-anchor="middle">{tr.num(a)}</text>']
             else:  # the step-through: a "?" stands where each bar will be, so the picture gives nothing away
                 parts.append(f'<text class="unknown" x="{x:.3f}%" y="{(top + bottom) / 2:.0f}" text-anchor="middle" '
@@ -85,7 +94,7 @@ class WeightBars(pn.viewable.Viewer):
         label = tr._("Softmax weights: {list}", list=tr.list_sep.join(f"{t} {tr.num(a) if revealed else '?'}"
                                                                       for t, a in zip(s.tokens, w, strict=True)))
         self.div.text = (_heading(tr._("Softmax weights a = softmax(s)")) +
-                         f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" '
+                         f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" data-gap="{BAR_LABEL_GAP}" '
                          f'role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
     def __panel__(self):
@@ -102,14 +111,17 @@ class OutputLine(pn.viewable.Viewer):
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
         super().__init__(**params)
+        self.plots = self.plots or PlotsShown(state=self.state)
         self.div = Div(name="output-line", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
                        css_classes=["chart"], html_attributes={"tabindex": "0"})  # as the bars
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
-        self.state.param.watch(self._render, ["plotted", "tokens", "values", "guided", "step", "mode", "lang"])
+        self.plots.param.watch(self._render, "result")
+        self.state.param.watch(self._render, ["tokens", "values", "guided", "step", "mode", "lang"])
         self._render()
 
     def _render(self, *_):
@@ -126,7 +138,7 @@ class OutputLine(pn.viewable.Viewer):
         def at(x: float) -> float:
             return 100 * (x - lo) / (hi - lo)
 
-        out = float(s.plotted.output[s.selected])
+        out = float(self.plots.result.output[s.selected])
         # value labels in rows above the line: a label goes one row up when it would touch the one before
         order = np.argsort(v, kind="stable")
         rows, last_end = {}, {}
@@ -181,9 +193,11 @@ class ValuePlane(pn.viewable.Viewer):
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
         super().__init__(**params)
+        self.plots = self.plots or PlotsShown(state=self.state)
         # named: the page's drag script draws into them (link/drag.js)
         # each label's preferred place (px offsets and anchoring; the output's below its star, the values' labels
         # being above theirs): the page moves one that would cover another label or a marker (widgets/labels.js):
@@ -210,7 +224,8 @@ class ValuePlane(pn.viewable.Viewer):
         # squeezes the plane to a line (the tab scrolls instead)
         fig.min_height = VALUE_PLANE_MIN_HEIGHT
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed", min_height=VALUE_PLANE_MIN_HEIGHT)
-        self.state.param.watch(self._render, ["plotted", "lang"])
+        self.plots.param.watch(self._render, "result")
+        self.state.param.watch(self._render, ["lang"])
         self._render()
 
     def _render(self, *_):
@@ -219,19 +234,19 @@ class ValuePlane(pn.viewable.Viewer):
         V = np.asarray(self.state.values, dtype=float)
         if V.ndim != 2 or V.shape[1] != 2:
             return
-        w, tokens = self.state.plotted.weights[self.state.selected], self.state.tokens
+        w, tokens = self.plots.result.weights[self.state.selected], self.state.tokens
         lo, hi = np.minimum(V.min(axis=0), 0), np.maximum(V.max(axis=0), 0)
         pad = np.maximum(0.25 * (hi - lo), 1.0)
         # labels are written to the right of each point: leave them room
         show_extent(self.figure, (lo[0] - pad[0], hi[0] + 2.2 * pad[0]), (lo[1] - pad[1], hi[1] + pad[1]))
         n = len(V)
         self._values.data = dict(
-            x=V[:, 0].tolist(), y=V[:, 1].tolist(), x0=[0.0] * n, y0=[0.0] * n,
-            color=[token_color(i) for i in range(n)], size=(8 + 16 * w).tolist(),
+            x=V[:, 0].tolist(), y=V[:, 1].tolist(), x0=[0.0] * len(V), y0=[0.0] * len(V),
+            color=[token_color(i) for i in range(len(V))], size=(VALUE_SIZE[0] + (VALUE_SIZE[1] - VALUE_SIZE[0]) * w).tolist(),
             label=[f"v {t} {tr.vec(v, 4, isolate=False, short=True)}" for t, v in zip(tokens, V, strict=True)],
             dx=[10] * n, dy=[-4] * n, align=["left"] * n, baseline=["bottom"] * n,
         )
-        out = self.state.plotted.output[self.state.selected]
+        out = self.plots.result.output[self.state.selected]
         self._output.data = dict(x=[float(out[0])], y=[float(out[1])],
                                  label=[f"{tr._('output')} {tr.vec(out, 4, isolate=False)}"], dx=[0], dy=[-14],
                                  align=["center"], baseline=["top"])
@@ -249,10 +264,12 @@ class ValuesView(pn.viewable.Viewer):
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
+    plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
     on_build = param.Callable(default=None, doc="Called with each view (OutputLine, ValuePlane) when it is built.")
 
     def __init__(self, **params):
         super().__init__(**params)
+        self.plots = self.plots or PlotsShown(state=self.state)
         self.line: OutputLine | None = None
         self.plane: ValuePlane | None = None
         self._layout = pn.Column(margin=0)
@@ -263,11 +280,11 @@ class ValuesView(pn.viewable.Viewer):
         shape = np.shape(self.state.values)
         if len(shape) == 1:
             if self.line is None:
-                self.line = self._built(OutputLine(state=self.state))
+                self.line = self._built(OutputLine(state=self.state, plots=self.plots))
             shown = self.line
         elif len(shape) == 2 and shape[1] == 2:
             if self.plane is None:
-                self.plane = self._built(ValuePlane(state=self.state))
+                self.plane = self._built(ValuePlane(state=self.state, plots=self.plots))
             shown = self.plane
         else:
             shown = None
