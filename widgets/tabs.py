@@ -35,6 +35,9 @@ class LazyTabs(pn.Tabs):
 
     def __init__(self, *objects, **params):
         super().__init__(*objects, dynamic=False, **params)
+        # Panel hides a tab with visibility and aria-hidden, which leaves its controls focusable (axe
+        # aria-hidden-focus): out of the layout, nothing in it can take the focus or be read
+        self.stylesheets = [*self.stylesheets, ':host > [aria-hidden="true"], [aria-hidden="true"] {display: none}']
 
     def _get_objects(self, model, old_objects, doc, root, comm=None):
         panels = self._panels[root.ref["id"]]
