@@ -19,30 +19,43 @@ from server.pacing import once_a_page
 INTO_VIEW_JS = Path(__file__).with_name("tabs.js").read_text()
 
 
-class LazyTabs(pn.Tabs):
-    """Panel's dynamic ``Tabs``, with one placeholder model for every hidden tab instead of one each.
+class Unbuilt(pn.Spacer):
+    """What stands in a tab of :func:`lazy_tabs` until it is first shown."""
 
-    Panel gives each hidden tab of dynamic tabs a Bokeh ``Spacer`` of its own in a ``TabPanel`` (models the
-    server builds and sends for every hidden tab, most of the explorer's tabs at first). Here the
-    hidden tabs' panels all hold one ``Spacer`` per page, tagged ``hidden`` as Panel tags its own, so Panel
-    takes them for its own hidden panels and reuses them; BokehJS builds one view for a model however many
-    tabs hold it. A tab that is shown gets its own contents as before, and a tab hidden again its
-    placeholder back (Panel keeps its contents' models for when it is shown again).
+
+class LazyTabs(pn.Tabs):
+    """Panel's ``Tabs`` whose tabs not yet built all hold one placeholder model, and whose built tabs stay in the page.
+
+    Panel would give each :class:`Unbuilt` a Bokeh ``Spacer`` of its own in a ``TabPanel`` (models the server
+    builds and sends for most of the explorer's tabs at first). Here their panels all hold one ``Spacer`` per
+    page; BokehJS builds one view for a model however many tabs hold it.
+
+    Not ``dynamic``: Panel's dynamic tabs take a hidden tab's models out of the document and put them back
+    when it is shown again, so every switch to a built tab had the server walk and send all of them anew
+    (40–70 ms of its CPU in process, 0.1–0.3 s served, during which every other page's answer waits). A
+    built tab stays in the page, hidden by Panel with visibility, and showing it again changes the tabs'
+    ``active`` only.
     """
+
+    def __init__(self, *objects, **params):
+        super().__init__(*objects, dynamic=False, **params)
+        # Panel hides a tab with visibility and aria-hidden, which leaves its controls focusable (axe
+        # aria-hidden-focus): out of the layout, nothing in it can take the focus or be read
+        self.stylesheets = [*self.stylesheets, ':host > [aria-hidden="true"], [aria-hidden="true"] {display: none}']
 
     def _get_objects(self, model, old_objects, doc, root, comm=None):
         panels = self._panels[root.ref["id"]]
-        shared = next((p.child for p in panels.values() if isinstance(p.child, Spacer) and p.child.tags == ["hidden"]),
+        shared = next((p.child for p in panels.values() if isinstance(p.child, Spacer) and p.child.tags == ["unbuilt"]),
                       None)
         if shared is None:
-            shared = Spacer(sizing_mode="stretch_both", margin=0, tags=["hidden"])
+            shared = Spacer(sizing_mode="stretch_both", margin=0, tags=["unbuilt"])
         placed = []
-        for i, (name, pane) in enumerate(zip(self._names, self, strict=True)):
-            if i == self.active or not isinstance(pane, pn.viewable.Viewable):
-                continue  # the shown tab, and one that Panel has still to wrap: Panel's own way
+        for name, pane in zip(self._names, self, strict=True):
+            if not isinstance(pane, Unbuilt):
+                continue
             panel = panels.get(id(pane))
             if panel is None or panel.child is not shared:
-                # Panel reuses a panel of a hidden object it had before (layout/tabs.py, Tabs._get_objects)
+                # Panel reuses the panel of an object it had before, unchanged (layout/tabs.py, Tabs._get_objects)
                 panels[id(pane)] = TabPanel(title=name, name=pane.name, child=shared, closable=self.closable)
                 placed.append(pane)
         return super()._get_objects(model, [*old_objects, *(p for p in placed if p not in old_objects)], doc, root,
@@ -55,13 +68,12 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
     Most learners never open most tabs, and every view built costs the server memory for as long as the
     page is open, time when the page opens, and time on every update it follows (Panel's lazy
     ``ParamFunction`` does the same, but costs more server time for each tab than a plain spacer).
-    The tabs are ``dynamic``: a hidden tab is not in the page at all (Panel hides them with visibility only,
-    which leaves their focusable parts reachable but aria-hidden).
+    Once built, a tab stays built and in the page: showing it again costs the server nothing but the switch.
     """
     # A Panel spacer stands in each tab not built yet: the cheapest Panel object. (One spacer shared by every
     # tab would be cheaper, but Panel's tabs then take the first one's title for all of them.)
     waiting = {i: build for i, (_, build) in enumerate(tabs)}
-    layout = LazyTabs(*((title, pn.Spacer(sizing_mode="stretch_both")) for title, _ in tabs), dynamic=True, **params)
+    layout = LazyTabs(*((title, Unbuilt(sizing_mode="stretch_both")) for title, _ in tabs), **params)
 
     def show(*_):
         build = waiting.pop(layout.active, None)
