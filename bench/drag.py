@@ -147,11 +147,15 @@ def measure(browser, url: str, moves: int) -> dict:
                 page.evaluate("() => { window.__lat.misses += 1; window.__lat.t0 = null; }")
             page.wait_for_timeout(20)
         page.mouse.up()
-        out = page.evaluate("() => ({samples: window.__lat.samples, page: window.__lat.page, misses: window.__lat.misses})")
+        out = page.evaluate("() => ({samples: window.__lat.samples, page: window.__lat.page, "
+                            "misses: window.__lat.misses})")
     finally:
         context.close()
     s = sorted(out["samples"])
-    pick = lambda p: s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))] if s else None
+
+    def pick(p):
+        return s[min(len(s) - 1, max(0, math.ceil(p / 100 * len(s)) - 1))] if s else None
+
     in_page = sorted(out["page"])
     return {"n": len(s), "misses": out["misses"], "p50": pick(50), "p95": pick(95), "max": s[-1] if s else None,
             # of each sample, the time from the update's last websocket frame to the text change

@@ -162,7 +162,11 @@ async def learner_alongside(url: str, duration: float, out: dict) -> None:
         seen = len(me.shown)
         tapped = time.perf_counter()
         await me.pointer("tap", x, y)
-        answered = await wait_for(lambda: next((t for p, t in me.shown[seen:] if p == target), None), LOST_AFTER_S)
+
+        def tap_shown(seen=seen, target=target):
+            return next((t for p, t in me.shown[seen:] if p == target), None)
+
+        answered = await wait_for(tap_shown, LOST_AFTER_S)
         out["taps"].append(None if answered is None else answered - tapped)
         await asyncio.sleep(rng.uniform(0.1, 0.3))
         k += 1
@@ -222,7 +226,7 @@ def table(results: list[dict]) -> str:
     for name in dict.fromkeys(r["phase"] for r in results):
         runs = [r for r in results if r["phase"] == name]
 
-        def med(key, stat):
+        def med(key, stat, runs=runs):
             return median([r[key][stat] for r in runs])
 
         key = {s: med("key_ms", s) for s in ("p50", "p95", "max")}
@@ -243,7 +247,8 @@ def main(argv=None) -> list[dict]:
                     choices=["alone", "batched", "largest"])
     ap.add_argument("--batch", type=int, default=300, help="events a message in the batched phase (default 300)")
     ap.add_argument("--largest", type=int, default=PAGE_MESSAGE_EVENTS,
-                    help=f"events a message in the largest phase (default {PAGE_MESSAGE_EVENTS}, the most a page sends)")
+                    help=f"events a message in the largest phase (default {PAGE_MESSAGE_EVENTS}, "
+                         "the most a page sends)")
     ap.add_argument("--code", type=Path, default=ROOT, help="the checkout whose app.py to serve (default this one)")
     ap.add_argument("--json", help="append the results to this JSON-lines file")
     ap.add_argument("--log", type=Path, help="write the server's log to this file (the last phase's)")

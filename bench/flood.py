@@ -2,8 +2,8 @@
 
 Two phases on one server, each ``--duration`` seconds: ``--sessions`` learners drag at ``--rate`` moves
 per second (as in :mod:`bench.classroom`), first alone, then while one more session writes drag positions
-as fast as its websocket takes them, never waiting for an answer (from its own process). Reported per phase: the learners'
-update latency p50/p95/max, final positions lost, server CPU; and how many events the flooder sent.
+as fast as its websocket takes them, never waiting for an answer (from its own process). Reported per phase: the
+learners' update latency p50/p95/max, final positions lost, server CPU; and how many events the flooder sent.
 
     python -m bench.flood --sessions 5 --duration 20
 """

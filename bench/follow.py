@@ -67,7 +67,8 @@ class FollowerProcesses:
     def start(self, script: str, *args: str) -> None:
         """One more follower process: ``python script *args ready_file out_file``."""
         i = len(self.procs)
-        ready_file, out_file = str(self.out_dir / f"{self.prefix}-ready-{i}"), str(self.out_dir / f"{self.prefix}-{i}.json")
+        ready_file = str(self.out_dir / f"{self.prefix}-ready-{i}")
+        out_file = str(self.out_dir / f"{self.prefix}-{i}.json")
         for f in (ready_file, ready_file + ".stop", out_file):
             Path(f).unlink(missing_ok=True)
         self.procs.append(subprocess.Popen([sys.executable, script, *args, ready_file, out_file], cwd=ROOT))
@@ -128,7 +129,8 @@ def run_followers(ws_url: str, code: str, count: int, ready_file: str, out_file:
             learner.live_shown = []
         # each page's own channel, with the ticket its server sent it (server/room_live.py)
         channels = await asyncio.gather(*(learner.live_channel() for learner in learners))
-        listeners += [asyncio.create_task(follow_live(c, learner)) for c, learner in zip(channels, learners, strict=True)]
+        listeners += [asyncio.create_task(follow_live(c, learner))
+                      for c, learner in zip(channels, learners, strict=True)]
         me = psutil.Process()
         cpu0, wall0 = sum(me.cpu_times()[:2]), time.monotonic()
         bytes0 = sum(learner.bytes_in for learner in learners)  # after the documents themselves

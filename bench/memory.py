@@ -57,7 +57,8 @@ async def open_tab(learner: Learner, title: str) -> None:
     await patch_doc(patch_doc.create_header(), {}, {"events": [event]}).send(learner.sock)
     while True:  # the server answers with the tab's panel, its contents built
         msg = await learner._next_message("PATCH-DOC")
-        if any(ev.get("kind") == "ModelChanged" and ev.get("model", {}).get("id") == tabs_id and ev.get("attr") == "tabs"
+        if any(ev.get("kind") == "ModelChanged" and ev.get("model", {}).get("id") == tabs_id
+               and ev.get("attr") == "tabs"
                for ev in msg.content.get("events", [])):
             return
 

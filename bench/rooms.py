@@ -139,7 +139,8 @@ def main(argv=None) -> dict:
               "registry": registry_alone(20_000), "load_start": [round(x, 2) for x in load],
               "load_end": [round(x, 2) for x in os.getloadavg()]}
     (ROOT / "bench" / "out" / "rooms.json").write_text(json.dumps(result, indent=2))
-    print(f"{result['clicks']:,} Present clicks from {args.pages} pages; load {load[0]:.2f} -> {os.getloadavg()[0]:.2f}")
+    print(f"{result['clicks']:,} Present clicks from {args.pages} pages; "
+          f"load {load[0]:.2f} -> {os.getloadavg()[0]:.2f}")
     print("| rooms | rooms made | clicks took | RSS before | RSS after | kept (target <= 5 MB) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for name in ("running", "ended"):

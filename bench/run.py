@@ -68,7 +68,8 @@ def main(argv=None) -> None:
         lines += ["", "Drag latency, pointermove → readout text (ms, median over runs)", "",
                   "| page | p50 | p95 | max | no change within 2 s |", "|---|---|---|---|---|"]
         for name in ("app", "reference"):
-            lines.append(f"| {name} | " + " | ".join(_fmt(median([r[name][k] for r in rs])) for k in ("p50", "p95", "max"))
+            lines.append(f"| {name} | "
+                         + " | ".join(_fmt(median([r[name][k] for r in rs])) for k in ("p50", "p95", "max"))
                          + f" | {_fmt(median([r[name]['misses'] for r in rs]), 0)} |")
 
     if "preview" in only:
@@ -84,11 +85,13 @@ def main(argv=None) -> None:
                   "| moves/s |", "|---|---|---|---|---|---|---|---|---|"]
         for net in ("direct", "proxy"):
             for drag in ("paced", "single"):
-                m = lambda f: median([f(r[net][drag]) for r in rs if drag in r[net]])  # noqa: E731
+                def m(f, net=net, drag=drag):
+                    return median([f(r[net][drag]) for r in rs if drag in r[net]])
+
                 lines.append(f"| {net} | {drag} | "
-                             + " | ".join(_fmt(m(lambda d: d["first"][k])) for k in ("p50", "p95", "max"))
+                             + " | ".join(_fmt(m(lambda d, k=k: d["first"][k])) for k in ("p50", "p95", "max"))
                              + f" | {_fmt(m(lambda d: d['from_dispatch']['p95']))} | "
-                             + " | ".join(_fmt(m(lambda d: d["confirm"][k])) for k in ("p50", "p95"))
+                             + " | ".join(_fmt(m(lambda d, k=k: d["confirm"][k])) for k in ("p50", "p95"))
                              + f" | {_fmt(m(lambda d: d['moves_per_s']))} |")
 
     if "classroom" in only:
@@ -103,13 +106,20 @@ def main(argv=None) -> None:
                   "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for n in sessions:
             g = [r for r in rs if r["sessions"] == int(n)]
-            m = lambda f: median([f(r) for r in g])  # noqa: E731
-            lines.append(f"| {n} | {_fmt(m(lambda r: r['latency_ms']['p50']))} | {_fmt(m(lambda r: r['latency_ms']['p95']))} "
-                         f"| {_fmt(m(lambda r: r['moves_sent']), 0)} | {_fmt(m(lambda r: r['updates_received']), 0)} "
-                         f"| {_fmt(m(lambda r: r['coalesced']), 0)} | {_fmt(m(lambda r: r['final_positions_lost']), 0)} "
+
+            def m(f, g=g):
+                return median([f(r) for r in g])
+
+            lines.append(f"| {n} | {_fmt(m(lambda r: r['latency_ms']['p50']))} "
+                         f"| {_fmt(m(lambda r: r['latency_ms']['p95']))} "
+                         f"| {_fmt(m(lambda r: r['moves_sent']), 0)} "
+                         f"| {_fmt(m(lambda r: r['updates_received']), 0)} "
+                         f"| {_fmt(m(lambda r: r['coalesced']), 0)} "
+                         f"| {_fmt(m(lambda r: r['final_positions_lost']), 0)} "
                          f"| {_fmt(m(lambda r: r['server_cpu_cores_mean']), 2)} "
                          f"| {_fmt(m(lambda r: r['server_cpu_ms_per_update']), 2)} "
-                         f"| {_fmt(m(lambda r: r['server_rss_mb_max']), 0)} | {_fmt(m(lambda r: r['client_cpu_cores']), 2)} "
+                         f"| {_fmt(m(lambda r: r['server_rss_mb_max']), 0)} "
+                         f"| {_fmt(m(lambda r: r['client_cpu_cores']), 2)} "
                          f"| {_fmt(m(lambda r: r['client_send_lag_ms_p95']))} |")
 
     if "memory" in only:
@@ -117,12 +127,17 @@ def main(argv=None) -> None:
         rs = []
         for _ in range(args.repeat):
             # the cleanup settings the app ships (server/serve.py), not Bokeh's defaults
-            rs += _run("bench.memory", ["--sessions", n, "--unused-session-lifetime", _shipped("--unused-session-lifetime"),
+            rs += _run("bench.memory", ["--sessions", n,
+                                        "--unused-session-lifetime", _shipped("--unused-session-lifetime"),
                                         "--check-unused-sessions", _shipped("--check-unused-sessions")], out,
                        ok=(0, memory.NOT_RETURNED))  # memory did not come back: in the table all the same
-        m = lambda k: median([r[k] for r in rs])  # noqa: E731
+
+        def m(k):
+            return median([r[k] for r in rs])
+
         lines += ["", f"Memory, {n} idle sessions opened then closed (RSS MB, median over runs; unused-session "
-                  f"lifetime {rs[0]['unused_session_lifetime_ms']} ms, checked every {rs[0]['check_unused_sessions_ms']} ms)",
+                  f"lifetime {rs[0]['unused_session_lifetime_ms']} ms, "
+                  f"checked every {rs[0]['check_unused_sessions_ms']} ms)",
                   "", "| start | open | closed | closed, later | MB per idle session | after close vs start |",
                   "|---|---|---|---|---|---|",
                   f"| {_fmt(m('rss_start_mb'))} | {_fmt(m('rss_open_mb'))} | {_fmt(m('rss_closed_mb'))} "
@@ -138,9 +153,12 @@ def main(argv=None) -> None:
                   "| phase | p50 | p95 | max | final lost | flood events sent |", "|---|---|---|---|---|---|"]
         for flooding in (False, True):
             g = [r for r in rs if r["flooding"] == flooding]
-            m = lambda f: median([f(r) for r in g])  # noqa: E731
+
+            def m(f, g=g):
+                return median([f(r) for r in g])
+
             lines.append(f"| {'beside the flood' if flooding else 'alone'} | "
-                         + " | ".join(_fmt(m(lambda r: r["latency_ms"][k])) for k in ("p50", "p95", "max"))
+                         + " | ".join(_fmt(m(lambda r, k=k: r["latency_ms"][k])) for k in ("p50", "p95", "max"))
                          + f" | {_fmt(m(lambda r: r['final_positions_lost']), 0)} "
                          f"| {_fmt(m(lambda r: r['flood_events_sent']), 0)} |")
 
