@@ -44,7 +44,8 @@ from core.trap import scores_against_values
 
 __all__ = ["AttentionResult", "CostMeasurement", "Example", "I_LOVE_NLP", "MODULE_2", "MultiHeadPreset",
            "MultiHeadResult", "PRESETS", "PREVIOUS_AND_SELF", "PREVIOUS_AND_SELF_2D", "PROJECTION_PRESETS",
-           "ProjectionPreset", "Projections", "SECTION_6_2D", "Saturation", "ScalingExperiment", "ScoreMatrixSize", "SelfAttention", "ValueReachability", "downsample",
+           "ProjectionPreset", "Projections", "SECTION_6_2D", "Saturation", "ScalingExperiment", "ScoreMatrixSize",
+           "SelfAttention", "ValueReachability", "downsample",
            "linear_values_reachable", "measure_attention", "multi_head_attention", "project", "random_projections",
            "random_qkv", "saturation", "scaled_dot_product_attention", "scaling_experiment", "score_matrix_size",
            "scores_against_values", "self_attention", "softmax", "TemperatureSweep", "temperature_sweep",

@@ -24,8 +24,9 @@ from core.attention import AttentionResult, _as_finite_matrix, scaled_dot_produc
 from core.examples import I_LOVE_NLP, _frozen
 from core.report import fmt_short
 
-__all__ = ["IDENTITY", "PROJECTION_PRESETS", "SECTION_6", "SECTION_6_2D", "ProjectionPreset", "Projections", "SelfAttention",
-           "ValueReachability", "linear_values_reachable", "project", "random_projections", "self_attention"]
+__all__ = ["IDENTITY", "PROJECTION_PRESETS", "SECTION_6", "SECTION_6_2D", "ProjectionPreset", "Projections",
+           "SelfAttention", "ValueReachability", "linear_values_reachable", "project", "random_projections",
+           "self_attention"]
 
 
 class Projections(NamedTuple):

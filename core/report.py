@@ -133,7 +133,8 @@ def query_steps(tokens, query, values, result: AttentionResult, row: int, scale:
     allowed = r.mask[i]
 
     def steps(xs):
-        return ", ".join(f"{t} {fmt_entry(x) if ok else 'masked'}" for t, x, ok in zip(tokens, xs, allowed, strict=True))
+        return ", ".join(f"{t} {fmt_entry(x) if ok else 'masked'}"
+                         for t, x, ok in zip(tokens, xs, allowed, strict=True))
 
     softmax_steps = [
         f"  max of s: {fmt(r.row_max[i])}",

@@ -429,14 +429,14 @@ def _log_mean_weights(p: _Problem, S, top, Z):
 
 
 def _outputs(p: _Problem, A, W_V, W_O):
-    """Each head's values V and outputs O : (..., H, n, d_v), their concatenation and the output Y : (..., n, d_out)."""
+    """Each head's values V and outputs, both (..., H, n, d_v), their concatenation and the output Y (..., n, d_out)."""
     V = p.X @ W_V  # (n, 2) x (..., H, 2, d_v) -> (..., H, n, d_v)
-    O = A @ V
+    outputs = A @ V
     if not p.has_W_O:
-        return V, O, None, O[..., 0, :, :]
-    concat = np.swapaxes(O, -3, -2)  # (..., n, H, d_v): head h in columns h*d_v to (h+1)*d_v once flattened
+        return V, outputs, None, outputs[..., 0, :, :]
+    concat = np.swapaxes(outputs, -3, -2)  # (..., n, H, d_v): head h in columns h*d_v to (h+1)*d_v once flattened
     concat = concat.reshape(*concat.shape[:-2], p.H * p.d_v)
-    return V, O, concat, concat @ W_O  # (..., n, H*d_v) x (..., H*d_v, d_out) -> (..., n, d_out)
+    return V, outputs, concat, concat @ W_O  # (..., n, H*d_v) x (..., H*d_v, d_out) -> (..., n, d_out)
 
 
 def _loss(p: _Problem, S, top, Z, Y):
@@ -453,10 +453,10 @@ def _evaluate(p: _Problem, W_Q, W_K, W_V, W_O):
     For any leading axes (a whole run's steps at once). A "weights" task's output is the heads' mean output.
     """
     _, _, S, top, Z, A = _forward(p, W_Q, W_K)
-    _, O, _, Y = _outputs(p, A, W_V, W_O)
+    _, outputs, _, Y = _outputs(p, A, W_V, W_O)
     if p.weights_kind:
-        Y = np.add.reduce(O, axis=-3) / p.H
-    return _loss(p, S, top, Z, Y), A, O, Y
+        Y = np.add.reduce(outputs, axis=-3) / p.H
+    return _loss(p, S, top, Z, Y), A, outputs, Y
 
 
 def _gradients(p: _Problem, W_Q, W_K, W_V, W_O, out=None):
@@ -482,7 +482,7 @@ def _gradients(p: _Problem, W_Q, W_K, W_V, W_O, out=None):
             g = share * -p.P_n
             dS = g - A * np.add.reduce(g, axis=-1, keepdims=True)
     else:
-        V, O, concat, Y = _outputs(p, A, W_V, W_O)
+        V, _, concat, Y = _outputs(p, A, W_V, W_O)
         dY = (2.0 / p.n) * (Y - p.Y)  # (n, d_out)
         if p.has_W_O:
             dW_O = np.matmul(concat.T, dY, out=dW_O)
@@ -777,7 +777,8 @@ def train(task, *, seed: int, steps: int = 500, learning_rate: float = 0.05, sca
 
     every_step = views(history)
     gradient = np.empty(edges[-1])
-    into = [None if W is None or name not in cuts else W[0] for name, W in zip(ROLES, views(gradient[None]), strict=True)]
+    into = [None if W is None or name not in cuts else W[0]
+            for name, W in zip(ROLES, views(gradient[None]), strict=True)]
     for k in range(steps):
         _gradients(p, *(None if W is None else W[k] for W in every_step), out=into)
         first_moment *= ADAM_BETA1

@@ -43,9 +43,10 @@ def read_number(text: str, decimal: str | None = ".", *, exponent: bool = True, 
     """The number in ``text`` as ASCII-marked text that ``float`` and ``Decimal`` read (``"0,5"`` -> ``"0.5"``).
 
     ``decimal``: the page's decimal mark, ``"."`` or ``","``; None takes either (a reader whose language is not
-    known). ``exponent``: whether ``3e-2`` is a number; ``max_chars``: the longest text taken. Digits stay as typed (any script's). Raises ValueError
-    whose argument is a message fragment for the learner (a :class:`~course.text.Text`, "… is not a number: …",
-    to be set in a sentence): for empty text, the other decimal mark, anything else.
+    known). ``exponent``: whether ``3e-2`` is a number; ``max_chars``: the longest text taken. Digits stay as
+    typed (any script's). Raises ValueError whose argument is a message fragment for the learner (a
+    :class:`~course.text.Text`, "… is not a number: …", to be set in a sentence): for empty text, the other decimal
+    mark, anything else.
 
     >>> read_number("１，５", ","), read_number("0٫731"), read_number(" −.5 ", None)
     ('1.5', '0.731', '-.5')

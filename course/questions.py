@@ -414,8 +414,8 @@ QUESTIONS: tuple[Question, ...] = (
                    N_("In general self-attention values can be vectors as easily as numbers; this section's example "
                    "only used single numbers to keep things simple.")),
             Choice(N_("Softmax only accepts scores that were computed from keys."),
-                   N_("Softmax normalises whatever numbers it is given: what is wrong is what the score stands for, and "
-                   "softmax itself sets no such limit.")),
+                   N_("Softmax normalises whatever numbers it is given: what is wrong is what the score stands "
+                   "for, and softmax itself sets no such limit.")),
         ),
         why=N_("Keys are built for matching and values for being retrieved. Scoring against the values makes "
             "relevance depend on the content that would be handed over, instead of on a description meant for "
@@ -440,9 +440,11 @@ PRACTICE: tuple[Question, ...] = (
         choices=(
             Choice(N_("The keys, weighted by the attention weights."),
                    N_("Keys are only compared with the query to give the scores; they are not part of the output.")),
-            Choice(N_("The queries of every token."), N_("The query makes the request; it is not mixed into the output.")),
+            Choice(N_("The queries of every token."),
+                   N_("The query makes the request; it is not mixed into the output.")),
             Choice(N_("The values, each in the proportion of its attention weight.")),
-            Choice(N_("The raw scores q·kᵢ."), N_("The scores only decide the weights; what gets mixed is the values.")),
+            Choice(N_("The raw scores q·kᵢ."),
+                   N_("The scores only decide the weights; what gets mixed is the values.")),
         ),
         why=N_("Attention's output adds up the values, each in the proportion its softmax weight gives."),
     ),

@@ -95,7 +95,8 @@ class BrowserBridge(pn.custom.JSComponent):
     theme = param.String(default="light")
     lang = param.String(default="en", doc="<html lang>: the page's language (session/i18n.py).")
     dir = param.String(default="ltr", doc="<html dir>: 'rtl' for a language written right to left.")
-    lost = param.List(default=["", ""], doc="The connection-lost banner's text and its button's, in the page's language.")
+    lost = param.List(default=["", ""],
+                      doc="The connection-lost banner's text and its button's, in the page's language.")
     navigate = param.String(default="", doc=(
         "A query to load the page at, e.g. '?room=K7M4QX': the browser goes there (a new page load, which a "
         "proxy routes by its arguments). Empty: stay."))

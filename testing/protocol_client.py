@@ -143,9 +143,10 @@ class Learner:
         self._seq = self._in_flight = 0
         self._sent_at = 0.0
         # the browser bridge (link/browser.py), which takes the page's keys: a ReactiveESM whose data is its params
-        self.bridge_id = next((o["id"] for o in find_objects(reply.content["doc"], "ReactiveESM")
-                               if str(o.get("attributes", {}).get("data", {}).get("name", "")).startswith("BrowserBridge")),
-                              None)
+        self.bridge_id = next(
+            (o["id"] for o in find_objects(reply.content["doc"], "ReactiveESM")
+             if str(o.get("attributes", {}).get("data", {}).get("name", "")).startswith("BrowserBridge")),
+            None)
         if keep_doc:
             self.doc = reply.content["doc"]
         # the browser announces it has rendered; Panel runs the page's onload callbacks on it
