@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from bench.poll import Presenter, listen
+from testing.poll_presenter import Presenter, listen
 from testing.protocol_client import Learner, _map, find_objects
 from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
 from widgets.poll import question_options
@@ -120,7 +120,7 @@ def test_only_a_page_that_drew_the_question_on_its_own_socket_answers_once_per_b
         async def scenario():
             early = [await Page(server, code).open() for _ in range(2)]
             for page in early:
-                await page.until(lambda: page.card, "the poll card is added once the page has loaded")
+                await page.until(lambda page=page: page.card, "the poll card is added once the page has loaded")
             await on_loop(presenter, presenter.open_poll(LABELS["key-role"]))
             first, second = early
             await first.until(lambda: first.poll.get("can_answer"), "the question")
