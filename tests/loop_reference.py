@@ -42,7 +42,8 @@ def attention(Q, K, V, mask=None, divide_by=None):
     scores, weights, output = [], [], []
     for i, q in enumerate(Q):
         allowed = [mask is None or bool(mask[i][j]) for j in range(len(K))]
-        s = [sum(a * b for a, b in zip(q, k, strict=True)) / t if ok else None for k, ok in zip(K, allowed, strict=True)]
+        s = [sum(a * b for a, b in zip(q, k, strict=True)) / t if ok else None
+             for k, ok in zip(K, allowed, strict=True)]
         top = max(x for x in s if x is not None)
         e = [math.exp(x - top) if x is not None else 0.0 for x in s]
         total = sum(e)

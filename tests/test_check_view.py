@@ -91,7 +91,8 @@ def test_every_question_is_sent_to_the_page_in_order(view):
         assert shown["group"] == ("train" if train else "section" if q.counts else "practice")
         title = (f"Train tab, question {q.number}" if train else f"Question {q.number}" if q.counts
                  else f"Practice problem {q.number}")
-        assert shown["title"] == title and f"<h4>{title}</h4>" in shown["prompt"] and escape(q.prompt) in shown["prompt"]
+        assert shown["title"] == title
+        assert f"<h4>{title}</h4>" in shown["prompt"] and escape(q.prompt) in shown["prompt"]
         assert shown["choices"] == [c.text for c in q.choices]
         assert ("<summary>Hint</summary>" in shown["prompt"]) == bool(q.hint) and escape(q.hint) in shown["prompt"]
     for r in view.tab.records:
@@ -170,7 +171,8 @@ def test_the_same_wrong_answer_twice_is_one_try(view, learner):
 
 @pytest.mark.parametrize("msg", [None, "check", [1], {"check": "no-such-question", "answer": "1"}, {"show": 7},
                                  {"check": ["key-role"]}, {"practice": "yes"}, {"restart": "confirm"},
-                                 {"check": "dot-product", "answer": "6" * 100_000}, {"check": "key-role", "answer": 1.0}])
+                                 {"check": "dot-product", "answer": "6" * 100_000},
+                                 {"check": "key-role", "answer": 1.0}])
 def test_what_no_page_sends_changes_nothing(view, learner, msg):
     view.tab._handle_msg(msg)
     assert learner.progress.empty and not view.tab.practice_open and not view.tab.asking

@@ -17,7 +17,8 @@ from hypothesis.extra import numpy as hnp
 
 from core import scaled_dot_product_attention, softmax
 
-EDGE = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1e300, -1e300, 1.3e154, -1.3e154, 1.7e308, np.nan, np.inf, -np.inf, 1.0, -1.0]
+EDGE = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1e300, -1e300, 1.3e154, -1.3e154, 1.7e308,
+        np.nan, np.inf, -np.inf, 1.0, -1.0]
 elements = st.one_of(
     st.sampled_from(EDGE),
     st.floats(-10, 10, allow_nan=False),

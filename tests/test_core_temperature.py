@@ -229,7 +229,8 @@ def test_a_temperature_sweep_matches_the_loop_reference_at_every_temperature(see
         one = scaled_dot_product_attention([q], K, V, temperature=T)  # the same numbers as one at a time
         np.testing.assert_array_equal(r.scores[t], one.scores[0])
         np.testing.assert_array_equal(r.weights[t], one.weights[0])
-        np.testing.assert_allclose(r.output[t], one.output[0], rtol=1e-13, atol=1e-15)  # a matrix product of another shape
+        # a matrix product of another shape
+        np.testing.assert_allclose(r.output[t], one.output[0], rtol=1e-13, atol=1e-15)
 
 
 def test_a_temperature_sweep_of_the_course_query_of_love_by_hand():

@@ -409,7 +409,8 @@ def test_the_floor_is_below_every_one_head_run_and_a_mask_can_lift_it():
 
 def test_a_run_is_read_only_and_a_function_of_its_arguments_alone():
     before = np.random.get_state()[1].copy()
-    a, b = train("retrieve the value", seed=7, steps=10, heads=2), train("retrieve the value", seed=7, steps=10, heads=2)
+    a = train("retrieve the value", seed=7, steps=10, heads=2)
+    b = train("retrieve the value", seed=7, steps=10, heads=2)
     np.testing.assert_array_equal(np.random.get_state()[1], before)  # no global random state touched
     c = train("retrieve the value", seed=8, steps=10, heads=2)
     for name in ("W_Q", "W_K", "W_V", "W_O", "loss", "weights", "head_weights", "outputs", "head_outputs", "mask"):
@@ -492,7 +493,8 @@ def test_train_refuses_hostile_arguments_with_a_clear_message(kwargs, match):
     (lambda: weights_task(np.eye(2), [[1, 0], [0, 1]], "ab"), r"^tokens must be a sequence of strings"),
     (lambda: outputs_task([2, 6, np.nan]), r"^targets contains NaN or infinite"),
     (lambda: outputs_task([2, 6]), r"^a target for 2 tokens needs its sentence"),
-    (lambda: outputs_task(np.ones((3, 3))), r"^targets must be \(n,\) or \(n, d_out\) with n = 3 tokens and d_out 1 or 2"),
+    (lambda: outputs_task(np.ones((3, 3))),
+     r"^targets must be \(n,\) or \(n, d_out\) with n = 3 tokens and d_out 1 or 2"),
     (lambda: outputs_task([2, 6, 1e3]), r"^targets must have entries within ±100"),
     (lambda: train("no such preset", seed=0), r"^no preset named 'no such preset'; the presets are"),
     (lambda: train([[1, 0, 0], [0, 0, 0], [0, 0, 1]], seed=0), r"^target row 'love' is all zeros"),
@@ -509,7 +511,8 @@ def test_tasks_and_the_other_functions_refuse_bad_input(make, match):
 
 @pytest.mark.parametrize("args, kwargs, match", [
     ((np.zeros((2, 2)), np.zeros((1, 2, 2))), {}, r"^W_Q must be 3-D"),
-    ((np.zeros((5, 2, 2)), np.zeros((5, 2, 2))), {}, r"^W_Q must be \(H, 2, 2\), a \(2, 2\) projection for each of 1 to 4"),
+    ((np.zeros((5, 2, 2)), np.zeros((5, 2, 2))), {},
+     r"^W_Q must be \(H, 2, 2\), a \(2, 2\) projection for each of 1 to 4"),
     ((np.zeros((1, 2, 3)), np.zeros((1, 2, 3))), {}, r"^W_Q must be \(H, 2, 2\)"),
     ((np.zeros((1, 2, 2)), np.zeros((2, 2, 2))), {}, r"^W_K must have the shape of W_Q"),
     ((np.full((1, 2, 2), np.nan), np.zeros((1, 2, 2))), {}, r"^W_Q contains NaN or infinite"),

@@ -227,7 +227,8 @@ def test_the_heads_matrices_show_each_heads_weights_and_pattern(state):
     heads = HeadsView(state=state)
     state.load_heads_preset()
     html = heads.matrices.object
-    assert "<figcaption>Head 1: previous token</figcaption>" in html and "<figcaption>Head 2: itself</figcaption>" in html
+    assert "<figcaption>Head 1: previous token</figcaption>" in html
+    assert "<figcaption>Head 2: itself</figcaption>" in html
     e = [math.exp(5 / math.sqrt(2) * c) for c in (1.0, 0.5, -0.5)]  # head 1, love: previous token I
     assert f"love: I {fmt(e[0] / sum(e), 2)}, love {fmt(e[1] / sum(e), 2)}, NLP {fmt(e[2] / sum(e), 2)}" in html
     assert [b.visible for b in heads.explore] == [True, True, False, False]
@@ -330,11 +331,15 @@ def test_the_heads_tab_speaks_the_pages_language(monkeypatch, state):
     state.load_heads_preset()
     state.lang = "fr"
     html = heads.matrices.object
-    assert "<figcaption>Tête 1\u00a0: jeton précédent</figcaption>" in html and "<figcaption>Tête 2\u00a0: lui-même</figcaption>" in html
+    assert "<figcaption>Tête 1\u00a0: jeton précédent</figcaption>" in html
+    assert "<figcaption>Tête 2\u00a0: lui-même</figcaption>" in html
     e = [math.exp(5 / math.sqrt(2) * c) for c in (1.0, 0.5, -0.5)]  # head 1, love: previous token I
-    row = "\u00a0; ".join(f"{t} {fmt(w / sum(e), 2).replace('.', ',')}" for t, w in zip(("I", "love", "NLP"), e, strict=True))
-    assert f"love: {row}" in html  # French writes 0,14 and separates the list's numbers with " ; " (no break before ";")
-    assert heads.explore[0].label == "Explorer la tête 1" and heads.preset.label == "Deux têtes\u00a0: jeton précédent\u00a0; lui-même"
+    row = "\u00a0; ".join(f"{t} {fmt(w / sum(e), 2).replace('.', ',')}"
+                          for t, w in zip(("I", "love", "NLP"), e, strict=True))
+    # French writes 0,14 and separates the list's numbers with " ; " (no break before ";")
+    assert f"love: {row}" in html
+    assert heads.explore[0].label == "Explorer la tête 1"
+    assert heads.preset.label == "Deux têtes\u00a0: jeton précédent\u00a0; lui-même"
     assert heads._inputs[(0, 0)].value == "0,5"  # W_O averages the two heads
     state.cost_n = 8
     figures = next(p for p in heads._layout.select(pn.pane.HTML) if p.name == "cost-figures").object

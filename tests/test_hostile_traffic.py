@@ -445,7 +445,7 @@ def test_a_sessions_expensive_clicks_wait_their_turn_and_another_page_is_answere
     port, _ = app_server
 
     def after(learner: Learner, text: str) -> float | None:
-        return next((t for events, t in zip(learner.patches, learner.patch_times)
+        return next((t for events, t in zip(learner.patches, learner.patch_times, strict=True)
                      if any(text in str(e.get("new", "")) for e in events)), None)
 
     async def draws_beside_a_key():
@@ -516,7 +516,8 @@ async def _hostile(port: int, kind: str, messages: int) -> int:
 
     def bridge(data: dict) -> dict:
         event = {"type": "event", "name": "data_event", "values": {"type": "map", "entries": [
-            ["model", {"id": learner.bridge_id}], ["data", {"type": "map", "entries": [[k, v] for k, v in data.items()]}]]}}
+            ["model", {"id": learner.bridge_id}],
+            ["data", {"type": "map", "entries": [[k, v] for k, v in data.items()]}]]}}
         return {"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": event}
 
     patch = {

@@ -45,7 +45,8 @@ def test_a_trim_returns_freed_memory_under_the_c_allocator_and_not_under_pymallo
     assert freed - start > 50  # the freed objects' memory is still held ...
     assert trimmed - start < 0.2 * (freed - start)  # ... until the trim gives most of it back
     start, freed, trimmed = _free_most("pymalloc")
-    assert trimmed - start > 0.5 * (freed - start)  # a survivor in each arena keeps the arena: why server/serve.py switches
+    # a survivor in each arena keeps the arena: why server/serve.py switches
+    assert trimmed - start > 0.5 * (freed - start)
 
 
 def test_serve_py_starts_again_with_the_c_allocator():

@@ -92,7 +92,8 @@ def test_chinese_and_arabic_lists_take_their_own_commas():
 
 def test_the_field_s_words_are_a_teacher_s():
     words = {"fr": ("requête", "clé", "valeurs"), "es": ("consulta", "clave", "valores"),
-             "de": ("Anfrage", "Schlüssel", "Werte"), "zh": ("查询", "键", "值"), "ar": ("الاستعلام", "المفتاح", "القيم")}
+             "de": ("Anfrage", "Schlüssel", "Werte"), "zh": ("查询", "键", "值"),
+             "ar": ("الاستعلام", "المفتاح", "القيم")}
     for lang, (query, key, values) in words.items():
         tr = translator(lang)
         assert query in tr._("query").lower() or query in tr._("query")
@@ -193,7 +194,8 @@ def test_plural_forms_follow_the_language():
     assert translator("ar")(text) == "x"
     from session.i18n import ngettext
     heads = [translator("ar")(ngettext("head = {value} ignored: there is {n} head, 1.",
-                                       "head = {value} ignored: choose one of the {n} heads, 1 to {n}.", n, value="'9'"))
+                                       "head = {value} ignored: choose one of the {n} heads, 1 to {n}.",
+                                       n, value="'9'"))
              for n in (1, 2, 3)]
     assert len(set(heads)) == 3  # Arabic: one, two, few
 

@@ -238,7 +238,7 @@ def test_a_sessions_expensive_events_take_at_most_its_share_of_the_loop():
     busy, span = 10 * 0.08, ran[-1][1] + 0.08 - ran[0][1]
     assert busy / span <= SessionEvents.SHARE + 0.05, busy / span
     # each waited for the one before it to have been paid for: no two back to back
-    assert all(b - a >= 0.08 for (_, a), (_, b) in zip(ran, ran[1:]))
+    assert all(b - a >= 0.08 for (_, a), (_, b) in zip(ran, ran[1:], strict=False))
 
 
 def test_a_page_spaced_as_a_person_clicks_never_waits():

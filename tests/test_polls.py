@@ -282,7 +282,8 @@ def test_a_poll_from_the_presenters_card_to_the_followers_cards_and_back(classro
     for p in polls:
         shown = p.card.poll
         assert (shown["title"], shown["prompt"], shown["kind"]) == ("Class poll · Question 5", q.prompt, "choice")
-        assert shown["choices"] == [f"{x}. {c.text}" for x, c in zip("ABCD", q.choices, strict=True)] and shown["can_answer"]
+        assert shown["choices"] == [f"{x}. {c.text}" for x, c in zip("ABCD", q.choices, strict=True)]
+        assert shown["can_answer"]
         assert p.card.visible
     send(polls[0], 1)
     send(polls[1], 3)

@@ -41,7 +41,8 @@ def shared(state: AttentionState) -> dict:
 def assert_same_view(a: dict, b: dict) -> None:
     assert a.keys() == b.keys()
     for name in a:
-        np.testing.assert_array_equal(np.asarray(a[name], dtype=object), np.asarray(b[name], dtype=object), err_msg=name)
+        np.testing.assert_array_equal(np.asarray(a[name], dtype=object), np.asarray(b[name], dtype=object),
+                                      err_msg=name)
 
 
 # --- the first head: Q = K = V = X, the course's example ------------------------------------------------------
@@ -302,7 +303,7 @@ def test_json_export_holds_the_heads_numbers(state):
     P = state.projections
     heads, concat, output = loop_multi_head(data["embeddings"], P[:2, 0], P[:2, 1], P[:2, 2], data["W_O"],
                                             divide_by=0.5)
-    for got, (Q, K, V, weights, out) in zip(data["heads"], heads, strict=True):
+    for got, (Q, _, _, weights, out) in zip(data["heads"], heads, strict=True):
         np.testing.assert_allclose(got["Q"], Q, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(got["weights"], weights, rtol=1e-12, atol=1e-300)
         np.testing.assert_allclose(got["output"], out, rtol=1e-12)
@@ -322,7 +323,7 @@ def test_csv_export_has_the_heads_numbers_one_per_line(state):
     assert by[("head1_W_V", "", "", "[1][0]")] == 6.0  # e₂W_V = (6, 0)
     assert by[("head1_V", "", "NLP", "0")] == 8.0
     assert [by[("head1_weight", "love", k, "")] for k in ("I", "love", "NLP")] == pytest.approx(LOVE, abs=5e-5)
-    assert by[("head1_output", "love", "", "0")] == pytest.approx(sum(a * v for a, v in zip(LOVE, (2, 6, 8), strict=True)),
-                                                                  abs=5e-4)
+    assert by[("head1_output", "love", "", "0")] == pytest.approx(
+        sum(a * v for a, v in zip(LOVE, (2, 6, 8), strict=True)), abs=5e-4)
     assert by[("W_O", "", "", "[1][1]")] == 1.0
     assert sum(1 for r in rows if r["quantity"].startswith("head1_")) == 3 * 4 + 3 * 3 * 2 + 9 * 2 + 3 * 2 + 3 * 2

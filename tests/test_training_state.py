@@ -166,7 +166,7 @@ def test_the_queue_takes_one_run_at_a_time_and_rests_as_long_as_it_took(monkeypa
     queue = TrainQueue(later=lambda delay, fn: waits.append((delay, fn)))
     log, docs = [], [Doc() for _ in range(3)]
     pages = [Page(log, f"p{i}") for i in range(3)]
-    for d, p in zip(docs, pages):
+    for d, p in zip(docs, pages, strict=True):
         queue.submit(d, p.compute)
     assert len(waits) == 1 and waits[0][0] == 0.0 and len(queue) == 3
     waits.pop()[1]()  # the loop's turn: the first page's run is handed to its document

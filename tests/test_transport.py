@@ -185,7 +185,8 @@ def test_what_bokeh_could_not_apply_is_found_before_anything_is_applied():
         "type": "event", "name": "button_click", "values": {"type": "map", "entries": [["model", {"id": button.id}]]}}}
     assert check_page_events([good, click, write(div, "text", "new")], doc) is None
     wrong = check_page_events([good, write(choice, "active", "x" * 15000)], doc)
-    assert wrong == "a value CheckboxGroup.active cannot hold" and choice.active == []  # nothing applied, no value quoted
+    # nothing applied, no value quoted
+    assert wrong == "a value CheckboxGroup.active cannot hold" and choice.active == []
     assert check_page_events([write(div, "value", "1")], doc) == "a write to Div.value, which it does not have"
     assert check_page_events([write(div, "text", ["a", "list"])], doc) == "a value Div.text cannot hold"
     assert check_page_events([{**good, "model": {"id": "p-none"}}], doc) == "a model the document does not have"
@@ -198,7 +199,8 @@ def test_what_bokeh_could_not_apply_is_found_before_anything_is_applied():
 
 
 def test_the_guard_reads_pages_as_bokeh_does():
-    """server/transport.py replaces two of Bokeh's Deserializer methods and wraps two of Panel's: if they move, this fails."""
+    """server/transport.py replaces two of Bokeh's Deserializer methods and wraps two of Panel's: if they move, this
+    fails."""
     from bokeh.core.serialization import Deserializer
 
     from server.transport import pace_page_events

@@ -28,7 +28,8 @@ CHROMIUM_ARGS = [
 ]
 SCREENSHOTS = ROOT / "tests" / "ui" / "screenshots"
 #: Tornado's log of a websocket write to a page that had already closed.
-_CLOSED_SOCKET = re.compile(r"Task exception was never retrieved\nfuture: <Task finished[^\n]*WebSocketClosedError\(\)>\n"
+_CLOSED_SOCKET = re.compile(r"Task exception was never retrieved\n"
+                            r"future: <Task finished[^\n]*WebSocketClosedError\(\)>\n"
                             r"(?:.*\n)*?tornado\.websocket\.WebSocketClosedError\n")
 
 
@@ -135,7 +136,8 @@ def open_page(browser, server):
     contexts, errors = [], []
 
     def _open(address: str = "", viewport: dict | None = None, **options):
-        context = browser.new_context(viewport=viewport or {"width": 1280, "height": 800}, **{"locale": "en-US", **options})
+        context = browser.new_context(viewport=viewport or {"width": 1280, "height": 800},
+                                      **{"locale": "en-US", **options})
         contexts.append(context)
         pg = context.new_page()
         pg.on("pageerror", lambda e: errors.append(str(e)))

@@ -158,7 +158,8 @@ def test_long_answers_and_a_reload_give_no_credit_once_the_answer_was_shown(open
     number", the answer shown; after a reload that record is read back, so 0.731 earns no credit."""
     page = open_page()
     open_check(page)
-    for digit, expect in (("1", "1 of 3 tries used"), ("2", "2 of 3 tries used"), ("3", "Answer shown after three tries")):
+    for digit, expect in (("1", "1 of 3 tries used"), ("2", "2 of 3 tries used"),
+                          ("3", "Answer shown after three tries")):
         answer = "." + digit + "0" * 22
         assert len(answer) == 24
         text = check(page, "two-key-softmax", answer, expect)

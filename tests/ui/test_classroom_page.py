@@ -227,7 +227,7 @@ def test_a_slow_finger_moves_q_every_time(open_page):
     cdp = page.context.new_cdp_session(page)
     x, y = to_page(page, "query-plot", 0.0, 1.0)
     moved = []
-    for attempt in range(6):
+    for _ in range(6):
         before = readout(page).splitlines()[0]
         x = slow_touch_drag(page, cdp, x, y)
         try:

@@ -64,7 +64,8 @@ def test_the_pages_projections_and_attention_agree_with_the_core(page):
     show_tab(page, "Projections", "projection-x")
     cases = random_cases()
     payload = [{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in c.items()} for c in cases]
-    for i, (p, c) in enumerate(zip(payload, cases, strict=True)):  # the tab's text of the outputs, during a drag and at rest
+    # the tab's text of the outputs, during a drag and at rest
+    for i, (p, c) in enumerate(zip(payload, cases, strict=True)):
         if c["X"].shape == (3, 2) and c["WV"].shape == (2, 2):
             p.update(tokens=["I", "love", "NLP"], handle="x love" if i % 4 == 1 else "", at=[0.125, -1.5])
     got = page.evaluate(PAGE_FUNCTIONS, payload)
@@ -88,7 +89,8 @@ def test_the_pages_projections_and_attention_agree_with_the_core(page):
 
 def outputs_text(out) -> str:
     """The tab's line of outputs for the outputs ``out`` of a reference computation."""
-    return "Outputs Σ aⱼvⱼ: " + " · ".join(f"{t} ({fmt(o[0])}, {fmt(o[1])})" for t, o in zip(("I", "love", "NLP"), out, strict=True))
+    return "Outputs Σ aⱼvⱼ: " + " · ".join(f"{t} ({fmt(o[0])}, {fmt(o[1])})"
+                                           for t, o in zip(("I", "love", "NLP"), out, strict=True))
 
 
 # Every position the page writes into the channel, with the last answer it had then; every change the server
@@ -114,11 +116,13 @@ STATUS_ON_PAGE = ("() => Bokeh.index.find_one(Bokeh.documents[0].get_model_by_na
 LAST_POSITION = "() => [...window.attentionExplorerProjections.values()][0].last"
 SERVER_X = "() => Bokeh.documents[0].get_model_by_name('projection-inputs').data.X[0]"
 #: x_love[1]'s box drawn as refused: its border the page's red (#b00020)
-MARKED = """() => { const m = [...Bokeh.documents[0].all_models].find((m) => (m.css_classes || []).includes('field-x-1-0'))
+MARKED = """() => { const m = [...Bokeh.documents[0].all_models].find(
+    (m) => (m.css_classes || []).includes('field-x-1-0'))
   const input = Bokeh.index.find_one(m).shadow_el.querySelector('input')
   return getComputedStyle(input).borderTopColor === 'rgb(176, 0, 32)' }"""
 #: How far the shown tab's contents are scrolled (px).
-TAB_SCROLL = """() => { const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
+TAB_SCROLL = """() => { const tabs = [...Bokeh.documents[0].all_models].find(
+    m => (m.css_classes || []).includes('explorer-tabs'))
   const root = Bokeh.index.find_one(tabs).el.shadowRoot
   return [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header')).scrollTop }"""
 
@@ -180,7 +184,8 @@ def test_typed_numbers_in_the_projections_boxes_reach_the_server_and_a_bad_one_i
     # the refusal leaves the tab where it was, the box in sight (the page's notice and relayout had scrolled the
     # tab back to its top); at most the notice's height further down, so the box stays in view. The notice
     # pushes the box down at once and the relayout that brings it back comes later: wait for it, however late
-    page.wait_for_function("(b) => { const r = b.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight + 1 }",
+    page.wait_for_function("(b) => { const r = b.getBoundingClientRect(); "
+                           "return r.top >= 0 && r.bottom <= innerHeight + 1 }",
                            arg=box.element_handle(), timeout=20_000)
     assert abs(page.evaluate(TAB_SCROLL) - scrolled) < 120, (page.evaluate(TAB_SCROLL), scrolled)
     assert page.evaluate(SERVER_X)[1] == [0.5, 1.0]  # nothing else changed
@@ -307,7 +312,8 @@ ROW_NAMES_OVER_BOXES = _DEEP + """() => {
   const over = [];
   for (const n of names) for (const b of boxes) {
     const r = rect(n), s = rect(b);
-    const w = Math.min(r.right, s.right) - Math.max(r.left, s.left), h = Math.min(r.bottom, s.bottom) - Math.max(r.top, s.top);
+    const w = Math.min(r.right, s.right) - Math.max(r.left, s.left);
+    const h = Math.min(r.bottom, s.bottom) - Math.max(r.top, s.top);
     if (w > 1 && h > 1) over.push(`${n.textContent} over a box by ${w.toFixed(0)} px`);
   }
   return {names: names.length, over};

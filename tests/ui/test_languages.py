@@ -16,10 +16,13 @@ CHECKED_TABS = (*(pseudo(t) for t in ("Weights", "Matrix", "All steps", "Recipe"
                 pseudo("Projections"), pseudo("Heads · n²"), pseudo("Train"), pseudo("Check"), pseudo("Export"),
                 pseudo("Keys"))
 
-#: Visible text that is not a message (a paragraph read whole, so a subscript joins its letter: a<sub>i</sub> is "ai"): token names, the maths' symbols, units, numbers, NumPy's float64 (letters of any script
-#: outside the ⟦…⟧ of a message count as hard-coded text).
-ALLOWED = re.compile(r"^(?:I|love|NLP|attention|is|all|you|need|t\d|q|k|v|s|a|e|i|j|m|o|x|X|T|n|d|exp|max|softmax|d_k|d_v|Σ|PNG|CSV|JSON|"
-                     r"W_Q|W_K|W_V|W_O|WQ|WK|WV|WO|float|Q|K|V|H|x_I|x_love|x_NLP|bits?|xx|ai|ki|si|vi|dk|dv|English|Français|Español|Deutsch|简体中文|العربية|R)$")
+#: Visible text that is not a message (a paragraph read whole, so a subscript joins its letter: a<sub>i</sub> is
+#: "ai"): token names, the maths' symbols, units, numbers, NumPy's float64 (letters of any script outside the ⟦…⟧ of
+#: a message count as hard-coded text).
+ALLOWED = re.compile(r"^(?:I|love|NLP|attention|is|all|you|need|t\d|q|k|v|s|a|e|i|j|m|o|x|X|T|n|d|exp|max|softmax|"
+                     r"d_k|d_v|Σ|PNG|CSV|JSON|"
+                     r"W_Q|W_K|W_V|W_O|WQ|WK|WV|WO|float|Q|K|V|H|x_I|x_love|x_NLP|bits?|xx|ai|ki|si|vi|dk|dv|"
+                     r"English|Français|Español|Deutsch|简体中文|العربية|R)$")
 
 #: The texts a page shows: visible text nodes (in shadow roots too, outside KaTeX's maths), form controls' labels,
 #: and the Bokeh figures' own texts (drawn on a canvas: titles, axis labels and tick overrides, text glyphs).

@@ -1,4 +1,5 @@
-"""Every tab, in both modes, on every screen a class uses: nothing overlaps, nothing is cut off, nothing scrolls sideways.
+"""Every tab, in both modes, on every screen a class uses: nothing overlaps, nothing is cut off, nothing scrolls
+sideways.
 
 One page per screen and mode, walked through every tab (the tabs build their views when first shown). The
 checks are in ``layout_checks.js``: text over text, text over a figure or a chart's marks, text cut off outside
@@ -23,8 +24,8 @@ from tests.ui.conftest import SCREENSHOTS
 from tests.ui.helpers import PATIENCE, READOUT, settle, show_tab, wait_for_tab
 
 CHECKS = (Path(__file__).parent / "layout_checks.js").read_text()
-TABS = ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Train", "Check",
-        "Export", "Keys")
+TABS = ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Train",
+        "Check", "Export", "Keys")
 #: name: (viewport, browser context options)
 SCREENS = {
     "800x600": ({"width": 800, "height": 600}, {}),
@@ -176,7 +177,8 @@ def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "
             found += page.evaluate(CHECKS, {"answer": True})
         if found:
             problems[tab] = found
-        page.screenshot(path=SCREENSHOTS / f"{prefix}-{screen}-{mode}-{theme}-{re.sub(r'[^a-z0-9]+', '_', tab.lower())}.png")
+        slug = re.sub(r'[^a-z0-9]+', '_', tab.lower())
+        page.screenshot(path=SCREENSHOTS / f"{prefix}-{screen}-{mode}-{theme}-{slug}.png")
     assert not problems, "\n".join(f"{tab}: {p}" for tab, ps in problems.items() for p in ps)
     return page.evaluate(TAB_TITLES)
 
@@ -232,7 +234,8 @@ def test_projection_labels_stay_clear(open_page, screen, mode):
                 if button is not None:  # a new W, shown with W_Q chosen
                     button.click()
                     button = None
-                    page.wait_for_function(f"() => {{ const w = ({PLANE_DATA})(0); return w != null && w !== {shown!r} }}",
+                    page.wait_for_function(f"() => {{ const w = ({PLANE_DATA})(0); "
+                                           f"return w != null && w !== {shown!r} }}",
                                            timeout=PATIENCE)
                 shown = page.evaluate(PLANE_DATA, k)
                 _placed(page)

@@ -159,12 +159,14 @@ def test_a_notebook_cell_shows_the_whole_explorer_with_nothing_from_outside(brow
 #: page's order).
 WATCH = """() => { window.seen = """ + EXPLORERS + """.map((doc, i) => {
   const el = Bokeh.index.find_one(doc.get_model_by_name('readout')).markup_el, seen = []
-  new MutationObserver(() => seen.push(el.textContent)).observe(el, {childList: true, characterData: true, subtree: true})
+  new MutationObserver(() => seen.push(el.textContent))
+    .observe(el, {childList: true, characterData: true, subtree: true})
   return seen }) }"""
 #: Display i's readout now.
 TEXT = "(i) => Bokeh.index.find_one(" + EXPLORERS + "[i].get_model_by_name('readout')).markup_el.textContent"
 #: Viewport pixels of data point (x, y) on display i's query plot, scrolled into view.
-TO_PAGE = """([i, x, y]) => { const view = Bokeh.index.find_one(""" + EXPLORERS + """[i].get_model_by_name('query-plot'))
+TO_PAGE = """([i, x, y]) => {
+  const view = Bokeh.index.find_one(""" + EXPLORERS + """[i].get_model_by_name('query-plot'))
   view.el.scrollIntoView({block: 'nearest'}); const r = view.canvas_view.el.getBoundingClientRect()
   return [r.left + view.frame.x_scale.compute(x), r.top + view.frame.y_scale.compute(y)] }"""
 #: Display i's readout has shown a text containing s.
@@ -189,7 +191,8 @@ def test_each_displays_drag_and_keys_move_its_own_q_only(browser, saved):
                 page.wait_for_function(f"() => ({TEXT})({j}).includes({json.dumps(own[j])})", timeout=PATIENCE)
             page.evaluate("() => window.seen.forEach((s) => s.length = 0)")
             # a key, with focus inside display i (its readout takes focus)
-            page.evaluate("(i) => Bokeh.index.find_one(" + EXPLORERS + "[i].get_model_by_name('readout')).el.focus()", i)
+            page.evaluate("(i) => Bokeh.index.find_one(" + EXPLORERS + "[i].get_model_by_name('readout')).el.focus()",
+                          i)
             page.keyboard.press("ArrowUp")
             page.wait_for_function(SHOWN, arg=[i, nudged[i]], timeout=PATIENCE)
             # a drag of q on display i's plot, from (0.5, 0.5) (away from every key) to (-0.5, 0.5), held there

@@ -78,7 +78,8 @@ CARD_TEXT_SIZES = DEEP + """(card) => { const out = []
     for (const el of deep(host.shadowRoot)) {
       if (['STYLE', 'SCRIPT'].includes(el.tagName)) continue
       const text = [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim()
-      if (text && el.getBoundingClientRect().width > 1) out.push([text.slice(0, 30), parseFloat(getComputedStyle(el).fontSize)])
+      if (text && el.getBoundingClientRect().width > 1)
+        out.push([text.slice(0, 30), parseFloat(getComputedStyle(el).fontSize)])
     }
   return out }"""
 
@@ -103,7 +104,8 @@ def test_a_poll_asked_answered_once_each_closed_and_revealed(browser, room_serve
     teacher.get_by_role("button", name="Class poll").click()
     q = BY_ID["why-scale"]
     ask(teacher, q.id)
-    assert wait_counts(teacher, "0 answers") == [(f"{x}. {c.text}", 0, False) for x, c in zip("ABCD", q.choices, strict=True)]
+    assert wait_counts(teacher, "0 answers") == [(f"{x}. {c.text}", 0, False)
+                                                 for x, c in zip("ABCD", q.choices, strict=True)]
     assert total(teacher) == "0 answers · 2 pages following"
     for s in students:
         s.get_by_text(q.prompt).wait_for(timeout=WAIT)

@@ -228,7 +228,8 @@ def test_the_announcer_replaces_its_text_in_place(page):
     page.evaluate(f"() => {{ window.announcerElement = ({ANNOUNCER_ELEMENT})(); }}")
     page.keyboard.press("1")
     page.wait_for_function("() => window.announcerElement.textContent.startsWith('Query of \"I\".')")
-    assert page.evaluate(f"() => ({ANNOUNCER_ELEMENT})() === window.announcerElement && window.announcerElement.isConnected")
+    assert page.evaluate(f"() => ({ANNOUNCER_ELEMENT})() === window.announcerElement "
+                         "&& window.announcerElement.isConnected")
     assert page.evaluate("() => window.announcerElement.textContent") == page.evaluate(
         "() => Bokeh.documents[0].get_model_by_name('announcer').text")
 
