@@ -3,7 +3,7 @@
     python -m bench.run                 # full: drag 3x100 moves, classroom 1..100 learners x 30 s, 300 sessions
     python -m bench.run --quick         # a few minutes: shorter drags, 5 s classroom with 1 and 10 learners
     python -m bench.run --only preview --delay-ms 25   # the drag preview, direct and through a delaying proxy
-    python -m bench.run --only drag     # one of: drag, preview, classroom, memory, flood, events (repeatable)
+    python -m bench.run --only drag     # one of: drag, preview, classroom, memory, events (repeatable)
 
 Each benchmark runs in its own process (Playwright's sync API and Bokeh's protocol client each run an
 event loop). Every server is started on a free 127.0.0.1 port and stopped at the end.
@@ -48,12 +48,12 @@ def _fmt(x, digits=1):
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="short runs, for a first look")
-    ap.add_argument("--only", action="append", choices=["drag", "preview", "classroom", "memory", "flood", "events"])
+    ap.add_argument("--only", action="append", choices=["drag", "preview", "classroom", "memory", "events"])
     ap.add_argument("--repeat", type=int, default=1, help="run each benchmark this many times; medians reported")
     ap.add_argument("--delay-ms", type=float, default=25, help="preview: proxy delay each way (default 25)")
     ap.add_argument("--duration", type=float, help="classroom seconds of dragging (default 30, quick 5)")
     args = ap.parse_args(argv)
-    only = set(args.only or ["drag", "preview", "classroom", "memory", "flood", "events"])
+    only = set(args.only or ["drag", "preview", "classroom", "memory", "events"])
     OUT.mkdir(exist_ok=True)
     out = OUT / "results.jsonl"
     started = time.strftime("%Y-%m-%d %H:%M")
@@ -143,24 +143,6 @@ def main(argv=None) -> None:
                   f"| {_fmt(m('rss_start_mb'))} | {_fmt(m('rss_open_mb'))} | {_fmt(m('rss_closed_mb'))} "
                   f"| {_fmt(m('rss_closed_later_mb'))} | {_fmt(m('mb_per_idle_session'), 2)} "
                   f"| {_fmt(m('after_close_vs_start_pct'))} % |"]
-
-    if "flood" in only:
-        rs = []
-        for _ in range(args.repeat):
-            rs += _run("bench.flood", ["--duration", "10" if args.quick else "20"], out)
-        lines += ["", "Five learners dragging, alone and beside one client flooding pointer events "
-                  "(ms, median over runs)", "",
-                  "| phase | p50 | p95 | max | final lost | flood events sent |", "|---|---|---|---|---|---|"]
-        for flooding in (False, True):
-            g = [r for r in rs if r["flooding"] == flooding]
-
-            def m(f, g=g):
-                return median([f(r) for r in g])
-
-            lines.append(f"| {'beside the flood' if flooding else 'alone'} | "
-                         + " | ".join(_fmt(m(lambda r, k=k: r["latency_ms"][k])) for k in ("p50", "p95", "max"))
-                         + f" | {_fmt(m(lambda r: r['final_positions_lost']), 0)} "
-                         f"| {_fmt(m(lambda r: r['flood_events_sent']), 0)} |")
 
     if "events" in only:
         from bench.event_flood import table

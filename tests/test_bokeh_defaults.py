@@ -60,7 +60,7 @@ def test_every_model_of_a_page_reads_what_bokeh_would():
             if isinstance(expected, HasProps):  # a model made per object: one of the same kind, not the same one
                 assert read is not getattr(fresh, name), (cls.__name__, name)
             else:
-                assert read == expected, (cls.__name__, name)
+                assert read == expected or (read != read and expected != expected), (cls.__name__, name)  # NaN
 
 
 def _page_json() -> str:
@@ -69,6 +69,8 @@ def _page_json() -> str:
     doc = Document()
     doc.add_root(app.create_app().get_root(doc))
     text = serialize_json(doc.to_json(deferred=False))
+    # and the Python ids Panel tags a callback of its own with (a jscallback's tags)
+    text = re.sub(r"\[\[\d{9,},", "[[PYID,", text)
     return re.sub(r'"([A-Za-z]+)\d{5}"', r'"\1"', re.sub(r"p\d{3,}", "ID", text))
 
 

@@ -387,9 +387,15 @@ def test_projector_mode_makes_every_canvas_text_at_least_20px(state):
 def test_the_svg_charts_are_laid_out_for_the_projectors_larger_text(state):
     """Their text sizes come from CSS (--ae-num, 22 px in projector mode); the server leaves them the room."""
     bars, line = WeightBars(state=state), OutputLine(state=state)
-    normal = [int(v.div.text.split('height="')[1].split('"')[0]) for v in (bars, line)]
+
+    def room():  # the bars' room for text above them (their numbers) and below (the tokens); the line's height
+        svg = bars.div.text.split("<svg")[1]
+        top, bottom, height = (int(svg.split(f'{a}="')[1].split('"')[0]) for a in ("data-top", "data-bottom", "height"))
+        return [top, height - bottom, int(line.div.text.split('height="')[1].split('"')[0])]
+
+    normal = room()
     state.mode = "projector"
-    projector = [int(v.div.text.split('height="')[1].split('"')[0]) for v in (bars, line)]
+    projector = room()  # (the bars themselves are shorter there, leaving a 1024x768 screen room for the line)
     assert all(p > n for p, n in zip(projector, normal, strict=True)), (normal, projector)
     css = (ROOT / "static" / "charts.css").read_text()
     assert "font-size: var(--ae-num" in css and "--ae-num: 22px" in (ROOT / "static" / "theme.css").read_text()

@@ -430,7 +430,7 @@ class CheckView(pn.viewable.Viewer):
         self._lab = pn.widgets.FileDownload(file=str(LAB_NOTEBOOK), filename=LAB_NOTEBOOK.name, embed=False,
                                             label=tr._("Download the lab notebook"), color="primary",
                                             stylesheets=[CHECK_CSS], css_classes=["check-lab-download"],
-                                            sizing_mode="fixed", width=None, margin=(4, 10))  # as wide as its text
+                                            sizing_mode=None, width=None, margin=(4, 10))  # as wide as its text
         self._layout = pn.Column(
             self.tab, self._lab,
             # scrolls inside its tab, like the √d_k panel: the page itself never scrolls
