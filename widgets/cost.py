@@ -45,8 +45,9 @@ from bokeh.plotting import figure
 
 from core import CostMeasurement, measure_attention, score_matrix_size
 from core.cost import D_K, NN_ARRAYS
+from session.heads import COST_SIZES
 from session.i18n import N_, Translator, translator
-from session.state import COST_SIZES, AttentionState
+from session.state import AttentionState
 from widgets.glyphs import draw
 from widgets.projections import styled
 

@@ -47,3 +47,14 @@ def draw(fig: Plot, glyph: type[Glyph], source: ColumnDataSource, *fields, **pro
         every = next((v.filter for v in views if isinstance(v.filter, AllIndices)), None) or AllIndices()
         view = CDSView(filter=every)
     return fig.add_glyph(source, glyph(**props), view=view, **renderer)
+
+
+def show_step(shown, placeholders, revealed: bool) -> None:
+    """Step-through in a figure: show the renderers ``shown`` and hide their ``placeholders`` once revealed.
+
+    Only ``visible`` flags change; the data sources stay as they are.
+    """
+    for r in shown:
+        r.visible = revealed
+    for r in placeholders:
+        r.visible = not revealed

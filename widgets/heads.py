@@ -16,8 +16,9 @@ import param
 from bokeh.models import Plot
 from bokeh.palettes import Cividis256
 
+from session.heads import HEAD_TOKENS, MAX_HEADS
 from session.i18n import N_, Translator, translator
-from session.state import HEAD_TOKENS, MAX_HEADS, AttentionState
+from session.state import AttentionState
 from widgets.cost import CostView
 from widgets.projections import HEADS_CSS, styled
 from widgets.style import mark_invalid

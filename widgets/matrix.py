@@ -15,8 +15,8 @@ from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from link.updates import one_message
-from session.state import AttentionState, show_step
-from widgets.glyphs import draw
+from session.state import AttentionState
+from widgets.glyphs import draw, show_step
 from widgets.style import PROJECTOR_FONT_STEP, PROJECTOR_MIN_FONT
 
 #: Decimals of the matrix's numbers by mode: at two, a projector's 20 px digits fit a cell beside the query plot

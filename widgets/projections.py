@@ -49,14 +49,9 @@ from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention
 from core.projections import IDENTITY, _combination
 from link.channel import PositionChannel
 from link.row import OneRow
+from session.heads import DEFAULT_TEMPERATURE, HEAD_TOKENS, PROJECTION_CHOICES, ROLES
 from session.i18n import N_, Translator, translator
-from session.state import (
-    DEFAULT_TEMPERATURE,
-    HEAD_TOKENS,
-    PROJECTION_CHOICES,
-    ROLES,
-    AttentionState,
-)
+from session.state import AttentionState
 from widgets.glyphs import draw
 from widgets.query_plot import label_sides
 from widgets.style import COMPONENT_CSS, mark_invalid, token_color

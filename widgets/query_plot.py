@@ -12,8 +12,8 @@ from bokeh.models import ColumnDataSource, MultiLine, Range1d, Scatter, SingleIn
 from bokeh.plotting import figure
 
 from session.i18n import N_
-from session.state import AttentionState, show_step
-from widgets.glyphs import draw
+from session.state import AttentionState
+from widgets.glyphs import draw, show_step
 from widgets.style import token_color
 
 #: Visible plane; drags beyond it are clamped to its edge so q never leaves the view.
