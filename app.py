@@ -21,8 +21,9 @@ from server.logs import install_log_redaction
 from server.transport import nodelay_on_load
 from session.address import apply_address
 from session.i18n import N_, from_accept_language, menu_languages, translator
+from session.progress import LearnerProgress
 from session.state import AttentionState
-from widgets.check import CheckView, LearnerProgress
+from widgets.check import CheckView, ProgressStore
 from widgets.dk import DkPanel
 from widgets.edit import Editor
 from widgets.export import Export
@@ -234,7 +235,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     drag.param.watch(room.share_hand, "hand")
     # the Check tab's progress, made with the page so its tasks tick before the tab is first opened; they wait
     # while the page follows a presenter (the explorer then shows the presenter's work)
-    learner = LearnerProgress(state=state, following=room.following)
+    learner = LearnerProgress(state=state, following=room.following, store=ProgressStore())
     room.param.watch(lambda e: setattr(learner, "following", e.new), "following")
     bridge.on_stored = learner.store.receive  # the progress the browser kept, through the page's own script
     # a room needs the server's address for its link; a notebook has none
