@@ -21,7 +21,7 @@ from core import (
     random_projections,
     self_attention,
 )
-from core.cost import MAX_N, MIN_N
+from core.cost import COST_SIZES
 from core.projections import IDENTITY as IDENTITY_PROJECTION
 from session.i18n import N_
 from session.inputs import MAX_ABS_COORD, refuse, set_typed, shown
@@ -37,9 +37,6 @@ ROLES = ("W_Q", "W_K", "W_V")
 #: uniform; the default divides by sqrt(d_k), the paper's scaling.
 MIN_TEMPERATURE, MAX_TEMPERATURE = 0.01, 100.0
 DEFAULT_TEMPERATURE = math.sqrt(HEAD_D_K)
-#: Sentence lengths of the n² cost, 3 to 4096 (core.cost's range), doubling from 8.
-COST_SIZES = (MIN_N, *(2 ** k for k in range(3, 13)))
-assert COST_SIZES[-1] == MAX_N
 #: The presets of the Projections tab, by the name the page shows; each sets X and the shown head.
 PROJECTION_CHOICES = ("Q = K = V = X", "Section 6", "Random")
 
