@@ -7,27 +7,29 @@ its own :class:`~session.state.AttentionState`.
 from __future__ import annotations
 
 import sys
-from html import escape
 from pathlib import Path
 
 import panel as pn
 from bokeh.models import Plot
 
-from link.browser import SHORTCUTS, BrowserBridge
+from link.browser import BrowserBridge
 from link.drag import DragChannel
 from server.bokeh_defaults import install as keep_stable_defaults
 from server.housekeeping import return_freed_memory
 from server.logs import install_log_redaction
 from server.transport import nodelay_on_load
 from session.address import apply_address
-from session.i18n import N_, from_accept_language, menu_languages, translator
+from session.i18n import N_, from_accept_language
 from session.progress import LearnerProgress
 from session.state import AttentionState
 from widgets.check import CheckView, ProgressStore
 from widgets.dk import DkPanel
 from widgets.edit import Editor
 from widgets.export import Export
+from widgets.header import Header, Notices
+from widgets.header import title_html as _title  # noqa: F401  (its name in tests)
 from widgets.heads import heads_tab
+from widgets.keys import KeysHelp
 from widgets.matrix import AttentionMatrix
 from widgets.projections import projections_tab
 from widgets.query_plot import QueryPlot
@@ -96,63 +98,6 @@ def _stretch(view, **kw):
     return view
 
 
-def _keys_text(lang: str) -> str:
-    tr = translator(lang)
-    rows = "".join(f"<tr><th scope='row'><kbd>{tr(k)}</kbd></th><td>{tr(what)}</td></tr>" for k, what in SHORTCUTS)
-    # the table is focusable: on a short screen the help scrolls, and a keyboard reaches a scrolling region only
-    # through something focusable inside it (axe: scrollable-region-focusable)
-    return (f"<p>{tr._('With the page focused (click any empty spot):')}</p>"
-            f"<table class='keys' tabindex='0' aria-label='{escape(tr._('Keyboard shortcuts'), quote=True)}'>{rows}"
-            f"</table><p>{tr._('Tab reaches every control; the query plot can take focus too. Dragging works with a '
-                              'mouse, a pen or a finger.')}</p>")
-
-
-def _keys_help(state: AttentionState) -> pn.pane.HTML:
-    return pn.pane.HTML(pn.bind(_keys_text, state.param.lang), css_classes=["help"], sizing_mode="stretch_width",
-                        stylesheets=[APP_CSS])
-
-
-def _notices(notice: str, message: str, lang: str) -> str:
-    """The address's notice and the last refusal, as escaped paragraphs (both can quote what a user typed)."""
-    tr = translator(lang)
-    return "".join(f"<p class='{kind}' role='status'>{escape(tr(text))}</p>"
-                   for kind, text in (("notice", notice), ("message", message)) if text)
-
-
-#: The header's two looks, by the value the state's watcher reads.
-LOOKS = (N_("Projector"), N_("Dark"))
-
-
-def _looks(state: AttentionState) -> list[str]:
-    return ["Projector"] * (state.mode == "projector") + ["Dark"] * (state.theme == "dark")
-
-
-def _title(lang: str) -> str:
-    tr = translator(lang)
-    return (f"<h1>{tr._('Attention Explorer')}</h1><button type='button' class='fullscreen' "
-            f"title='{escape(tr._('Fill the whole screen (Esc leaves)'), quote=True)}' "
-            "onclick='document.fullscreenElement ? document.exitFullscreen() : "
-            f"document.documentElement.requestFullscreen().catch(() => {{}})'>"
-            # the sign drawn, not a character: no font on a classroom's machine may have ⛶ (it came out as a box)
-            "<svg class='icon' viewBox='0 0 16 16' aria-hidden='true'><path d='M1 6V1h5M10 1h5v5M15 10v5h-5M6 15H1v-5' "
-            "fill='none' stroke='currentColor' stroke-width='2'/></svg>"
-            f"<span class='words'>{tr._('Full screen')}</span></button>" + _language_menu(lang))
-
-
-def _language_menu(lang: str) -> str:
-    """The page's one language menu, each language named as it names itself: a plain ``<select>`` in the title's
-    pane, not a widget (a widget was two more models to build and send for every page); its choice reaches the
-    server through the page's bridge (link/browser.py: the ``ae-language`` event, the message ``{"lang"}``).
-    Its name is the page's word for "Language"; a learner who cannot read it still hears each choice in its own
-    language."""
-    options = "".join(f"<option value='{code}'{' selected' if code == lang else ''}>{escape(name)}</option>"
-                      for code, name in menu_languages().items())
-    label = escape(translator(lang)._("Language"), quote=True)
-    return (f"<span class='language-menu'><select aria-label='{label}' title='{label}' "
-            "onchange=\"this.dispatchEvent(new CustomEvent('ae-language', "
-            "{detail: this.value, bubbles: true, composed: true}))\">" + options + "</select></span>")
-
-
 #: The tabs beside the explorer, in order.
 TAB_TITLES = (N_("Weights"), N_("Matrix"), N_("All steps"), N_("Recipe"), N_("Edit"), N_("Trap"), "√d_k",
               N_("Projections"), N_("Heads · n²"), N_("Train"), N_("Check"), N_("Export"), N_("Keys"))
@@ -212,22 +157,6 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
             return layout
         return build
 
-    reset = pn.widgets.Button(label=tr._("Reset example"), color="primary", description=tr._("Restore q = q_love (R)"),
-                              margin=(6, 8))
-    reset.on_click(lambda _: state.reset())
-    # CheckBoxGroup, not Checkbox: its boxes are wrapped in <label>s, so each has an accessible name
-    looks = pn.widgets.CheckBoxGroup(options=tr.options(LOOKS), inline=True, margin=(10, 8), value=_looks(state))
-    looks.param.watch(lambda e: state.param.update(mode="projector" if "Projector" in e.new else "normal",
-                                                   theme="dark" if "Dark" in e.new else "light"), "value")
-    state.param.watch(lambda *_: setattr(looks, "value", _looks(state)), ["mode", "theme"])  # one call per batch
-    # the title and the full-screen button in one pane: the button only runs the browser's own fullscreen API
-    title = pn.pane.HTML(pn.bind(_title, state.param.lang), css_classes=["app-title"], stylesheets=[APP_CSS],
-                         sizing_mode="stretch_width", margin=(0, 10))
-    # Both can quote what a user typed (a link, a field): always escaped, never HTML (pn.pane.Str is not).
-    # Always in the page, empty (no height) when there is nothing to say: a pane shown or hidden makes BokehJS
-    # lay the page out anew, which scrolled the shown tab back to its top, away from the box just refused.
-    notices = pn.pane.HTML(pn.bind(_notices, state.param.notice, state.param.message, state.param.lang),
-                           css_classes=["notice"], stylesheets=[APP_CSS], sizing_mode="stretch_width", margin=0)
     served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
     bridge = BrowserBridge(state=state, whole_page=served)
     # Present / follow a room (widgets/room.py), at the header's end
@@ -239,8 +168,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     room.param.watch(lambda e: setattr(learner, "following", e.new), "following")
     bridge.on_stored = learner.store.receive  # the progress the browser kept, through the page's own script
     # a room needs the server's address for its link; a notebook has none
-    header = pn.Row(title, reset, looks, *([room] if served else []), sizing_mode="stretch_width",
-                    css_classes=["app-header"], stylesheets=[APP_CSS])
+    header = Header(state=state, extra=[room] if served else [])
 
     builds = (lambda: pn.Column(bars, values, sizing_mode="stretch_both"),
               # in a Column: the tab's contents scroll inside it (static/app.css), while the figure keeps the
@@ -248,14 +176,12 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
               lambda: pn.Column(built(AttentionMatrix(state=state)), sizing_mode="stretch_both"),
               inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
               lambda: projections_tab(state, styler), lambda: heads_tab(state, styler), lambda: train_tab(state, styler),
-              lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: _keys_help(state))
+              lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: KeysHelp(state=state))
     tabs = lazy_tabs(*zip(map(tr, TAB_TITLES), builds, strict=True), sizing_mode="stretch_both", css_classes=["explorer-tabs"],
                      stylesheets=[APP_CSS])
 
-    def relabel(*_):  # the header's and the tabs' words; every view re-renders its own
+    def relabel(*_):  # the query plot's name and the tabs' words; every view re-renders its own
         tr = state.tr
-        reset.param.update(label=tr._("Reset example"), description=tr._("Restore q = q_love (R)"))
-        looks.param.update(options=tr.options(LOOKS), value=_looks(state))
         query_plot.figure.html_attributes = {**query_plot.figure.html_attributes, "aria-label": tr(plot_label)}
         retitle(tabs, [tr(t) for t in TAB_TITLES])
     state.param.watch(relabel, "lang")
@@ -263,7 +189,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],
                       stylesheets=[APP_CSS])
     page = pn.Column(
-        header, notices, pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
+        header, Notices(state=state), pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
                                         stylesheets=[APP_CSS]),
         bridge, Announcer(state=state),
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
