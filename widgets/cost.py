@@ -18,7 +18,6 @@ from html import escape
 
 import numpy as np
 import panel as pn
-import param
 from bokeh.document import without_document_lock
 from bokeh.models import (
     ColorBar,
@@ -38,7 +37,7 @@ from core.cost import D_K, NN_ARRAYS
 from server.cost import CACHE_KEY, CostCache, cost_cache  # noqa: F401  (the process's measurements, also named here)
 from session.heads import COST_SIZES
 from session.i18n import N_, Translator, translator
-from session.state import AttentionState
+from widgets.base import View
 from widgets.glyphs import draw
 from widgets.projections import styled
 
@@ -78,14 +77,12 @@ def _loglog(name: str) -> figure:
     return fig
 
 
-class CostView(pn.viewable.Viewer):
+class CostView(View):
     """Pick n (3 to 4096): time and memory of the core against n, the weights as an image, Module 2's figures.
 
     Test hooks: the figures ``cost-time``, ``cost-memory``, ``cost-image``; the progress bar and its text carry
     ``cost-progress``; the figures' table is ``cost-figures``.
     """
-
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -296,6 +293,3 @@ class CostView(pn.viewable.Viewer):
                 f"<thead><tr><th scope='col'>n</th><th scope='col'>{escape(tr._('entries n²'))}</th>"
                 f"<th scope='col'>{escape(tr._('memory (8 bytes a number)'))}</th><th scope='col'></th></tr></thead>"
                 "<tbody>" + "".join(rows) + "</tbody></table>" + here)
-
-    def __panel__(self):
-        return self._layout

@@ -7,7 +7,6 @@ import numbers
 
 import numpy as np
 import panel as pn
-import param
 from bokeh import events
 from bokeh.core.properties import value
 from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMapper, Range1d, Rect, Text
@@ -15,7 +14,7 @@ from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from link.updates import one_message
-from session.state import AttentionState
+from widgets.base import View
 from widgets.glyphs import draw, show_step
 from widgets.style import PROJECTOR_FONT_STEP, PROJECTOR_MIN_FONT
 
@@ -40,7 +39,7 @@ def _text_px(text: str, size: float) -> float:
     return size * sum(0.4 if c in ".,()  " else 0.72 for c in text)
 
 
-class AttentionMatrix(pn.viewable.Viewer):
+class AttentionMatrix(View):
     """Heatmap of the weights a[i, j]: query i (row) attending to key j (column).
 
     Colours use the perceptually uniform, colour-blind-safe Cividis map on a
@@ -54,8 +53,6 @@ class AttentionMatrix(pn.viewable.Viewer):
     selects it (a plain ``Tap`` event, not a TapTool selection, so a second click
     never deselects). The figure has ``name="attention-matrix"``.
     """
-
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -195,6 +192,3 @@ class AttentionMatrix(pn.viewable.Viewer):
                                   label=[self._output_text(o, dec) for o in r.output])
         end = self.figure.x_range.end
         self._highlight.data = dict(x=[(end - 0.5) / 2], y=[self.state.selected], width=[end + 0.46])
-
-    def __panel__(self):
-        return self._layout

@@ -52,6 +52,7 @@ from link.row import OneRow
 from session.heads import DEFAULT_TEMPERATURE, HEAD_TOKENS, PROJECTION_CHOICES, ROLES
 from session.i18n import N_, Translator, translator
 from session.state import AttentionState
+from widgets.base import View
 from widgets.glyphs import draw
 from widgets.query_plot import label_sides
 from widgets.style import COMPONENT_CSS, mark_invalid, token_color
@@ -332,7 +333,7 @@ class ProjectionChannel(PositionChannel):
         self.confirmed.data = dict(seq=[seq], text=[text])
 
 
-class ProjectionsView(pn.viewable.Viewer):
+class ProjectionsView(View):
     """The Projections tab over ``state``: planes, numbers, presets, the temperature.
 
     Test hooks: the planes are the figures ``projection-x`` and ``projection-w``; the numbers the ``Div``
@@ -340,8 +341,6 @@ class ProjectionsView(pn.viewable.Viewer):
     entropy), the outputs' line ``projection-status``; the text boxes carry ``field-x-<row>-<axis>``,
     ``field-w<role>-<row>-<col>`` and ``field-t``; the table of temperatures is ``projection-limits``.
     """
-
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -739,9 +738,6 @@ class ProjectionsView(pn.viewable.Viewer):
         if self.field_message.object:  # a Panel pane's set costs a fraction of a millisecond, even unchanged
             self.field_message.object = ""
 
-    def __panel__(self):
-        return self._layout
-
 
 def projections_tab(state: AttentionState, styler=None) -> pn.viewable.Viewable:
     """The tab's contents, its figures restyled by ``styler`` (a :class:`~widgets.style.FigureStyler`)."""
@@ -749,4 +745,3 @@ def projections_tab(state: AttentionState, styler=None) -> pn.viewable.Viewable:
     if styler is not None:
         styler.add([view.x_fig, view.w_fig])
     return view.__panel__()
-

@@ -6,13 +6,12 @@ import math
 
 import numpy as np
 import panel as pn
-import param
 from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, MultiLine, Range1d, Scatter, SingleIntervalTicker, Text
 from bokeh.plotting import figure
 
 from session.i18n import N_
-from session.state import AttentionState
+from widgets.base import View
 from widgets.glyphs import draw, show_step
 from widgets.style import token_color
 
@@ -82,15 +81,13 @@ def label_sides(points, among, bounds: tuple[float, float] | None = None) -> np.
     return np.array(SIDES, dtype=int)[np.argmin(total, axis=1)]
 
 
-class QueryPlot(pn.viewable.Viewer):
+class QueryPlot(View):
     """Keys k_i and the query q in the plane; drag or click anywhere to move q,
     or drag a key (starting on it) to move that key.
 
     The pointer is the page's drag script's (``link/drag.py``, ``link/drag.js``): it draws the drag
     and sends the server its positions one at a time. The figure has ``name="query-plot"``.
     """
-
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -180,7 +177,3 @@ class QueryPlot(pn.viewable.Viewer):
             xs=[[qx, k[0]] for k in K], ys=[[qy, k[1]] for k in K],
             width=(1 + (MAX_LINE_WIDTH - 1) * w).tolist(), color=[token_color(i) for i in range(len(K))],
         )
-
-    def __panel__(self):
-        return self._layout
-

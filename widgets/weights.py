@@ -11,7 +11,7 @@ import param
 from bokeh.models import ColumnDataSource, Div, Range1d, Scatter, Segment, Text
 from bokeh.plotting import figure
 
-from session.state import AttentionState
+from widgets.base import View
 from widgets.glyphs import draw
 from widgets.style import token_color
 
@@ -33,7 +33,7 @@ def _heading(text: str) -> str:
     return f'<p class="heading">{escape(text)}</p>'
 
 
-class WeightBars(pn.viewable.Viewer):
+class WeightBars(View):
     """One bar per key: the softmax weight a_i of the selected query, printed above it.
 
     Drawn as one SVG in a Bokeh ``Div`` (``name="weight-bars"``), not a Bokeh figure: a figure is about 30
@@ -43,8 +43,6 @@ class WeightBars(pn.viewable.Viewer):
     moves the bars during a drag (``link/drag.js``). ``shown`` is what is drawn, for tests.
     """
 
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
-
     def __init__(self, **params):
         super().__init__(**params)
         # focusable: where the Weights tab is taller than its space it scrolls, and a keyboard reaches a scrolling
@@ -53,8 +51,7 @@ class WeightBars(pn.viewable.Viewer):
                        css_classes=["chart"], html_attributes={"tabindex": "0"})
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
-        self.state.param.watch(self._render, ["plotted", "tokens", "guided", "step", "mode", "lang"])
-        self._render()
+        self.render_on("plotted", "tokens", "guided", "step", "mode", "lang")
 
     def _render(self, *_):
         s = self.state
@@ -86,11 +83,8 @@ class WeightBars(pn.viewable.Viewer):
                          f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" '
                          f'role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
-    def __panel__(self):
-        return self._layout
 
-
-class OutputLine(pn.viewable.Viewer):
+class OutputLine(View):
     """The values v_i on a number line from min(v) to max(v), and the output Σ a_i v_i on it.
 
     One SVG in a Bokeh ``Div`` (``name="output-line"``), like :class:`WeightBars`: positions in % of the
@@ -99,16 +93,13 @@ class OutputLine(pn.viewable.Viewer):
     drawn, for tests.
     """
 
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
-
     def __init__(self, **params):
         super().__init__(**params)
         self.div = Div(name="output-line", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
                        css_classes=["chart"], html_attributes={"tabindex": "0"})  # as the bars
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
-        self.state.param.watch(self._render, ["plotted", "tokens", "values", "guided", "step", "mode", "lang"])
-        self._render()
+        self.render_on("plotted", "tokens", "values", "guided", "step", "mode", "lang")
 
     def _render(self, *_):
         s = self.state
@@ -162,19 +153,14 @@ class OutputLine(pn.viewable.Viewer):
                          f'<svg class="number-line" width="100%" height="{height}" data-lo="{lo!r}" '
                          f'data-hi="{hi!r}" role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
-    def __panel__(self):
-        return self._layout
 
-
-class ValuePlane(pn.viewable.Viewer):
+class ValuePlane(View):
     """Vector values (d_v = 2): each v_i as an arrow from the origin, and the output Σ a_i v_i as a point.
 
     The output is a weighted average of the values, so it always lies inside the
     triangle (polygon) they span; each value's marker grows with its weight.
     The figure has ``name="value-plane"``.
     """
-
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -195,8 +181,7 @@ class ValuePlane(pn.viewable.Viewer):
              text_font_style="bold", text_align="center", text_baseline="bottom")
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
-        self.state.param.watch(self._render, ["plotted", "lang"])
-        self._render()
+        self.render_on("plotted", "lang")
 
     def _render(self, *_):
         tr = self.state.tr
@@ -219,11 +204,8 @@ class ValuePlane(pn.viewable.Viewer):
         self._output.data = dict(x=[float(out[0])], y=[float(out[1])],
                                  label=[f"{tr._('output')} {tr.vec(out, 4, isolate=False)}"])
 
-    def __panel__(self):
-        return self._layout
 
-
-class ValuesView(pn.viewable.Viewer):
+class ValuesView(View):
     """The values' view that fits them: a number line for scalar values, the plane for 2-D vectors.
 
     Each is built the first time the values need it (most pages only ever show the number line), and
@@ -231,7 +213,6 @@ class ValuesView(pn.viewable.Viewer):
     are listed in the inspector and the matrix's output column.
     """
 
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
     on_build = param.Callable(default=None, doc="Called with each view (OutputLine, ValuePlane) when it is built.")
 
     def __init__(self, **params):
@@ -264,6 +245,3 @@ class ValuesView(pn.viewable.Viewer):
         if self.on_build is not None:
             self.on_build(view)
         return view
-
-    def __panel__(self):
-        return self._layout
