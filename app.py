@@ -1,7 +1,9 @@
 """Attention Explorer: scaled dot-product attention on "I love NLP", live in the browser.
 
-``panel serve app.py`` or ``python app.py`` start it; each browser session gets
-its own :class:`~session.state.AttentionState`.
+``python app.py`` (or ``python -m server``) serves it with the server's settings and routes (server/serve.py);
+``panel serve app.py`` serves it too, with every patch (server/patches.py) but without what needs the server's
+own settings (server/routes.py: gzip, the link limit, a room's live channel, KaTeX's fonts). Each browser session
+gets its own :class:`~session.state.AttentionState`.
 """
 
 from __future__ import annotations
@@ -14,9 +16,8 @@ from bokeh.models import Plot
 
 from link.browser import BrowserBridge
 from link.drag import DragChannel
-from server.bokeh_defaults import install as keep_stable_defaults
+from server import patches
 from server.housekeeping import return_freed_memory
-from server.logs import install_log_redaction
 from server.transport import nodelay_on_load
 from session.address import apply_address
 from session.i18n import N_, from_accept_language
@@ -60,11 +61,17 @@ def in_notebook() -> bool:
     return shell is not None and hasattr(shell, "kernel")
 
 
-# Bokeh works out every unset property's default again on each read; most are the same on every page
-# (server/bokeh_defaults.py). Only in a process that serves pages: a notebook's kernel is the learner's own,
-# and a page or two there gain nothing worth changing how their Bokeh works
-if not in_notebook():
-    keep_stable_defaults()
+# `panel serve` runs this file as a module named bokeh_app_…, once per page (pn.state.served checks the same name
+# through inspect.stack(), which cost every page build a few ms). Every patch to Bokeh and Panel (server/patches.py:
+# the websocket guard, events held and paced, bounded logs, ...) is in force from the first page of a bare `panel
+# serve app.py` on, as under `python app.py`, which installs them as the server starts. Elsewhere, outside a
+# notebook (whose kernel is the learner's own, and a page or two there gain nothing from it), only Bokeh's stable
+# defaults are kept: pages built without being served (tests, benchmarks) are the same pages, made faster
+SERVED = __name__.startswith("bokeh_app_")
+if SERVED:
+    patches.install()
+elif not in_notebook():
+    patches.keep_stable_defaults()
 
 # In a notebook, BokehJS, Panel and KaTeX (its fonts too) go into the cell's output instead of coming from a CDN: a
 # classroom's notebook works with no internet, and saved with its outputs it opens anywhere. A served page has them
@@ -205,11 +212,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     return page
 
 
-# `panel serve` runs this file as a module named bokeh_app_…, once per page (pn.state.served checks the same name
-# through inspect.stack(), which cost every page build a few ms)
-if __name__.startswith("bokeh_app_"):
-    # under a bare `panel serve app.py` too, every log line is bounded (python app.py does it as it starts)
-    install_log_redaction()
+if SERVED:
     # location=False: Panel's Location model parses every address argument on the server, and one over 4,300
     # digits raises there and leaves the session broken; the browser bridge reports and changes the address
     create_app().servable(title=TITLE, location=False)
