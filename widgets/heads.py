@@ -20,7 +20,7 @@ from session.i18n import N_, Translator, translator
 from session.state import AttentionState
 from widgets.base import View
 from widgets.cost import CostView
-from widgets.projections import HEADS_CSS, styled
+from widgets.projections import HEADS_CSS, styled, text_pane
 from widgets.style import mark_invalid
 
 #: Text size (CSS px) the heads' SVG matrices are laid out for, by mode (static/theme.css's --ae-num).
@@ -98,12 +98,8 @@ class HeadsView(View):
         self._w_o = pn.Column(margin=0)
         self._inputs: dict[tuple[int, int], pn.widgets.TextInput] = {}
         # shown by its text, never by `visible` (widgets/projections.py: showing a pane scrolled the tab to its top)
-        self.field_message = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
-
-        def text() -> pn.pane.HTML:
-            return styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
-
-        self._texts = [text() for _ in range(3)]
+        self.field_message = text_pane()
+        self._texts = [text_pane() for _ in range(3)]
         self._count_label = styled(pn.pane.HTML("", margin=(8, 5)))
         self._relabel()
         self._layout = pn.Column(

@@ -100,6 +100,11 @@ def styled(widget):
     return widget
 
 
+def text_pane() -> pn.pane.HTML:
+    """An empty line of the tabs' text, the width of the tab: the views write its HTML."""
+    return styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
+
+
 def projection_status(result, handle: str = "", at=None, tr: Translator = ENGLISH) -> str:
     """The outputs of each token in one line, after the dragged ``handle`` and where it is (``at``) during a
     drag: the server's answer to a position, and the page's text for it (projections.js, statusText), in the
@@ -394,7 +399,7 @@ class ProjectionsView(View):
         self._shown: dict[tuple, str] = {}  # the text each box was last given: its value says the state's number
         # shown by its text, never by `visible`: a pane shown or hidden makes BokehJS lay the page out anew, which
         # scrolled the tab back to its top, away from the box just refused
-        self.field_message = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
+        self.field_message = text_pane()
         grids = [self._grid("X", "x", [f"x_{t}" for t in HEAD_TOKENS], 3)]
         grids += [self._grid(name, f"w{k}", ["e₁", "e₂"], 2) for k, name in enumerate(ROLES)]
 
@@ -410,11 +415,8 @@ class ProjectionsView(View):
         # Bokeh Divs rather than Panel HTML panes: both change at every release, and a pane's update cost ~3 ms
         self.limits = Div(name="projection-limits", sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
         self.reachable = Div(sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
-        self.title = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
-
-        def text() -> pn.pane.HTML:
-            return styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
-        self._texts = [text() for _ in range(4)]
+        self.title = text_pane()
+        self._texts = [text_pane() for _ in range(4)]
         self._row_label = styled(pn.pane.HTML("", margin=(8, 5)))
         self._relabel()
 
