@@ -1,33 +1,37 @@
 """Attention Explorer: scaled dot-product attention on "I love NLP", live in the browser.
 
-``panel serve app.py`` or ``python app.py`` start it; each browser session gets
-its own :class:`~session.state.AttentionState`.
+``python app.py`` (or ``python -m server``) serves it with the server's settings and routes (server/serve.py);
+``panel serve app.py`` serves it too, with every patch (server/patches.py) but without what needs the server's
+own settings (server/routes.py: gzip, the link limit, a room's live channel, KaTeX's fonts). Each browser session
+gets its own :class:`~session.state.AttentionState`.
 """
 
 from __future__ import annotations
 
 import sys
-from html import escape
 from pathlib import Path
 
 import panel as pn
 from bokeh.models import Plot
 
-from link.browser import SHORTCUTS, BrowserBridge
+from link.browser import BrowserBridge
 from link.drag import DragChannel
 from link.shown import PlotsShown
-from server.bokeh_defaults import install as keep_stable_defaults
+from server import patches
 from server.housekeeping import return_freed_memory
-from server.logs import install_log_redaction
 from server.transport import nodelay_on_load
 from session.address import apply_address
-from session.i18n import N_, from_accept_language, menu_languages, translator
+from session.i18n import N_, from_accept_language
+from session.progress import LearnerProgress
 from session.state import AttentionState
-from widgets.check import CheckView, LearnerProgress
+from widgets.check import CheckView, ProgressStore
 from widgets.dk import DkPanel
 from widgets.edit import Editor
 from widgets.export import Export
+from widgets.header import Header, Notices
+from widgets.header import title_html as _title  # noqa: F401  (its name in tests)
 from widgets.heads import heads_tab
+from widgets.keys import KeysHelp
 from widgets.matrix import AttentionMatrix
 from widgets.projections import projections_tab
 from widgets.query_plot import QueryPlot
@@ -58,11 +62,17 @@ def in_notebook() -> bool:
     return shell is not None and hasattr(shell, "kernel")
 
 
-# Bokeh works out every unset property's default again on each read; most are the same on every page
-# (server/bokeh_defaults.py). Only in a process that serves pages: a notebook's kernel is the learner's own,
-# and a page or two there gain nothing worth changing how their Bokeh works
-if not in_notebook():
-    keep_stable_defaults()
+# `panel serve` runs this file as a module named bokeh_app_…, once per page (pn.state.served checks the same name
+# through inspect.stack(), which cost every page build a few ms). Every patch to Bokeh and Panel (server/patches.py:
+# the websocket guard, events held and paced, bounded logs, ...) is in force from the first page of a bare `panel
+# serve app.py` on, as under `python app.py`, which installs them as the server starts. Elsewhere, outside a
+# notebook (whose kernel is the learner's own, and a page or two there gain nothing from it), only Bokeh's stable
+# defaults are kept: pages built without being served (tests, benchmarks) are the same pages, made faster
+SERVED = __name__.startswith("bokeh_app_")
+if SERVED:
+    patches.install()
+elif not in_notebook():
+    patches.keep_stable_defaults()
 
 # In a notebook, BokehJS, Panel and KaTeX (its fonts too) go into the cell's output instead of coming from a CDN: a
 # classroom's notebook works with no internet, and saved with its outputs it opens anywhere. A served page has them
@@ -94,63 +104,6 @@ def _stretch(view, **kw):
     pane = view.__panel__()
     pane.param.update(sizing_mode="stretch_both", **kw)
     return view
-
-
-def _keys_text(lang: str) -> str:
-    tr = translator(lang)
-    rows = "".join(f"<tr><th scope='row'><kbd>{tr(k)}</kbd></th><td>{tr(what)}</td></tr>" for k, what in SHORTCUTS)
-    # the table is focusable: on a short screen the help scrolls, and a keyboard reaches a scrolling region only
-    # through something focusable inside it (axe: scrollable-region-focusable)
-    return (f"<p>{tr._('With the page focused (click any empty spot):')}</p>"
-            f"<table class='keys' tabindex='0' aria-label='{escape(tr._('Keyboard shortcuts'), quote=True)}'>{rows}"
-            f"</table><p>{tr._('Tab reaches every control; the query plot can take focus too. Dragging works with a '
-                              'mouse, a pen or a finger.')}</p>")
-
-
-def _keys_help(state: AttentionState) -> pn.pane.HTML:
-    return pn.pane.HTML(pn.bind(_keys_text, state.param.lang), css_classes=["help"], sizing_mode="stretch_width",
-                        stylesheets=[APP_CSS])
-
-
-def _notices(notice: str, message: str, lang: str) -> str:
-    """The address's notice and the last refusal, as escaped paragraphs (both can quote what a user typed)."""
-    tr = translator(lang)
-    return "".join(f"<p class='{kind}' role='status'>{escape(tr(text))}</p>"
-                   for kind, text in (("notice", notice), ("message", message)) if text)
-
-
-#: The header's two looks, by the value the state's watcher reads.
-LOOKS = (N_("Projector"), N_("Dark"))
-
-
-def _looks(state: AttentionState) -> list[str]:
-    return ["Projector"] * (state.mode == "projector") + ["Dark"] * (state.theme == "dark")
-
-
-def _title(lang: str) -> str:
-    tr = translator(lang)
-    return (f"<h1>{tr._('Attention Explorer')}</h1><button type='button' class='fullscreen' "
-            f"title='{escape(tr._('Fill the whole screen (Esc leaves)'), quote=True)}' "
-            "onclick='document.fullscreenElement ? document.exitFullscreen() : "
-            f"document.documentElement.requestFullscreen().catch(() => {{}})'>"
-            # the sign drawn, not a character: no font on a classroom's machine may have ⛶ (it came out as a box)
-            "<svg class='icon' viewBox='0 0 16 16' aria-hidden='true'><path d='M1 6V1h5M10 1h5v5M15 10v5h-5M6 15H1v-5' "
-            "fill='none' stroke='currentColor' stroke-width='2'/></svg>"
-            f"<span class='words'>{tr._('Full screen')}</span></button>" + _language_menu(lang))
-
-
-def _language_menu(lang: str) -> str:
-    """The page's one language menu, each language named as it names itself: a plain ``<select>`` in the title's
-    pane, not a widget (a widget was two more models to build and send for every page); its choice reaches the
-    server through the page's bridge (link/browser.py: the ``ae-language`` event, the message ``{"lang"}``).
-    Its name is the page's word for "Language"; a learner who cannot read it still hears each choice in its own
-    language."""
-    options = "".join(f"<option value='{code}'{' selected' if code == lang else ''}>{escape(name)}</option>"
-                      for code, name in menu_languages().items())
-    label = escape(translator(lang)._("Language"), quote=True)
-    return (f"<span class='language-menu'><select aria-label='{label}' title='{label}' "
-            "onchange=\"this.dispatchEvent(new CustomEvent('ae-language', "
-            "{detail: this.value, bubbles: true, composed: true}))\">" + options + "</select></span>")
 
 
 #: The tabs beside the explorer, in order: each one's name in a lesson link (``?tabs=weights,check``, the same in
@@ -220,24 +173,6 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
             return layout
         return build
 
-    reset = pn.widgets.Button(label=tr._("Reset example"), color="primary", description=tr._("Restore q = q_love (R)"),
-                              margin=(6, 8))
-    reset.on_click(lambda _: state.reset())
-    # CheckBoxGroup, not Checkbox: its boxes are wrapped in <label>s, so each has an accessible name
-    # a lesson link's simple header leaves them out (session/lesson.py says why)
-    looks = pn.widgets.CheckBoxGroup(options=tr.options(LOOKS), inline=True, margin=(10, 8), value=_looks(state),
-                                     visible=pn.bind(lambda header: header != "simple", state.param.header))
-    looks.param.watch(lambda e: state.param.update(mode="projector" if "Projector" in e.new else "normal",
-                                                   theme="dark" if "Dark" in e.new else "light"), "value")
-    state.param.watch(lambda *_: setattr(looks, "value", _looks(state)), ["mode", "theme"])  # one call per batch
-    # the title and the full-screen button in one pane: the button only runs the browser's own fullscreen API
-    title = pn.pane.HTML(pn.bind(_title, state.param.lang), css_classes=["app-title"], stylesheets=[APP_CSS],
-                         sizing_mode="stretch_width", margin=(0, 10))
-    # Both can quote what a user typed (a link, a field): always escaped, never HTML (pn.pane.Str is not).
-    # Always in the page, empty (no height) when there is nothing to say: a pane shown or hidden makes BokehJS
-    # lay the page out anew, which scrolled the shown tab back to its top, away from the box just refused.
-    notices = pn.pane.HTML(pn.bind(_notices, state.param.notice, state.param.message, state.param.lang),
-                           css_classes=["notice"], stylesheets=[APP_CSS], sizing_mode="stretch_width", margin=0)
     served = pn.state.curdoc is not None and pn.state.curdoc.session_context is not None
     bridge = BrowserBridge(state=state, plots=plots, whole_page=served)
     # Present / follow a room (widgets/room.py), at the header's end
@@ -245,12 +180,11 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     drag.param.watch(room.share_hand, "hand")
     # the Check tab's progress, made with the page so its tasks tick before the tab is first opened; they wait
     # while the page follows a presenter (the explorer then shows the presenter's work)
-    learner = LearnerProgress(state=state, following=room.following)
+    learner = LearnerProgress(state=state, following=room.following, store=ProgressStore())
     room.param.watch(lambda e: setattr(learner, "following", e.new), "following")
     bridge.on_stored = learner.store.receive  # the progress the browser kept, through the page's own script
     # a room needs the server's address for its link; a notebook has none
-    header = pn.Row(title, reset, looks, *([room] if served else []), sizing_mode="stretch_width",
-                    css_classes=["app-header"], stylesheets=[APP_CSS])
+    header = Header(state=state, extra=[room] if served else [])
 
     builds = dict(zip(TAB_NAMES, (
         lambda: pn.Column(bars, values, sizing_mode="stretch_both"),
@@ -261,7 +195,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                           css_classes=["scroll-x"], stylesheets=[APP_CSS]),
         inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
         lambda: projections_tab(state, styler), lambda: heads_tab(state, styler), lambda: train_tab(state, styler),
-        lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: _keys_help(state)), strict=True))
+        lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: KeysHelp(state=state)), strict=True))
 
     def explorer_tabs():  # the lesson link's tabs (every tab without one); a tab not shown is never built
         shown = [(name, title) for name, title in TABS if name in state.tabs] or TABS
@@ -270,10 +204,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                          css_classes=["explorer-tabs", *few], stylesheets=[APP_CSS])
     tabs = explorer_tabs()
 
-    def relabel(*_):  # the header's and the tabs' words; every view re-renders its own
+    def relabel(*_):  # the query plot's name and the tabs' words; every view re-renders its own
         tr = state.tr
-        reset.param.update(label=tr._("Reset example"), description=tr._("Restore q = q_love (R)"))
-        looks.param.update(options=tr.options(LOOKS), value=_looks(state))
         query_plot.figure.html_attributes = {**query_plot.figure.html_attributes, "aria-label": tr(plot_label)}
         retitle(tabs, [tr(title) for name, title in TABS if name in state.tabs or not state.tabs])
     state.param.watch(relabel, "lang")
@@ -286,7 +218,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],
                       stylesheets=[APP_CSS])
     page = pn.Column(
-        header, notices, pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
+        header, Notices(state=state), pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
                                         stylesheets=[APP_CSS]),
         bridge, Announcer(state=state),
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
@@ -302,11 +234,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     return page
 
 
-# `panel serve` runs this file as a module named bokeh_app_…, once per page (pn.state.served checks the same name
-# through inspect.stack(), which cost every page build a few ms)
-if __name__.startswith("bokeh_app_"):
-    # under a bare `panel serve app.py` too, every log line is bounded (python app.py does it as it starts)
-    install_log_redaction()
+if SERVED:
     # location=False: Panel's Location model parses every address argument on the server, and one over 4,300
     # digits raises there and leaves the session broken; the browser bridge reports and changes the address
     create_app().servable(title=TITLE, location=False)

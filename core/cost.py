@@ -19,11 +19,14 @@ import numpy as np
 from core.attention import _as_finite_matrix, scaled_dot_product_attention
 from core.projections import Projections
 
-__all__ = ["D_K", "FLOAT64_BYTES", "MAX_N", "MIN_N", "NN_ARRAYS", "CostMeasurement", "ScoreMatrixSize",
+__all__ = ["COST_SIZES", "D_K", "FLOAT64_BYTES", "MAX_N", "MIN_N", "NN_ARRAYS", "CostMeasurement", "ScoreMatrixSize",
            "downsample", "measure_attention", "random_qkv", "score_matrix_size"]
 
 #: Sentence lengths the measurement accepts. At n = 4096 the core keeps several (n, n) float64 arrays of 134 MB each.
 MIN_N, MAX_N = 3, 4096
+#: The sizes a page measures: 3, then doubling from 8 to MAX_N (eleven; a server measures each at most once).
+COST_SIZES = (MIN_N, *(2 ** k for k in range(3, 13)))
+assert COST_SIZES[-1] == MAX_N
 #: Query/key (and value) size of the measurement, the course's suggested head size.
 D_K = 64
 FLOAT64_BYTES = 8

@@ -24,8 +24,8 @@ from link.updates import one_message
 from server.transport import SCREENED, refuse_page
 from session.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
 from session.i18n import N_, menu_languages
+from session.progress import STORAGE_KEY, STORE_NAME
 from session.state import AttentionState
-from widgets.check import STORAGE_KEY, STORE_NAME
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,8 @@ from core import self_attention
 from link.channel import PositionChannel
 from link.row import OneRow
 from session.i18n import N_, Translator, translator
-from session.state import HEAD_TOKENS, ROLES, AttentionState
+from session.heads import HEAD_TOKENS, ROLES
+from session.state import AttentionState
 
 HERE = Path(__file__).resolve().parent
 ENGLISH = translator("en")

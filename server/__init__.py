@@ -4,7 +4,11 @@
 - :mod:`server.transport`: how the websocket of each page carries updates;
 - :mod:`server.housekeeping`: returning the memory of closed sessions to the system;
 - :mod:`server.rooms`: the rooms a presenter opens for a class, and their registry;
-- :mod:`server.room_live`: a room's live channel to its followers' pages.
+- :mod:`server.room_live`: a room's live channel to its followers' pages;
+- :mod:`server.patches`: every change the app makes to Bokeh's and Panel's code, installed by every entry point;
+- :mod:`server.routes`: what ``python -m server`` and ``python app.py`` add to Panel's server (gzip, the link
+  limit, the live channel's and KaTeX's fonts' routes);
+- :mod:`server.cost`: the n² cost, measured once per process.
 
 ``python -m server`` serves the app (the container's command); ``python app.py`` does the same.
 """

@@ -409,11 +409,7 @@ class RoomRegistry:
         Raises :class:`RoomError` if the room is not running or the token is not the room's.
         """
         with self._lock:
-            room = self._rooms.get(code)
-            if room is None or room.ended:
-                raise RoomError(f"Room {code} is not running.")
-            if not self.secret.matches(code, token):
-                raise RoomError(f"Only the presenter can change room {code}.")
+            room = self._presenters_room(code, token, "change")
             room.version += 1
             room.snapshot, room.published_at = snapshot, self._clock()
             version, listeners, sinks = room.version, list(room._listeners.values()), list(room._live.values())
@@ -444,8 +440,9 @@ class RoomRegistry:
         if not (math.isfinite(x) and math.isfinite(y)):
             return
         with self._lock:
-            room = self._rooms.get(code)
-            if room is None or room.ended or not self.secret.matches(code, token):
+            try:
+                room = self._presenters_room(code, token)
+            except RoomError:
                 return
             room.hand_at = self._clock()
             if not room._live:
@@ -489,11 +486,9 @@ class RoomRegistry:
     def end(self, code: str, token: str | None) -> None:
         """End the room now (the presenter stops presenting). Raises :class:`RoomError` without its token."""
         with self._lock:
-            room = self._rooms.get(code)
-            if room is None:
+            if code not in self._rooms:  # ended already (an ended room is no longer held), or never started
                 return
-            if not self.secret.matches(code, token):
-                raise RoomError(f"Only the presenter can end room {code}.")
+            room = self._presenters_room(code, token, "end")
         self._end(room)
 
     # -- the followers' side --------------------------------------------------------------------------------------
@@ -574,12 +569,14 @@ class RoomRegistry:
 
     # -- the class poll ---------------------------------------------------------------------------------------------
 
-    def _presenters_room(self, code: str, token: str | None) -> Room:
+    def _presenters_room(self, code: str, token: str | None, to: str = "poll") -> Room:
+        """Running room ``code`` if ``token`` is its presenter's, with the registry's lock held; else RoomError,
+        saying that only the presenter can ``to`` it."""
         room = self._rooms.get(code)
         if room is None or room.ended:
             raise RoomError(f"Room {code} is not running.")
         if not self.secret.matches(code, token):
-            raise RoomError(f"Only the presenter can poll room {code}.")
+            raise RoomError(f"Only the presenter can {to} room {code}.")
         return room
 
     def ask(self, code: str, token: str | None, question_id: str) -> PollView:
@@ -674,8 +671,8 @@ class RoomRegistry:
             room = self._rooms.get(code)
             if room is None or room.ended:
                 raise RoomError(f"There is no room {code} running on this server.")
-            if token is not None and not self.secret.matches(code, token):
-                raise RoomError(f"Only the presenter can see the counts of room {code}.")
+            if token is not None:
+                self._presenters_room(code, token, "see the counts of")
             room._poll_watchers[key] = (listener, token is not None)
 
     def unwatch_poll(self, code: str, key: object) -> None:

@@ -3,7 +3,8 @@
 ``python -m server`` is the container's command and ``python app.py`` lands here too, so a laptop, a
 projector demo and a school server read the same settings (see ``SETTINGS`` and the table in docs/operations.md).
 Each setting maps to one ``panel serve`` flag; only what the command line cannot express is added in
-code: gzip for HTTP responses (Tornado's ``compress_response``), which ``panel serve`` has no flag for.
+code (server/routes.py): gzip for HTTP responses (Tornado's ``compress_response``), which ``panel serve`` has no
+flag for, the link limit, and the routes of a room's live channel and of KaTeX's fonts.
 
 The server runs with ``PYTHONMALLOC=malloc`` (``main`` starts Python again with it when it is unset), so
 the memory of closed sessions can go back to the system (``server/housekeeping.py``).
@@ -141,34 +142,18 @@ def _serve_command():
     from panel.command.serve import Serve
 
     class CompressedServe(Serve):
-        """Panel's ``serve`` with gzip on HTTP responses (pages, JS, CSS): a Tornado application setting."""
+        """Panel's ``serve`` with this app's routes and settings (server/routes.py) and every patch
+        (server/patches.py)."""
 
         def customize_kwargs(self, args, server_kwargs):
-            kwargs = super().customize_kwargs(args, server_kwargs)
-            kwargs["compress_response"] = True
-            from server.pages import install_link_limit
-            from server.transport import (
-                hold_page_events,
-                install_websocket_guard,
-                pace_page_events,
-                run_sessions_on_the_loop,
-            )
-
-            install_websocket_guard()
-            run_sessions_on_the_loop()
-            hold_page_events()
-            pace_page_events()
-            install_link_limit(kwargs)
-            # a room's live channel to its followers' pages (server/room_live.py)
-            # KaTeX's fonts, where Panel's bundled KaTeX stylesheet looks for them (server/katex_fonts.py)
-            from server.katex_fonts import font_patterns
-            from server.room_live import live_patterns
-
-            kwargs["extra_patterns"] = [*kwargs.get("extra_patterns", []), *live_patterns(), *font_patterns()]
-            # everything a page's build imports, loaded now so that the collector can leave it alone from here on
-            import app  # noqa: F401
+            from server import patches
             from server.housekeeping import settle_collector
+            from server.routes import add_routes
 
+            kwargs = add_routes(super().customize_kwargs(args, server_kwargs))
+            patches.install()
+            # everything a page's build imports is loaded by now (app.py runs this, python -m server runs app.py),
+            # so the collector can leave it alone from here on
             settle_collector()
             return kwargs
 

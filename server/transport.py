@@ -354,15 +354,26 @@ def refuse_page(doc, why: str) -> bool:
 
 
 def install_websocket_guard() -> None:
-    """Serve each app's websocket with :class:`GuardedWSHandler` instead of Panel's handler.
+    """Serve every page's websocket with :class:`GuardedWSHandler` from now on, whenever the server was made.
 
-    Panel chooses its handler by replacing the entry of Bokeh's route table (``per_app_patterns``) in place
-    when it is imported; this replaces that entry again, before the server builds its routes. Idempotent.
+    Panel serves them with its handler (it puts its class into Bokeh's route table, ``per_app_patterns``, when it
+    is imported), and a server built before this call keeps that class in its routes: under a bare ``panel serve
+    app.py`` the routes are built before app.py first runs. So the guard is not a route's: each connection that
+    Panel's handler opens after this call becomes a :class:`GuardedWSHandler` (a subclass with no state of its
+    own until it opens) as Tornado initializes it, before it reads anything. Idempotent; ``tests/test_transport.py``
+    fails if Bokeh's names move.
     """
-    from bokeh.server.urls import per_app_patterns
+    original = PanelWSHandler.initialize
+    if getattr(original, "guards", False):
+        return
 
-    per_app_patterns[:] = [(route, GuardedWSHandler if route == r"/ws" else handler, *rest)
-                           for route, handler, *rest in per_app_patterns]
+    def initialize(self, *args, **kwargs):
+        if type(self) is PanelWSHandler:
+            self.__class__ = GuardedWSHandler
+        return original(self, *args, **kwargs)
+
+    initialize.guards = True
+    PanelWSHandler.initialize = initialize
 
 
 def run_sessions_on_the_loop() -> None:

@@ -20,31 +20,31 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from core import I_LOVE_NLP, PRESETS
-from session.i18n import LANGUAGES, N_, languages, ngettext
-from session.lesson import HEADERS, parse_tabs
-from session.state import (
+from session.heads import (
     COST_SIZES,
-    CUSTOM,
-    DEFAULT_PRESET,
     DEFAULT_PROJECTIONS,
     DEFAULT_TEMPERATURE,
     DEFAULT_W_O,
-    MAX_ABS_COORD,
     MAX_HEADS,
     MAX_TEMPERATURE,
+    MIN_TEMPERATURE,
+    ROLES,
+    default_w_o,
+)
+from session.i18n import LANGUAGES, N_, languages, ngettext
+from session.inputs import MAX_ABS_COORD, parse_coordinate, shown
+from session.lesson import HEADERS, parse_tabs
+from session.state import (
+    CUSTOM,
+    DEFAULT_PRESET,
     MAX_TOKEN_CHARS,
     MAX_TOKENS,
-    MIN_TEMPERATURE,
     MIN_TOKENS,
     MODES,
-    ROLES,
     STEPS,
     THEMES,
     TOKEN_NAME,
     AttentionState,
-    default_w_o,
-    parse_coordinate,
-    shown,
 )
 from session.training import TRAIN_ARGUMENTS, parse_train_address, train_address
 

@@ -21,6 +21,7 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 BROWSER_DIR = TESTS / "ui"
 SERVER_MODULES = frozenset({
+    "test_bare_panel_serve.py",
     "test_first_visit.py",
     "test_hostile_traffic.py",
     "test_housekeeping.py",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import socket
 from pathlib import Path
 
@@ -95,10 +96,14 @@ def _wraps_panels_handlers_once(install, flag: str) -> None:
     from panel.reactive import Syncable
 
     before = {name: getattr(Syncable, name) for name in ("_change_event", "_process_bokeh_event")}
+    # Panel's own methods: app.py served in this process (test_served_websocket_has_nodelay) has wrapped them already
+    panels = {name: inspect.unwrap(method) for name, method in before.items()}
     try:
+        for name, original in panels.items():
+            setattr(Syncable, name, original)
         install()
         install()  # idempotent
-        for name, original in before.items():
+        for name, original in panels.items():
             now = getattr(Syncable, name)
             assert getattr(now, flag) and now.__wrapped__ is original
     finally:

@@ -6,12 +6,11 @@ import math
 
 import numpy as np
 import panel as pn
-import param
 from bokeh.models import ColumnDataSource, FixedTicker, Quad, Range1d, Text, VBar
 from bokeh.plotting import figure
 
 from core.scaling import MAX_D_K, N_KEYS, N_QUERIES, histogram
-from session.state import AttentionState
+from widgets.base import View
 from widgets.glyphs import draw
 
 BINS = 41
@@ -34,7 +33,7 @@ def _hist_figure(name: str, title: str, color: str) -> tuple[figure, ColumnDataS
     return fig, src, note
 
 
-class DkPanel(pn.viewable.Viewer):
+class DkPanel(View):
     """Pick d_k (1..1024): N_QUERIES·N_KEYS random query/key pairs, i.i.d. N(0, 1) entries, seeded per session.
 
     Shows the histograms of q·k (figure ``dk-dots``) and q·k/√d_k (``dk-scaled``)
@@ -42,8 +41,6 @@ class DkPanel(pn.viewable.Viewer):
     largest weight and entropy (averaged over queries), scaled and unscaled, plus
     one query's weights as bars (``dk-softmax``).
     """
-
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -81,8 +78,7 @@ class DkPanel(pn.viewable.Viewer):
             self._summary, name="dk-panel", sizing_mode="stretch_both", scroll=True,
         )
         s.require_scaling()
-        s.param.watch(self._render, ["scaling", "lang"])
-        self._render()
+        self.render_on("scaling", "lang")
 
     def _render(self, *_):
         e, tr = self.state.scaling, self.state.tr
@@ -127,6 +123,3 @@ class DkPanel(pn.viewable.Viewer):
 <tr><th scope="row">{tr._("scaled")} q·k/√d<sub>k</sub></th><td>{fmt(e.max_weight, 3)}</td><td>{fmt(e.entropy, 2)}</td></tr>
 <tr><th scope="row">{tr._("unscaled")} q·k</th><td>{fmt(e.max_weight_unscaled, 3)}</td><td>{fmt(e.entropy_unscaled, 2)}</td></tr>
 </tbody></table>"""
-
-    def __panel__(self):
-        return self._layout

@@ -12,8 +12,9 @@ import param
 
 from core import saturation, score_matrix_size
 from core.cost import D_K as COST_D_K
+from session.heads import D_MODEL, HEAD_D_K, HEAD_TOKENS, ROLES
 from session.i18n import N_
-from session.state import D_MODEL, HEAD_D_K, HEAD_TOKENS, ROLES, AttentionState
+from session.state import AttentionState
 from widgets.cost import cost_cache
 
 #: CSV columns: one number per row, named by what it is and which tokens it belongs to.

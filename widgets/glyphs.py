@@ -129,3 +129,12 @@ def labels_placed_in_page(fig: Plot) -> None:
     fig.xaxis.formatter = CustomJSTickFormatter(
         args=dict(basic=BasicTickFormatter(), place=place, fig=fig),
         code="if (index === 0) place.execute(fig); return basic.doFormat(ticks, {loc: 0})[index];")
+def show_step(shown, placeholders, revealed: bool) -> None:
+    """Step-through in a figure: show the renderers ``shown`` and hide their ``placeholders`` once revealed.
+
+    Only ``visible`` flags change; the data sources stay as they are.
+    """
+    for r in shown:
+        r.visible = revealed
+    for r in placeholders:
+        r.visible = not revealed

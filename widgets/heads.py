@@ -12,14 +12,15 @@ from html import escape
 
 import numpy as np
 import panel as pn
-import param
 from bokeh.models import Plot
 from bokeh.palettes import Cividis256
 
+from session.heads import HEAD_TOKENS, MAX_HEADS
 from session.i18n import N_, Translator, translator
-from session.state import HEAD_TOKENS, MAX_HEADS, AttentionState
+from session.state import AttentionState
+from widgets.base import View
 from widgets.cost import CostView
-from widgets.projections import HEADS_CSS, styled
+from widgets.projections import HEADS_CSS, styled, text_pane
 from widgets.style import mark_invalid
 
 #: Text size (CSS px) the heads' SVG matrices are laid out for, by mode (static/theme.css's --ae-num).
@@ -68,16 +69,13 @@ def head_svg(weights: np.ndarray, mode: str, label: str, tr: Translator | None =
             f'{"".join(parts)}</svg>')
 
 
-
-class HeadsView(pn.viewable.Viewer):
+class HeadsView(View):
     """The heads' weights side by side, their concatenation, W_O (editable) and the output; the n² cost below.
 
     Test hooks: the heads' matrices are in the pane ``heads-matrices`` (one ``figure`` each, ``data-head``), the
     concatenation and output in ``heads-output``; W_O's text boxes carry ``field-wo-<row>-<col>``; the buttons
     read "Explore head 1" and so on.
     """
-
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -100,12 +98,8 @@ class HeadsView(pn.viewable.Viewer):
         self._w_o = pn.Column(margin=0)
         self._inputs: dict[tuple[int, int], pn.widgets.TextInput] = {}
         # shown by its text, never by `visible` (widgets/projections.py: showing a pane scrolled the tab to its top)
-        self.field_message = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
-
-        def text() -> pn.pane.HTML:
-            return styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
-
-        self._texts = [text() for _ in range(3)]
+        self.field_message = text_pane()
+        self._texts = [text_pane() for _ in range(3)]
         self._count_label = styled(pn.pane.HTML("", margin=(8, 5)))
         self._relabel()
         self._layout = pn.Column(
@@ -244,9 +238,6 @@ class HeadsView(pn.viewable.Viewer):
         return ("<div class='scroll-table'><table class='nums'><caption>" + caption + "</caption><thead><tr>"
                 f"<th></th>{head_cols}<th scope='col' colspan='2'>{escape(tr._('output'))}</th></tr><tr><th></th>"
                 f"{sub}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
-
-    def __panel__(self):
-        return self._layout
 
 
 def heads_tab(state: AttentionState, styler=None) -> pn.viewable.Viewable:

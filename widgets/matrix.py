@@ -16,8 +16,8 @@ from bokeh.plotting import figure
 
 from link.shown import PlotsShown
 from link.updates import one_message
-from session.state import AttentionState, show_step
-from widgets.glyphs import draw
+from widgets.base import View
+from widgets.glyphs import draw, show_step
 from widgets.style import PROJECTOR_FONT_STEP, PROJECTOR_MIN_FONT
 
 #: Decimals of the matrix's numbers by mode: at two, a projector's 20 px digits fit a cell beside the query plot
@@ -44,7 +44,7 @@ def _text_px(text: str, size: float) -> float:
     return size * sum(0.4 if c in ".,()  " else 0.72 for c in text)
 
 
-class AttentionMatrix(pn.viewable.Viewer):
+class AttentionMatrix(View):
     """Heatmap of the weights a[i, j]: query i (row) attending to key j (column).
 
     Colours use the perceptually uniform, colour-blind-safe Cividis map on a
@@ -59,7 +59,6 @@ class AttentionMatrix(pn.viewable.Viewer):
     never deselects). The figure has ``name="attention-matrix"``.
     """
 
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
     plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
@@ -201,6 +200,3 @@ class AttentionMatrix(pn.viewable.Viewer):
                                   label=[self._output_text(o, dec) for o in r.output])
         end = self.figure.x_range.end
         self._highlight.data = dict(x=[(end - 0.5) / 2], y=[self.state.selected], width=[end + 0.46])
-
-    def __panel__(self):
-        return self._layout

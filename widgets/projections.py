@@ -28,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 import panel as pn
-import param
 from bokeh.core.property.validation import without_property_validation
 from bokeh.models import (
     ColumnDataSource,
@@ -44,14 +43,10 @@ from bokeh.plotting import figure
 from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention, temperature_sweep
 from core.projections import IDENTITY, _combination
 from link.projections import PROJECTIONS_JS, ProjectionChannel, handle_names, projection_status
+from session.heads import DEFAULT_TEMPERATURE, HEAD_TOKENS, PROJECTION_CHOICES, ROLES
 from session.i18n import N_, Translator, translator
-from session.state import (
-    DEFAULT_TEMPERATURE,
-    HEAD_TOKENS,
-    PROJECTION_CHOICES,
-    ROLES,
-    AttentionState,
-)
+from session.state import AttentionState
+from widgets.base import View
 from widgets.glyphs import draw, labels_placed_in_page, show_extent, shown_extent, true_units
 from widgets.query_plot import label_sides
 from widgets.style import COMPONENT_CSS, mark_invalid, token_color
@@ -89,6 +84,11 @@ def styled(widget):
     """A widget or pane with the tabs' stylesheet in its shadow root."""
     widget.stylesheets = [*widget.stylesheets, HEADS_CSS]
     return widget
+
+
+def text_pane() -> pn.pane.HTML:
+    """An empty line of the tabs' text, the width of the tab: the views write its HTML."""
+    return styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
 
 
 def reach_reason(reach, X, values, tr: Translator = ENGLISH) -> str:
@@ -173,7 +173,7 @@ def _plane(name: str, title: str) -> figure:
     return fig
 
 
-class ProjectionsView(pn.viewable.Viewer):
+class ProjectionsView(View):
     """The Projections tab over ``state``: planes, numbers, presets, the temperature.
 
     Test hooks: the planes are the figures ``projection-x`` and ``projection-w``; the numbers the ``Div``
@@ -181,8 +181,6 @@ class ProjectionsView(pn.viewable.Viewer):
     entropy), the outputs' line ``projection-status``; the text boxes carry ``field-x-<row>-<axis>``,
     ``field-w<role>-<row>-<col>`` and ``field-t``; the table of temperatures is ``projection-limits``.
     """
-
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -237,7 +235,7 @@ class ProjectionsView(pn.viewable.Viewer):
         self._shown: dict[tuple, str] = {}  # the text each box was last given: its value says the state's number
         # shown by its text, never by `visible`: a pane shown or hidden makes BokehJS lay the page out anew, which
         # scrolled the tab back to its top, away from the box just refused
-        self.field_message = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
+        self.field_message = text_pane()
         grids = [self._grid("X", "x", [f"x_{t}" for t in HEAD_TOKENS], 3)]
         grids += [self._grid(name, f"w{k}", ["e₁", "e₂"], 2) for k, name in enumerate(ROLES)]
 
@@ -253,11 +251,8 @@ class ProjectionsView(pn.viewable.Viewer):
         # Bokeh Divs rather than Panel HTML panes: both change at every release, and a pane re-renders all its HTML
         self.limits = Div(name="projection-limits", sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
         self.reachable = Div(sizing_mode="stretch_width", stylesheets=[HEADS_CSS])
-        self.title = styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
-
-        def text() -> pn.pane.HTML:
-            return styled(pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 5)))
-        self._texts = [text() for _ in range(4)]
+        self.title = text_pane()
+        self._texts = [text_pane() for _ in range(4)]
         self._row_label = styled(pn.pane.HTML("", margin=(8, 5)))
         self._relabel()
 
@@ -579,9 +574,6 @@ class ProjectionsView(pn.viewable.Viewer):
         if self.field_message.object:  # a Panel pane's set costs a fraction of a millisecond, even unchanged
             self.field_message.object = ""
 
-    def __panel__(self):
-        return self._layout
-
 
 def projections_tab(state: AttentionState, styler=None) -> pn.viewable.Viewable:
     """The tab's contents, its figures restyled by ``styler`` (a :class:`~widgets.style.FigureStyler`)."""
@@ -589,4 +581,3 @@ def projections_tab(state: AttentionState, styler=None) -> pn.viewable.Viewable:
     if styler is not None:
         styler.add([view.x_fig, view.w_fig])
     return view.__panel__()
-

@@ -13,8 +13,8 @@ from bokeh.plotting import figure
 
 from link.shown import PlotsShown
 from session.i18n import N_
-from session.state import AttentionState, show_step
-from widgets.glyphs import draw, true_units
+from widgets.base import View
+from widgets.glyphs import draw, show_step, true_units
 from widgets.style import token_color
 
 #: Visible plane; drags beyond it are clamped to its edge so q never leaves the view.
@@ -83,7 +83,7 @@ def label_sides(points, among, bounds: tuple[float, float] | None = None) -> np.
     return np.array(SIDES, dtype=int)[np.argmin(total, axis=1)]
 
 
-class QueryPlot(pn.viewable.Viewer):
+class QueryPlot(View):
     """Keys k_i and the query q in the plane; drag or click anywhere to move q,
     or drag a key (starting on it) to move that key.
 
@@ -91,7 +91,6 @@ class QueryPlot(pn.viewable.Viewer):
     and sends the server its positions one at a time. The figure has ``name="query-plot"``.
     """
 
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
     plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
@@ -185,7 +184,3 @@ class QueryPlot(pn.viewable.Viewer):
             xs=[[qx, k[0]] for k in K], ys=[[qy, k[1]] for k in K],
             width=(1 + (MAX_LINE_WIDTH - 1) * w).tolist(), color=[token_color(i) for i in range(len(K))],
         )
-
-    def __panel__(self):
-        return self._layout
-

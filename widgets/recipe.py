@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import panel as pn
-import param
 
 from session.i18n import N_, Translator
 from session.state import AttentionState
+from widgets.base import View
 from widgets.style import KATEX_CSS
 
 #: KaTeX draws at 1.21em of its host: the formulas' main line is the page's formula size (22 px on a projector).
@@ -118,10 +118,8 @@ def recipe_steps_latex(state: AttentionState) -> tuple[str, str, str]:
     return tuple(recipe_latex(state, k) for k in (1, 2, 3))
 
 
-class Formula(pn.viewable.Viewer):
+class Formula(View):
     """s_i = q·k_i/√d_k, a_i = softmax(s)_i and output = Σ a_i v_i with the current numbers, as maths."""
-
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -134,8 +132,7 @@ class Formula(pn.viewable.Viewer):
             self._heading, *[item for k in STEP_TITLES for item in (self._titles[k], self._panes[k])],
             name="formula", css_classes=["formula"],
         )
-        self.state.param.watch(self._render, ["result", "lang"])
-        self._render()
+        self.render_on("result", "lang")
 
     def _render(self, *_):
         tr = self.state.tr
@@ -144,6 +141,3 @@ class Formula(pn.viewable.Viewer):
             self._titles[k].object = f"<strong>{tr(title)}</strong>"
         for k, latex in zip(STEP_TITLES, recipe_steps_latex(self.state), strict=True):
             self._panes[k].object = f"$${latex}$$"
-
-    def __panel__(self):
-        return self._layout

@@ -50,7 +50,6 @@ from panel.io.state import set_curdoc
 from link.browser import BrowserBridge
 from link.row import OneRow
 from link.updates import one_message
-from server.logs import install_log_redaction
 from server.room_live import ROUTE as LIVE_ROUTE
 from server.rooms import RoomError, RoomRegistry, TooManyRooms, get_registry, normalize_code
 from session.address import address_of
@@ -111,7 +110,6 @@ class RoomControls(pn.viewable.Viewer):
 
     def __init__(self, registry: RoomRegistry | None = None, **params):
         super().__init__(**params)
-        install_log_redaction()  # for a bare `panel serve app.py`; server/serve.py installs it at start
         self._registry = registry if registry is not None else get_registry()  # an empty registry is falsy
         self._token: str | None = None  # the presenter token: never a param, never logged
         self._doc = pn.state.curdoc

@@ -6,10 +6,10 @@ import functools
 
 import numpy as np
 import panel as pn
-import param
 
 from session.i18n import N_, Translator
 from session.state import STEPS, AttentionState
+from widgets.base import View
 from widgets.style import APP_CSS, KATEX_CSS
 
 TITLES = {1: N_("Step 1 of 3 · score"), 2: N_("Step 2 of 3 · normalise"), 3: N_("Step 3 of 3 · combine")}
@@ -68,15 +68,13 @@ RECIPE_LATEX = (r"$$\begin{aligned} s_i &= q \cdot k_i / \sqrt{d_k} \\ a &= \ope
                 r"o &= \textstyle\sum_i a_i v_i \end{aligned}$$")
 
 
-class StepThrough(pn.viewable.Viewer):
+class StepThrough(View):
     """The guided walk: a switch, Back and Next, the step's title and its formula with the live numbers.
 
     Every view hides the numbers of the steps not yet reached (``state.revealed``);
     this one shows the current step's formula. Rendered by Panel's ``LaTeX`` pane
     with KaTeX, which Panel serves itself (no request leaves the page's host).
     """
-
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -116,6 +114,3 @@ class StepThrough(pn.viewable.Viewer):
         else:
             self.title.object = f"<h2>{tr._('The recipe · Next or Space walks through it')}</h2>"
             self.formula.object = RECIPE_LATEX
-
-    def __panel__(self):
-        return self._layout

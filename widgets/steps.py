@@ -16,6 +16,7 @@ from bokeh.models import CustomJS, Div
 from core.report import sqrt_text
 from session.i18n import Translator, translator
 from session.state import AttentionState
+from widgets.base import View
 from widgets.style import APP_CSS, token_color
 
 #: What a number of a step not yet revealed shows instead (step-through mode).
@@ -63,19 +64,16 @@ def readout_script_words(lang: str) -> str:
     return json.dumps({**readout_words(lang), **translator(lang).number_format()}, ensure_ascii=False)
 
 
-class Inspector(pn.viewable.Viewer):
+class Inspector(View):
     """A table of every step for the selected query q: q·k_i, ÷√d_k, − max, exp, ÷ Σ, a_i v_i, Σ.
 
     Token names are escaped: they are always shown as text, never as HTML.
     """
 
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
-
     def __init__(self, **params):
         super().__init__(**params)
         self._pane = pn.pane.HTML("", name="inspector", css_classes=["inspector"], width=760)
-        self.state.param.watch(self._render, ["result", "guided", "step", "lang"])
-        self._render()
+        self.render_on("result", "guided", "step", "lang")
 
     def _render(self, *_):
         s = self.state
@@ -122,15 +120,13 @@ class Inspector(pn.viewable.Viewer):
         return self._pane
 
 
-class Readout(pn.viewable.Viewer):
+class Readout(View):
     """The current q, scores, weights and output as plain page text in an aria-live region.
 
     A Bokeh ``Div`` with ``render_as_text=True`` (token names can never become
     HTML), ``role="status"`` and ``aria-live="polite"``. Tests read it by
     ``name="readout"``.
     """
-
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -181,11 +177,8 @@ class Readout(pn.viewable.Viewer):
         self.div.html_attributes = {**self.div.html_attributes, "aria-label": self.state.tr._("Current numbers")}
         self._render()
 
-    def __panel__(self):
-        return self._layout
 
-
-class Announcer(pn.viewable.Viewer):
+class Announcer(View):
     """A visually hidden ``aria-live`` region that tells screen-reader users the weights and output.
 
     Throttled: it speaks once the numbers have been still for ``quiet`` seconds,
@@ -195,7 +188,6 @@ class Announcer(pn.viewable.Viewer):
     ``name="announcer"``.
     """
 
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
     quiet = param.Number(default=0.6, bounds=(0, None), doc="Seconds of stillness before speaking.")
     longest = param.Number(default=2.0, bounds=(0, None), doc="Longest wait while the numbers keep changing.")
 
@@ -248,6 +240,3 @@ class Announcer(pn.viewable.Viewer):
             return
         self._first = self._last = None
         self.div.text = self.text(self.state)
-
-    def __panel__(self):
-        return self._layout

@@ -23,6 +23,7 @@ from panel.theme import Design
 from panel.theme.base import Inherit
 from panel.viewable import Viewable
 
+from server.katex_fonts import KATEX_FONTS, KATEX_FONTS_VERSION  # noqa: F401  (a notebook inlines them)
 from session.state import AttentionState
 
 #: Okabe & Ito (2008) colour-blind-safe palette, ordered for contrast on white.
@@ -69,12 +70,6 @@ def _katex_css() -> str:
 
 #: KaTeX's layout, for each LaTeX pane (see :func:`_katex_css`).
 KATEX_CSS = _katex_css()
-#: KaTeX's own fonts (woff2, from npm ``katex``; its MIT licence beside them), which Panel's bundle lacks: the
-#: server serves them where katex.min.css looks (server/katex_fonts.py), a notebook inlines them
-#: (:func:`katex_fonts_inline_css`).
-KATEX_FONTS = STATIC / "katex" / "fonts"
-#: The KaTeX release the fonts come from: Panel's bundled one (tests/test_deploy.py checks they agree).
-KATEX_FONTS_VERSION = "0.16.22"
 
 
 #: A notebook's names for KaTeX's font families (KaTeX_Main-inline for KaTeX_Main).

@@ -6,12 +6,11 @@ from html import escape
 
 import numpy as np
 import panel as pn
-import param
 from bokeh.models import ColumnDataSource, FactorRange, FixedTicker, Range1d, Text, VBar
 from bokeh.plotting import figure
 
 from session.i18n import N_
-from session.state import AttentionState
+from widgets.base import View
 from widgets.edit import relabel_switch, switch
 from widgets.glyphs import draw
 
@@ -21,14 +20,12 @@ N_("keys"), N_("values")  # CORRECT and TRAP, the bars' group labels, for the ca
 COLORS = {CORRECT: "#0072B2", TRAP: "#D55E00"}
 
 
-class TrapPanel(pn.viewable.Viewer):
+class TrapPanel(View):
     """Side by side: the correct weights (scored against keys) and the trap's (scored against values).
 
     With scalar values the panel explains why q·v_i is undefined instead of
     computing anything. Grouped bars are in the figure named ``trap-weights``.
     """
-
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
 
     def __init__(self, **params):
         super().__init__(**params)
@@ -56,8 +53,7 @@ class TrapPanel(pn.viewable.Viewer):
         self._heading = pn.pane.HTML("")
         self._layout = pn.Column(self._heading, self.switch, self._text, self._figure_pane, name="trap",
                                  sizing_mode="stretch_width")
-        self.state.param.watch(self._render, ["result", "trap", "lang"])
-        self._render()
+        self.render_on("result", "trap", "lang")
 
     def _render(self, *_):
         s = self.state
@@ -105,6 +101,3 @@ class TrapPanel(pn.viewable.Viewer):
             "any value longer and its weight rises, though its key has not changed. The output becomes {trap} "
             "instead of {right}.", token=token, largest=escape(tokens[j]), weight=tr.num(bad[j], 4),
             trap=tr.vec(s.trap_result.output[i], 4), right=tr.vec(s.result.output[i], 4)) + "</p>"
-
-    def __panel__(self):
-        return self._layout

@@ -12,7 +12,7 @@ from bokeh.models import ColumnDataSource, Div, Scatter, Segment, Text
 from bokeh.plotting import figure
 
 from link.shown import PlotsShown
-from session.state import AttentionState
+from widgets.base import View
 from widgets.glyphs import draw, labels_placed_in_page, show_extent, true_units
 from widgets.style import token_color
 
@@ -39,7 +39,7 @@ def _heading(text: str) -> str:
     return f'<p class="heading">{escape(text)}</p>'
 
 
-class WeightBars(pn.viewable.Viewer):
+class WeightBars(View):
     """One bar per key: the softmax weight a_i of the selected query, printed above it.
 
     Drawn as one SVG in a Bokeh ``Div`` (``name="weight-bars"``), not a Bokeh figure: a figure is about 30
@@ -49,7 +49,6 @@ class WeightBars(pn.viewable.Viewer):
     moves the bars during a drag (``link/drag.js``). ``shown`` is what is drawn, for tests.
     """
 
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
     plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
@@ -62,8 +61,7 @@ class WeightBars(pn.viewable.Viewer):
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
         self.plots.param.watch(self._render, "result")
-        self.state.param.watch(self._render, ["tokens", "guided", "step", "mode", "lang"])
-        self._render()
+        self.render_on("tokens", "guided", "step", "mode", "lang")
 
     def _render(self, *_):
         s = self.state
@@ -97,11 +95,8 @@ class WeightBars(pn.viewable.Viewer):
                          f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" data-gap="{BAR_LABEL_GAP}" '
                          f'role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
-    def __panel__(self):
-        return self._layout
 
-
-class OutputLine(pn.viewable.Viewer):
+class OutputLine(View):
     """The values v_i on a number line from min(v) to max(v), and the output Σ a_i v_i on it.
 
     One SVG in a Bokeh ``Div`` (``name="output-line"``), like :class:`WeightBars`: positions in % of the
@@ -110,7 +105,6 @@ class OutputLine(pn.viewable.Viewer):
     drawn, for tests.
     """
 
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
     plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
@@ -121,8 +115,7 @@ class OutputLine(pn.viewable.Viewer):
         self.shown: dict = {}
         self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
         self.plots.param.watch(self._render, "result")
-        self.state.param.watch(self._render, ["tokens", "values", "guided", "step", "mode", "lang"])
-        self._render()
+        self.render_on("tokens", "values", "guided", "step", "mode", "lang")
 
     def _render(self, *_):
         s = self.state
@@ -176,15 +169,13 @@ class OutputLine(pn.viewable.Viewer):
                          f'<svg class="number-line" width="100%" height="{height}" data-lo="{lo!r}" '
                          f'data-hi="{hi!r}" role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
-    def __panel__(self):
-        return self._layout
 
 
 #: The value plane's least height (CSS px).
 VALUE_PLANE_MIN_HEIGHT = 360
 
 
-class ValuePlane(pn.viewable.Viewer):
+class ValuePlane(View):
     """Vector values (d_v = 2): each v_i as an arrow from the origin, and the output Σ a_i v_i as a point.
 
     The output is a weighted average of the values, so it always lies inside the
@@ -192,7 +183,6 @@ class ValuePlane(pn.viewable.Viewer):
     The figure has ``name="value-plane"``.
     """
 
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
     plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
 
     def __init__(self, **params):
@@ -225,8 +215,7 @@ class ValuePlane(pn.viewable.Viewer):
         fig.min_height = VALUE_PLANE_MIN_HEIGHT
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed", min_height=VALUE_PLANE_MIN_HEIGHT)
         self.plots.param.watch(self._render, "result")
-        self.state.param.watch(self._render, ["lang"])
-        self._render()
+        self.render_on("lang")
 
     def _render(self, *_):
         tr = self.state.tr
@@ -251,11 +240,8 @@ class ValuePlane(pn.viewable.Viewer):
                                  label=[f"{tr._('output')} {tr.vec(out, 4, isolate=False)}"], dx=[0], dy=[-14],
                                  align=["center"], baseline=["top"])
 
-    def __panel__(self):
-        return self._layout
 
-
-class ValuesView(pn.viewable.Viewer):
+class ValuesView(View):
     """The values' view that fits them: a number line for scalar values, the plane for 2-D vectors.
 
     Each is built the first time the values need it (most pages only ever show the number line), and
@@ -263,7 +249,6 @@ class ValuesView(pn.viewable.Viewer):
     are listed in the inspector and the matrix's output column.
     """
 
-    state = param.ClassSelector(class_=AttentionState, doc="The session state this view renders.")
     plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")
     on_build = param.Callable(default=None, doc="Called with each view (OutputLine, ValuePlane) when it is built.")
 
@@ -298,6 +283,3 @@ class ValuesView(pn.viewable.Viewer):
         if self.on_build is not None:
             self.on_build(view)
         return view
-
-    def __panel__(self):
-        return self._layout
