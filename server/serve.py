@@ -159,6 +159,10 @@ def _serve_command():
             hold_page_events()
             pace_page_events()
             install_link_limit(kwargs)
+            # page builds take their share of the loop, not all of it (server/build_gate.py)
+            from server.build_gate import pace_page_builds
+
+            pace_page_builds()
             # a room's live channel to its followers' pages (server/room_live.py)
             # KaTeX's fonts, where Panel's bundled KaTeX stylesheet looks for them (server/katex_fonts.py)
             from server.katex_fonts import font_patterns
