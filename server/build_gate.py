@@ -1,0 +1,175 @@
+"""How much of this server process's event loop building new pages may take.
+
+A page's build (its document, made when its address is first opened: about 0.09–0.15 s of the loop) runs on the
+process's one event loop, and nothing else runs meanwhile. A hundred pages opened within 20 s, by a class or by
+one student's script, kept the loop busy most of the time, and a key pressed on a page already open waited behind
+several builds (the presenter's key p95 2.5–4 s, ``bench/RESULTS.md``). Panel and Bokeh offer nothing to space
+them: Panel's ``--num-threads`` runs a page's callbacks in threads, not its build; Bokeh builds an app made from a
+script on the loop's own thread, and a build is Python holding the GIL, so a thread would not free the loop.
+
+So every build waits its turn at one gate per process (:class:`BuildGate`): a leaky bucket of loop time. A build
+may start when the bucket holds at most :attr:`BuildGate.BURST` seconds; it adds the seconds it took, and the
+bucket empties at :attr:`BuildGate.SHARE` seconds a second. After a build of ``c`` seconds the next starts about
+``c * (1 / SHARE - 1)`` seconds later, and in that gap the loop serves every page already open: their keys, drags,
+websocket connections and the first messages of pages just built. Builds therefore take at most ``SHARE`` of the
+loop however many are asked for, one at a time and in the order asked; when they are few, the first starts at
+once. Pacing only bites when builds would take more than their share: a class of 30 opening at once still fills
+the gaps with its own pages' connections.
+
+The gate is installed on Bokeh's session creation (:func:`pace_page_builds`), the one place every page's document
+is made: an HTTP GET of the page, a websocket whose session had been discarded, the liveness check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+
+#: Where the process keeps its gate.
+CACHE_KEY = "explorer-build-gate"
+
+
+class BuildGate:
+    """The share of the event loop page builds may use, one build at a time.
+
+    ``async with gate.turn():`` waits until a build may start, then holds the gate while the build runs and
+    charges the seconds it took (the wall time on the loop, which a build holds). ``clock`` gives the time in
+    seconds; ``sleep`` waits that many seconds (both a test's own).
+
+    >>> t = [0.0]
+    >>> gate = BuildGate(clock=lambda: t[0])
+    >>> gate.charge(0.1, start=0.0); t[0] = 0.1; round(gate.wait(), 4)  # a 0.1 s build: the next waits ~0.067 s
+    0.0667
+    >>> t[0] = 0.1667; gate.wait()
+    0.0
+    """
+
+    #: At most this fraction of the loop goes to building pages: a key pressed on an open page during a build waits at
+    #: most that build, and the loop has ``1 - SHARE`` of its time for everything else (a joining page's connection,
+    #: serialization and room work included, about a third of its build again).
+    SHARE = 0.6
+    #: Seconds of build time the bucket may hold when a build starts. Zero: two builds never run back to back while
+    #: the loop owes the other pages their share, so a key waits behind at most one build.
+    BURST = 0.0
+
+    def __init__(self, clock=time.perf_counter, sleep=asyncio.sleep):
+        self.level = 0.0  # seconds of loop time in the bucket
+        self.clock = clock
+        self._sleep = sleep
+        self._at = clock()
+        self._busy = False
+        self._waiting: collections.deque = collections.deque()  # futures of builds waiting for the gate, in order
+        self.builds = 0
+        self.waited = 0.0  # seconds builds spent waiting in all
+
+    def _leak(self, now: float) -> None:
+        self.level = max(0.0, self.level - self.SHARE * (now - self._at))
+        self._at = now
+
+    def charge(self, seconds: float, start: float) -> None:
+        """A build that started at ``start`` (the clock's time) took ``seconds`` of the loop.
+
+        The bucket leaks during the build too, so a build of ``c`` leaves ``c * (1 - SHARE)`` in it and the next
+        waits ``c * (1 - SHARE) / SHARE``: builds and gaps in the ratio ``SHARE : 1 - SHARE``. Negative or absurd
+        values (a clock that jumped) are ignored.
+        """
+        if not 0 <= seconds < 60:
+            return
+        self._leak(start)
+        self.level += seconds
+        self._leak(max(start, self.clock()))
+
+    def wait(self) -> float:
+        """Seconds until the next build may start (0: at once, also below a millisecond, which a timer cannot wait)."""
+        self._leak(max(self._at, self.clock()))
+        wait = (self.level - self.BURST) / self.SHARE
+        return wait if wait >= 0.001 else 0.0
+
+    @property
+    def queued(self) -> int:
+        """How many builds wait for the gate."""
+        return len(self._waiting)
+
+    def turn(self) -> _Turn:
+        """``async with gate.turn():`` around one page's build."""
+        return _Turn(self)
+
+    async def _enter(self) -> float:
+        asked = self.clock()
+        if self._busy or self._waiting:
+            future = asyncio.get_running_loop().create_future()
+            self._waiting.append(future)
+            try:
+                await future  # handed the gate by the build before
+            except BaseException:
+                if future in self._waiting:
+                    self._waiting.remove(future)
+                elif future.done() and not future.cancelled():
+                    self._release()  # it had been handed the gate: pass it on
+                raise
+        self._busy = True
+        try:
+            while (seconds := self.wait()) > 0:
+                await self._sleep(seconds)
+        except BaseException:
+            self._release()
+            raise
+        start = self.clock()
+        self.waited += start - asked
+        return start
+
+    def _release(self) -> None:
+        while self._waiting:
+            future = self._waiting.popleft()
+            if not future.done():
+                future.set_result(None)  # stays busy: the gate passes straight to it
+                return
+        self._busy = False
+
+
+class _Turn:
+    def __init__(self, gate: BuildGate):
+        self._gate = gate
+        self._start = 0.0
+
+    async def __aenter__(self) -> None:
+        self._start = await self._gate._enter()
+
+    async def __aexit__(self, *exc) -> None:
+        gate = self._gate
+        gate.charge(gate.clock() - self._start, self._start)
+        gate.builds += 1
+        gate._release()
+
+
+def get_gate() -> BuildGate:
+    """This server process's gate, created on first use."""
+    import panel as pn
+
+    gate = pn.state.cache.get(CACHE_KEY)
+    if gate is None:
+        gate = pn.state.cache.setdefault(CACHE_KEY, BuildGate())
+    return gate
+
+
+def pace_page_builds() -> None:
+    """Make every page's build wait its turn at the process's :class:`BuildGate`.
+
+    Wraps Bokeh's ``ApplicationContext._create_session`` (the coroutine that makes a session's document, run once
+    per session whoever asked for it): the wait comes before the document is made, and the time charged is the
+    build's alone. Idempotent; ``tests/test_build_gate.py`` fails if Bokeh's name moves.
+    """
+    from bokeh.server.contexts import ApplicationContext
+
+    original = ApplicationContext._create_session
+    if getattr(original, "_paced", False):
+        return
+
+    async def paced(self, session_id, request=None, token=None):
+        async with get_gate().turn():
+            return await original(self, session_id, request, token)
+
+    paced._paced = True
+    paced.__wrapped__ = original
+    ApplicationContext._create_session = paced

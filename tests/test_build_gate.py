@@ -1,0 +1,125 @@
+"""The process's gate for page builds (server/build_gate.py): builds take their share of the loop, not all of it."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+
+import panel as pn
+import pytest
+from bokeh.application import Application
+from bokeh.application.handlers.script import ScriptHandler
+from bokeh.server.contexts import ApplicationContext
+
+from server.build_gate import CACHE_KEY, BuildGate, pace_page_builds
+
+#: A page whose build holds the loop for 40 ms, as the app's does for 90–150 ms, and writes when it ran.
+SLOW_PAGE = """
+import time
+from bokeh.io import curdoc
+start = time.perf_counter()
+while time.perf_counter() - start < 0.04:
+    pass
+curdoc().title = f"{start} {time.perf_counter()}"
+"""
+
+
+@pytest.fixture
+def paced(monkeypatch, tmp_path):
+    """An application context whose page is SLOW_PAGE, its builds paced by a fresh gate."""
+    monkeypatch.setattr(ApplicationContext, "_create_session", ApplicationContext._create_session)  # undone after
+    monkeypatch.setitem(pn.state.cache, CACHE_KEY, BuildGate())
+    script = tmp_path / "page.py"
+    script.write_text(textwrap.dedent(SLOW_PAGE))
+    pace_page_builds()
+    pace_page_builds()  # twice: one gate, not two
+    return ApplicationContext(Application(ScriptHandler(filename=str(script))))
+
+
+def test_builds_asked_at_once_leave_the_loop_its_share_between_them(paced):
+    async def scenario():
+        ticks = []  # when a page already open got the loop (a key, a drag's update)
+        stop = False
+
+        async def open_page():
+            while not stop:
+                ticks.append(asyncio.get_running_loop().time())
+                await asyncio.sleep(0)
+
+        ticker = asyncio.create_task(open_page())
+        sessions = await asyncio.gather(*(paced.create_session_if_needed(f"page-{i}") for i in range(4)))
+        stop = True
+        await ticker
+        return [tuple(map(float, s.document.title.split())) for s in sessions], ticks
+
+    builds, ticks = asyncio.run(scenario())
+    builds.sort()
+    share = BuildGate.SHARE
+    for (start, end), (next_start, _) in zip(builds, builds[1:], strict=False):
+        took = end - start
+        # the next build waits until builds have had at most their share of the loop since this one began
+        assert next_start - end >= 0.95 * took * (1 - share) / share
+        # and meanwhile the loop served the page already open
+        assert any(end < t < next_start for t in ticks)
+    assert get_gate_counts() == (4, 0)
+
+
+def get_gate_counts():
+    gate = pn.state.cache[CACHE_KEY]
+    return gate.builds, gate.queued
+
+
+def test_a_lone_build_starts_at_once_and_one_session_is_built_once(paced):
+    async def scenario():
+        first = await paced.create_session_if_needed("page-a")
+        again = await paced.create_session_if_needed("page-a")  # its websocket, after the GET: no second build
+        return first, again
+
+    first, again = asyncio.run(scenario())
+    gate = pn.state.cache[CACHE_KEY]
+    assert first is again and gate.builds == 1 and gate.waited < 0.02
+
+
+def test_a_build_that_fails_passes_the_gate_on():
+    gate = BuildGate()
+
+    async def scenario():
+        async def build(fail):
+            async with gate.turn():
+                if fail:
+                    raise RuntimeError("the page's code raised")
+                return "built"
+
+        return await asyncio.gather(build(True), build(False), return_exceptions=True)
+
+    failed, built = asyncio.run(scenario())
+    assert isinstance(failed, RuntimeError) and built == "built" and gate.queued == 0
+
+
+def test_a_build_given_up_while_it_waits_leaves_the_order_intact():
+    gate = BuildGate()
+    order = []
+
+    async def scenario():
+        async def build(name, seconds):
+            async with gate.turn():
+                order.append(name)
+                gate.level += seconds  # as if it had taken that long: the next must wait
+
+        first = asyncio.create_task(build("first", 0.03))
+        dropped = asyncio.create_task(build("dropped", 0.0))
+        last = asyncio.create_task(build("last", 0.0))
+        await asyncio.sleep(0)
+        dropped.cancel()
+        await asyncio.gather(first, last, dropped, return_exceptions=True)
+
+    asyncio.run(scenario())
+    assert order == ["first", "last"] and gate.queued == 0 and not gate._busy
+
+
+def test_absurd_charges_are_ignored():
+    t = [0.0]
+    gate = BuildGate(clock=lambda: t[0])
+    gate.charge(-1.0, start=0.0)
+    gate.charge(1e9, start=0.0)
+    assert gate.wait() == 0.0
