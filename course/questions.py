@@ -3,7 +3,8 @@ are graded and credited; and one learner's progress record.
 
 Pure Python, standard library only (no Panel, param or NumPy), so every rule here can be tested alone. The
 Check tab (``widgets/check.py``) shows the questions; ``session/progress.py`` keeps a :class:`Progress` per
-session; the learner's browser stores it as JSON (:meth:`Progress.to_json`), so it survives a reload and a server restart.
+session; the learner's browser stores it as JSON (:meth:`Progress.to_json`), so it survives a reload and a server
+restart.
 
 The texts are this app's own wording of the course's questions: the same questions in the same order, with
 the same numbers and the same right answers. For each multiple-choice question the course gives the

@@ -18,8 +18,8 @@ import param
 from core import self_attention
 from link.channel import PositionChannel
 from link.row import OneRow
-from session.i18n import N_, Translator, translator
 from session.heads import HEAD_TOKENS, ROLES
+from session.i18n import N_, Translator, translator
 from session.state import AttentionState
 
 HERE = Path(__file__).resolve().parent

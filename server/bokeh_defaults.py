@@ -106,7 +106,8 @@ def install() -> bool:
                 value = Undefined
             else:
                 # an unchanged default container is left out, as Bokeh leaves it out
-                if key not in themed and isinstance(value, PropertyValueContainer) and key in self._unstable_default_values:
+                if (key not in themed and isinstance(value, PropertyValueContainer)
+                        and key in self._unstable_default_values):
                     continue
             result[key] = value
         return result

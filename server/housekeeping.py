@@ -133,7 +133,8 @@ def return_freed_memory() -> None:
     Called by every page; Panel keeps one task per name and process, so the first call schedules it.
     Does nothing outside a server (tests, a notebook) or without glibc.
     """
-    import panel as pn  # here: server/serve.py asks can_trim() before it starts Python again, and Panel is slow to import
+    # here: server/serve.py asks can_trim() before it starts Python again, and Panel is slow to import
+    import panel as pn
 
     doc = pn.state.curdoc
     if doc is None or doc.session_context is None or not can_trim():

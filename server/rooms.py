@@ -494,7 +494,10 @@ class RoomRegistry:
     # -- the followers' side --------------------------------------------------------------------------------------
 
     def follow(self, code: str, key: object, listener: Listener) -> Room:
-        """Subscribe ``listener`` (keyed by ``key``) to room ``code``. Raises :class:`RoomError` if it is not running."""
+        """Subscribe ``listener`` (keyed by ``key``) to room ``code``.
+
+        Raises :class:`RoomError` if it is not running.
+        """
         with self._lock:
             room = self._rooms.get(code)
             if room is None or room.ended:
@@ -655,7 +658,10 @@ class RoomRegistry:
             return None if room is None or room.poll is None else room.poll.view
 
     def poll_counts(self, code: str, token: str | None) -> PollCounts | None:
-        """How the room's poll has been answered, for its presenter; None if there is none. RoomError without the token."""
+        """How the room's poll has been answered, for its presenter; None if there is none.
+
+        RoomError without the token.
+        """
         with self._lock:
             room = self._presenters_room(code, token)
             return None if room.poll is None else room.poll.counts(room.follower_count)

@@ -96,7 +96,8 @@ class AttentionState(HeadsState, param.Parameterized):
     # constant flags, which is not safe with many sessions in one process. Only this
     # class writes them.
     trap_result = param.ClassSelector(class_=AttentionResult, allow_None=True,
-                                      doc="Derived: softmax(Q V^T / sqrt(d_k)) V when `trap` is on and defined, else None.")
+                                      doc="Derived: softmax(Q V^T / sqrt(d_k)) V when `trap` is on and defined, "
+                                          "else None.")
     trap_error = param.String(default="", doc="Derived: why scoring against the values is undefined, if it is.")
     dk_experiment = param.Integer(default=64, bounds=(1, MAX_D_K), doc="d_k of the random-vector experiment.")
     dk_seed = param.Integer(default=0, bounds=(0, None), doc="Seed of this session's random-vector draws.")

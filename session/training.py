@@ -406,8 +406,8 @@ def parse_train_address(values_of: dict[str, str]) -> tuple[dict, list]:
         if value in ("on", "off"):
             settings["scale"] = value == "on"
         else:
-            problems.append(N_("{name} = {value} ignored: choose {a} or {b}.", name="train_scale", value=repr(value[:40]),
-                                  a="on", b="off"))
+            problems.append(N_("{name} = {value} ignored: choose {a} or {b}.", name="train_scale",
+                               value=repr(value[:40]), a="on", b="off"))
     return settings, problems
 
 

@@ -174,8 +174,10 @@ def task_html(task: Task, record: TaskRecord, paused: str, tr: Translator = ENGL
             "started.", token=seen["row"], q=tr.vec(seen["q"], 4, short=True), weights=w, output=tr.num(seen["output"]),
             start=tr.num(seen["start"]))) + "</p>")
     elif task.id == "rows":
-        rows = [f"<li>{escape(t)}: " + (" + ".join(tr.num(x) for x in seen[t]["weights"]) + f" = {tr.num(seen[t]['sum'])}"
-                                        if t in seen else escape(tr._("not selected yet"))) + "</li>"
+        rows = [f"<li>{escape(t)}: "
+                + (" + ".join(tr.num(x) for x in seen[t]["weights"]) + f" = {tr.num(seen[t]['sum'])}"
+                   if t in seen else escape(tr._("not selected yet")))
+                + "</li>"
                 for t in SECTION_TOKENS]
         parts.append(f'<ul class="seen">{"".join(rows)}</ul>')
     elif task.id == "train" and record.done:
@@ -333,11 +335,13 @@ class CheckView(pn.viewable.Viewer):
                 words={"check": tr._("Check"), "show": tr._("Show answer"), "your_answer": tr._("Your answer"),
                        "a_number": tr._("a number"), "open_practice": tr._("Open the practice problems"),
                        "close_practice": tr._("Close the practice problems"), "start_again": tr._("Start again"),
-                       "confirm": tr._("Yes, clear my progress"), "keep": tr._("Keep it"), "own_record": tr(OWN_RECORD)},
+                       "confirm": tr._("Yes, clear my progress"), "keep": tr._("Keep it"),
+                       "own_record": tr(OWN_RECORD)},
                 intro=self._intro_html(tr), tasks_intro=self._tasks_intro_html(tr),
                 practice_intro=self._practice_html(tr), lab=self._lab_html(tr),
-                questions=[{"id": q.id, "title": tr(title_of(q)), "kind": q.kind, "counts": q.counts, "group": group_of(q),
-                            "prompt": prompt_html(q, tr), "choices": [tr(c.text) for c in q.choices]}
+                questions=[{"id": q.id, "title": tr(title_of(q)), "kind": q.kind, "counts": q.counts,
+                            "group": group_of(q), "prompt": prompt_html(q, tr),
+                            "choices": [tr(c.text) for c in q.choices]}
                            for q in ALL_QUESTIONS])
             self._lab.label = tr._("Download the lab notebook")
             self._render_records()

@@ -118,8 +118,11 @@ class DkPanel(View):
         self._summary.object = f"""
 <table class="dk-summary">
 <caption>{caption}</caption>
-<thead><tr><th></th><th scope="col">{tr._("largest weight")}</th><th scope="col">{tr._("entropy (bits)")}</th></tr></thead>
+<thead><tr><th></th><th scope="col">{tr._("largest weight")}</th>\
+<th scope="col">{tr._("entropy (bits)")}</th></tr></thead>
 <tbody>
-<tr><th scope="row">{tr._("scaled")} q·k/√d<sub>k</sub></th><td>{fmt(e.max_weight, 3)}</td><td>{fmt(e.entropy, 2)}</td></tr>
-<tr><th scope="row">{tr._("unscaled")} q·k</th><td>{fmt(e.max_weight_unscaled, 3)}</td><td>{fmt(e.entropy_unscaled, 2)}</td></tr>
+<tr><th scope="row">{tr._("scaled")} q·k/√d<sub>k</sub></th>\
+<td>{fmt(e.max_weight, 3)}</td><td>{fmt(e.entropy, 2)}</td></tr>
+<tr><th scope="row">{tr._("unscaled")} q·k</th>\
+<td>{fmt(e.max_weight_unscaled, 3)}</td><td>{fmt(e.entropy_unscaled, 2)}</td></tr>
 </tbody></table>"""

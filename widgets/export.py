@@ -57,7 +57,8 @@ def projection_numbers(state: AttentionState) -> dict:
         sat = saturation(a.weights)
         W = np.asarray(state.projections[h], dtype=float)
         heads.append({**{role: W[k].tolist() for k, role in enumerate(ROLES)},
-                      "Q": head.projections.Q.tolist(), "K": head.projections.K.tolist(), "V": head.projections.V.tolist(),
+                      "Q": head.projections.Q.tolist(), "K": head.projections.K.tolist(),
+                      "V": head.projections.V.tolist(),
                       "scores": a.scores.tolist(), "weights": a.weights.tolist(), "output": a.output.tolist(),
                       "max_weight": sat.max_weight.tolist(), "entropy": sat.entropy.tolist()})
     return {"tokens": list(HEAD_TOKENS), "d_model": D_MODEL, "d_k": HEAD_D_K, "temperature": float(state.temperature),
@@ -105,7 +106,8 @@ def to_csv(state: AttentionState) -> str:
     for name in ("dots", "scores", "weights"):
         rows += [(name.rstrip("s"), sel, t, "", x) for t, x in zip(tokens, n[name], strict=True)]
     rows += [("output", sel, "", "", n["output"])]
-    rows += [("weight_matrix", qt, kt, "", x) for qt, row in zip(tokens, n["weight_matrix"], strict=True) for kt, x in zip(tokens, row, strict=True)]
+    rows += [("weight_matrix", qt, kt, "", x)
+             for qt, row in zip(tokens, n["weight_matrix"], strict=True) for kt, x in zip(tokens, row, strict=True)]
     rows += _projection_rows(n["projections"])
     for m in n["n2_cost"]["measurements"]:  # one row per quantity and n; the dimension column holds n
         rows += [(f"cost_{name}", "", "", m["n"], m[name]) for name in ("seconds", "peak_bytes", "nn_bytes", "entries")]
@@ -129,16 +131,19 @@ def _projection_rows(p: dict) -> list[tuple]:
     for h, head in enumerate(p["heads"], start=1):
         rows += [r for role in ROLES for r in _matrix(f"head{h}_{role}", head[role])]
         for name in ("Q", "K", "V"):
-            rows += [(f"head{h}_{name}", "", t, d, x) for t, v in zip(tokens, head[name], strict=True) for d, x in enumerate(v)]
+            rows += [(f"head{h}_{name}", "", t, d, x)
+                     for t, v in zip(tokens, head[name], strict=True) for d, x in enumerate(v)]
         for name in ("scores", "weights"):
             rows += [(f"head{h}_{name.rstrip('s')}", qt, kt, "", x)
                      for qt, row in zip(tokens, head[name], strict=True) for kt, x in zip(tokens, row, strict=True)]
-        rows += [(f"head{h}_output", t, "", d, x) for t, o in zip(tokens, head["output"], strict=True) for d, x in enumerate(o)]
+        rows += [(f"head{h}_output", t, "", d, x)
+                 for t, o in zip(tokens, head["output"], strict=True) for d, x in enumerate(o)]
         rows += [(f"head{h}_{name}", t, "", "", x) for name in ("max_weight", "entropy")
                  for t, x in zip(tokens, head[name], strict=True)]
     rows += _matrix("W_O", p["W_O"])
     rows += [("concat", t, "", d, x) for t, c in zip(tokens, p["concat"], strict=True) for d, x in enumerate(c)]
-    rows += [("multihead_output", t, "", d, x) for t, o in zip(tokens, p["output"], strict=True) for d, x in enumerate(o)]
+    rows += [("multihead_output", t, "", d, x)
+             for t, o in zip(tokens, p["output"], strict=True) for d, x in enumerate(o)]
     return rows
 
 

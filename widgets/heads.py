@@ -61,7 +61,8 @@ def head_svg(weights: np.ndarray, mode: str, label: str, tr: Translator | None =
                       f'dominant-baseline="middle">{tr.num(w, 2)}</text>']
     # rows apart by "; ", or by " | " where a list's entries are already apart by ";" (a decimal comma)
     rows_sep = "; " if tr.list_sep.strip() != ";" else " | "
-    text = rows_sep.join(f"{t}: " + tr.list_sep.join(f"{k} {tr.num(w, 2)}" for k, w in zip(HEAD_TOKENS, row, strict=True))
+    text = rows_sep.join(f"{t}: " + tr.list_sep.join(f"{k} {tr.num(w, 2)}"
+                                                     for k, w in zip(HEAD_TOKENS, row, strict=True))
                          for t, row in zip(HEAD_TOKENS, weights, strict=True))
     aria = tr._("{head} weights, query by key: {list}", head=label, list=text)
     # direction="ltr": a figure is drawn left to right in a right-to-left page too (its text anchors would flip)

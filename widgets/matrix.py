@@ -172,7 +172,8 @@ class AttentionMatrix(View):
         axis = _font(AXIS_FONT, mode)
         y_axis = max(_text_px(t, axis) for t in self.state.tokens) + axis + 30
         # on the pane: Panel gives its own sizes to the figure it shows
-        self._layout.param.update(min_width=round(y_axis + (n + 1 + out) * cell_px + (90 if mode != "projector" else 25)),
+        self._layout.param.update(min_width=round(y_axis + (n + 1 + out) * cell_px
+                                                  + (90 if mode != "projector" else 25)),
                                   min_height=round(n * max(2.2 * _font(CELL_FONT, mode), 40) + 4 * axis + 60))
 
     def _render(self, *_):

@@ -191,7 +191,8 @@ class ProjectionsView(View):
         # --- the planes; named, the page's drag script writes into them -------------------------------------
         self._x_points = ColumnDataSource(data=dict(x=[], y=[], label=[], color=[], **_PLACED),
                                           name="projection-x-points")
-        self._basis = ColumnDataSource(data=dict(x0=[], y0=[], x=[], y=[], label=[], **_PLACED), name="projection-basis")
+        self._basis = ColumnDataSource(data=dict(x0=[], y0=[], x=[], y=[], label=[], **_PLACED),
+                                       name="projection-basis")
         self._qkv = ColumnDataSource(data=dict(x=[], y=[], marker=[], color=[], alpha=[], label=[], **_PLACED),
                                      name="projection-qkv")
         self.x_fig = _plane("projection-x", s.tr.in_plot(s.tr._("Embeddings X")))
@@ -298,7 +299,8 @@ class ProjectionsView(View):
         for fig in (self.x_fig, self.w_fig):
             formatter = fig.xaxis[0].formatter
             formatter.args = {**formatter.args, "attach": attach}
-            formatter.code = formatter.code.replace("place.execute(fig);", "{ place.execute(fig); attach.execute(fig); }")
+            formatter.code = formatter.code.replace("place.execute(fig);",
+                                                    "{ place.execute(fig); attach.execute(fig); }")
         c.confirmed.js_on_change("data", CustomJS(args=models, code=PROJECTIONS_JS + bundle + "onProjectionAnswer(a);"))
 
     def _head_options(self) -> dict:
@@ -312,7 +314,8 @@ class ProjectionsView(View):
             label = tr(PRESET_LABELS.get(name, name))
             button.param.update(label=label, description=tr._("Load {name} into X and this head", name=label))
         self.new_draw.param.update(label=tr._("New draw"), description=tr._("Random W_Q, W_K, W_V (the next seed)"))
-        self.role.param.update(label=tr._("Drag the rows of"), description=tr._("Which W the right plane shows and edits"))
+        self.role.param.update(label=tr._("Drag the rows of"),
+                               description=tr._("Which W the right plane shows and edits"))
         self.t_slider.param.update(label=tr._("Temperature T"), options={t_label(t, tr): t for t in T_STOPS},
                                    value=self.t_slider.value)
         self.t_reset.description = tr._("The paper's scaling: T = √2")
@@ -504,11 +507,14 @@ class ProjectionsView(View):
         def cells(m, i, values):
             return "".join(f"<td data-m='{m}' data-i='{i}' data-j='{j}'>{tr.num(x)}</td>" for j, x in enumerate(values))
 
-        scores = [f"<tr><th scope='row'>q {t}</th>{cells('scores', i, a.scores[i])}</tr>" for i, t in enumerate(tokens)]
-        weights = [f"<tr><th scope='row'>q {t}</th>{cells('weights', i, a.weights[i])}</tr>" for i, t in enumerate(tokens)]
+        scores = [f"<tr><th scope='row'>q {t}</th>{cells('scores', i, a.scores[i])}</tr>"
+                  for i, t in enumerate(tokens)]
+        weights = [f"<tr><th scope='row'>q {t}</th>{cells('weights', i, a.weights[i])}</tr>"
+                   for i, t in enumerate(tokens)]
         outputs = [f"<tr><th scope='row'>{t}</th>{cells('output', i, a.output[i])}"
                    f"<td data-m='maxWeight' data-i='{i}'>{tr.num(sat.max_weight[i])}</td>"
-                   f"<td data-m='entropy' data-i='{i}'>{tr.num(sat.entropy[i])}</td></tr>" for i, t in enumerate(tokens)]
+                   f"<td data-m='entropy' data-i='{i}'>{tr.num(sat.entropy[i])}</td></tr>"
+                   for i, t in enumerate(tokens)]
         keys = [f"k {t}" for t in tokens]
         return ("<div class='tables'>"
                 + table(escape(tr._("Scores s = q·k / T (T = {t})", t=tr.num(T))), keys, scores)
@@ -534,7 +540,8 @@ class ProjectionsView(View):
             head = f"<tr{current}><th scope='row'>{'√d_k' if t == DEFAULT_TEMPERATURE else tr.short(t)}</th>"
             weights.append(head + "".join(f"<td>{tr.num(w)}</td>" for w in r.weights[k]) + "</tr>")
             outputs.append(head + "".join(f"<td>{tr.num(o)}</td>" for o in r.output[k])
-                           + f"<td>{tr.num(float(sat.max_weight[k]))}</td><td>{tr.num(float(sat.entropy[k]))}</td></tr>")
+                           + f"<td>{tr.num(float(sat.max_weight[k]))}</td>"
+                           + f"<td>{tr.num(float(sat.entropy[k]))}</td></tr>")
         token = self.t_row.value
         keys = "".join(f"<th scope='col'>a {escape(t)}</th>" for t in HEAD_TOKENS)
         # two tables, side by side when the tab is wide enough: each fits a 1024 px projector on its own

@@ -90,7 +90,8 @@ def recipe_latex(state: AttentionState, step: int) -> str:
                 lines.append(f"s_{{{name}}} &= \\frac{{{_vec(s.query, tr)} \\cdot {_vec(s.keys[j], tr)}}}{{{root}}} = "
                              f"\\frac{{{fmt(r.dots[i, j])}}}{{{fmt(np.sqrt(s.d_k))}}} = {fmt(r.scores[i, j])}")
             else:
-                lines.append(f"s_{{{name}}} &= {_vec(s.query, tr)} \\cdot {_vec(s.keys[j], tr)} = {fmt(r.scores[i, j])}")
+                lines.append(f"s_{{{name}}} &= {_vec(s.query, tr)} \\cdot {_vec(s.keys[j], tr)} = "
+                             f"{fmt(r.scores[i, j])}")
         return "\\begin{aligned}" + r" \\ ".join(lines) + "\\end{aligned}"
     if step == 2:
         lines = [r"a_i &= \mathrm{softmax}(s)_i = \frac{e^{s_i - m}}{\sum_j e^{s_j - m}}, \quad m = \max_j s_j = "

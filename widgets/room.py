@@ -336,8 +336,8 @@ class RoomControls(pn.viewable.Viewer):
             + _copy_lesson_button(tr)
             # without EXPLORER_ROOM_SECRET the server signs presenter links with a key drawn at its start
             + ('' if self._registry.secret.persistent else
-               f'<div class="room-label room-lasts">{escape(tr._("Your presenter link lasts until the server restarts"))}'
-               '</div>')
+               '<div class="room-label room-lasts">'
+               f'{escape(tr._("Your presenter link lasts until the server restarts"))}</div>')
         )
         self._qr.object = qr_svg(link)
         # stacked, so the header grows taller rather than wider when the QR code is shown; laid out once (the

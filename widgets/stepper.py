@@ -38,7 +38,8 @@ def step_latex(state: AttentionState, step: int) -> str:
         If ``step`` is not 1, 2 or 3.
 
     >>> print(step_latex(AttentionState(), 3))
-    $$\begin{aligned} o &= \textstyle\sum_i a_i v_i \\ &= 0.1978 \cdot 2 + 0.4011 \cdot 6 + 0.4011 \cdot 4 = 4.4067 \end{aligned}$$
+    $$\begin{aligned} o &= \textstyle\sum_i a_i v_i \\
+    &= 0.1978 \cdot 2 + 0.4011 \cdot 6 + 0.4011 \cdot 4 = 4.4067 \end{aligned}$$
     """
     s, i = state, state.selected
     r, tr = s.result, s.tr

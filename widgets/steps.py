@@ -85,7 +85,6 @@ class Inspector(View):
         def cell(k, x):
             return tr.entry(x) if shown[k] else PLACEHOLDER
         root = sqrt_text(s.d_k)
-        token = escape(s.tokens[i])
         values = np.asarray(s.values, dtype=float)
         # the terms of the output's sum, shown as step 6: a_j v_j, a number or a vector
         products = r.weights[i][:, None] * values if values.ndim == 2 else r.weights[i] * values
@@ -114,7 +113,8 @@ class Inspector(View):
 <td>Σ {cell(3, r.exp_sum[i])}</td><td>Σ {cell(4, r.weights[i].sum())}</td><td></td>
 <td>Σ {cell(6, r.output[i])}</td></tr></tfoot>
 </table></div>
-<p class="output">7. {escape(tr._("output"))} = {" + ".join(cell(6, c) for c in products)} = {cell(6, r.output[i])}</p>"""
+<p class="output">7. {escape(tr._("output"))} = {" + ".join(cell(6, c) for c in products)} \
+= {cell(6, r.output[i])}</p>"""
 
     def __panel__(self):
         return self._pane
@@ -212,8 +212,8 @@ class Announcer(View):
         tr = state.tr
         parts = [tr._('Query of "{token}".', token=tokens[i])]
         if state.revealed(2):
-            parts.append(tr._("Weights: {list}.", list=tr.list_sep.join(f"{t} {tr.num(x)}"
-                                                                        for t, x in zip(tokens, r.weights[i], strict=True))))
+            weights = tr.list_sep.join(f"{t} {tr.num(x)}" for t, x in zip(tokens, r.weights[i], strict=True))
+            parts.append(tr._("Weights: {list}.", list=weights))
         if state.revealed(3):
             parts.append(tr._("Output {value}.", value=tr.entry(r.output[i])))
         if state.guided:

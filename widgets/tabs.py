@@ -63,7 +63,8 @@ class LazyTabs(pn.Tabs):
 
 
 def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -> pn.Tabs:
-    """:class:`LazyTabs` whose contents are built by each ``(title, build)``'s ``build`` the first time the tab is shown.
+    """:class:`LazyTabs` whose contents are built by each ``(title, build)``'s ``build`` the first time the tab is
+    shown.
 
     Most learners never open most tabs, and every view built costs the server memory for as long as the
     page is open, time when the page opens, and time on every update it follows (Panel's lazy
@@ -94,7 +95,8 @@ def retitle(tabs: pn.Tabs, titles: list[str]) -> None:
     tabs._names[:] = titles
     for ref, (model, _) in tabs._models.items():
         cache = tabs._panels.get(ref, {})
-        new = [TabPanel(child=old.child, title=title, closable=old.closable) for old, title in zip(model.tabs, titles, strict=True)]
+        new = [TabPanel(child=old.child, title=title, closable=old.closable)
+               for old, title in zip(model.tabs, titles, strict=True)]
         for key, old in list(cache.items()):  # Panel finds a tab's panel by its contents' id
             if old in model.tabs:
                 cache[key] = new[model.tabs.index(old)]

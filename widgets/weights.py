@@ -88,11 +88,13 @@ class WeightBars(View):
             else:  # the step-through: a "?" stands where each bar will be, so the picture gives nothing away
                 parts.append(f'<text class="unknown" x="{x:.3f}%" y="{(top + bottom) / 2:.0f}" text-anchor="middle" '
                              f'dominant-baseline="middle">?</text>')
-            parts.append(f'<text class="token" x="{x:.3f}%" y="{height - 4}" text-anchor="middle">{escape(token)}</text>')
+            parts.append(f'<text class="token" x="{x:.3f}%" y="{height - 4}" text-anchor="middle">'
+                         f'{escape(token)}</text>')
         label = tr._("Softmax weights: {list}", list=tr.list_sep.join(f"{t} {tr.num(a) if revealed else '?'}"
                                                                       for t, a in zip(s.tokens, w, strict=True)))
         self.div.text = (_heading(tr._("Softmax weights a = softmax(s)")) +
-                         f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" data-gap="{BAR_LABEL_GAP}" '
+                         f'<svg class="bars" width="100%" height="{height}" data-top="{top}" data-bottom="{bottom}" '
+                         f'data-gap="{BAR_LABEL_GAP}" '
                          f'role="img" aria-label="{escape(label)}">{"".join(parts)}</svg>')
 
 
@@ -231,7 +233,8 @@ class ValuePlane(View):
         n = len(V)
         self._values.data = dict(
             x=V[:, 0].tolist(), y=V[:, 1].tolist(), x0=[0.0] * len(V), y0=[0.0] * len(V),
-            color=[token_color(i) for i in range(len(V))], size=(VALUE_SIZE[0] + (VALUE_SIZE[1] - VALUE_SIZE[0]) * w).tolist(),
+            color=[token_color(i) for i in range(len(V))],
+            size=(VALUE_SIZE[0] + (VALUE_SIZE[1] - VALUE_SIZE[0]) * w).tolist(),
             label=[f"v {t} {tr.vec(v, 4, isolate=False, short=True)}" for t, v in zip(tokens, V, strict=True)],
             dx=[10] * n, dy=[-4] * n, align=["left"] * n, baseline=["bottom"] * n,
         )
