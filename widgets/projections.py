@@ -541,7 +541,7 @@ class ProjectionsView(View):
             weights.append(head + "".join(f"<td>{tr.num(w)}</td>" for w in r.weights[k]) + "</tr>")
             outputs.append(head + "".join(f"<td>{tr.num(o)}</td>" for o in r.output[k])
                            + f"<td>{tr.num(float(sat.max_weight[k]))}</td>"
-                           + f"<td>{tr.num(float(sat.entropy[k]))}</td></tr>")
+                             f"<td>{tr.num(float(sat.entropy[k]))}</td></tr>")
         token = self.t_row.value
         keys = "".join(f"<th scope='col'>a {escape(t)}</th>" for t in HEAD_TOKENS)
         # two tables, side by side when the tab is wide enough: each fits a 1024 px projector on its own
