@@ -323,6 +323,9 @@ class RoomControls(pn.viewable.Viewer):
         return f"{here}?room={quote(self.code)}"
 
     def _show_presenter(self) -> None:
+        served = self._doc is not None and self._doc.session_context is not None
+        if served and self.browser is not None and not self.browser.page_address:
+            return  # the join link is made of the page's address: drawn when the browser reports it (the watcher)
         link = self.join_link()
         pretty = self._pretty_code()
         tr = self.state.tr
