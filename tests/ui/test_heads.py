@@ -124,7 +124,8 @@ MARKED = """() => { const m = [...Bokeh.documents[0].all_models].find(
 TAB_SCROLL = """() => { const tabs = [...Bokeh.documents[0].all_models].find(
     m => (m.css_classes || []).includes('explorer-tabs'))
   const root = Bokeh.index.find_one(tabs).el.shadowRoot
-  return [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header')).scrollTop }"""
+  return [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header')
+    && getComputedStyle(c).display !== 'none')  /* the shown tab: one opened before stays, hidden */.scrollTop }"""
 
 
 def test_a_drag_of_an_embedding_is_drawn_by_the_page_and_taken_by_the_server_at_the_release(page):

@@ -58,7 +58,8 @@ MIN_TAB_HEIGHT = 250
 TAB_ROOM = """() => {
   const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
   const el = Bokeh.index.find_one(tabs).el, root = el.shadowRoot
-  const area = [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header'))
+  const area = [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header')
+    && getComputedStyle(c).display !== 'none')  /* the shown tab: one opened before stays, hidden */
   if (getComputedStyle(area).overflowY !== 'auto') return null
   return el.getBoundingClientRect().height - root.querySelector('.bk-header').getBoundingClientRect().height
 }"""
@@ -68,7 +69,8 @@ TAB_ROOM = """() => {
 TAB_IN_VIEW = """() => {
   const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
   const el = Bokeh.index.find_one(tabs).el, root = el.shadowRoot
-  const area = [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header'))
+  const area = [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header')
+    && getComputedStyle(c).display !== 'none')  /* the shown tab: one opened before stays, hidden */
   const r = area.getBoundingClientRect()
   return [Math.min(r.bottom, window.innerHeight) - Math.max(r.top, 0), r.height]
 }"""
