@@ -104,9 +104,23 @@ def settle(page, mode: str = "normal", theme: str = "light") -> None:
 
 
 def controls(page) -> list[dict]:
-    """Visible buttons, inputs, tabs, figures and the readout: their names and page rectangles."""
+    """Visible buttons, inputs, tabs, figures and the readout: their names and page rectangles.
+
+    A control scrolled out of a row that scrolls sideways (a projector's tab titles, which show that they scroll:
+    test_layout_screens.py checks the hint) is not listed: it is one swipe away, not cut off."""
     return page.evaluate(_DEEP + """() => {
       const out = []
+      const scrolledAway = (el, r) => {
+        for (let p = el.parentNode; p; p = p.parentNode || p.host) {
+          if (!(p instanceof Element)) { if (p.host) { p = p.host } else continue }
+          const ox = getComputedStyle(p).overflowX
+          if ((ox === 'auto' || ox === 'scroll') && p.scrollWidth > p.clientWidth + 1) {
+            const b = p.getBoundingClientRect()
+            return r.right > b.right + 1 || r.left < b.left - 1
+          }
+        }
+        return false
+      }
       for (const el of deep(document)) {
         const tag = el.tagName, cls = el.classList
         const isControl = tag === 'BUTTON' || tag === 'INPUT' || cls.contains('bk-tab') || cls.contains('bk-Canvas')
@@ -114,6 +128,7 @@ def controls(page) -> list[dict]:
         if (!isControl) continue
         const r = el.getBoundingClientRect()
         if (r.width < 2 || r.height < 2) continue
+        if (scrolledAway(el, r)) continue
         const label = el.labels && el.labels.length ? el.labels[0].textContent : el.textContent
         out.push({name: (label || el.getAttribute('aria-label') || tag + '.' + [...cls].join('.')).trim().slice(0, 40),
                   left: r.left, top: r.top, right: r.right, bottom: r.bottom})
