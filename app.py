@@ -197,8 +197,11 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
         lambda: projections_tab(state, styler), lambda: heads_tab(state, styler), lambda: train_tab(state, styler),
         lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: KeysHelp(state=state)), strict=True))
 
-    def explorer_tabs():  # the lesson link's tabs (every tab without one); a tab not shown is never built
-        shown = [(name, title) for name, title in TABS if name in state.tabs] or TABS
+    def shown_tabs():  # the lesson link's tabs (every tab without one)
+        return [(name, title) for name, title in TABS if name in state.tabs] or TABS
+
+    def explorer_tabs():  # a tab not shown is never built
+        shown = shown_tabs()
         few = ["lesson"] if len(shown) <= LESSON_TABS else []
         return lazy_tabs(*((state.tr(title), builds[name]) for name, title in shown), sizing_mode="stretch_both",
                          css_classes=["explorer-tabs", *few], stylesheets=[APP_CSS])
@@ -207,7 +210,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     def relabel(*_):  # the query plot's name and the tabs' words; every view re-renders its own
         tr = state.tr
         query_plot.figure.html_attributes = {**query_plot.figure.html_attributes, "aria-label": tr(plot_label)}
-        retitle(tabs, [tr(title) for name, title in TABS if name in state.tabs or not state.tabs])
+        retitle(tabs, [tr(title) for _, title in shown_tabs()])
     state.param.watch(relabel, "lang")
 
     def new_lesson(_):  # a presenter's lesson reaching a follower: its tabs instead of this page's

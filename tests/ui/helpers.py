@@ -111,8 +111,8 @@ def controls(page) -> list[dict]:
     return page.evaluate(_DEEP + """() => {
       const out = []
       const scrolledAway = (el, r) => {
-        for (let p = el.parentNode; p; p = p.parentNode || p.host) {
-          if (!(p instanceof Element)) { if (p.host) { p = p.host } else continue }
+        for (let p = el.parentNode; p; p = p.parentNode || p.host) {  // out of a shadow root: to its host
+          if (!(p instanceof Element)) continue
           const ox = getComputedStyle(p).overflowX
           if ((ox === 'auto' || ox === 'scroll') && p.scrollWidth > p.clientWidth + 1) {
             const b = p.getBoundingClientRect()
