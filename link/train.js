@@ -415,7 +415,8 @@ export function render({model, el, view}) {
       t.textContent = fmt(v, 2, w);
       lossSvg.append(t);
     }
-    const t0 = svg_("text", {x: L, y: H - 6, "text-anchor": "middle", class: "tick"});
+    // the first step's 0 starts at the axis: centred on it, it touched the loss's 0.00 beside it (22 px ticks)
+    const t0 = svg_("text", {x: L, y: H - 6, "text-anchor": "start", class: "tick"});
     t0.textContent = "0";
     const t1 = svg_("text", {x: W - R, y: H - 6, "text-anchor": "end", class: "tick"});
     t1.textContent = String(run.steps);

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
-from nbclient import NotebookClient
+
+from testing import notebooks
 
 LAB = Path(__file__).resolve().parents[1] / "lab" / "attention_lab.ipynb"
 ANSWERS = {"answer_1": 4.0, "answer_2": 0.1554, "answer_3": 4.679}  # course: NLP's output, unscaled a_I, causal love
@@ -42,11 +41,8 @@ def kernel_dir(tmp_path_factory):
 
 
 def execute(nb, kernel_dir) -> str:
-    """Run ``nb`` in place on the test's kernel; returns everything the cells printed."""
-    ksm = KernelSpecManager(kernel_dirs=[str(kernel_dir / "kernels")], ensure_native_kernel=False)
-    km = KernelManager(kernel_name="python3", kernel_spec_manager=ksm)
-    NotebookClient(nb, km=km, timeout=120, resources={"metadata": {"path": str(kernel_dir)}}).execute()
-    assert km.kernel_spec.argv[0] == sys.executable
+    """``nb`` run on the test's kernel (in a child process); returns everything the cells printed."""
+    nb = notebooks.execute(nb, path=kernel_dir, kernel_dir=kernel_dir, timeout=120)
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     return "".join(o.text for o in outputs if o.output_type == "stream" and o.name == "stdout")

@@ -154,7 +154,7 @@ class Editor(pn.viewable.Viewer):
                        *[self._header(f"v[{a + 1}]" if vector else "v", FIELD_WIDTH) for a in range(d_v)])]
         for i in range(n):
             remove = pn.widgets.Button(label="✕", width=34, margin=(2, 3), disabled=n <= MIN_TOKENS,
-                                       description=tr._("Remove token {n}", n=i + 1))
+                                       css_classes=["remove-token"], description=tr._("Remove token {n}", n=i + 1))
             remove.on_click(lambda _, i=i: self.state.remove_token(i))
             rows.append(pn.Row(self._field("name", i, "", NAME_WIDTH),
                                *[self._field("k", i, a) for a in range(d_k)],

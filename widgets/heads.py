@@ -85,7 +85,7 @@ class HeadsView(View):
         self.count = styled(pn.widgets.RadioButtonGroup(options=[str(h) for h in range(1, MAX_HEADS + 1)],
                                                         value=str(s.heads)))
         self.count.param.watch(lambda e: self._syncing or self.state.set_heads(int(e.new)), "value")
-        self.preset = styled(pn.widgets.Button(color="primary"))
+        self.preset = styled(pn.widgets.Button(color="primary", css_classes=["wraps"]))
         self.preset.on_click(lambda _: self.state.load_heads_preset())
         self.new_draw = styled(pn.widgets.Button())
         self.new_draw.on_click(lambda _: self.state.new_heads_draw())

@@ -27,6 +27,14 @@ CHROMIUM_ARGS = [
     "--disable-sync", "--no-first-run",
 ]
 SCREENSHOTS = ROOT / "tests" / "ui" / "screenshots"
+#: The only fonts the tests' Chromium sees, the same on every machine (see the file).
+FONTS = ROOT / "tests" / "ui" / "fonts.conf"
+#: Each font file :data:`FONTS` needs, by the Debian package that has it.
+FONT_FILES = {
+    "fonts-liberation": "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
+    "fonts-dejavu-core": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "fonts-wqy-microhei": "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
+}
 #: Tornado's log of a websocket write to a page that had already closed.
 _CLOSED_SOCKET = re.compile(r"Task exception was never retrieved\n"
                             r"future: <Task finished[^\n]*WebSocketClosedError\(\)>\n"
@@ -94,8 +102,12 @@ def browser():
     path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
     if not path:
         pytest.fail("no Chromium found: install Debian's `chromium` or set $CHROMIUM")
+    missing = [package for package, file in FONT_FILES.items() if not Path(file).exists()]
+    if missing:
+        pytest.fail(f"the browser tests measure text in fixed fonts: install Debian's {' '.join(missing)}")
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS,
+                              env={**os.environ, "FONTCONFIG_FILE": str(FONTS)})
         yield b
         b.close()
 

@@ -28,22 +28,23 @@
   };
   // The part of `r` one can see, and whether `r` is cut off: clipped by an ancestor that does not scroll, or by the
   // window's edge, with no scroll container on the way that could bring it into view.
+  // What one sees is clipped by every such ancestor, the scroll containers around the first one included (a panel
+  // that scrolls inside a page that scrolls shows only what both show).
   function visibility(el, r) {
-    let seen = box(r), cut = false;
+    let seen = box(r), cut = false, scroller = null;
     for (let a = parentOf(el); a; a = parentOf(a)) {
       const cs = getComputedStyle(a);
       const ox = cs.overflowX, oy = cs.overflowY;
       if (ox === "visible" && oy === "visible") continue;
       const ar = a.getBoundingClientRect();
-      const clip = {left: Math.max(seen.left, ar.left), top: Math.max(seen.top, ar.top),
-                    right: Math.min(seen.right, ar.right), bottom: Math.min(seen.bottom, ar.bottom)};
-      const scrolls = [ox, oy].some((o) => o === "auto" || o === "scroll");
-      if (scrolls) return {seen: clip, cut: false, scroller: a};
+      seen = {left: Math.max(seen.left, ar.left), top: Math.max(seen.top, ar.top),
+              right: Math.min(seen.right, ar.right), bottom: Math.min(seen.bottom, ar.bottom)};
+      if (scroller) continue;
+      if ([ox, oy].some((o) => o === "auto" || o === "scroll")) { scroller = a; cut = false; continue; }
       if (r.left < ar.left - 1 || r.right > ar.right + 1 || r.top < ar.top - 1 || r.bottom > ar.bottom + 1) cut = true;
-      seen = clip;
     }
-    if (r.left < -1 || r.top < -1 || r.right > vw + 1 || r.bottom > vh + 1) cut = true;
-    return {seen, cut, scroller: null};
+    if (!scroller && (r.left < -1 || r.top < -1 || r.right > vw + 1 || r.bottom > vh + 1)) cut = true;
+    return {seen, cut, scroller};
   }
 
   // --- the answer: the readout's Weights and Output lines (its last two) inside the window and every box around

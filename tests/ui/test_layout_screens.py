@@ -80,16 +80,7 @@ def _case_id(case) -> str:
     return "-".join(case)
 
 
-#: Known failures, each a bug to fix (not a rule relaxed): in projector mode on these screens the header's controls
-#: are drawn over the step-through's formula once a tab's contents are scrolled up under it (a tablet, phones) or
-#: the tab titles' row is scrolled (1920x1080). strict: the case fails the run once it passes, so the mark goes.
-HEADER_OVER_FORMULA = {("1920x1080", "projector", "light"), ("tablet-768x1024", "projector", "light"),
-                       ("phone-390x844", "projector", "light"), ("phone-844x390", "projector", "light")}
-
-
-@pytest.mark.parametrize(("screen", "mode", "theme"), [
-    pytest.param(*c, marks=pytest.mark.xfail(reason="projector: the header drawn over the formula", strict=True))
-    if c in HEADER_OVER_FORMULA else c for c in CASES], ids=[_case_id(c) for c in CASES])
+@pytest.mark.parametrize(("screen", "mode", "theme"), CASES, ids=[_case_id(c) for c in CASES])
 def test_every_tab_fits_the_screen(open_page, screen, mode, theme):
     _every_tab_fits(open_page, screen, mode, theme)
 

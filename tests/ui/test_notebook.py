@@ -18,9 +18,9 @@ from urllib.parse import urlparse
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from testing.notebooks import execute
 from tests.ui.conftest import ROOT, SCREENSHOTS
 from tests.ui.helpers import KATEX_FONTS, PATIENCE, failed_requests
 
@@ -57,7 +57,7 @@ DISPLAYS = """() => """ + EXPLORERS + """.map((doc) => {
 def _run_notebook(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    nb = execute(nb, path=ROOT)
     nbformat.write(nb, tmp_path / "explorer.ipynb")
     return nb
 
