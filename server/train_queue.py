@@ -1,4 +1,4 @@
-"""The process's queue of training runs: one at a time, at most half of the event loop.
+"""The process's queue of training runs (and of the √d_k tab's draws): one at a time, at most half of the event loop.
 
 A run of the Train tab costs the loop CPU (see bench/RESULTS.md, "one training run"); sixty learners pressing
 Play in the same second ask for sixty runs at once. Run as each page asks, they would all be due at once, and
@@ -120,8 +120,9 @@ def get_report_queue() -> TrainQueue:
 
 
 def scheduler_for(doc):
-    """A :class:`session.training.TrainingState` scheduler for the page ``doc``: its runs go through the queue, and
-    each run's changes reach the page as one message."""
+    """A scheduler for the page ``doc`` (:class:`session.training.TrainingState`'s runs, the √d_k experiment of
+    :class:`session.state.AttentionState`): what it is given goes through the queue, and the changes of each call
+    reach the page as one message."""
     doc_ref = weakref.ref(doc)
 
     def schedule(compute) -> None:

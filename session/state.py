@@ -130,6 +130,11 @@ class AttentionState(HeadsState, param.Parameterized):
         super().__init__(**params)
         #: The Train tab's own state (session/training.py); its shared part is mirrored in ``training_view``.
         self.training = TrainingState()
+        #: Called with a function that computes the d_k experiment, to call it when the server has time (a served
+        #: page's queue, server/train_queue.py: one at a time, at most half the loop); None computes at once. A
+        #: plain attribute, set by the √d_k view in a served page.
+        self.experiment_scheduler = None
+        self._experiment_waiting = False  # a new experiment has been asked for and not computed yet
         self.training.param.watch(self._training_changed, [*TrainingState.SETTINGS, "step", "playing", "plays"])
         self.param.watch(self._training_view_changed, "training_view")
         self._training_changed()
@@ -225,8 +230,21 @@ class AttentionState(HeadsState, param.Parameterized):
 
     @param.depends("dk_experiment", "dk_seed", watch=True)
     def _run_experiment(self):
-        if self.scaling is not None:  # someone shows it: keep it current
-            self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
+        if self.scaling is None:  # nobody shows it
+            return
+        # one draw at d_k = 1024 is 60 ms of the loop: a page that sends d_k and "New random draw" as fast as it
+        # can waits for one experiment at a time, computed for the values as they are by then
+        if self.experiment_scheduler is None:
+            self.compute_experiment()
+        elif not self._experiment_waiting:
+            self._experiment_waiting = True
+            self.experiment_scheduler(self.compute_experiment)
+
+    def compute_experiment(self) -> None:
+        """Set ``scaling`` to the experiment of ``dk_experiment`` and ``dk_seed`` as they are now (the scheduler's
+        callback)."""
+        self._experiment_waiting = False
+        self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
 
     def require_scaling(self) -> ScalingExperiment:
         """The d_k experiment's result (``scaling``), computed now if no view had asked for it yet."""

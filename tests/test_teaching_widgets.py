@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from core.scaling import scaling_experiment
 from session.state import CUSTOM, AttentionState
 from widgets.dk import DkPanel
 from widgets.edit import Editor
@@ -184,6 +185,25 @@ def test_dk_panel_shows_variances_and_softmax_summary(state):
     assert state.dk_seed == seed + 1
     view.typed.value = 7
     assert state.dk_experiment == 7 and view.slider.value == 7 and state.scaling.d_k == 7
+
+
+def test_a_pages_d_k_writes_and_draws_wait_for_one_experiment_at_a_time(state):
+    """A served page's scheduler (server/train_queue.py) gets one call however many writes come before it runs, and
+    the experiment it computes is the one of the values as they are then."""
+    DkPanel(state=state)
+    asked = []
+    state.experiment_scheduler = asked.append
+    first = state.scaling
+    state.dk_experiment = 1023
+    state.dk_experiment = 1024
+    state.dk_seed += 1
+    state.dk_seed += 1
+    assert len(asked) == 1 and state.scaling is first  # nothing computed yet: the page keeps what it shows
+    asked.pop()()
+    e = scaling_experiment(1024, 2)  # an independent draw of the same (d_k, seed)
+    assert (state.scaling.d_k, state.scaling.seed) == (1024, 2) and np.array_equal(state.scaling.dots, e.dots)
+    state.dk_experiment = 8
+    assert len(asked) == 1, "the next write asks again"
 
 
 def test_editor_refuses_bad_text_and_keeps_the_last_good_state(state):

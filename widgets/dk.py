@@ -10,6 +10,7 @@ from bokeh.models import ColumnDataSource, FixedTicker, Quad, Range1d, Text, VBa
 from bokeh.plotting import figure
 
 from core.scaling import MAX_D_K, N_KEYS, N_QUERIES, histogram
+from server.train_queue import scheduler_for
 from widgets.base import View
 from widgets.glyphs import draw
 
@@ -77,6 +78,9 @@ class DkPanel(View):
             pn.FlexBox(pn.pane.Bokeh(self.dots_fig), pn.pane.Bokeh(self.scaled_fig), pn.pane.Bokeh(fig)),
             self._summary, name="dk-panel", sizing_mode="stretch_both", scroll=True,
         )
+        doc = pn.state.curdoc
+        if doc is not None and doc.session_context is not None:  # a served page: its draws wait their turn
+            s.experiment_scheduler = scheduler_for(doc)
         s.require_scaling()
         self.render_on("scaling", "lang")
 
