@@ -18,6 +18,11 @@ the gaps with its own pages' connections.
 
 The gate is installed on Bokeh's session creation (:func:`pace_page_builds`), the one place every page's document
 is made: an HTTP GET of the page, a websocket whose session had been discarded, the liveness check.
+
+A page's work once it has loaded (Panel's ``onload`` callbacks: a joining page's room, its header and its poll
+card, about a tenth of a second each) is charged to the same bucket (:func:`charge_page_loads`): it cannot wait,
+the page is open, but the next build waits for it. A hundred pages joining a room within 20 s otherwise did
+their room work in the gaps the gate keeps for the open pages, and the presenter's key waited again.
 """
 
 from __future__ import annotations
@@ -173,3 +178,27 @@ def pace_page_builds() -> None:
     paced._paced = True
     paced.__wrapped__ = original
     ApplicationContext._create_session = paced
+
+
+def charge_page_loads() -> None:
+    """Charge each page's ``onload`` work (Panel's ``state._on_load``, run on the loop when its page reports it has
+    loaded) to the process's :class:`BuildGate`, so that builds and it together take at most its share of the loop.
+    Idempotent."""
+    import panel as pn
+
+    cls = type(pn.state)
+    original = cls._on_load
+    if getattr(original, "_charged", False):
+        return
+
+    def charged(self, doc=None):
+        gate = get_gate()
+        start = gate.clock()
+        try:
+            return original(self, doc)
+        finally:
+            gate.charge(gate.clock() - start, start)
+
+    charged._charged = True
+    charged.__wrapped__ = original
+    cls._on_load = charged

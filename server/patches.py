@@ -12,7 +12,8 @@ import when it is served). Each is idempotent, and each is the process's, never 
 - :func:`server.transport.hold_page_events`: each of a page's events processed inside a hold of its document
   (a change a view writes into a Bokeh model is otherwise lost, with a traceback);
 - :func:`server.transport.pace_page_events`: each of a page's events through its session's pacing;
-- :func:`server.build_gate.pace_page_builds`: page builds take their share of the loop, not all of it.
+- :func:`server.build_gate.pace_page_builds`: page builds take their share of the loop, not all of it, and
+  :func:`server.build_gate.charge_page_loads`: a loaded page's ``onload`` work counts towards that share.
 
 What needs the server's own settings (gzip, the link limit, the routes of a room's live channel and of KaTeX's
 fonts) is added where the server is made: :func:`server.routes.add_routes`, which only ``python -m server`` and
@@ -22,7 +23,7 @@ fonts) is added where the server is made: :func:`server.routes.add_routes`, whic
 from __future__ import annotations
 
 from server.bokeh_defaults import install as keep_stable_defaults
-from server.build_gate import pace_page_builds
+from server.build_gate import charge_page_loads, pace_page_builds
 from server.logs import install_log_redaction
 from server.transport import hold_page_events, install_websocket_guard, pace_page_events, run_sessions_on_the_loop
 
@@ -38,3 +39,4 @@ def install() -> None:
     hold_page_events()
     pace_page_events()
     pace_page_builds()
+    charge_page_loads()

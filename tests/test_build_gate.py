@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
+import time
 
 import panel as pn
 import pytest
 from bokeh.application import Application
 from bokeh.application.handlers.script import ScriptHandler
+from bokeh.document import Document
 from bokeh.server.contexts import ApplicationContext
 
-from server.build_gate import CACHE_KEY, BuildGate, pace_page_builds
+from server.build_gate import CACHE_KEY, BuildGate, charge_page_loads, pace_page_builds
 
 #: A page whose build holds the loop for 40 ms, as the app's does for 90–150 ms, and writes when it ran.
 SLOW_PAGE = """
@@ -123,3 +125,23 @@ def test_absurd_charges_are_ignored():
     gate.charge(-1.0, start=0.0)
     gate.charge(1e9, start=0.0)
     assert gate.wait() == 0.0
+
+
+def test_a_loaded_pages_onload_work_is_charged_to_the_gate(monkeypatch):
+    """A joining page's room work runs once its page has loaded; the next build waits for it as for a build."""
+    monkeypatch.setattr(type(pn.state), "_on_load", type(pn.state)._on_load)  # undone after
+    gate = BuildGate()
+    monkeypatch.setitem(pn.state.cache, CACHE_KEY, gate)
+    charge_page_loads()
+    charge_page_loads()  # twice: charged once
+
+    def busy():
+        start = time.perf_counter()
+        while time.perf_counter() - start < 0.05:
+            pass
+
+    doc = Document()
+    pn.state._onload.setdefault(doc, []).append((busy, False))  # what pn.state.onload(busy) does in a served page
+    pn.state._on_load(doc)
+    # 50 ms charged: the next build waits about 50 ms (1 - SHARE) / SHARE (33 ms at 0.6), less what leaked since
+    assert 0.02 < gate.wait() < 0.05
