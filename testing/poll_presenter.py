@@ -9,7 +9,7 @@ import html
 import re
 import time
 
-from testing.protocol_client import Learner, find_objects, presenter_link
+from testing.protocol_client import Learner, changed, find_objects, presenter_link
 
 COUNT_LINE = re.compile(r"<strong>(\d+)</strong> answers? · (\d+) pages? following")
 #: The rows a key press inspects, by the readout's first line
@@ -49,6 +49,7 @@ class Presenter:
     def __init__(self, url: str):
         import threading
 
+        self.page = url + "app"
         self.ws = url.replace("http://", "ws://", 1) + "app/ws"
         self.loop = asyncio.new_event_loop()
         threading.Thread(target=self.loop.run_forever, daemon=True).start()
@@ -66,6 +67,11 @@ class Presenter:
         search = await presenter_link(self.ws)
         self.me = Learner(self.ws + search, compress=True, clock=time.monotonic, keep_patches=False)
         await self.me.connect(keep_doc=True)
+        # as a browser does once the page is drawn (link/browser.js): the room's card waits for the page's address
+        # (Panel numbers the component's model: BrowserBridge1)
+        for bridge in self.me.objects(""):
+            if re.fullmatch(r"BrowserBridge\d*", bridge["name"]):
+                await self.me.send(changed(bridge["id"], "page_address", self.page))
         self.listening = asyncio.create_task(listen(self.me, self.on_patch))
         return parse_qs(search.lstrip("?"))["room"][0]
 
