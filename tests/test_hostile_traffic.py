@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -438,8 +439,9 @@ def test_a_message_of_more_events_than_a_page_sends_closes_its_socket_at_once(ap
 
 def test_a_sessions_expensive_clicks_wait_their_turn_and_another_page_is_answered_between_them(app_server):
     """Eight clicks of "New random draw" at d_k = 1024 (as many events as a page's message may hold): Bokeh ran all
-    eight in one turn of the loop, and another page's key waited behind them. Paced, the page's next click waits
-    until the server has had as long again for everyone else, so the other page's key is answered among them."""
+    eight in one turn of the loop, and another page's key waited behind them. Now the clicks are paced and the
+    draws wait in the process's queue, one at a time for the seed as it is by then: the other page's key is
+    answered before the last draw, or the draws were fewer than the clicks; no click is lost (seed 8 is drawn)."""
     from testing.protocol_client import changed, clicked
 
     port, _ = app_server
@@ -447,6 +449,10 @@ def test_a_sessions_expensive_clicks_wait_their_turn_and_another_page_is_answere
     def after(learner: Learner, text: str) -> float | None:
         return next((t for events, t in zip(learner.patches, learner.patch_times, strict=True)
                      if any(text in str(e.get("new", "")) for e in events)), None)
+
+    def seeds(learner: Learner) -> set[int]:
+        return {int(m) for events in learner.patches for e in events
+                for m in re.findall(r"= 1024, seed (\d+)\)", str(e.get("new", "")))}
 
     async def draws_beside_a_key():
         other = await _learner(port)
@@ -462,7 +468,7 @@ def test_a_sessions_expensive_clicks_wait_their_turn_and_another_page_is_answere
         while after(attacker, "= 1024, seed 0)") is None:  # the summary's caption (escaped HTML)
             await asyncio.sleep(0.05)
         await attacker.send(*[clicked(_button(attacker, "New random draw"))] * 8)
-        while after(attacker, "seed 1)") is None:  # the server has taken the first
+        while seeds(attacker) == {0}:  # the server has taken the first
             await asyncio.sleep(0.005)
         seen = len(other.lines)
         await other.key("1")
@@ -471,11 +477,12 @@ def test_a_sessions_expensive_clicks_wait_their_turn_and_another_page_is_answere
         answered = other.lines[seen][1]
         for learner in (other, attacker):
             learner.close()
-        return answered, after(attacker, "seed 8)"), other.lines[seen][0]
+        return answered, after(attacker, "seed 8)"), other.lines[seen][0], seeds(attacker) - {0}
 
-    answered, eighth, line = run(draws_beside_a_key(), timeout=180)
+    answered, eighth, line, drawn = run(draws_beside_a_key(), timeout=180)
     assert line.startswith('Query of "I"')
-    assert answered < eighth, "the other page's key was answered only after all eight draws"
+    assert max(drawn) == 8
+    assert answered < eighth or len(drawn) < 8, "the other page's key was answered only after all eight draws"
 
 
 def test_a_write_of_the_wrong_type_closes_the_socket_with_one_short_line(app_server):
