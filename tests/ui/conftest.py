@@ -36,7 +36,7 @@ FONT_FILES = {
     "fonts-wqy-microhei": "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
 }
 #: Tornado's log of a websocket write to a page that had already closed.
-_CLOSED_SOCKET = re.compile(r"Task exception was never retrieved\n"
+CLOSED_SOCKET = re.compile(r"Task exception was never retrieved\n"
                             r"future: <Task finished[^\n]*WebSocketClosedError\(\)>\n"
                             r"(?:.*\n)*?tornado\.websocket\.WebSocketClosedError\n")
 
@@ -90,7 +90,7 @@ def server():
         text = log.read()
         log.close()
         # A browser closing its page while the server writes to it is not a server error.
-        text = re.sub(_CLOSED_SOCKET, "", text)
+        text = re.sub(CLOSED_SOCKET, "", text)
         assert "Traceback" not in text, f"the server logged a traceback:\n{text}"
         # every page these tests drive writes only what a page may (server/transport.py's screen_page_patch)
         screened = [line for line in text.splitlines() if SCREENED in line]
