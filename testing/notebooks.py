@@ -10,7 +10,6 @@ that was still marked running. In a child process they end with it.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -38,8 +37,8 @@ def execute(nb: nbformat.NotebookNode, *, path: Path, kernel_dir: Path | None = 
                    "--timeout", str(timeout)]
         if kernel_dir is not None:
             command += ["--kernel-dir", str(kernel_dir)]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout + 60)
+        # run from the project's folder: ``-m`` puts it on the child's path
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout + 60)
         assert done.returncode == 0, f"the notebook failed:\n{done.stdout}\n{done.stderr}"
         return nbformat.read(result, as_version=4)
 
