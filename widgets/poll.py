@@ -438,8 +438,8 @@ class PresenterPoll(pn.viewable.Viewer):
     """The presenter's card of the room's poll: choose a question and ask it, watch the counts come in, close
     the poll, reveal the answer and its "Why" to every page, ask the next one.
 
-    Test hooks: ``.poll-presenter`` on the card, ``.poll-counts`` in its counts, ``.poll-total`` on the line of
-    how many answered.
+    Test hooks: ``.poll-presenter`` on the card, ``.poll-prompt-pane`` on the question's prompt, ``.poll-counts`` in
+    its counts, ``.poll-total`` on the line of how many answered.
     """
 
     view = param.ClassSelector(class_=PollView, allow_None=True, doc="The room's poll; None before the first.")
@@ -460,7 +460,8 @@ class PresenterPoll(pn.viewable.Viewer):
         self._pick.param.watch(lambda _: self._render(), "value")  # the whole prompt of the question picked
         self._ask = pn.widgets.Button(label=t._("Ask the room"), color="primary", margin=(6, 10), **css)
         self._ask.on_click(self._on_ask)
-        self._prompt = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), **css)
+        self._prompt = pn.pane.HTML("", css_classes=["poll-prompt-pane"], sizing_mode="stretch_width",
+                                    margin=(0, 10), **css)
         self._counts = pn.pane.HTML("", css_classes=["poll-results"], sizing_mode="stretch_width", margin=(0, 10),
                                     **css)
         self._close = pn.widgets.Button(label=t._("Close the poll"), margin=(6, 10), **css)

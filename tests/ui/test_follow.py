@@ -53,6 +53,8 @@ def room_server():
         text = log.read()
         log.close()
     assert "Traceback" not in text, text
+    # every page here is an honest one: the websocket guard refuses none (a refused page stops hearing the server)
+    assert "Refused websocket" not in text, [line for line in text.splitlines() if "Refused websocket" in line]
     # the log is at INFO and did log the requests that carried room links...
     assert re.search(r"GET /\?room=…&token=…", text) and re.search(r"GET /ws\?room=…", text), text
     # ...but never a code, a link or a token

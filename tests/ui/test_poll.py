@@ -31,6 +31,9 @@ def pane(page, css_class: str):
 def ask(teacher, qid: str) -> None:
     card = teacher.locator(".poll-presenter")
     card.locator("select").select_option(label=LABELS[qid])
+    # the server shows the question's whole prompt above the button: a click before it came would land where the
+    # button was, on a loaded machine, and ask nothing
+    pane(teacher, "poll-prompt-pane").filter(has_text=BY_ID[qid].prompt[:60]).wait_for(timeout=WAIT)
     card.get_by_role("button", name="Ask the room").click()
     pane(teacher, "poll-results").filter(has_text="following").wait_for(timeout=WAIT)
 
