@@ -88,8 +88,15 @@ TEACHING = {"formula": Formula, "editor": Editor, "trap": TrapPanel, "dk": DkPan
 
 
 def teaching_panel(name: str, state: AttentionState) -> pn.viewable.Viewable:
-    """The teaching view ``name`` (a key of :data:`TEACHING`) over ``state``, styled for its tab."""
-    layout = TEACHING[name](state=state).__panel__()
+    """The teaching view ``name`` (a key of :data:`TEACHING`) over ``state``, styled for its tab.
+
+    A view that does less while its tab is hidden (``shown_in_tab``, the editor's) is told by the tabs
+    (widgets/tabs.py, :func:`~widgets.tabs.lazy_tabs`).
+    """
+    view = TEACHING[name](state=state)
+    layout = view.__panel__()
+    if hasattr(view, "shown_in_tab"):
+        layout.shown_in_tab = view.shown_in_tab
     for pane in layout.select(pn.pane.HTML):
         pane.stylesheets = [*pane.stylesheets, TEACHING_CSS]
     layout.css_classes = [*layout.css_classes, "teaching-panel"]

@@ -288,7 +288,9 @@ class GuardedWSHandler(PanelWSHandler):
 
     async def _patch(self, parsed, size: int):
         """Screen a ``PATCH-DOC`` and apply its events one at a time, each when the session's pacing allows it."""
-        session = getattr(self.connection, "session", None)
+        session = getattr(self.connection, "_session", None)  # Bokeh's `session` asserts there is one
+        if session is None:  # the server is stopping: it has let the page's session go
+            return None
         doc = getattr(session, "document", None)
         known = (lambda model_id: doc.get_model_by_id(model_id) is not None) if doc is not None else (
             lambda model_id: False)
@@ -317,8 +319,8 @@ class GuardedWSHandler(PanelWSHandler):
                 await asyncio.sleep(0)
             while not self._refused and (pacing.queued or pacing.wait() > 0):
                 await asyncio.sleep(max(pacing.wait(), TURN))
-            if self._refused:
-                return None
+            if self._refused or getattr(self.connection, "_session", None) is None:
+                return None  # the session ended while the event waited its turn (the server stopping): nothing to do
             parsed.content["events"] = [event]
             accounted, start = pacing.accounted, time.perf_counter()
             work = await self._handle(parsed)
@@ -408,14 +410,19 @@ def hold_page_events() -> None:
     the event was lost, a traceback logged, and the page stopped showing the server's numbers. A learner who
     ticked "Step through" and pressed Next at once did it. Holding the document while Panel processes the event
     (synchronous code: no other callback runs meanwhile) collects every change, and Panel writes them when it
-    ends, as it does for its own widgets; inside the lock the hold changes nothing. Idempotent;
+    ends, as it does for its own widgets; inside the lock the hold changes nothing. Inside the hold the document's
+    models are frozen (Bokeh's ``doc.models.freeze``, which Panel uses for each layout it updates): the walk of the
+    whole document that finds its models is made once, at the event's end, before anything is sent. Idempotent;
     ``tests/test_transport.py`` fails if Panel's names move.
     """
     from panel.io.document import hold
 
     def held(original):
         def run(self, doc, *args):
-            with hold(doc):
+            # frozen inside the hold: Bokeh walks the whole document once, when the event ends and before its
+            # changes are sent, instead of once for each layout the event changes (with every tab built, the
+            # walks were most of the costliest events: bench/RESULTS.md)
+            with hold(doc), doc.models.freeze():
                 return original(self, doc, *args)
         return run
 

@@ -43,17 +43,22 @@ def test_value_plane_shows_values_and_output(state):
     built = []
     view = ValuesView(state=state, on_build=built.append)
     # the number line only: the plane is built the first time the values are vectors
-    assert view.plane is None and built == [view.line] and view._layout.objects == [view.line.__panel__()]
+    assert view.plane is None and built == [view.line] and _shown(view) == [view.line.__panel__()]
     state.preset = M2
-    assert built == [view.line, view.plane] and view._layout.objects == [view.plane.__panel__()]
+    assert built == [view.line, view.plane] and _shown(view) == [view.plane.__panel__()]
     state.select_row(0)
     plane = view.plane
     assert plane._values.data["x"] == [10.0, 0.0, 5.0] and plane._values.data["y"] == [0.0, 10.0, 5.0]
     assert plane._output.data["label"] == ["output (6.0167, 3.9833)"]
     assert plane.figure.name == "value-plane"
     state.preset = "Section 6: scalar values"
-    assert view._layout.objects == [view.line.__panel__()] and view.line.shown["label"] == ["4.4067"]
+    assert _shown(view) == [view.line.__panel__()] and view.line.shown["label"] == ["4.4067"]
     assert len(built) == 2  # each built once
+
+
+def _shown(view) -> list:
+    """What a ValuesView shows: the panes in its layout whose Bokeh model is visible."""
+    return [o for o in view._layout.objects if o.object.visible]
 
 
 def test_unscaled_love_row_in_the_readout(state):
@@ -230,3 +235,37 @@ def test_editor_follows_presets_and_token_count(state):
     assert ("name", 3, "") in ed._inputs and ed._inputs[("name", 3, "")].value == "t4"
     ed._inputs[("q", "", 0)].value = "0.5"
     assert state.query == (0.5, 1.0)
+
+
+def test_editor_on_a_hidden_tab_catches_up_when_shown(state):
+    """A new table is a model per number; the editor leaves it, and every change, until its tab is shown again."""
+    ed = Editor(state=state)
+    ed.shown_in_tab(False)
+    table = list(ed._table.objects)
+    state.preset = M2  # vector values: another shape of table
+    state.query = (0.25, 0.5)
+    assert ed._table.objects == table and ("v", 0, 1) not in ed._inputs  # nothing built while hidden
+    ed.shown_in_tab(True)
+    assert ed._inputs[("v", 0, 0)].value == "10" and ed._inputs[("v", 0, 1)].value == "0"
+    assert ed._inputs[("q", "", 0)].value == "0.25" and ed._inputs[("q", "", 1)].value == "0.5"
+    state.query = (1.0, 0.0)  # shown: it follows at once, as before
+    assert ed._inputs[("q", "", 0)].value == "1"
+
+
+def test_lazy_tabs_tell_a_built_tab_when_it_is_shown_or_hidden():
+    import panel as pn
+
+    from widgets.tabs import lazy_tabs
+
+    seen = []
+
+    def build():
+        column = pn.Column("second")
+        column.shown_in_tab = seen.append
+        return column
+    tabs = lazy_tabs(("one", lambda: pn.Column("first")), ("two", build))
+    assert seen == []  # not built yet
+    tabs.active = 1
+    tabs.active = 0
+    tabs.active = 1
+    assert seen == [True, False, True]

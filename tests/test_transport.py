@@ -257,3 +257,60 @@ def test_a_message_the_browser_bridge_cannot_use_is_ignored_and_said_once(caplog
     assert len(ignored) == 1 and "dict(lang: dict)" in ignored[0].getMessage()
     bridge._handle_msg({"key": "1", "shift": False, "in_plot": False})  # what the page sends: taken
     assert state.selected == 0
+
+
+def test_a_page_event_that_changes_several_layouts_walks_the_document_once():
+    """Bokeh finds a document's models by walking all of it, after every change of a layout's children unless the
+    document is frozen; with every tab built, those walks were most of a costly click's time. Within the hold
+    of :func:`server.transport.hold_page_events` the document is frozen: one walk, at the event's end."""
+    from bokeh.document import Document
+    from bokeh.events import ButtonClick
+    from panel.reactive import Syncable
+
+    from server.transport import hold_page_events
+
+    before = {name: getattr(Syncable, name) for name in ("_change_event", "_process_bokeh_event")}
+    try:
+        for name, method in before.items():
+            setattr(Syncable, name, inspect.unwrap(method))
+        hold_page_events()
+        left, right = pn.Column(pn.pane.HTML("a")), pn.Column(pn.pane.HTML("b"))
+        button = pn.widgets.Button(label="Rebuild")
+
+        def rebuild(_):
+            left.objects = [pn.pane.HTML("c"), pn.pane.HTML("d")]
+            right.objects = [pn.pane.HTML("e")]
+        button.on_click(rebuild)
+        doc = Document()
+        root = pn.Column(button, left, right).get_root(doc)
+        doc.add_root(root)
+        walks = []
+        recompute = doc.models.recompute
+        doc.models.recompute = lambda: (walks.append(1), recompute())[1]
+        model = button._models[root.ref["id"]][0]
+        button._process_bokeh_event(doc, ButtonClick(model))
+        assert button.clicks == 1 and [o.object for o in left] == ["c", "d"]
+        assert len(walks) == 1
+        # the new panes are the document's, as without the freeze
+        assert all(doc.get_model_by_id(m.id) is m for m in left._models[root.ref["id"]][0].children)
+    finally:
+        for name, method in before.items():
+            setattr(Syncable, name, method)
+
+
+def test_a_page_message_after_its_session_ended_is_dropped_without_a_traceback():
+    """A server stopping lets its sessions go while a page's events may wait their turn in the guard; Bokeh's handler
+    then asserted there was a session and logged a traceback for the click. Now nothing is handled."""
+    from types import SimpleNamespace
+
+    from server.transport import GuardedWSHandler
+
+    handled = []
+
+    async def handle(parsed):
+        handled.append(parsed)
+
+    guard = object.__new__(GuardedWSHandler)
+    guard.connection, guard._handle = SimpleNamespace(_session=None), handle
+    parsed = SimpleNamespace(content={"events": [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {}}]})
+    assert asyncio.run(guard._patch(parsed, 100)) is None and handled == []

@@ -101,6 +101,7 @@ class Editor(pn.viewable.Viewer):
         self._relabel()
         s.param.watch(self._on_language, "lang")
         self._shape = None
+        self._shown, self._stale = True, False
         s.param.watch(self._on_data, ["tokens", "keys", "values"])
         # a drag moves q many times a second: then only the two q boxes change
         s.param.watch(self._on_query, "query")
@@ -164,9 +165,23 @@ class Editor(pn.viewable.Viewer):
         rows.append(pn.Row(self.add_button, self._message_pane("tokens")))
         self._table.objects = rows
 
+    def shown_in_tab(self, shown: bool) -> None:
+        """The page shows the editor's tab (True) or another (False): while hidden, the table waits for the state's
+        changes, and catches up at once when shown (widgets/tabs.py calls this)."""
+        self._shown = shown
+        if shown and self._stale:
+            self._on_data()
+
     def _on_data(self, *_):
         s = self.state
         shape = (len(s.tokens), s.d_k, np.ndim(s.values), s.d_v)
+        if not self._shown:
+            # a new table is the costliest thing a click can make the server do (a model per number, and a walk of
+            # the whole page to find them); no one sees it on a hidden tab, and a page switching examples from
+            # another tab, or a message alternating "Reset example" and "Explore head", need not pay for it
+            self._stale = True
+            return
+        self._stale = False
         if shape != self._shape:
             self._shape = shape
             self._build()
@@ -188,6 +203,8 @@ class Editor(pn.viewable.Viewer):
         self._on_message()
 
     def _on_query(self, *_):
+        if self._stale:  # the table may be of another shape: it catches up when shown
+            return
         self._syncing = True
         try:
             for a, c in enumerate(self.state.query):

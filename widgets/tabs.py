@@ -70,17 +70,26 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
     page is open, time when the page opens, and time on every update it follows (Panel's lazy
     ``ParamFunction`` does the same, but costs more server time for each tab than a plain spacer).
     Once built, a tab stays built and in the page: showing it again costs the server nothing but the switch.
+    A built tab's contents with a ``shown_in_tab(shown: bool)`` method are told whenever their tab is shown or
+    hidden: a view can leave work on a hidden tab until it is shown again.
     """
     # A Panel spacer stands in each tab not built yet: the cheapest Panel object. (One spacer shared by every
     # tab would be cheaper, but Panel's tabs then take the first one's title for all of them.)
     waiting = {i: build for i, (_, build) in enumerate(tabs)}
     layout = LazyTabs(*((title, Unbuilt(sizing_mode="stretch_both")) for title, _ in tabs), **params)
 
+    told = {}  # tab index -> its contents' shown_in_tab
+
     def show(*_):
         build = waiting.pop(layout.active, None)
         if build is not None:
             with once_a_page():  # not counted against the page's share of the server's loop: it cannot be repeated
-                layout[layout.active] = (layout._names[layout.active], build())
+                built = build()
+                layout[layout.active] = (layout._names[layout.active], built)
+            if callable(getattr(built, "shown_in_tab", None)):
+                told[layout.active] = built.shown_in_tab
+        for i, shown_in_tab in told.items():
+            shown_in_tab(i == layout.active)
 
     layout.param.watch(show, "active")
     layout.jscallback(active=INTO_VIEW_JS)

@@ -276,9 +276,16 @@ class ValuesView(View):
             shown = self.plane
         else:
             shown = None
-        objects = [] if shown is None else [shown.__panel__()]
-        if list(self._layout.objects) != objects:
-            self._layout[:] = objects
+        # a view once built stays in the layout, shown or hidden: a page switching between scalar and vector
+        # values (Reset example, Explore head) changes two flags instead of the layout's children, which had the
+        # server walk the whole page's models each time
+        views = [view for view in (self.line, self.plane) if view is not None]
+        if len(self._layout) != len(views):
+            self._layout[:] = [view.__panel__() for view in views]
+        for view, pane in zip(views, self._layout, strict=True):
+            # each is Panel's pane around a Bokeh model, which takes its `visible` from the model's: set there
+            if pane.object.visible != (view is shown):
+                pane.object.visible = view is shown
         if shown is not None:
             shown._render()
 
