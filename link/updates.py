@@ -7,10 +7,13 @@ from contextlib import contextmanager
 import panel as pn
 from panel.io import document as panel_document
 
+from server.transport import walk_models_once
+
 
 @contextmanager
 def one_message(doc=None):
-    """Within the block, the page's changes are held and sent together (``pn.io.hold``).
+    """Within the block, the page's changes are held and sent together (``pn.io.hold``), and Bokeh walks the
+    document's models at most once (:func:`server.transport.walk_models_once`).
 
     If the document is held already, or its hold is being released, the block joins that. Under Bokeh's
     worker threads (a bare ``panel serve``), Panel releases a hold while keeping a per-document lock, and a
@@ -23,5 +26,5 @@ def one_message(doc=None):
     if doc is not None and (doc.callbacks.hold_value or (releasing is not None and releasing.locked())):
         yield
         return
-    with pn.io.hold(doc):
+    with pn.io.hold(doc), walk_models_once(doc):
         yield

@@ -18,6 +18,7 @@ import asyncio
 import json
 import logging
 import time
+from contextlib import contextmanager
 
 import panel as pn
 from bokeh.core.has_props import HasProps
@@ -410,23 +411,60 @@ def hold_page_events() -> None:
     the event was lost, a traceback logged, and the page stopped showing the server's numbers. A learner who
     ticked "Step through" and pressed Next at once did it. Holding the document while Panel processes the event
     (synchronous code: no other callback runs meanwhile) collects every change, and Panel writes them when it
-    ends, as it does for its own widgets; inside the lock the hold changes nothing. Inside the hold the document's
-    models are frozen (Bokeh's ``doc.models.freeze``, which Panel uses for each layout it updates): the walk of the
-    whole document that finds its models is made once, at the event's end, before anything is sent. Idempotent;
+    ends, as it does for its own widgets; inside the lock the hold changes nothing. Inside the hold,
+    :func:`walk_models_once`. Idempotent;
     ``tests/test_transport.py`` fails if Panel's names move.
     """
     from panel.io.document import hold
 
     def held(original):
         def run(self, doc, *args):
-            # frozen inside the hold: Bokeh walks the whole document once, when the event ends and before its
+            # inside the hold: Bokeh walks the whole document at most once, when the event ends and before its
             # changes are sent, instead of once for each layout the event changes (with every tab built, the
             # walks were most of the costliest events: bench/RESULTS.md)
-            with hold(doc), doc.models.freeze():
+            with hold(doc), walk_models_once(doc):
                 return original(self, doc, *args)
         return run
 
     _wrap_page_event_handlers("holds_document", held)
+
+
+@contextmanager
+def walk_models_once(doc):
+    """Within the block, Bokeh walks ``doc``'s models (to find every model its roots reach) at most once, at the end,
+    and only if the block changed what refers to what.
+
+    Bokeh walks the whole document after each change of a property that holds models (a layout's children) unless
+    the document is frozen, and Panel freezes it around each layout it updates; a click that replaced several
+    layouts had it walked once for each (about 60 ms each on a page with every tab built). Bokeh's own
+    ``doc.models.freeze()`` walks once at its end whether or not anything changed, which would add a walk to every
+    row key and drag release. Inside a block already frozen, nothing changes: the outer one walks.
+    ``tests/test_transport.py`` fails if Bokeh's names move.
+    """
+    models = getattr(doc, "models", None)
+    if models is None or getattr(models, "_freeze_count", 1) != 0:
+        yield
+        return
+    changed = False
+
+    def invalidate():  # a property holding models has changed: the walk is needed, at the end
+        nonlocal changed
+        changed = True
+
+    def push_freeze():  # Bokeh's and Panel's own freezes, made only around changes of what refers to what
+        nonlocal changed
+        changed = True
+        type(models)._push_freeze(models)
+
+    models.invalidate, models._push_freeze = invalidate, push_freeze
+    models._freeze_count += 1
+    try:
+        yield
+    finally:
+        del models.invalidate, models._push_freeze
+        models._freeze_count -= 1
+        if changed and models._freeze_count == 0:
+            models.recompute()
 
 
 #: Panel's two methods that process a page's events in a session (``panel.reactive.Syncable``): a widget's change,

@@ -281,8 +281,10 @@ def test_a_page_event_that_changes_several_layouts_walks_the_document_once():
             left.objects = [pn.pane.HTML("c"), pn.pane.HTML("d")]
             right.objects = [pn.pane.HTML("e")]
         button.on_click(rebuild)
+        text = pn.widgets.Button(label="Text")
+        text.on_click(lambda _: setattr(left[0], "object", "f"))
         doc = Document()
-        root = pn.Column(button, left, right).get_root(doc)
+        root = pn.Column(button, text, left, right).get_root(doc)
         doc.add_root(root)
         walks = []
         recompute = doc.models.recompute
@@ -291,6 +293,10 @@ def test_a_page_event_that_changes_several_layouts_walks_the_document_once():
         button._process_bokeh_event(doc, ButtonClick(model))
         assert button.clicks == 1 and [o.object for o in left] == ["c", "d"]
         assert len(walks) == 1
+        # a click that changes only text walks nothing (Bokeh's own freeze would walk once at its end)
+        walks.clear()
+        text._process_bokeh_event(doc, ButtonClick(text._models[root.ref["id"]][0]))
+        assert left[0].object == "f" and walks == []
         # the new panes are the document's, as without the freeze
         assert all(doc.get_model_by_id(m.id) is m for m in left._models[root.ref["id"]][0].children)
     finally:
