@@ -86,6 +86,18 @@ def wait_for_readout(page, pattern: str, timeout: float = PATIENCE) -> str:
 
 
 #: Every element in the page, through shadow roots (Panel and Bokeh render into them).
+#: A JavaScript function ``shownTab()`` for a script to begin with: the explorer's tabs' element and the scrolling area
+#: of the tab shown (a tab opened before stays in the page, hidden).
+SHOWN_TAB = """
+const shownTab = () => {  // not "function shownTab": Playwright wraps a script that starts so in parentheses
+  const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
+  const el = Bokeh.index.find_one(tabs).el, root = el.shadowRoot
+  const area = [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header')
+    && getComputedStyle(c).display !== 'none')
+  return {el, root, area}
+};
+"""
+
 _DEEP = """
 function* deep(root) {
   for (const el of root.querySelectorAll('*')) {

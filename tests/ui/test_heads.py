@@ -19,6 +19,7 @@ from tests.loop_reference import attention as loop_attention
 from tests.ui.conftest import SCREENSHOTS
 from tests.ui.helpers import (
     _DEEP,
+    SHOWN_TAB,
     readout,
     settle,
     show_tab,
@@ -121,11 +122,7 @@ MARKED = """() => { const m = [...Bokeh.documents[0].all_models].find(
   const input = Bokeh.index.find_one(m).shadow_el.querySelector('input')
   return getComputedStyle(input).borderTopColor === 'rgb(176, 0, 32)' }"""
 #: How far the shown tab's contents are scrolled (px).
-TAB_SCROLL = """() => { const tabs = [...Bokeh.documents[0].all_models].find(
-    m => (m.css_classes || []).includes('explorer-tabs'))
-  const root = Bokeh.index.find_one(tabs).el.shadowRoot
-  return [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header')
-    && getComputedStyle(c).display !== 'none')  /* the shown tab: one opened before stays, hidden */.scrollTop }"""
+TAB_SCROLL = SHOWN_TAB + "() => shownTab().area.scrollTop"
 
 
 def test_a_drag_of_an_embedding_is_drawn_by_the_page_and_taken_by_the_server_at_the_release(page):

@@ -21,7 +21,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import PATIENCE, READOUT, settle, show_tab, wait_for_tab
+from tests.ui.helpers import PATIENCE, READOUT, SHOWN_TAB, settle, show_tab, wait_for_tab
 
 CHECKS = (Path(__file__).parent / "layout_checks.js").read_text()
 TABS = ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Train",
@@ -55,23 +55,14 @@ def _min_font(screen: str, mode: str) -> int:
 #: titles left it 127 px).
 MIN_TAB_HEIGHT = 250
 #: That room (null if the shown tab's contents do not scroll inside the tabs).
-TAB_ROOM = """() => {
-  const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
-  const el = Bokeh.index.find_one(tabs).el, root = el.shadowRoot
-  const area = [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header')
-    && getComputedStyle(c).display !== 'none')  /* the shown tab: one opened before stays, hidden */
+TAB_ROOM = SHOWN_TAB + """() => { const {el, root, area} = shownTab()
   if (getComputedStyle(area).overflowY !== 'auto') return null
   return el.getBoundingClientRect().height - root.querySelector('.bk-header').getBoundingClientRect().height
 }"""
 
 
 #: The part of the shown tab's scrolling area inside the window (CSS px), and that area's height.
-TAB_IN_VIEW = """() => {
-  const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
-  const el = Bokeh.index.find_one(tabs).el, root = el.shadowRoot
-  const area = [...root.children].find(c => c.tagName === 'DIV' && !c.classList.contains('bk-header')
-    && getComputedStyle(c).display !== 'none')  /* the shown tab: one opened before stays, hidden */
-  const r = area.getBoundingClientRect()
+TAB_IN_VIEW = SHOWN_TAB + """() => { const r = shownTab().area.getBoundingClientRect()
   return [Math.min(r.bottom, window.innerHeight) - Math.max(r.top, 0), r.height]
 }"""
 
