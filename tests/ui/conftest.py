@@ -29,12 +29,9 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = ROOT / "tests" / "ui" / "screenshots"
 #: The only fonts the tests' Chromium sees, the same on every machine (see the file).
 FONTS = ROOT / "tests" / "ui" / "fonts.conf"
-#: Each font file :data:`FONTS` needs, by the Debian package that has it.
-FONT_FILES = {
-    "fonts-liberation": "/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf",
-    "fonts-dejavu-core": "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-    "fonts-wqy-microhei": "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",
-}
+#: Each font file :data:`FONTS` needs, by the Debian package that has it (tests/ui/fonts.txt, which scripts/test reads).
+FONT_FILES = dict(line.split() for line in (ROOT / "tests" / "ui" / "fonts.txt").read_text().splitlines()
+                  if line.strip() and not line.startswith("#"))
 #: Tornado's log of a websocket write to a page that had already closed.
 CLOSED_SOCKET = re.compile(r"Task exception was never retrieved\n"
                             r"future: <Task finished[^\n]*WebSocketClosedError\(\)>\n"
