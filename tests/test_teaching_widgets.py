@@ -245,6 +245,10 @@ def test_editor_on_a_hidden_tab_catches_up_when_shown(state):
     state.preset = M2  # vector values: another shape of table
     state.query = (0.25, 0.5)
     assert ed._table.objects == table and ("v", 0, 1) not in ed._inputs  # nothing built while hidden
+    state.add_token()  # a fourth token: still no row for it
+    ed._inputs[("k", 2, 0)].value = "7"  # what a crafted message could write into the hidden, older table
+    assert state.keys[2, 0] != 7 and len(state.tokens) == 4
+    state.remove_token(3)
     ed.shown_in_tab(True)
     assert ed._inputs[("v", 0, 0)].value == "10" and ed._inputs[("v", 0, 1)].value == "0"
     assert ed._inputs[("q", "", 0)].value == "0.25" and ed._inputs[("q", "", 1)].value == "0.5"

@@ -216,7 +216,9 @@ class Editor(pn.viewable.Viewer):
 
     # --- user input --------------------------------------------------------------------
     def _on_input(self, key, text: str) -> None:
-        if self._syncing:
+        # a hidden table may be of another shape than the state's (its row gone): nobody types in a hidden tab, and
+        # what a crafted message writes there is not taken
+        if self._syncing or self._stale:
             return
         kind, row, axis = key
         s = self.state
