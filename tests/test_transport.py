@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import socket
+from contextlib import contextmanager
 from pathlib import Path
 
 import panel as pn
@@ -91,24 +92,36 @@ def test_a_pages_events_are_processed_in_a_hold_once_the_server_says_so():
     _wraps_panels_handlers_once(hold_page_events, "holds_document")
 
 
-def _wraps_panels_handlers_once(install, flag: str) -> None:
-    """``install()`` twice wraps each of Panel's two handlers of a page's events once, marked ``flag``."""
+@contextmanager
+def _panels_own_handlers():
+    """Within the block, Panel's two handlers of a page's events are Panel's own, unwrapped (app.py served in this
+    process, as in test_served_websocket_has_nodelay, has wrapped them already); yields them by name, and puts
+    back what was there before."""
     from panel.reactive import Syncable
 
-    before = {name: getattr(Syncable, name) for name in ("_change_event", "_process_bokeh_event")}
-    # Panel's own methods: app.py served in this process (test_served_websocket_has_nodelay) has wrapped them already
+    from server.transport import PAGE_EVENT_HANDLERS
+
+    before = {name: getattr(Syncable, name) for name in PAGE_EVENT_HANDLERS}
     panels = {name: inspect.unwrap(method) for name, method in before.items()}
     try:
         for name, original in panels.items():
             setattr(Syncable, name, original)
+        yield panels
+    finally:
+        for name, original in before.items():
+            setattr(Syncable, name, original)
+
+
+def _wraps_panels_handlers_once(install, flag: str) -> None:
+    """``install()`` twice wraps each of Panel's two handlers of a page's events once, marked ``flag``."""
+    from panel.reactive import Syncable
+
+    with _panels_own_handlers() as panels:
         install()
         install()  # idempotent
         for name, original in panels.items():
             now = getattr(Syncable, name)
             assert getattr(now, flag) and now.__wrapped__ is original
-    finally:
-        for name, original in before.items():
-            setattr(Syncable, name, original)
 
 
 def test_a_pages_patch_keeps_only_what_a_page_writes():
@@ -262,17 +275,14 @@ def test_a_message_the_browser_bridge_cannot_use_is_ignored_and_said_once(caplog
 def test_a_page_event_that_changes_several_layouts_walks_the_document_once():
     """Bokeh finds a document's models by walking all of it, after every change of a layout's children unless the
     document is frozen; with every tab built, those walks were most of a costly click's time. Within the hold
-    of :func:`server.transport.hold_page_events` the document is frozen: one walk, at the event's end."""
+    of :func:`server.transport.hold_page_events` (:func:`server.transport.walk_models_once`): one walk, at the
+    event's end, and none for an event that changed no layout."""
     from bokeh.document import Document
     from bokeh.events import ButtonClick
-    from panel.reactive import Syncable
 
     from server.transport import hold_page_events
 
-    before = {name: getattr(Syncable, name) for name in ("_change_event", "_process_bokeh_event")}
-    try:
-        for name, method in before.items():
-            setattr(Syncable, name, inspect.unwrap(method))
+    with _panels_own_handlers():
         hold_page_events()
         left, right = pn.Column(pn.pane.HTML("a")), pn.Column(pn.pane.HTML("b"))
         button = pn.widgets.Button(label="Rebuild")
@@ -299,9 +309,6 @@ def test_a_page_event_that_changes_several_layouts_walks_the_document_once():
         assert left[0].object == "f" and walks == []
         # the new panes are the document's, as without the freeze
         assert all(doc.get_model_by_id(m.id) is m for m in left._models[root.ref["id"]][0].children)
-    finally:
-        for name, method in before.items():
-            setattr(Syncable, name, method)
 
 
 def test_a_page_message_after_its_session_ended_is_dropped_without_a_traceback():
