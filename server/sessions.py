@@ -23,3 +23,12 @@ def page_connection(doc) -> object | None:
     if not connections or len(connections) != 1:
         return None
     return next(iter(connections))
+
+
+def connection_count(doc) -> int | None:
+    """How many websockets serve ``doc``'s session now (Bokeh's ``ServerSession.connection_count``); None when
+    ``doc`` is not a served page's. Zero once the page's socket has closed: a page's script never opens another
+    (the app leaves Panel's ``reconnect`` off), so the page has gone, though Bokeh keeps its session for
+    15-30 s more."""
+    session = getattr(getattr(doc, "session_context", None), "_session", None)
+    return getattr(session, "connection_count", None)

@@ -165,6 +165,44 @@ def test_only_a_page_that_drew_the_question_on_its_own_socket_answers_once_per_b
         presenter.close()
 
 
+def test_a_closed_page_stops_following_at_once_a_second_socket_closing_does_not(server):
+    """A page that closed stayed in the room until Bokeh discarded its session (15-30 s): counted among the
+    pages following, and given each of the presenter's views, so pages that answered and closed at once made
+    the presenter wait behind them. A second socket opened onto a page's session and closed leaves it in."""
+    presenter = Presenter(server)
+    try:
+        code = presenter.run(presenter.present())
+
+        async def scenario():
+            pages = [await Page(server, code).open() for _ in range(3)]
+            for page in pages:
+                await page.until(lambda page=page: page.card, "the poll card is added once the page has loaded")
+            await on_loop(presenter, presenter.open_poll(LABELS["key-role"]))
+            kept = pages[2]
+            await kept.until(lambda: kept.poll.get("nonce"), "the question")
+            other_socket = await Page(server, code, session_id=kept.learner.session_id).open()
+            other_socket.close()
+            for page in pages[:2]:
+                page.close()
+            closed = time.monotonic()
+            # Bokeh discards a closed page's session no sooner than 15 s after its socket closed
+            while "1 page following" not in card() and time.monotonic() - closed < 14:
+                await asyncio.sleep(0.05)
+            assert "1 page following" in card(), card()
+            # the page that stayed answers as it would have: it is still in the room
+            await kept.draw(browser("browser-of-the-one-kept"))
+            await kept.send(poll=kept.poll["id"], answer=1)
+            await kept.until(lambda: "Your answer is in: B." in kept.status(), "counted")
+            kept.close()
+
+        def card():
+            return presenter.cards[-1] if presenter.cards else ""
+
+        asyncio.run(asyncio.wait_for(scenario(), 5 * WAIT))
+    finally:
+        presenter.close()
+
+
 def test_a_live_channel_is_a_following_pages_and_a_hundred_sockets_without_one_hold_no_slot(server):
     presenter = Presenter(server)
     try:

@@ -45,6 +45,7 @@ from urllib.parse import quote, urlencode
 import panel as pn
 import param
 import segno
+from bokeh.events import ConnectionLost
 from panel.io.state import set_curdoc
 
 from link.browser import BrowserBridge
@@ -52,6 +53,7 @@ from link.row import OneRow
 from link.updates import one_message
 from server.room_live import ROUTE as LIVE_ROUTE
 from server.rooms import RoomError, RoomRegistry, TooManyRooms, get_registry, normalize_code
+from server.sessions import connection_count
 from session.address import address_of
 from session.i18n import N_, translator
 from session.state import AttentionState
@@ -149,6 +151,7 @@ class RoomControls(pn.viewable.Viewer):
             self.browser.param.watch(lambda _: self.role == "presenter" and self._show_presenter(), "page_address")
         if ctx is not None:
             self._doc.on_session_destroyed(self._on_destroyed)
+            self._doc.on_event(ConnectionLost, self._on_connection_lost)
             self._registry.start_sweeping()
         self._enter(_arg("room"), _arg("token"))
 
@@ -562,7 +565,18 @@ class RoomControls(pn.viewable.Viewer):
 
     # -- leaving ----------------------------------------------------------------------------------------------------
 
+    def _on_connection_lost(self, _event) -> None:
+        """The page's websocket has closed, and nothing reopens it (the app leaves Panel's ``reconnect`` off): the
+        page has gone now, not when Bokeh discards its session 15-30 s later. Until then the room would go on
+        counting it among the pages following and applying each of the presenter's views to it: a script
+        opening pages that answer a poll and close at once made the presenter's own keys wait behind them. A
+        second socket someone opened onto the page's session closing leaves the page as it is."""
+        if connection_count(self._doc) == 0:
+            self._on_destroyed(None)
+
     def _on_destroyed(self, _session_context) -> None:
+        if self._closed:
+            return  # the connection was lost first
         if self.role == "presenter":
             self._registry.presenter_left(self.code, self._session)
         elif self.role == "follower":
