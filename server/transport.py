@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from contextlib import contextmanager
 
@@ -27,6 +28,7 @@ from bokeh.events import Event
 from bokeh.protocol.exceptions import ProtocolError
 from panel.io.server import WSHandler as PanelWSHandler
 
+from server.build_gate import BuildGate, get_gate
 from server.pacing import get_event_pacer
 
 log = logging.getLogger(__name__)
@@ -248,6 +250,7 @@ class GuardedWSHandler(PanelWSHandler):
     _refused = False
     _incoming = 0  # bytes of the message being received
     _dropped: frozenset = frozenset()  # properties whose writes were dropped, logged once each
+    _first = math.inf  # when the page's first message came (perf_counter): its session was built by then
 
     def open(self, *args, **kwargs):
         if self.selected_subprotocol != "bokeh" or self._token is None:
@@ -277,15 +280,19 @@ class GuardedWSHandler(PanelWSHandler):
         if parsed.msgtype not in PAGE_MESSAGE_TYPES:
             self._refuse(f"a {_short(parsed.msgtype, 40)} message, which no page sends ({SCREENED})")
             return
-        try:
-            work = await (self._patch(parsed, size) if parsed.msgtype == "PATCH-DOC" else self._handle(parsed))
-            if work is not None and work.msgtype == "ERROR":  # Bokeh has logged why (a failure in the app's code)
-                self._refuse("a message the server could not handle")
-            elif work and not self._refused:
-                await self._schedule(work)
-        except Exception as e:
-            log.debug("handling a message failed", exc_info=True)
-            self._refuse(f"a message the server could not handle ({type(e).__name__}: {_short(e)})")
+        # a build waits while a page's message is handled (server/build_gate.py): its handling awaits, over turns
+        now = time.perf_counter()
+        self._first = min(self._first, now)
+        with get_gate().page_message(in_use=now - self._first > BuildGate.IN_USE_AFTER):
+            try:
+                work = await (self._patch(parsed, size) if parsed.msgtype == "PATCH-DOC" else self._handle(parsed))
+                if work is not None and work.msgtype == "ERROR":  # Bokeh has logged why (a failure in the app's code)
+                    self._refuse("a message the server could not handle")
+                elif work and not self._refused:
+                    await self._schedule(work)
+            except Exception as e:
+                log.debug("handling a message failed", exc_info=True)
+                self._refuse(f"a message the server could not handle ({type(e).__name__}: {_short(e)})")
 
     async def _patch(self, parsed, size: int):
         """Screen a ``PATCH-DOC`` and apply its events one at a time, each when the session's pacing allows it."""

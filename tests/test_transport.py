@@ -327,3 +327,36 @@ def test_a_page_message_after_its_session_ended_is_dropped_without_a_traceback()
     guard.connection, guard._handle = SimpleNamespace(_session=None), handle
     parsed = SimpleNamespace(content={"events": [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {}}]})
     assert asyncio.run(guard._patch(parsed, 100)) is None and handled == []
+
+
+def test_a_pages_messages_hold_back_early_builds_and_a_person_s_keep_builds_to_their_share(monkeypatch):
+    """The build gate may start a build before its share allows only while nobody uses a page
+    (server/build_gate.py): the guard tells it which messages are being handled, and which are a person's (the
+    page's first messages, as its script loads it, are not)."""
+    import time
+    from types import SimpleNamespace
+
+    from server.build_gate import CACHE_KEY, BuildGate
+    from server.transport import GuardedWSHandler
+
+    now = [100.0]
+    gate = BuildGate(clock=lambda: now[0])
+    monkeypatch.setitem(pn.state.cache, CACHE_KEY, gate)
+    monkeypatch.setattr(time, "perf_counter", lambda: now[0])
+    seen = []
+
+    async def receive(message):
+        return SimpleNamespace(msgtype="PULL-DOC-REQ")
+
+    async def handle(parsed):
+        seen.append(gate.messages)
+
+    guard = object.__new__(GuardedWSHandler)
+    guard._receive, guard._handle = receive, handle
+    asyncio.run(guard.on_message("the page's first message"))
+    now[0] += BuildGate.IN_USE_AFTER / 2
+    asyncio.run(guard.on_message("its script's next"))
+    assert seen == [1, 1] and gate.messages == 0 and gate.used_at == -float("inf")
+    now[0] += BuildGate.IN_USE_AFTER
+    asyncio.run(guard.on_message("a person's key"))
+    assert gate.used_at == now[0]
