@@ -41,27 +41,35 @@ class TrainQueue:
     """Runs that pages ask for, taken one at a time on the server's event loop.
 
     :meth:`submit` ``(doc, compute)``: call ``compute()`` in ``doc``'s own turn of the loop (Bokeh's next-tick
-    callback, under the document's lock) when the queue reaches it. ``later(seconds, fn)`` schedules the queue's
-    own next turn (the loop's ``call_later``; a test's own clock); ``share`` is the most of the loop's time its
-    calls take (:attr:`SHARE` unless given).
+    callback, under the document's lock) when the queue reaches it. ``submit(doc, compute, work)``: call ``work()``
+    on the queue's worker thread first, then ``compute(work())`` in ``doc``'s turn: for NumPy work, which leaves the
+    loop free while it computes (the √d_k tab's draws). ``later(seconds, fn)`` schedules the queue's own next turn
+    (the loop's ``call_later``; a test's own clock); ``share`` is the most of the loop's time its calls take
+    (:attr:`SHARE` unless given), and of the worker's. ``executor`` runs ``work`` (a worker thread unless given)
+    and ``call_soon(fn, *args)`` brings its result back to the loop (Tornado's ``add_callback``).
     """
 
     #: At most this share of the loop's time goes to runs: after a run of c seconds the queue rests
     #: c (1 - SHARE) / SHARE seconds.
     SHARE = 0.5
 
-    def __init__(self, later=None, share: float | None = None):
-        self._waiting: collections.deque = collections.deque()  # (weakref to doc, weak method to compute)
+    def __init__(self, later=None, share: float | None = None, executor=None, call_soon=None):
+        # (weakref to doc, weak method to compute, weak method to work or None)
+        self._waiting: collections.deque = collections.deque()
         self._busy = False
         self._later = later
+        self._executor = executor
+        self._call_soon = call_soon
         self.share = self.SHARE if share is None else share
 
     def __len__(self) -> int:
         return len(self._waiting)
 
-    def submit(self, doc, compute) -> None:
-        """Queue ``compute`` (a bound method) to run in ``doc``'s turn of the loop."""
-        self._waiting.append((weakref.ref(doc), weakref.WeakMethod(compute)))
+    def submit(self, doc, compute, work=None) -> None:
+        """Queue ``compute`` (a bound method) to run in ``doc``'s turn of the loop; with ``work`` (a bound method),
+        ``compute(work())``, ``work`` on the worker thread."""
+        self._waiting.append((weakref.ref(doc), weakref.WeakMethod(compute),
+                              None if work is None else weakref.WeakMethod(work)))
         if not self._busy:
             self._busy = True
             self._schedule(0.0)
@@ -76,19 +84,52 @@ class TrainQueue:
 
     def _next(self) -> None:
         while self._waiting:
-            doc_ref, compute_ref = self._waiting.popleft()
+            doc_ref, compute_ref, work_ref = self._waiting.popleft()
             doc, compute = doc_ref(), compute_ref()
-            if doc is None or compute is None or doc.session_context is None:
+            work = None if work_ref is None else work_ref()
+            if doc is None or compute is None or doc.session_context is None or (work_ref and work is None):
                 continue  # the page has closed
-            try:
-                doc.add_next_tick_callback(lambda doc=doc, compute=compute: self._run(doc, compute))
-            except Exception:  # a document being torn down refuses new callbacks: skip the page
-                log.debug("a closed page's run skipped", exc_info=True)
-                continue
-            return
+            if work is not None:
+                self._work(doc_ref, compute_ref, work)
+                return
+            if self._in_turn(doc, compute, 0.0):
+                return
         self._busy = False
 
-    def _run(self, doc, compute) -> None:
+    def _in_turn(self, doc, compute, worked: float) -> bool:
+        try:
+            doc.add_next_tick_callback(lambda: self._run(doc, compute, worked))
+        except Exception:  # a document being torn down refuses new callbacks: skip the page
+            log.debug("a closed page's run skipped", exc_info=True)
+            return False
+        return True
+
+    def _work(self, doc_ref, compute_ref, work) -> None:
+        """Run ``work`` on the worker thread, then its result through ``compute`` in the page's turn."""
+        if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="page-work")
+        call_soon = self._call_soon
+        if call_soon is None:
+            from tornado.ioloop import IOLoop
+
+            call_soon = IOLoop.current().add_callback
+        start = time.perf_counter()
+
+        def done(future) -> None:  # on the loop
+            worked = time.perf_counter() - start
+            doc, compute = doc_ref(), compute_ref()
+            if future.exception() is not None:
+                log.error("a page's work failed", exc_info=future.exception())
+            elif doc is not None and compute is not None and doc.session_context is not None and self._in_turn(
+                    doc, lambda: compute(future.result()), worked):
+                return
+            self._schedule(worked * (1 - self.share) / self.share)
+
+        self._executor.submit(work).add_done_callback(lambda future: call_soon(done, future))
+
+    def _run(self, doc, compute, worked: float = 0.0) -> None:
         import panel as pn
 
         start = time.perf_counter()
@@ -96,7 +137,9 @@ class TrainQueue:
             with pn.io.hold(doc):
                 compute()
         finally:
-            took = time.perf_counter() - start
+            # the worker's time too: a page asking for draws as fast as it can keeps the worker's core at most
+            # this share busy, as the loop
+            took = worked + time.perf_counter() - start
             self._schedule(took * (1 - self.share) / self.share)
 
 
@@ -125,8 +168,8 @@ def scheduler_for(doc):
     reach the page as one message."""
     doc_ref = weakref.ref(doc)
 
-    def schedule(compute) -> None:
+    def schedule(compute, work=None) -> None:
         d = doc_ref()
         if d is not None:
-            get_queue().submit(d, compute)
+            get_queue().submit(d, compute, work)
     return schedule

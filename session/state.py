@@ -232,19 +232,32 @@ class AttentionState(HeadsState, param.Parameterized):
     def _run_experiment(self):
         if self.scaling is None:  # nobody shows it
             return
-        # one draw at d_k = 1024 is 60 ms of the loop: a page that sends d_k and "New random draw" as fast as it
-        # can waits for one experiment at a time, computed for the values as they are by then
+        # One draw at d_k = 1024 is 60 ms of NumPy, several hundred on a loaded server: a served page's draw is
+        # made off the loop (the scheduler's worker thread) and shown in the page's turn; a page that sends d_k
+        # and "New random draw" as fast as it can waits for one draw at a time
         if self.experiment_scheduler is None:
             self.compute_experiment()
         elif not self._experiment_waiting:
             self._experiment_waiting = True
-            self.experiment_scheduler(self.compute_experiment)
+            self.experiment_scheduler(self.show_experiment, self.draw_experiment)
 
     def compute_experiment(self) -> None:
-        """Set ``scaling`` to the experiment of ``dk_experiment`` and ``dk_seed`` as they are now (the scheduler's
-        callback)."""
+        """Set ``scaling`` to the experiment of ``dk_experiment`` and ``dk_seed`` as they are now."""
         self._experiment_waiting = False
-        self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
+        self.scaling = self.draw_experiment()
+
+    def draw_experiment(self) -> ScalingExperiment:
+        """The experiment of ``dk_experiment`` and ``dk_seed`` as they are now; changes nothing, so it may run on
+        another thread than the page's."""
+        return scaling_experiment(self.dk_experiment, self.dk_seed)
+
+    def show_experiment(self, experiment: ScalingExperiment) -> None:
+        """Set ``scaling`` to ``experiment`` (drawn by :meth:`draw_experiment`); if d_k or the seed changed while
+        it was drawn, ask for one more draw, of the values as they are now."""
+        self._experiment_waiting = False
+        self.scaling = experiment
+        if (experiment.d_k, experiment.seed) != (self.dk_experiment, self.dk_seed):
+            self._run_experiment()
 
     def require_scaling(self) -> ScalingExperiment:
         """The d_k experiment's result (``scaling``), computed now if no view had asked for it yet."""

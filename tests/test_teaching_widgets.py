@@ -197,18 +197,29 @@ def test_a_pages_d_k_writes_and_draws_wait_for_one_experiment_at_a_time(state):
     the experiment it computes is the one of the values as they are then."""
     DkPanel(state=state)
     asked = []
-    state.experiment_scheduler = asked.append
+    state.experiment_scheduler = lambda show, draw: asked.append((show, draw))
     first = state.scaling
     state.dk_experiment = 1023
     state.dk_experiment = 1024
     state.dk_seed += 1
     state.dk_seed += 1
     assert len(asked) == 1 and state.scaling is first  # nothing computed yet: the page keeps what it shows
-    asked.pop()()
+    show, draw = asked.pop()
+    drawn = draw()  # on the server's worker thread: it changes nothing the page shows
+    assert state.scaling is first
+    show(drawn)  # in the page's turn
     e = scaling_experiment(1024, 2)  # an independent draw of the same (d_k, seed)
     assert (state.scaling.d_k, state.scaling.seed) == (1024, 2) and np.array_equal(state.scaling.dots, e.dots)
     state.dk_experiment = 8
     assert len(asked) == 1, "the next write asks again"
+    show, draw = asked.pop()
+    drawn = draw()
+    state.dk_seed += 1  # written while the draw was made: shown, and one more draw asked for the values now
+    show(drawn)
+    assert (state.scaling.d_k, state.scaling.seed) == (8, 2) and len(asked) == 1
+    show, draw = asked.pop()
+    show(draw())
+    assert (state.scaling.d_k, state.scaling.seed) == (8, 3) and asked == []
 
 
 def test_editor_refuses_bad_text_and_keeps_the_last_good_state(state):
@@ -273,3 +284,37 @@ def test_lazy_tabs_tell_a_built_tab_when_it_is_shown_or_hidden():
     tabs.active = 0
     tabs.active = 1
     assert seen == [True, False, True]
+
+
+def test_a_layout_changed_in_a_page_with_lazy_tabs_is_not_followed_by_a_walk_of_the_whole_page():
+    """Panel walks every model of a page after any change of a layout in it when something in the page has a
+    Panel link (``jscallback``, ``jslink``), as the tabs had for bringing a tapped tab into view; the tabs' model
+    now carries that script itself (Bokeh's ``js_on_change``)."""
+    import panel as pn
+    from bokeh.document import Document
+    from bokeh.model import Model
+
+    from widgets.tabs import INTO_VIEW_JS, lazy_tabs
+
+    changing = pn.Column(pn.pane.HTML("a"))
+    tabs = lazy_tabs(("one", lambda: changing), ("two", lambda: pn.Column(*(pn.pane.HTML(str(i)) for i in range(50)))))
+    tabs.active = 1
+    tabs.active = 0
+    doc = Document()
+    root = pn.Column(tabs).get_root(doc)
+    doc.add_root(root)
+    model = tabs._models[root.ref["id"]][0]
+    assert [cb.code for cb in model.js_property_callbacks["change:active"]] == [INTO_VIEW_JS]
+    walked = []
+    select = Model.select
+
+    def counting(self, selector):
+        walked.append(self)
+        return select(self, selector)
+
+    Model.select = counting
+    try:
+        changing[:] = [pn.pane.HTML("b"), pn.pane.HTML("c")]
+    finally:
+        Model.select = select
+    assert root not in walked

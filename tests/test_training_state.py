@@ -178,3 +178,51 @@ def test_the_queue_takes_one_run_at_a_time_and_rests_as_long_as_it_took(monkeypa
     del pages[1]  # the second page closes while it waits: skipped
     waits.pop()[1]()
     assert not docs[1].ticks and len(docs[2].ticks) == 1
+
+
+class Drawer:
+    """A page whose work (a √d_k draw) runs on the queue's worker and is shown in its turn."""
+
+    def __init__(self, log, name):
+        self.log, self.name = log, name
+
+    def draw(self):
+        self.log.append(("drawn", self.name))
+        return f"draw of {self.name}"
+
+    def show(self, drawn):
+        self.log.append(("shown", drawn))
+
+
+def test_a_pages_work_runs_off_the_loop_then_is_shown_in_its_turn_and_the_queue_rests_for_both(monkeypatch):
+    """The √d_k tab's draw at d_k = 1024 held the loop 60 ms (several hundred on a loaded server, every other
+    page waiting); NumPy's work now runs on the queue's worker thread, and the page shows it in its own turn."""
+    waits, handed, back = [], [], []
+
+    class Worker:  # the worker thread, run when the test says
+        def submit(self, fn):
+            from concurrent.futures import Future
+
+            future = Future()
+            handed.append((fn, future))
+            return future
+
+    queue = TrainQueue(later=lambda delay, fn: waits.append((delay, fn)), executor=Worker(),
+                       call_soon=lambda fn, *args: back.append((fn, args)))
+    log, docs = [], [Doc() for _ in range(2)]
+    pages = [Drawer(log, f"p{i}") for i in range(2)]
+    for d, p in zip(docs, pages, strict=True):
+        queue.submit(d, p.show, p.draw)
+    clock = iter([10.0, 10.02, 20.0, 20.01, 30.0])
+    monkeypatch.setattr("server.train_queue.time.perf_counter", lambda: next(clock))
+    waits.pop()[1]()  # the queue's turn: the first page's work goes to the worker, not to the loop
+    assert len(handed) == 1 and not docs[0].ticks and log == []
+    fn, future = handed.pop()
+    future.set_result(fn())  # the worker draws (20 ms)
+    assert log == [("drawn", "p0")] and not docs[0].ticks
+    fn, args = back.pop()
+    fn(*args)  # back on the loop: handed to the page's turn
+    docs[0].ticks.pop()()  # the page shows it (10 ms): the queue rests for the draw and the showing, 30 ms
+    assert log[-1] == ("shown", "draw of p0") and waits[-1][0] == pytest.approx(0.03) and len(queue) == 1
+    waits.pop()[1]()
+    assert len(handed) == 1  # the next page's work, after the rest

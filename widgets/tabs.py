@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import panel as pn
-from bokeh.models import Spacer, TabPanel
+from bokeh.models import CustomJS, Spacer, TabPanel
 
 from server.pacing import once_a_page
 
@@ -42,6 +42,14 @@ class LazyTabs(pn.Tabs):
         # Panel hides a tab with visibility and aria-hidden, which leaves its controls focusable (axe
         # aria-hidden-focus): out of the layout, nothing in it can take the focus or be read
         self.stylesheets = [*self.stylesheets, ':host > [aria-hidden="true"], [aria-hidden="true"] {display: none}']
+
+    def _get_model(self, doc, root=None, parent=None, comm=None):
+        model = super()._get_model(doc, root, parent, comm)
+        # Bokeh's own callback on the tabs' model, not Panel's ``jscallback``: a Panel link makes Panel walk every
+        # model of the page after any change of any layout in it (``Link._process_callbacks``: about as long as
+        # the change itself on a page with every tab built)
+        model.js_on_change("active", CustomJS(args={"source": model}, code=INTO_VIEW_JS))
+        return model
 
     def _get_objects(self, model, old_objects, doc, root, comm=None):
         panels = self._panels[root.ref["id"]]
@@ -92,7 +100,6 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
             shown_in_tab(i == layout.active)
 
     layout.param.watch(show, "active")
-    layout.jscallback(active=INTO_VIEW_JS)
     show()
     return layout
 
