@@ -84,8 +84,13 @@ class Editor(pn.viewable.Viewer):
         super().__init__(**params)
         s = self.state
         self._syncing = False
+        # the boxes and row messages of the example's shape, and of the whole table (rows and boxes for the
+        # largest shape shown so far, those the example does not need hidden)
         self._inputs: dict[tuple[str, int | str, int | str], pn.widgets.TextInput] = {}
         self._row_messages: dict[int | str, pn.pane.HTML] = {}
+        self._built_inputs: dict[tuple[str, int | str, int | str], pn.widgets.TextInput] = {}
+        self._built_messages: dict[int | str, pn.pane.HTML] = {}
+        self._grid = (0, 0, 0)  # the table's (n, d_k, d_v)
         # as wide as the tab allows (up to PRESET_MAX_WIDTH): a select cannot wrap its choice, and a fixed width
         # cut "Abschnitt 6: skalare Werte" in projector mode; its label stays above it
         self.preset = pn.widgets.Select.from_param(s.param.preset, width=None, sizing_mode="stretch_width",
@@ -119,51 +124,76 @@ class Editor(pn.viewable.Viewer):
 
     def _on_language(self, *_):
         self._relabel()
-        self._shape = None  # the table's headers and the numbers' decimal mark
+        self._shape, self._grid = None, (0, 0, 0)  # a new table: its headers and the numbers' decimal mark
         self._on_data()
     def _field(self, kind: str, row, axis, width=FIELD_WIDTH) -> pn.widgets.TextInput:
         w = pn.widgets.TextInput(width=width, margin=(2, 3), stylesheets=[EDITOR_CSS],
                                  css_classes=[f"field-{kind}-{row}-{axis}", _column(width)])
-        w.param.watch(lambda e, k=(kind, row, axis): self._on_input(k, e.new), "value")
-        self._inputs[(kind, row, axis)] = w
+        w.param.watch(lambda e, k=(kind, row, axis): self._on_input(k, e.new, e.obj), "value")
+        self._built_inputs[(kind, row, axis)] = w
         return w
 
     def _message_pane(self, key) -> pn.pane.HTML:
         # shown by its text, never by `visible`: a pane shown or hidden makes BokehJS lay the page out anew, which
         # scrolled the tab back to its top, away from the box just refused
         pane = pn.pane.HTML("", margin=(0, 3), stylesheets=[MESSAGE_CSS])
-        self._row_messages[key] = pane
+        self._built_messages[key] = pane
         return pane
 
     def _header(self, text: str, width: int) -> pn.pane.HTML:
         return pn.pane.HTML(f"<strong>{text}</strong>", width=width, margin=(2, 3), css_classes=[_column(width)],
                             stylesheets=[EDITOR_CSS])
 
-    def _build(self):
-        s = self.state
-        tr = s.tr
-        n, d_k = len(s.tokens), s.d_k
-        vector = np.ndim(s.values) == 2
-        d_v = s.d_v
-        self._inputs.clear()
-        self._row_messages.clear()
+    def _build(self, n: int, d_k: int, d_v: int) -> None:
+        """A new table with rows for ``n`` tokens and boxes for ``d_k`` key and ``d_v`` value entries."""
+        tr = self.state.tr
+        self._built_inputs, self._built_messages = {}, {}
+        self._k_headers = [self._header(f"k[{a + 1}]", FIELD_WIDTH) for a in range(d_k)]
+        self._v_headers = [self._header("v", FIELD_WIDTH) for _ in range(d_v)]
         rows = [pn.Row(self._header(tr._("query q"), NAME_WIDTH),
                        *[self._field("q", "", a) for a in range(d_k)]),
                 self._message_pane("q"),
-                pn.Row(self._header(tr._("token"), NAME_WIDTH),
-                       *[self._header(f"k[{a + 1}]", FIELD_WIDTH) for a in range(d_k)],
-                       *[self._header(f"v[{a + 1}]" if vector else "v", FIELD_WIDTH) for a in range(d_v)])]
+                pn.Row(self._header(tr._("token"), NAME_WIDTH), *self._k_headers, *self._v_headers)]
+        self._token_rows, self._removes = [], []
         for i in range(n):
-            remove = pn.widgets.Button(label="✕", width=34, margin=(2, 3), disabled=n <= MIN_TOKENS,
-                                       css_classes=["remove-token"], description=tr._("Remove token {n}", n=i + 1))
+            remove = pn.widgets.Button(label="✕", width=34, margin=(2, 3), css_classes=["remove-token"],
+                                       description=tr._("Remove token {n}", n=i + 1))
             remove.on_click(lambda _, i=i: self.state.remove_token(i))
-            rows.append(pn.Row(self._field("name", i, "", NAME_WIDTH),
-                               *[self._field("k", i, a) for a in range(d_k)],
-                               *[self._field("v", i, a) for a in range(d_v)], remove))
-            rows.append(self._message_pane(i))
-        self.add_button.disabled = n >= MAX_TOKENS
+            self._removes.append(remove)
+            row = pn.Row(self._field("name", i, "", NAME_WIDTH), *[self._field("k", i, a) for a in range(d_k)],
+                         *[self._field("v", i, a) for a in range(d_v)], remove)
+            self._token_rows.append((row, self._message_pane(i)))
+            rows += self._token_rows[-1]
         rows.append(pn.Row(self.add_button, self._message_pane("tokens")))
+        self._grid = (n, d_k, d_v)
         self._table.objects = rows
+
+    def _fit(self, shape) -> None:
+        """Show the table for ``shape`` = (n, d_k, value dims, d_v): a new one only for a shape larger than any
+        shown before; a smaller one hides the rows and boxes it does not need (a new table is a model per box,
+        the costliest thing a click can make the server do, and examples of two shapes alternate)."""
+        n, d_k, ndim, d_v = shape
+        if any(want > have for want, have in zip((n, d_k, d_v), self._grid, strict=True)):
+            self._build(*(max(want, have) for want, have in zip((n, d_k, d_v), self._grid, strict=True)))
+        for a, header in enumerate(self._k_headers):
+            header.visible = a < d_k
+        for a, header in enumerate(self._v_headers):
+            header.param.update(visible=a < d_v, object=f"<strong>{f'v[{a + 1}]' if ndim == 2 else 'v'}</strong>")
+        self._inputs = {}
+        for (kind, row, axis), w in self._built_inputs.items():
+            shown = (row == "" or row < n) and (axis == "" or axis < (d_v if kind == "v" else d_k))
+            w.visible = shown
+            if shown:
+                self._inputs[(kind, row, axis)] = w
+        self._row_messages = {key: pane for key, pane in self._built_messages.items()
+                              if not isinstance(key, int) or key < n}
+        for i, (row, message) in enumerate(self._token_rows):
+            row.visible = message.visible = i < n
+            if i >= n and message.object:
+                message.object = ""
+        for remove in self._removes:
+            remove.disabled = n <= MIN_TOKENS
+        self.add_button.disabled = n >= MAX_TOKENS
 
     def shown_in_tab(self, shown: bool) -> None:
         """The page shows the editor's tab (True) or another (False): while hidden, the table waits for the state's
@@ -184,7 +214,7 @@ class Editor(pn.viewable.Viewer):
         self._stale = False
         if shape != self._shape:
             self._shape = shape
-            self._build()
+            self._fit(shape)
         V = np.asarray(s.values, dtype=float).reshape(len(s.tokens), -1)
         tr = s.tr
         texts = {("q", "", a): _number_text(c, tr) for a, c in enumerate(s.query)}
@@ -215,10 +245,10 @@ class Editor(pn.viewable.Viewer):
             self._syncing = False
 
     # --- user input --------------------------------------------------------------------
-    def _on_input(self, key, text: str) -> None:
+    def _on_input(self, key, text: str, box=None) -> None:
         # a hidden table may be of another shape than the state's (its row gone): nobody types in a hidden tab, and
-        # what a crafted message writes there is not taken
-        if self._syncing or self._stale:
+        # what a crafted message writes there is not taken; nor what it writes into a hidden box
+        if self._syncing or self._stale or (box is not None and self._inputs.get(key) is not box):
             return
         kind, row, axis = key
         s = self.state
