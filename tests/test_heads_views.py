@@ -350,3 +350,28 @@ def test_the_heads_tab_speaks_the_pages_language(monkeypatch, state):
     assert "<td>100.000.000 (10⁸)</td><td>800 MB</td>" in next(
         p for p in heads._layout.select(pn.pane.HTML) if p.name == "cost-figures").object
 
+
+
+def test_w_o_boxes_are_built_once_for_the_most_heads_and_hidden_rows_take_nothing(state):
+    """A page alternating head counts rebuilt W_O's boxes at each change (a model per box, 240-450 ms of the loop
+    under a flood); now the rows for the most heads shown so far stay, those not used hidden."""
+    view = HeadsView(state=state)
+    builds = []
+    build = view._build_w_o
+    view._build_w_o = lambda rows, relabel=False: (builds.append(view._w_o_rows), build(rows, relabel))[1]
+    state.set_heads(3)
+    rows = view._w_o_rows
+    assert len(rows) == 6 and all(r.visible for r in rows)
+    for _ in range(3):
+        state.set_heads(1)
+        state.set_heads(3)
+    state.set_heads(2)
+    assert view._w_o_rows is rows and [r.visible for r in rows] == [True] * 4 + [False] * 2
+    assert sorted(view._inputs) == [(r, c) for r in range(4) for c in range(2)]
+    # W_O for two heads is their average (session/heads.py default_w_o): rows 1, 2 then 3, 4 halve each head
+    assert [view._inputs[(r, r % 2)].value for r in range(4)] == ["0.5"] * 4
+    hidden = view._built_inputs[(5, 1)]
+    hidden.value = "7"  # a crafted message into a hidden row's box
+    assert state.w_o.shape == (4, 2) and not state.message
+    view._inputs[(0, 0)].value = "2"
+    assert state.w_o[0, 0] == 2.0

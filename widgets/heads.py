@@ -97,7 +97,10 @@ class HeadsView(View):
         self.matrices = styled(pn.pane.HTML("", name="heads-matrices", sizing_mode="stretch_width"))
         self.output = styled(pn.pane.HTML("", name="heads-output", sizing_mode="stretch_width"))
         self._w_o = pn.Column(margin=0)
+        # W_O's boxes of the rows the heads use now, and of every row built (the most heads shown so far)
         self._inputs: dict[tuple[int, int], pn.widgets.TextInput] = {}
+        self._built_inputs: dict[tuple[int, int], pn.widgets.TextInput] = {}
+        self._w_o_rows: list[pn.Row] = []
         # shown by its text, never by `visible` (widgets/projections.py: showing a pane scrolled the tab to its top)
         self.field_message = text_pane()
         self._texts = [text_pane() for _ in range(3)]
@@ -153,28 +156,35 @@ class HeadsView(View):
     def _on_lang(self, *_) -> None:
         with pn.io.hold():
             self._relabel()
-            self._build_w_o(len(self.state.w_o))  # the rows' labels
+            self._build_w_o(len(self.state.w_o), relabel=True)  # the rows' labels
             self._render()
 
     def _field(self, row: int, col: int) -> pn.widgets.TextInput:
         w = styled(pn.widgets.TextInput(width=84, margin=(2, 3), css_classes=[f"field-wo-{row}-{col}"]))
-        w.param.watch(lambda e, key=(row, col): self._on_input(key, e.new), "value")
-        self._inputs[(row, col)] = w
+        w.param.watch(lambda e, key=(row, col): self._on_input(key, e.new, e.obj), "value")
+        self._built_inputs[(row, col)] = w
         return w
 
-    def _build_w_o(self, rows: int) -> None:
-        self._inputs.clear()
+    def _build_w_o(self, rows: int, relabel: bool = False) -> None:
+        """Show W_O's boxes for ``rows`` rows. New boxes only for more rows than built so far (or for new labels):
+        fewer hide the rest, as a page alternating head counts would otherwise rebuild them at each change (a
+        model per box; 240-450 ms of the loop under a flood)."""
+        if relabel or rows > len(self._w_o_rows):
+            def label(html):
+                return styled(pn.pane.HTML(f"<span class='label'>{escape(html)}</span>", width=110, margin=(6, 3)))
+            tr = self.state.tr
+            self._built_inputs = {}
+            self._w_o_rows = [pn.Row(label(tr._("head {n}", n=r // 2 + 1) + f" [{r % 2 + 1}]"), self._field(r, 0),
+                                     self._field(r, 1), margin=0)
+                              for r in range(max(rows, len(self._w_o_rows)))]
+            self._w_o[:] = [pn.FlexBox(*self._w_o_rows)]
+        for r, row in enumerate(self._w_o_rows):
+            row.visible = r < rows
+        self._inputs = {key: w for key, w in self._built_inputs.items() if key[0] < rows}
 
-        def label(html):
-            return styled(pn.pane.HTML(f"<span class='label'>{escape(html)}</span>", width=110, margin=(6, 3)))
-        tr = self.state.tr
-        grid = [pn.Row(label(tr._("head {n}", n=r // 2 + 1) + f" [{r % 2 + 1}]"), self._field(r, 0), self._field(r, 1),
-                       margin=0)
-                for r in range(rows)]
-        self._w_o[:] = [pn.FlexBox(*grid)]
-
-    def _on_input(self, key, text) -> None:
-        if self._syncing:
+    def _on_input(self, key, text, box=None) -> None:
+        # a hidden row's box (more heads than shown now) is nobody's: what a crafted message writes there is not taken
+        if self._syncing or (box is not None and self._inputs.get(key) is not box):
             return
         with pn.io.hold():
             if not self.state.set_w_o(*key, text):
