@@ -15,7 +15,7 @@ websocket connections and the first messages of pages just built. Builds therefo
 loop however many are asked for, one at a time and in the order asked; when they are few, the first starts at
 once. Pacing only bites when builds would take more than their share.
 
-The gaps are for pages in use. While no page open for more than a few seconds has sent a message for a second,
+The gaps are for pages in use. While no page open for more than a few seconds has sent a message for half a minute,
 and no page's message is being handled, a build starts as soon as the loop is idle (work-conserving): a class
 opening the page together, before anyone drags, otherwise left the loop idle in most gaps (60 learners connected
 in 14-15 s, 9-11 s without the gaps). The websocket guard (server/transport.py) tells the gate which messages
@@ -68,8 +68,10 @@ class BuildGate:
     #: A page's messages count as a person's (the page is in use) this long (seconds) after its first message:
     #: before that they are its script's, loading the page (Panel's onload, the page's address, its channels).
     IN_USE_AFTER = 3.0
-    #: Builds keep to their share until no page in use has sent a message for this long (seconds).
-    QUIET = 1.0
+    #: Builds keep to their share until no page in use has sent a message for this long (seconds): a learner
+    #: reading between two keys still uses the page (at 1 s, a key every 1.5 s while pages opened waited up to
+    #: 0.9 s behind builds run back to back).
+    QUIET = 30.0
     #: A turn of the loop shorter than this (seconds) had nothing else to run: the loop is idle.
     IDLE = 0.0005
     #: While the loop is busy, how often (seconds) a waiting build looks again whether it has become idle.
