@@ -17,9 +17,7 @@ def page_connection(doc) -> object | None:
     ``ServerSession._subscribed_connections`` and shows only their number (``connection_count``); this reads
     the set, and ``tests/test_polls.py`` fails if Bokeh's names move.
     """
-    context = getattr(doc, "session_context", None)
-    session = getattr(context, "_session", None)
-    connections = getattr(session, "_subscribed_connections", None)
+    connections = getattr(_server_session(doc), "_subscribed_connections", None)
     if not connections or len(connections) != 1:
         return None
     return next(iter(connections))
@@ -30,5 +28,9 @@ def connection_count(doc) -> int | None:
     ``doc`` is not a served page's. Zero once the page's socket has closed: a page's script never opens another
     (the app leaves Panel's ``reconnect`` off), so the page has gone, though Bokeh keeps its session for
     15-30 s more."""
-    session = getattr(getattr(doc, "session_context", None), "_session", None)
-    return getattr(session, "connection_count", None)
+    return getattr(_server_session(doc), "connection_count", None)
+
+
+def _server_session(doc) -> object | None:
+    """Bokeh's ``ServerSession`` of ``doc`` (its session context keeps it as ``_session``), or None."""
+    return getattr(getattr(doc, "session_context", None), "_session", None)

@@ -262,7 +262,7 @@ class AttentionState(HeadsState, param.Parameterized):
     def require_scaling(self) -> ScalingExperiment:
         """The d_k experiment's result (``scaling``), computed now if no view had asked for it yet."""
         if self.scaling is None:
-            self.scaling = scaling_experiment(self.dk_experiment, self.dk_seed)
+            self.scaling = self.draw_experiment()
         return self.scaling
 
     def move_query(self, x, y) -> bool:

@@ -91,12 +91,11 @@ def test_with_no_page_in_use_builds_asked_at_once_run_while_the_loop_is_idle(pac
 
 def test_a_build_keeps_its_share_while_a_page_is_in_use_or_a_message_is_handled():
     t = [0.0]
-    gate = BuildGate(clock=lambda: t[0])
 
     async def idle():
         return True
 
-    gate._idle = idle
+    gate = BuildGate(clock=lambda: t[0], idle=idle)
     assert asyncio.run(gate._nobody_waits())
     with gate.page_message(in_use=False):  # a page loading: its script's messages
         assert not asyncio.run(gate._nobody_waits())  # not while one is handled

@@ -245,10 +245,10 @@ class Editor(pn.viewable.Viewer):
             self._syncing = False
 
     # --- user input --------------------------------------------------------------------
-    def _on_input(self, key, text: str, box=None) -> None:
+    def _on_input(self, key, text: str, box: pn.widgets.TextInput) -> None:
         # a hidden table may be of another shape than the state's (its row gone): nobody types in a hidden tab, and
         # what a crafted message writes there is not taken; nor what it writes into a hidden box
-        if self._syncing or self._stale or (box is not None and self._inputs.get(key) is not box):
+        if self._syncing or self._stale or self._inputs.get(key) is not box:
             return
         kind, row, axis = key
         s = self.state

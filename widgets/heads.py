@@ -182,9 +182,9 @@ class HeadsView(View):
             row.visible = r < rows
         self._inputs = {key: w for key, w in self._built_inputs.items() if key[0] < rows}
 
-    def _on_input(self, key, text, box=None) -> None:
+    def _on_input(self, key, text, box: pn.widgets.TextInput) -> None:
         # a hidden row's box (more heads than shown now) is nobody's: what a crafted message writes there is not taken
-        if self._syncing or (box is not None and self._inputs.get(key) is not box):
+        if self._syncing or self._inputs.get(key) is not box:
             return
         with pn.io.hold():
             if not self.state.set_w_o(*key, text):
