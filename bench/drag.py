@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -23,6 +21,8 @@ import psutil
 from playwright.sync_api import sync_playwright
 
 from bench.stats import median
+from testing.browser import BROWSER_FIRST
+from testing.browser import chromium as find_chromium
 from testing.server import ROOT, serve
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -103,7 +103,7 @@ _TO_PAGE = """([x, y]) => {
 
 
 def chromium() -> str:
-    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    path = find_chromium(BROWSER_FIRST)
     if not path:
         sys.exit("no Chromium found: install Debian's `chromium` or set $CHROMIUM")
     return path

@@ -120,7 +120,8 @@ class Learner:
     #: the page's live source (``live-room``, widgets/room.py) as last sent: room, path, ticket, version
     live: dict | None = None
 
-    async def connect(self, keep_doc: bool = False) -> None:
+    async def connect(self, keep_doc: bool = False, ready: bool = True) -> None:
+        """Open the websocket and pull the document; with ``ready``, announce the page drawn, as BokehJS does."""
         self.session_id = session_id = self.session_id or generate_session_id()
         token = generate_jwt_token(session_id)
         sock = await websocket_connect(HTTPRequest(self.ws_url), subprotocols=["bokeh", token],
@@ -150,7 +151,8 @@ class Learner:
         if keep_doc:
             self.doc = reply.content["doc"]
         # the browser announces it has rendered; Panel runs the page's onload callbacks on it
-        await self._send_event(_map(), name="document_ready")
+        if ready:
+            await self._send_event(_map(), name="document_ready")
 
     async def _next_message(self, msgtype: str | None = None):
         while True:

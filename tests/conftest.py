@@ -1,8 +1,10 @@
 """What kind of test each one is, by where it lives, and how the tests share workers when run in parallel.
 
 ``scripts/test`` runs the suite in stages: the unit tests (``-m "not server and not browser"``) first, the
-server and browser tests after them, several modules at once (pytest-xdist, ``--dist loadfile``: a module's
-tests all run on one worker, so a server or kernel its module-scoped fixture starts is started once).
+server and browser tests after them, on several workers at once (pytest-xdist, ``--dist loadgroup``): a
+module's tests all run on one worker (an ``xdist_group`` per module), so a server or kernel its module-scoped
+fixture starts is started once, except the modules in :data:`ONE_BY_ONE`, whose tests are handed out one at a
+time, last, to whichever worker is free.
 
 - ``browser``: everything under ``tests/ui/`` (a real page in Chromium, against a real server).
 - ``server``: a test that starts a server or another long-lived process (an app process, an in-process
@@ -33,20 +35,28 @@ SERVER_MODULES = frozenset({
 #: Modules whose tests take longest, longest first: handed out before the rest, so that a worker does not take
 #: one of them on when the others are nearly done (a parallel run lasts as long as its busiest worker).
 SLOW_FIRST = (
-    "ui/test_follow.py", "ui/test_reliability.py", "ui/test_layout_screens.py", "ui/test_heads.py",
-    "ui/test_poll.py", "ui/test_room_secret.py", "ui/test_nginx.py", "ui/test_check.py", "ui/test_drag_channel.py",
-    "test_housekeeping.py", "ui/test_classroom_page.py", "ui/test_languages.py", "ui/test_explorer.py",
+    "ui/test_follow.py", "ui/test_reliability.py", "ui/test_heads.py", "ui/test_train.py", "ui/test_classroom_page.py",
+    "ui/test_poll.py", "ui/test_check.py", "ui/test_room_secret.py", "ui/test_nginx.py", "ui/test_preview.py",
+    "ui/test_languages.py", "ui/test_drag_channel.py", "test_housekeeping.py", "ui/test_explorer.py",
     "test_hostile_traffic.py", "ui/test_notebook.py",
 )
+
+#: Modules of many independent tests, each opening pages of its own on the worker's served app: handed out one
+#: test at a time after the rest, so the workers finish together (one such module is a third of the browser stage).
+ONE_BY_ONE = frozenset({"ui/test_layout_screens.py"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {TESTS / name: i for i, name in enumerate(SLOW_FIRST)}
+    rank.update({TESTS / name: len(rank) + 1 for name in ONE_BY_ONE})
+    one_by_one = {TESTS / name for name in ONE_BY_ONE}
     for item in items:
         path = Path(item.path)
         if BROWSER_DIR in path.parents:
             item.add_marker(pytest.mark.browser)
         elif path.parent == TESTS and path.name in SERVER_MODULES:
             item.add_marker(pytest.mark.server)
+        if path not in one_by_one:
+            item.add_marker(pytest.mark.xdist_group(path.relative_to(TESTS.parent).as_posix()))
     # a stable sort: within a module, and for every module not named, the order pytest collected them in
     items.sort(key=lambda item: rank.get(Path(item.path), len(rank)))

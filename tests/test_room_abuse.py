@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -197,6 +198,43 @@ def test_a_closed_page_stops_following_at_once_a_second_socket_closing_does_not(
 
         def card():
             return presenter.cards[-1] if presenter.cards else ""
+
+        asyncio.run(asyncio.wait_for(scenario(), 5 * WAIT))
+    finally:
+        presenter.close()
+
+
+def test_a_page_fetched_and_never_loaded_does_not_follow(server):
+    """A script fetching the follower's address (the page built, its websocket never opened) added a page
+    following the room each time, on the presenter's poll card, for the 60-90 s until Bokeh discarded the
+    session; a page follows from when it has loaded, and one fetched and closed before that never does."""
+    presenter = Presenter(server)
+    try:
+        code = presenter.run(presenter.present())
+
+        async def scenario():
+            for _ in range(3):
+                page = await asyncio.to_thread(urllib.request.urlopen, f"{server}app?room={code}", timeout=WAIT)
+                assert b"Bokeh" in page.read()  # a page was built for it
+            # a socket that closed before the page had drawn: Bokeh's protocol up to the document, no more
+            early = Learner(server.replace("http://", "ws://") + f"app/ws?room={code}")
+            await early.connect(keep_doc=True, ready=False)
+            early.close()
+            kept = await Page(server, code).open()
+            await kept.until(lambda: kept.card, "the poll card is added once the page has loaded")
+            await on_loop(presenter, presenter.open_poll(LABELS["key-role"]))
+            deadline = time.monotonic() + WAIT
+            while not presenter.counts and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(1)  # any count a later page would add
+            answers, pages = presenter.counts[-1][1:3]
+            assert (answers, pages) == (0, 1), presenter.cards[-1]
+            # the page that loaded is in the room: it answers
+            await kept.until(lambda: kept.poll.get("nonce"), "the question")
+            await kept.draw(browser("browser-of-the-loaded-one"))
+            await kept.send(poll=kept.poll["id"], answer=1)
+            await kept.until(lambda: "Your answer is in: B." in kept.status(), "counted")
+            kept.close()
 
         asyncio.run(asyncio.wait_for(scenario(), 5 * WAIT))
     finally:

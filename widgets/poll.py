@@ -287,17 +287,22 @@ class FollowerPoll(pn.viewable.Viewer):
         self._doc = pn.state.curdoc
         self.card: FollowerCard | None = None
         self.on_page = _OnPage(self._take)
-        registry.watch_poll(code, key, self.on_page)
         doc = pn.state.curdoc
         if doc is not None and doc.session_context is not None:
-            # after the page's first render; a poll open now is shown then (its view waits in _take)
+            # after the page's first render, as the page joins the room (widgets/room.py): a page built and never
+            # shown hears of no poll
             pn.state.onload(self._prepare)
         else:
+            registry.watch_poll(code, key, self.on_page)
             self.on_page(registry.poll(code), None)
 
     def _prepare(self) -> None:
-        """The page has loaded: add the card, hidden, and show the room's poll if one is open."""
+        """The page has loaded: hear of the room's poll, add the card, hidden, and show the poll if one is open."""
         if self.card is None and not self.on_page.closed:
+            try:
+                self._registry.watch_poll(self._code, self._key, self.on_page)
+            except RoomError:
+                return  # the room ended before the page had loaded: the page says so (widgets/room.py)
             self._build()
             self._take(self._registry.poll(self._code))
 

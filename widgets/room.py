@@ -246,8 +246,18 @@ class RoomControls(pn.viewable.Viewer):
                 else:
                     self._show_presenter()
                 return
+        served = self._doc is not None and self._doc.session_context is not None
         try:
-            room = self._registry.follow(code, self._session, self._offer)
+            if served:
+                # The page joins the room once it has loaded (_join): a page built and never shown (its
+                # address fetched by a script, its socket closed before the page had drawn) is no follower. It
+                # would be counted among the pages following the room on the presenter's poll card, and sent
+                # each of the presenter's views, until Bokeh discarded its session 60-90 s later.
+                room = self._registry.get(code)
+                if room is None or room.ended:
+                    raise RoomError(f"There is no room {code} running on this server.")
+            else:
+                room = self._registry.follow(code, self._session, self._offer)
         except RoomError:
             self.notice = N_("{refused} There is no room {code} on this server: it may have ended. This is the "
                              "explorer on its own.", refused=refused, code=code) if refused else N_(
@@ -264,6 +274,21 @@ class RoomControls(pn.viewable.Viewer):
         self.following = True
         self._take_room_view()
         self._show_follower()
+        if served:
+            pn.state.onload(self._join)
+
+    def _join(self) -> None:
+        """The page has loaded: it follows the room from now, and takes any view the room has moved to since the
+        page was built (or, if the room ended meanwhile, says so and keeps the view it shows)."""
+        if self._closed:
+            return
+        try:
+            self._room = self._registry.follow(self.code, self._session, self._offer)
+        except RoomError:
+            self._on_room_ended()
+            return
+        self._catch_up()
+        self._sync_live()
 
     def _reload_with_code(self, code: str) -> bool:
         """Reload the page as ``?room=CODE`` (the code as the server writes it); False where that cannot be done.

@@ -1,14 +1,13 @@
 """Browser-test fixtures: a real server in a subprocess and the system Chromium.
 
 Playwright never downloads a browser here: it drives the Chromium found at
-``$CHROMIUM`` or on the PATH (Debian's ``chromium``).
+``$CHROMIUM`` or on the PATH (Debian's ``chromium-headless-shell``, else ``chromium``: testing/browser.py).
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from server.transport import SCREENED
+from testing.browser import chromium
 from testing.server import free_port, stop, wait_for_http  # noqa: F401  (the tests' server helpers too)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,9 +96,9 @@ def server():
 
 @pytest.fixture(scope="session")
 def browser():
-    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    path = chromium()
     if not path:
-        pytest.fail("no Chromium found: install Debian's `chromium` or set $CHROMIUM")
+        pytest.fail("no Chromium found: install Debian's `chromium-headless-shell` or set $CHROMIUM")
     missing = [package for package, file in FONT_FILES.items() if not Path(file).exists()]
     if missing:
         pytest.fail(f"the browser tests measure text in fixed fonts: install Debian's {' '.join(missing)}")

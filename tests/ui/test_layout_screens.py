@@ -21,7 +21,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import PATIENCE, READOUT, SHOWN_TAB, settle, show_tab, wait_for_tab
+from tests.ui.helpers import PATIENCE, READOUT, SHOWN_TAB, settle, show_tab, wait_for_layout, wait_for_tab
 
 CHECKS = (Path(__file__).parent / "layout_checks.js").read_text()
 TABS = ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Train",
@@ -78,19 +78,32 @@ def test_every_tab_fits_the_screen(open_page, screen, mode, theme):
 
 #: The six languages of the page.
 LANGUAGES = ("en", "fr", "es", "de", "zh", "ar")
-ANSWER_CASES = [(lang, screen, mode) for lang in LANGUAGES for screen in SCREENS for mode in ("normal", "projector")]
+#: The screens by the kind of device (a browser context is one or the other), in the order a page is resized
+#: through them: each kind's first screen is the one the page opens on.
+DEVICES = {"desktop": [s for s, (_, o) in SCREENS.items() if not o], "touch": [s for s, (_, o) in SCREENS.items() if o]}
+ANSWER_CASES = [(lang, device, mode) for lang in LANGUAGES for device in DEVICES for mode in ("normal", "projector")]
 
 
-@pytest.mark.parametrize(("lang", "screen", "mode"), ANSWER_CASES, ids=[_case_id(c) for c in ANSWER_CASES])
-def test_the_answer_is_in_view_on_every_screen_in_every_language(open_page, lang, screen, mode):
+@pytest.mark.parametrize(("lang", "device", "mode"), ANSWER_CASES, ids=[_case_id(c) for c in ANSWER_CASES])
+def test_the_answer_is_in_view_on_every_screen_in_every_language(open_page, lang, device, mode):
     """The output is the answer to every question on the page: the readout's Weights and Output lines are inside
     the window and not cut by any box around them, with nothing scrolled, on every screen, in both modes and every
-    language (1024x768 in projector mode once hid the Output line under seven reserved lines for eight)."""
-    viewport, options = SCREENS[screen]
+    language (1024x768 in projector mode once hid the Output line under seven reserved lines for eight).
+
+    One page per language, mode and kind of device, opened on the first screen of its kind and then resized to
+    each of the others, as a window is resized or a phone or tablet turned (the layout follows the window's size
+    alone: CSS media queries and Bokeh's resize observers); the walks above open each screen fresh."""
+    first, *others = DEVICES[device]
+    viewport, options = SCREENS[first]
     page = open_page(f"?mode={mode}&lang={lang}", viewport=viewport, **options)
     settle(page, mode)
-    found = page.evaluate(CHECKS, {"answer": True})
-    assert not found, "\n".join(found)
+    problems = [f"{first}: {p}" for p in page.evaluate(CHECKS, {"answer": True})]
+    for screen in others:
+        page.set_viewport_size(SCREENS[screen][0])
+        wait_for_layout(page)
+        assert page.evaluate("() => window.innerWidth") == SCREENS[screen][0]["width"]
+        problems += [f"{screen}: {p}" for p in page.evaluate(CHECKS, {"answer": True})]
+    assert not problems, "\n".join(problems)
 
 
 #: The screens where text has least room, in the languages whose words are longest (German), drawn with other
