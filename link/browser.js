@@ -93,6 +93,25 @@ function keepTabsScroll(doc) {
   return true
 }
 
+// BokehJS asks the CSS cascade for a `--bk-*` variable before it uses each line, fill, text and hatch property of
+// anything it paints (bokeh/bokeh#15286): a style recalculation each time, since painting changes styles. The app
+// defines no such variable (tests/test_page_styles.py checks its stylesheets), so for its own documents the
+// answer is the model's value at once; other documents (a notebook's other outputs) keep Bokeh's lookup.
+const ownDocuments = new WeakSet()
+function paintFromModels(doc) {
+  ownDocuments.add(doc)
+  let proto = null
+  try { proto = window.Bokeh.require("core/visuals/visual").VisualProperties.prototype } catch { return }  // another BokehJS
+  const lookup = proto._get_css_value
+  if (typeof lookup !== "function" || lookup.original != null) return
+  const fromModels = function (name) {
+    // by the root view's document: a colour bar's own axis and title are models of no document
+    return ownDocuments.has((this.obj?.root ?? this.obj)?.model?.document) ? "" : lookup.call(this, name)
+  }
+  fromModels.original = lookup
+  proto._get_css_value = fromModels
+}
+
 // Python's repr of a float, as session/address.py writes q: the shortest digits that read back to the same number
 // (JavaScript's own choice too), written the way Python writes them: 1.0, 1e-05, 1e+16.
 function reprFloat(x) {
@@ -109,6 +128,7 @@ function reprFloat(x) {
 export function render({ model, el, view }) {
   const root = document.documentElement
   const doc = view.model.document
+  paintFromModels(doc)
   const keep = (tries) => { if (!keepTabsScroll(doc) && tries > 0) requestAnimationFrame(() => keep(tries - 1)) }
   keep(600)  // the tabs may be drawn after this component
   const go = () => { if (model.navigate) window.location.search = model.navigate }

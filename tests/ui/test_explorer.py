@@ -98,3 +98,27 @@ def test_screenshot_1280x800(page):
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=SCREENSHOTS / "explorer-1280x800.png", full_page=True)
     assert (SCREENSHOTS / "explorer-1280x800.png").stat().st_size > 20_000
+
+
+#: Counts, from now on, the page's reads of a `--bk-*` CSS variable (BokehJS's lookup for a visual property).
+COUNT_BOKEH_CSS_READS = """() => {
+  window.bokehCssReads = 0
+  const read = CSSStyleDeclaration.prototype.getPropertyValue
+  CSSStyleDeclaration.prototype.getPropertyValue = function (name) {
+    if (String(name).startsWith('--bk-')) window.bokehCssReads += 1
+    return read.call(this, name)
+  }
+}"""
+
+
+def test_painting_asks_the_css_cascade_for_no_visual_property(page):
+    """BokehJS looks up a `--bk-*` CSS variable before each line, fill and text property it paints with (a style
+    recalculation each, a third of a tab switch's time, bokeh/bokeh#15286); the app defines none, so its page
+    paints from the models' values: no lookup through a drag's repaint, showing tabs and a row chosen."""
+    page.evaluate(COUNT_BOKEH_CSS_READS)
+    for title, figure in (("Matrix", "attention-matrix"), ("Projections", "projection-w"), ("Weights", None)):
+        show_tab(page, title, figure)
+    page.keyboard.press("3")
+    wait_for_readout(page, 'Query of "NLP"')
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    assert page.evaluate("() => window.bokehCssReads") == 0

@@ -1,10 +1,12 @@
 """Every tab, in both modes, on every screen a class uses: nothing overlaps, nothing is cut off, nothing scrolls
 sideways.
 
-One page per screen and mode, walked through every tab (the tabs build their views when first shown). The
-checks are in ``layout_checks.js``: text over text, text over a figure or a chart's marks, text cut off outside
-any scroll container, inputs too narrow for their numbers, Bokeh labels over labels or markers or out of their
-frame, titles wider than their figure, the page scrolling, less room for the shown tab's scrolling area than
+One page per kind of device (desktop or touch), mode, theme and language, walked through every tab on the first
+of its screens (the tabs build their views when first shown), then resized to each of its other screens and
+walked again (checked to fail when a layout goes wrong only at a size the page was resized to). The checks are
+in ``layout_checks.js``: text over text, text over a figure or a chart's marks, text cut off outside any scroll
+container, inputs too narrow for their numbers, Bokeh labels over labels or markers or out of their frame, titles
+wider than their figure, the page scrolling, less room for the shown tab's scrolling area than
 :data:`MIN_TAB_HEIGHT`, and in projector mode from 1024×768 up, text under 20 px. A screenshot of each lands in
 ``tests/ui/screenshots/``.
 
@@ -21,7 +23,16 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import PATIENCE, READOUT, SHOWN_TAB, settle, show_tab, wait_for_layout, wait_for_tab
+from tests.ui.helpers import (
+    PATIENCE,
+    READOUT,
+    SHOWN_TAB,
+    settle,
+    show_tab,
+    wait_for_layout,
+    wait_for_readout,
+    wait_for_tab,
+)
 
 CHECKS = (Path(__file__).parent / "layout_checks.js").read_text()
 TABS = ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Train",
@@ -40,9 +51,6 @@ SCREENS = {
 #: Screens where the page is one column that scrolls as a whole, the tabs below the plot and the readout: a tapped
 #: tab scrolls the readout away to show the tab (the answer is in view on the first screen only).
 SCROLLING = ("phone-390x844", "phone-844x390")
-CASES = [(screen, mode, "light") for screen in SCREENS for mode in ("normal", "projector")
-         if not (screen == "tablet-1024x768" and mode == "projector")]  # the same as the 1024x768 projector
-CASES += [("1024x768", "projector", "dark"), ("1280x800", "projector", "dark"), ("1920x1080", "normal", "dark")]
 
 
 def _min_font(screen: str, mode: str) -> int:
@@ -71,16 +79,40 @@ def _case_id(case) -> str:
     return "-".join(case)
 
 
-@pytest.mark.parametrize(("screen", "mode", "theme"), CASES, ids=[_case_id(c) for c in CASES])
-def test_every_tab_fits_the_screen(open_page, screen, mode, theme):
-    _every_tab_fits(open_page, screen, mode, theme)
-
-
 #: The six languages of the page.
 LANGUAGES = ("en", "fr", "es", "de", "zh", "ar")
 #: The screens by the kind of device (a browser context is one or the other), in the order a page is resized
 #: through them: each kind's first screen is the one the page opens on.
 DEVICES = {"desktop": [s for s, (_, o) in SCREENS.items() if not o], "touch": [s for s, (_, o) in SCREENS.items() if o]}
+
+
+def _walks(cases) -> list[tuple]:
+    """``(lang, screen, mode, theme)`` cases as ``(lang, device, mode, theme, screens)``: one page per language,
+    kind of device, mode and theme, walked on each of its screens in :data:`DEVICES`' order."""
+    groups: dict[tuple, list[str]] = {}
+    for lang, screen, mode, theme in cases:
+        device = "touch" if SCREENS[screen][1] else "desktop"
+        groups.setdefault((lang, device, mode, theme), []).append(screen)
+    return [(*key, sorted(screens, key=DEVICES[key[1]].index)) for key, screens in groups.items()]
+
+
+#: Every screen in both modes (a 1024x768 tablet in projector mode is the 1024x768 projector), and three in dark.
+WALKS = _walks([("en", screen, mode, "light") for screen in SCREENS for mode in ("normal", "projector")
+                if not (screen == "tablet-1024x768" and mode == "projector")])
+WALKS += _walks([("en", "1024x768", "projector", "dark"), ("en", "1280x800", "projector", "dark")])
+WALKS += _walks([("en", "1920x1080", "normal", "dark")])
+
+
+def _walk_id(walk) -> str:
+    return "-".join([*walk[:4], "+".join(walk[4])])
+
+
+@pytest.mark.parametrize(("lang", "device", "mode", "theme", "screens"), WALKS, ids=[_walk_id(w) for w in WALKS])
+def test_every_tab_fits_the_screen(open_page, lang, device, mode, theme, screens):
+    """One page per kind of device, mode and theme, opened on its first screen and walked through every tab,
+    then resized to each of its other screens and walked again (the layout follows the window's size alone:
+    the answer checks below fail when a layout hides the output only at a size a page was resized to)."""
+    _every_tab_fits(open_page, screens, mode, theme, lang)
 ANSWER_CASES = [(lang, device, mode) for lang in LANGUAGES for device in DEVICES for mode in ("normal", "projector")]
 
 
@@ -114,12 +146,13 @@ LANGUAGE_CASES = [(lang, screen, mode) for lang in ("de", "zh", "ar")
 LANGUAGE_CASES += [(lang, "800x600", "projector") for lang in ("fr", "es")]
 LANGUAGE_CASES += [(lang, "1024x768", "projector") for lang in ("zh", "ar")]
 LANGUAGE_CASES += [(lang, "phone-844x390", "normal") for lang in ("de", "ar")]
+LANGUAGE_WALKS = _walks([(lang, screen, mode, "light") for lang, screen, mode in LANGUAGE_CASES])
 
 
-@pytest.mark.parametrize(("lang", "screen", "mode"), LANGUAGE_CASES,
-                         ids=[_case_id(c) for c in LANGUAGE_CASES])
-def test_every_tab_fits_the_screen_in_each_language(open_page, lang, screen, mode):
-    _every_tab_fits(open_page, screen, mode, "light", lang)
+@pytest.mark.parametrize(("lang", "device", "mode", "theme", "screens"), LANGUAGE_WALKS,
+                         ids=[_walk_id(w) for w in LANGUAGE_WALKS])
+def test_every_tab_fits_the_screen_in_each_language(open_page, lang, device, mode, theme, screens):
+    _every_tab_fits(open_page, screens, mode, theme, lang)
 
 
 #: A teacher's lesson link (README "In the classroom"): four tabs, whose titles keep 20 px on an 800×600 projector.
@@ -138,55 +171,75 @@ TAB_TITLES = """() => {
 
 
 def test_a_lesson_s_four_tabs_fit_an_800x600_projector_with_20px_titles(open_page):
-    titles = _every_tab_fits(open_page, "800x600", "projector", "light", lesson=LESSON)
+    titles = _every_tab_fits(open_page, ["800x600"], "projector", "light", lesson=LESSON)
     assert len(titles) == 4 and all(t["font"] >= 20 and t["inside"] for t in titles), titles
 
 
-def _every_tab_fits(open_page, screen: str, mode: str, theme: str, lang: str = "en", lesson=None) -> list[dict]:
-    viewport, options = SCREENS[screen]
+def _every_tab_fits(open_page, screens: list[str], mode: str, theme: str, lang: str = "en",
+                    lesson=None) -> list[dict]:
+    """Opens the page on ``screens[0]`` and walks every tab, then resizes it to each of the other screens (all of
+    one kind of device) and walks them again; returns the tab titles' fonts and places on the last screen."""
+    viewport, options = SCREENS[screens[0]]
     tabs = TABS if lesson is None else lesson[1]
     page = open_page(f"?mode={mode}&theme={theme}" + (f"&lang={lang}" if lang != "en" else "")
                      + (f"&tabs={lesson[0]}" if lesson else ""), viewport=viewport, **options)
     if lesson:
         expect(page.locator(".bk-tab")).to_have_count(len(tabs), timeout=PATIENCE)
     settle(page, mode, theme)
-    assert page.evaluate("() => window.innerWidth") == viewport["width"], "the page is not laid out for the screen"
     SCREENSHOTS.mkdir(exist_ok=True)
     problems = {}
-    # the answer is in view on the first screen, before anything is tapped
-    first = page.evaluate(CHECKS, {"answer": True})
-    if first:
-        problems["first view"] = first
     prefix = ("screen" if lang == "en" else f"screen-{lang}") + ("-lesson" if lesson else "")
-    for k, tab in enumerate(tabs):  # by place: their titles are the page's language
-        title = page.locator(".bk-tab").nth(k)
-        title.click()
-        expect(title).to_have_class(re.compile(r"\bbk-active\b"), timeout=PATIENCE)
-        wait_for_tab(page)
-        page.wait_for_timeout(250)  # KaTeX typesets, Bokeh relays out once the tab is visible
-        # the plot, the readout and the tabs are always there to reach
-        # (a tab's title may be two Chinese characters, about 32 px)
-        for where, least in ((page.locator(".ae-query-plot"), 40), (page.locator(READOUT), 40),
-                             (page.locator(".bk-tab.bk-active"), 24)):
-            box = where.first.bounding_box()
-            assert box and box["width"] > least and box["height"] > 15, f"{where} has no room on the {tab} tab"
-        found = page.evaluate(CHECKS, {"minFont": _min_font(screen, mode)})
-        room = page.evaluate(TAB_ROOM)
-        if room is None or room < MIN_TAB_HEIGHT:
-            found.append(f"the tab's scrolling area has {room} px of height, under {MIN_TAB_HEIGHT}")
-        # a tapped tab shows its contents: as much of them as the tabs give room for is inside the window
-        # (the first title is the tab shown already: tapping it changes nothing, and moves nothing)
-        seen, height = page.evaluate(TAB_IN_VIEW)
-        if k > 0 and seen < min(MIN_TAB_HEIGHT, height) - 1:
-            found.append(f"only {seen:.0f} px of the tab's {height:.0f} px are in the window")
-        if screen not in SCROLLING:  # and the answer stays in view beside it
-            found += page.evaluate(CHECKS, {"answer": True})
-        if found:
-            problems[tab] = found
-        slug = re.sub(r'[^a-z0-9]+', '_', tab.lower())
-        page.screenshot(path=SCREENSHOTS / f"{prefix}-{screen}-{mode}-{theme}-{slug}.png")
-    assert not problems, "\n".join(f"{tab}: {p}" for tab, ps in problems.items() for p in ps)
+    for n, screen in enumerate(screens):
+        if n > 0:
+            page.set_viewport_size(SCREENS[screen][0])
+            wait_for_layout(page)
+        assert page.evaluate("() => window.innerWidth") == SCREENS[screen][0]["width"], \
+            f"the page is not laid out for {screen}"
+        # the answer is in view on the first screen, before anything is tapped (on a screen the page was resized to,
+        # where the page is one column that scrolls, the last walk left the column scrolled to the tabs)
+        first = page.evaluate(CHECKS, {"answer": True}) if n == 0 or screen not in SCROLLING else []
+        if first:
+            problems[f"{screen}, first view"] = first
+        for k, tab in enumerate(tabs):  # by place: their titles are the page's language
+            found = _tab_problems(page, screen, mode, k, tab, built=n > 0)
+            if found:
+                problems[f"{screen}, {tab}"] = found
+            slug = re.sub(r'[^a-z0-9]+', '_', tab.lower())
+            page.screenshot(path=SCREENSHOTS / f"{prefix}-{screen}-{mode}-{theme}-{slug}.png")
+    assert not problems, "\n".join(f"{where}: {p}" for where, ps in problems.items() for p in ps)
     return page.evaluate(TAB_TITLES)
+
+
+def _tab_problems(page, screen: str, mode: str, k: int, tab: str, built: bool) -> list[str]:
+    """Taps the ``k``-th tab's title and checks what it shows on ``screen`` (``built``: shown before, on the
+    screen before)."""
+    title = page.locator(".bk-tab").nth(k)
+    title.click()
+    expect(title).to_have_class(re.compile(r"\bbk-active\b"), timeout=PATIENCE)
+    wait_for_tab(page)
+    if built:  # typeset before: only the figures' labels are placed again at the new size (widgets/labels.js)
+        page.wait_for_function("() => (window.attentionExplorerLabels ?? new Set()).size === 0", timeout=PATIENCE,
+                               polling="raf")
+    else:
+        page.wait_for_timeout(250)  # KaTeX typesets, Bokeh relays out once the tab is visible
+    # the plot, the readout and the tabs are always there to reach
+    # (a tab's title may be two Chinese characters, about 32 px)
+    for where, least in ((page.locator(".ae-query-plot"), 40), (page.locator(READOUT), 40),
+                         (page.locator(".bk-tab.bk-active"), 24)):
+        box = where.first.bounding_box()
+        assert box and box["width"] > least and box["height"] > 15, f"{where} has no room on the {tab} tab on {screen}"
+    found = page.evaluate(CHECKS, {"minFont": _min_font(screen, mode)})
+    room = page.evaluate(TAB_ROOM)
+    if room is None or room < MIN_TAB_HEIGHT:
+        found.append(f"the tab's scrolling area has {room} px of height, under {MIN_TAB_HEIGHT}")
+    # a tapped tab shows its contents: as much of them as the tabs give room for is inside the window
+    # (the first title is the tab shown already: tapping it changes nothing, and moves nothing)
+    seen, height = page.evaluate(TAB_IN_VIEW)
+    if k > 0 and seen < min(MIN_TAB_HEIGHT, height) - 1:
+        found.append(f"only {seen:.0f} px of the tab's {height:.0f} px are in the window")
+    if screen not in SCROLLING:  # and the answer stays in view beside it
+        found += page.evaluate(CHECKS, {"answer": True})
+    return found
 
 
 #: The screens where the Projections tab's planes are smallest, with the modes checked on each.
@@ -261,12 +314,16 @@ VALUE_PLANE_CASES = [("800x600", "projector"), ("1024x768", "projector"), ("1024
 @pytest.mark.parametrize(("screen", "mode"), VALUE_PLANE_CASES, ids=["-".join(c) for c in VALUE_PLANE_CASES])
 def test_value_plane_labels_stay_clear(open_page, screen, mode):
     """Each row of Module 2's example: no label of the value plane over another or a marker, none out of its frame,
-    one unit as long across as up (row I once drew "output (6.0167, 3.9833)" over "v NLP (5, 5)")."""
+    one unit as long across as up (row I once drew "output (6.0167, 3.9833)" over "v NLP (5, 5)"). The page opens
+    on row I; rows love and NLP are chosen with their keys, 2 and 3."""
     viewport, options = SCREENS[screen]
     problems = []
-    for row in ("I", "love", "NLP"):
-        page = open_page(f"?mode={mode}&preset=module-2&row={row}", viewport=viewport, **options)
-        settle(page, mode)
+    page = open_page(f"?mode={mode}&preset=module-2&row=I", viewport=viewport, **options)
+    settle(page, mode)
+    for key, row in ((None, "I"), ("2", "love"), ("3", "NLP")):
+        if key:
+            page.keyboard.press(key)
+            wait_for_readout(page, f'Query of "{row}"')
         page.wait_for_function("""() => { const m = Bokeh.documents[0].get_model_by_name('value-plane')
             const v = m && Bokeh.index.find_one(m); return v != null && v.has_finished() &&
               (window.attentionExplorerLabels ?? new Set()).size === 0 }""", timeout=PATIENCE, polling="raf")
@@ -275,7 +332,6 @@ def test_value_plane_labels_stay_clear(open_page, screen, mode):
         problems += [f"row {row}: {p}" for p in found]
         if found:
             page.screenshot(path=SCREENSHOTS / f"value-plane-{screen}-{mode}-{row}.png")
-        page.context.close()
     assert not problems, "\n".join(problems)
 
 

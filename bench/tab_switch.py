@@ -1,0 +1,99 @@
+"""Showing a tab again, in a real browser: from setting the tabs' ``active`` to two animation frames later.
+
+Each round opens the app (1024×768, projector mode), shows every tab once (so each is built), then shows the
+tabs in turn ``--switches`` times each, measured inside the page (``performance.now()``). Alternate rounds put
+back BokehJS's own lookup of a ``--bk-*`` CSS variable for every visual property it paints with
+(bokeh/bokeh#15286), which the page skips for its own documents (link/browser.js): the difference is what that
+lookup costs a tab switch. Prints the median and p95 of each, and their ratio.
+
+    python -m bench.tab_switch --rounds 3 --switches 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from playwright.sync_api import sync_playwright
+
+from bench.stats import median, pct
+from testing.browser import BROWSER_FIRST
+from testing.browser import chromium as find_chromium
+from testing.server import serve
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+#: Shows tab k and resolves, two frames later, with the milliseconds it took.
+SWITCH = """async (k) => {
+  const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
+  const start = performance.now()
+  tabs.active = k
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))
+  return performance.now() - start
+}"""
+#: Until the shown tab's contents have arrived and its figures have drawn (a tab is built when first shown).
+BUILT = """() => {
+  const models = [...Bokeh.documents[0].all_models]
+  const tabs = models.find(m => (m.css_classes || []).includes('explorer-tabs'))
+  if (tabs == null || tabs.tabs[tabs.active].child.type === 'Spacer') return false
+  return models.filter(m => m.type === 'Figure').map(m => Bokeh.index.find_one(m))
+    .every(v => v == null || !v.el.isConnected || v.has_finished())
+}"""
+#: BokehJS's own lookup back in place (the page keeps it as ``original``).
+BOKEH_LOOKUP = """() => {
+  const proto = Bokeh.require('core/visuals/visual').VisualProperties.prototype
+  proto._get_css_value = proto._get_css_value.original
+}"""
+
+
+def one_round(browser, url: str, bokeh_lookup: bool, switches: int) -> list[float]:
+    context = browser.new_context(viewport={"width": 1024, "height": 768}, locale="en-US")
+    page = context.new_page()
+    page.goto(url + "?mode=projector")
+    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0 && "
+                           "Bokeh.documents[0].get_model_by_name('query-plot') != null", timeout=60_000)
+    # the page's script skips the lookup as it renders (link/browser.js)
+    page.wait_for_function("() => Bokeh.require('core/visuals/visual').VisualProperties.prototype"
+                           "._get_css_value.original != null", timeout=60_000)
+    if bokeh_lookup:
+        page.evaluate(BOKEH_LOOKUP)
+    count = page.evaluate("() => [...Bokeh.documents[0].all_models]"
+                          ".find(m => (m.css_classes || []).includes('explorer-tabs')).tabs.length")
+    for k in [*range(1, count), 0]:  # each built once
+        page.evaluate(SWITCH, k)
+        page.wait_for_function(BUILT, timeout=60_000)
+    page.wait_for_timeout(500)
+    times = [page.evaluate(SWITCH, k) for _ in range(switches) for k in [*range(1, count), 0]]
+    context.close()
+    return times
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--switches", type=int, default=3, help="times each tab is shown again in a round")
+    args = parser.parse_args(argv)
+    path = find_chromium(BROWSER_FIRST)
+    if not path:
+        sys.exit("no Chromium found: set $CHROMIUM")
+    runs: dict[str, list[float]] = {"page": [], "bokeh lookup": []}
+    with serve() as (url, _process), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        for _ in range(args.rounds):
+            for name in runs:
+                runs[name] += one_round(browser, url, name == "bokeh lookup", args.switches)
+        browser.close()
+    result = {name: {"n": len(t), "p50_ms": round(median(t), 1), "p95_ms": round(pct(t, 95), 1)}
+              for name, t in runs.items()}
+    result["ratio_p50"] = round(result["page"]["p50_ms"] / result["bokeh lookup"]["p50_ms"], 2)
+    print("| lookup | switches | p50 (ms) | p95 (ms) |\n| --- | ---: | ---: | ---: |")
+    for name in runs:
+        r = result[name]
+        print(f"| {name} | {r['n']} | {r['p50_ms']} | {r['p95_ms']} |")
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
