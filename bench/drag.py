@@ -21,12 +21,10 @@ import psutil
 from playwright.sync_api import sync_playwright
 
 from bench.stats import median
-from testing.browser import BROWSER_FIRST
+from testing.browser import BROWSER_FIRST, CHROMIUM_ARGS
 from testing.browser import chromium as find_chromium
 from testing.server import ROOT, serve
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 MISS_TIMEOUT_MS = 2000
 
 # The app's readout is the Div named "readout"; the reference's is its only Markdown (HTML) pane.

@@ -32,7 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from tests.ui.conftest import CHROMIUM_ARGS, free_port, wait_for_http  # noqa: E402
+from testing.browser import CHROMIUM_ARGS  # noqa: E402
+from tests.ui.conftest import free_port, wait_for_http  # noqa: E402
 from tests.ui.helpers import open_app, show_tab, to_page, wait_for_readout  # noqa: E402
 
 RESULTS = ROOT / "bench" / "RESULTS.md"

@@ -204,7 +204,7 @@ class BrowserPresenter(Presenter):
     def __init__(self, url: str):
         from playwright.sync_api import sync_playwright
 
-        from tests.ui.conftest import CHROMIUM_ARGS
+        from testing.browser import CHROMIUM_ARGS
 
         self.url = url
         self.pw = sync_playwright().start()

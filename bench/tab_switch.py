@@ -18,12 +18,10 @@ import sys
 from playwright.sync_api import sync_playwright
 
 from bench.stats import median, pct
-from testing.browser import BROWSER_FIRST
+from testing.browser import BROWSER_FIRST, CHROMIUM_ARGS, TAB_BUILT
 from testing.browser import chromium as find_chromium
 from testing.server import serve
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 #: Shows tab k and resolves, two frames later, with the milliseconds it took.
 SWITCH = """async (k) => {
   const tabs = [...Bokeh.documents[0].all_models].find(m => (m.css_classes || []).includes('explorer-tabs'))
@@ -31,14 +29,6 @@ SWITCH = """async (k) => {
   tabs.active = k
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))
   return performance.now() - start
-}"""
-#: Until the shown tab's contents have arrived and its figures have drawn (a tab is built when first shown).
-BUILT = """() => {
-  const models = [...Bokeh.documents[0].all_models]
-  const tabs = models.find(m => (m.css_classes || []).includes('explorer-tabs'))
-  if (tabs == null || tabs.tabs[tabs.active].child.type === 'Spacer') return false
-  return models.filter(m => m.type === 'Figure').map(m => Bokeh.index.find_one(m))
-    .every(v => v == null || !v.el.isConnected || v.has_finished())
 }"""
 #: BokehJS as shipped: its CSS lookup back in place (the page keeps it as ``original``).
 AS_SHIPPED = """() => {
@@ -62,7 +52,7 @@ def one_round(browser, url: str, as_shipped: bool, switches: int) -> list[float]
                           ".find(m => (m.css_classes || []).includes('explorer-tabs')).tabs.length")
     for k in [*range(1, count), 0]:  # each built once
         page.evaluate(SWITCH, k)
-        page.wait_for_function(BUILT, timeout=60_000)
+        page.wait_for_function(TAB_BUILT, timeout=60_000)
     page.wait_for_timeout(500)
     times = [page.evaluate(SWITCH, k) for _ in range(switches) for k in [*range(1, count), 0]]
     context.close()

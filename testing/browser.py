@@ -11,6 +11,20 @@ import shutil
 HEADLESS_FIRST = ("chromium-headless-shell", "chromium", "chromium-browser")
 #: A benchmark of what a learner's browser does prefers the full browser, when there is one.
 BROWSER_FIRST = ("chromium", "chromium-browser", "chromium-headless-shell")
+#: What the tests and the benchmarks launch it with: no sandbox (a container's root), no GPU, nothing of its own
+#: fetched from the network.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run"]
+
+#: A page's script: true once the explorer's shown tab has its contents (a tab is built on the server the first time
+#: it is shown, a Spacer standing in until then) and every figure in the page has drawn.
+TAB_BUILT = """() => {
+  const models = [...Bokeh.documents[0].all_models]
+  const tabs = models.find(m => (m.css_classes || []).includes('explorer-tabs'))
+  if (tabs == null || tabs.tabs[tabs.active].child.type === 'Spacer') return false
+  const views = models.filter(m => m.type === 'Figure').map(m => Bokeh.index.find_one(m))
+  return views.every(v => v == null || !v.el.isConnected || v.has_finished())
+}"""
 
 
 def chromium(names: tuple[str, ...] = HEADLESS_FIRST) -> str | None:

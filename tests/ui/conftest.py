@@ -18,14 +18,10 @@ import pytest
 from playwright.sync_api import sync_playwright
 
 from server.transport import SCREENED
-from testing.browser import chromium
+from testing.browser import CHROMIUM_ARGS, chromium
 from testing.server import free_port, stop, wait_for_http  # noqa: F401  (the tests' server helpers too)
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
-]
 SCREENSHOTS = ROOT / "tests" / "ui" / "screenshots"
 #: The only fonts the tests' Chromium sees, the same on every machine (see the file).
 FONTS = ROOT / "tests" / "ui" / "fonts.conf"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from testing.browser import TAB_BUILT
+
 _TO_PAGE = """([name, x, y]) => {
   const model = Bokeh.documents[0].get_model_by_name(name);
   const view = Bokeh.index.find_one(model);
@@ -46,13 +48,7 @@ def wait_for_tab(page) -> None:
     # the tab's header turns at the click; its contents are built on the server the first time it is shown and
     # come after (a Spacer stands in until then: a test reading the tab then would read nothing), and the
     # tabs' headers are drawn again when they arrive
-    page.wait_for_function("""() => {
-      const models = [...Bokeh.documents[0].all_models]
-      const tabs = models.find(m => (m.css_classes || []).includes('explorer-tabs'))
-      if (tabs == null || tabs.tabs[tabs.active].child.type === 'Spacer') return false
-      const views = models.filter(m => m.type === 'Figure').map(m => Bokeh.index.find_one(m))
-      return views.every(v => v == null || !v.el.isConnected || v.has_finished())
-    }""", timeout=PATIENCE)
+    page.wait_for_function(TAB_BUILT, timeout=PATIENCE)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 

@@ -114,7 +114,7 @@ COUNT_BOKEH_CSS_READS = """() => {
 def test_painting_asks_the_css_cascade_for_no_visual_property(page):
     """BokehJS looks up a `--bk-*` CSS variable before each line, fill and text property it paints with (a style
     recalculation each, a third of a tab switch's time, bokeh/bokeh#15286); the app defines none, so its page
-    paints from the models' values: no lookup through a drag's repaint, showing tabs and a row chosen."""
+    paints from the models' values: no lookup through three tabs shown and a row chosen by its key."""
     page.evaluate(COUNT_BOKEH_CSS_READS)
     for title, figure in (("Matrix", "attention-matrix"), ("Projections", "projection-w"), ("Weights", None)):
         show_tab(page, title, figure)

@@ -99,8 +99,8 @@ def _walks(cases) -> list[tuple]:
 #: Every screen in both modes (a 1024x768 tablet in projector mode is the 1024x768 projector), and three in dark.
 WALKS = _walks([("en", screen, mode, "light") for screen in SCREENS for mode in ("normal", "projector")
                 if not (screen == "tablet-1024x768" and mode == "projector")])
-WALKS += _walks([("en", "1024x768", "projector", "dark"), ("en", "1280x800", "projector", "dark")])
-WALKS += _walks([("en", "1920x1080", "normal", "dark")])
+WALKS += _walks([("en", "1024x768", "projector", "dark"), ("en", "1280x800", "projector", "dark"),
+                 ("en", "1920x1080", "normal", "dark")])
 
 
 def _walk_id(walk) -> str:
@@ -110,9 +110,10 @@ def _walk_id(walk) -> str:
 @pytest.mark.parametrize(("lang", "device", "mode", "theme", "screens"), WALKS, ids=[_walk_id(w) for w in WALKS])
 def test_every_tab_fits_the_screen(open_page, lang, device, mode, theme, screens):
     """One page per kind of device, mode and theme, opened on its first screen and walked through every tab,
-    then resized to each of its other screens and walked again (the layout follows the window's size alone:
-    the answer checks below fail when a layout hides the output only at a size a page was resized to)."""
+    then resized to each of its other screens and walked again (the layout follows the window's size alone)."""
     _every_tab_fits(open_page, screens, mode, theme, lang)
+
+
 ANSWER_CASES = [(lang, device, mode) for lang in LANGUAGES for device in DEVICES for mode in ("normal", "projector")]
 
 
@@ -124,16 +125,14 @@ def test_the_answer_is_in_view_on_every_screen_in_every_language(open_page, lang
 
     One page per language, mode and kind of device, opened on the first screen of its kind and then resized to
     each of the others, as a window is resized or a phone or tablet turned (the layout follows the window's size
-    alone: CSS media queries and Bokeh's resize observers); the walks above open each screen fresh."""
+    alone: CSS media queries and Bokeh's resize observers)."""
     first, *others = DEVICES[device]
     viewport, options = SCREENS[first]
     page = open_page(f"?mode={mode}&lang={lang}", viewport=viewport, **options)
     settle(page, mode)
     problems = [f"{first}: {p}" for p in page.evaluate(CHECKS, {"answer": True})]
     for screen in others:
-        page.set_viewport_size(SCREENS[screen][0])
-        wait_for_layout(page)
-        assert page.evaluate("() => window.innerWidth") == SCREENS[screen][0]["width"]
+        _resize(page, screen)
         problems += [f"{screen}: {p}" for p in page.evaluate(CHECKS, {"answer": True})]
     assert not problems, "\n".join(problems)
 
@@ -175,6 +174,14 @@ def test_a_lesson_s_four_tabs_fit_an_800x600_projector_with_20px_titles(open_pag
     assert len(titles) == 4 and all(t["font"] >= 20 and t["inside"] for t in titles), titles
 
 
+def _resize(page, screen: str) -> None:
+    """The page's window resized to ``screen``, and the page laid out again for it."""
+    page.set_viewport_size(SCREENS[screen][0])
+    wait_for_layout(page)
+    width = SCREENS[screen][0]["width"]
+    assert page.evaluate("() => window.innerWidth") == width, f"the page is not laid out for {screen}"
+
+
 def _every_tab_fits(open_page, screens: list[str], mode: str, theme: str, lang: str = "en",
                     lesson=None) -> list[dict]:
     """Opens the page on ``screens[0]`` and walks every tab, then resizes it to each of the other screens (all of
@@ -189,12 +196,10 @@ def _every_tab_fits(open_page, screens: list[str], mode: str, theme: str, lang: 
     SCREENSHOTS.mkdir(exist_ok=True)
     problems = {}
     prefix = ("screen" if lang == "en" else f"screen-{lang}") + ("-lesson" if lesson else "")
+    assert page.evaluate("() => window.innerWidth") == viewport["width"], "the page is not laid out for the screen"
     for n, screen in enumerate(screens):
         if n > 0:
-            page.set_viewport_size(SCREENS[screen][0])
-            wait_for_layout(page)
-        assert page.evaluate("() => window.innerWidth") == SCREENS[screen][0]["width"], \
-            f"the page is not laid out for {screen}"
+            _resize(page, screen)
         # the answer is in view on the first screen, before anything is tapped (on a screen the page was resized to,
         # where the page is one column that scrolls, the last walk left the column scrolled to the tabs)
         first = page.evaluate(CHECKS, {"answer": True}) if n == 0 or screen not in SCROLLING else []
