@@ -58,6 +58,7 @@ function keepTabsScroll(doc) {
   const model = [...doc.all_models].find((m) => (m.css_classes || []).includes("explorer-tabs"))
   const tabs = model && window.Bokeh.index.find_one(model)
   if (tabs == null) return false
+  layOutShownTabOnly(tabs)
   const shown = () => {
     const child = tabs.model.tabs[tabs.model.active]?.child
     const area = tabs.child_views.find((v) => v.model === child)?.el
@@ -91,6 +92,22 @@ function keepTabsScroll(doc) {
     }
   }
   return true
+}
+
+// BokehJS lays out every tab built so far whenever the page is laid out again: on each tab switch, each window
+// resize, each notice shown. A hidden tab is not displayed (BokehJS and Panel hide it), so its layout is of no
+// use until it is shown, and a tab switch lays out the tab it shows. Only the shown tab is laid out, and a hidden
+// one until it has finished its first drawing (a preset rebuilds plots in hidden tabs; BokehJS's idle signal waits
+// for them): a switch between built tabs costs the same however many tabs a learner has opened.
+function layOutShownTabOnly(tabs) {
+  if (Object.prototype.hasOwnProperty.call(tabs, "layoutable_views")) return
+  const all = Object.getOwnPropertyDescriptor(window.Bokeh.require("models/layouts/layout_dom").LayoutDOMView.prototype,
+                                              "layoutable_views")?.get
+  if (all == null) return  // another BokehJS
+  Object.defineProperty(tabs, "layoutable_views", {configurable: true, get() {
+    const shown = this.model.tabs[this.normalized_active]?.child
+    return all.call(this).filter((v) => v.model === shown || !v.has_finished())
+  }})
 }
 
 // BokehJS asks the CSS cascade for a `--bk-*` variable before it uses each line, fill, text and hatch property of
@@ -139,12 +156,19 @@ export function render({ model, el, view }) {
   // The whole app is the page's main content: one landmark for screen-reader navigation.
   const app = model.whole_page ? document.querySelector("[data-root-id]") : null  // a notebook has its own
   if (app && !app.hasAttribute("role")) app.setAttribute("role", "main")
-  // Text sizes come from CSS, which Bokeh's layout does not watch: measure every view again once they apply.
+  // Text sizes come from CSS, which Bokeh's layout does not watch: measure every view again once they apply. A
+  // view's invalidate_layout lays out the whole tree of layouts it is in, from its top: once for each such tree
+  // (once a view, as before, was the whole page laid out a hundred times over, half a second of a page's load).
   const relayout = () => requestAnimationFrame(() => {
+    const { LayoutDOMView } = window.Bokeh.require("models/layouts/layout_dom")
+    const tops = new Set()
     for (const m of doc.all_models) {
-      const v = window.Bokeh.index.find_one(m)
-      if (v && typeof v.invalidate_layout === "function") v.invalidate_layout()
+      let v = window.Bokeh.index.find_one(m)
+      if (!(v instanceof LayoutDOMView)) continue
+      while (v.parent instanceof LayoutDOMView) v = v.parent  // as LayoutDOMView.invalidate_layout goes up
+      tops.add(v)
     }
+    for (const v of tops) v.invalidate_layout()
   })
   // the app's root element in a notebook cell (the one Bokeh renders the document into)
   const scope = () => {

@@ -157,7 +157,8 @@ def test_only_a_page_that_drew_the_question_on_its_own_socket_answers_once_per_b
 
         asyncio.run(asyncio.wait_for(scenario(), 5 * WAIT))
         deadline = time.monotonic() + WAIT
-        while not (presenter.cards and "2 answers" in presenter.cards[-1]) and time.monotonic() < deadline:
+        while not (presenter.cards and "<strong>2</strong> answers" in presenter.cards[-1]) \
+                and time.monotonic() < deadline:
             time.sleep(0.05)
         card = presenter.cards[-1]
         assert "<strong>2</strong> answers" in card, card

@@ -21,9 +21,13 @@ if (view != null) {
       if (t.left < r.left || t.right > r.right) row.scrollLeft += t.left < r.left ? t.left - r.left - 24 : t.right - r.right + 24;
     };
     intoRow();
-    if (view.el.shadowRoot != null) {
-      const redrawn = new MutationObserver(intoRow);
-      redrawn.observe(view.el.shadowRoot, {childList: true, subtree: true, attributes: true, attributeFilter: ["class"]});
+    // Only the titles' row is watched, and by one observer a page: every change of class inside a tab's
+    // contents (BokehJS lays out each built tab again on a switch) would otherwise measure the row, a forced
+    // layout each time, for every tap of the last five seconds.
+    view.aeTitlesRedrawn?.disconnect();
+    if (header != null) {
+      const redrawn = view.aeTitlesRedrawn = new MutationObserver(intoRow);
+      redrawn.observe(header, {childList: true, subtree: true, attributes: true, attributeFilter: ["class"]});
       setTimeout(() => redrawn.disconnect(), 5000);
     }
     const bottom = (header ?? view.el).getBoundingClientRect().bottom;

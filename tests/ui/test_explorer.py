@@ -122,3 +122,72 @@ def test_painting_asks_the_css_cascade_for_no_visual_property(page):
     wait_for_readout(page, 'Query of "NLP"')
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     assert page.evaluate("() => window.bokehCssReads") == 0
+
+
+#: Counts the calls of every MutationObserver the page creates from now on (window.observedChanges).
+COUNT_OBSERVED_CHANGES = """() => {
+  window.observedChanges = 0
+  const Native = window.MutationObserver
+  window.MutationObserver = class extends Native {
+    constructor(callback) { super((records, observer) => { window.observedChanges += 1; callback(records, observer) }) }
+  }
+}"""
+
+
+def test_a_tab_switch_wakes_no_observer_for_each_change_in_the_tabs_contents(page):
+    """A tapped tab's title is scrolled into its row, and again if the titles are redrawn (widgets/tabs.js): what
+    is watched is the titles, by one observer. Watching the tabs' contents woke it for every change of class in
+    them as BokehJS laid out each built tab again, a forced layout each time, for every tap of the last 5 s (54
+    calls through these six taps; 14 now)."""
+    page.evaluate(COUNT_OBSERVED_CHANGES)
+    for _ in range(2):
+        for title, figure in (("Matrix", "attention-matrix"), ("Projections", "projection-w"), ("Weights", None)):
+            show_tab(page, title, figure)
+    calls = page.evaluate("() => window.observedChanges")
+    assert calls <= 3 * 6, f"{calls} calls of the page's observers through six taps"
+
+
+#: Counts, from now on, each time a layout of the page is laid out from its top (its top view's update_layout: the
+#: whole tree styled, measured and placed again), and each time the named figure is laid out.
+COUNT_LAYOUTS = """(figure) => {
+  const {LayoutDOMView} = Bokeh.require('models/layouts/layout_dom')
+  window.wholeLayouts = 0
+  window.figureLayouts = 0
+  for (const m of Bokeh.documents[0].all_models) {
+    const v = Bokeh.index.find_one(m)
+    if (!(v instanceof LayoutDOMView)) continue
+    const update = v.update_layout
+    if (!(v.parent instanceof LayoutDOMView))
+      v.update_layout = function () { window.wholeLayouts += 1; return update.call(this) }
+    else if (m.name === figure)
+      v.update_layout = function () { window.figureLayouts += 1; return update.call(this) }
+  }
+}"""
+
+
+def test_a_change_of_mode_lays_the_page_out_once(page):
+    """Text sizes come from CSS, which BokehJS does not watch, so a change of mode, theme or language lays the page
+    out again (link/browser.js). It did so once for each of its views: 33 times for one change (and again as a page
+    loads and first takes its mode, about half a second of its load); 6 now, once for each tree of layouts."""
+    page.evaluate(COUNT_LAYOUTS, "")
+    page.get_by_label("Projector").check()
+    page.wait_for_function("() => document.documentElement.dataset.mode === 'projector'")
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    page.wait_for_timeout(300)
+    layouts = page.evaluate("() => window.wholeLayouts")
+    assert 1 <= layouts <= 12, f"the page was laid out {layouts} times for a change of mode"
+
+
+def test_a_tab_switch_lays_out_only_the_tab_it_shows(page):
+    """BokehJS laid out every tab built so far on each switch, hidden ones too (and on each resize): a switch cost
+    more the more tabs a learner had opened. A hidden tab's figures are laid out when it is shown."""
+    show_tab(page, "Projections", "projection-w")
+    show_tab(page, "Matrix", "attention-matrix")
+    page.evaluate(COUNT_LAYOUTS, "projection-w")
+    show_tab(page, "Weights")
+    show_tab(page, "Matrix", "attention-matrix")
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.wait_for_timeout(500)
+    assert page.evaluate("() => window.figureLayouts") == 0, "a hidden tab's figure was laid out"
+    show_tab(page, "Projections", "projection-w")
+    assert page.evaluate("() => window.figureLayouts") > 0, "the figure of the tab shown was not laid out"

@@ -25,7 +25,6 @@ from playwright.sync_api import expect
 from tests.ui.conftest import SCREENSHOTS
 from tests.ui.helpers import (
     PATIENCE,
-    READOUT,
     SHOWN_TAB,
     settle,
     show_tab,
@@ -62,17 +61,32 @@ def _min_font(screen: str, mode: str) -> int:
 #: every screen: a figure, or a table's first rows, fits in it (an 800×600 projector's full-size header and tab
 #: titles left it 127 px).
 MIN_TAB_HEIGHT = 250
-#: That room (null if the shown tab's contents do not scroll inside the tabs).
-TAB_ROOM = SHOWN_TAB + """() => { const {el, root, area} = shownTab()
-  if (getComputedStyle(area).overflowY !== 'auto') return null
-  return el.getBoundingClientRect().height - root.querySelector('.bk-header').getBoundingClientRect().height
-}"""
-
-
-#: The part of the shown tab's scrolling area inside the window (CSS px), and that area's height.
-TAB_IN_VIEW = SHOWN_TAB + """() => { const r = shownTab().area.getBoundingClientRect()
-  return [Math.min(r.bottom, window.innerHeight) - Math.max(r.top, 0), r.height]
-}"""
+#: What the walks check on a tab just shown, in one call to the page (each call costs a round trip and the page's
+#: work to answer it, as much as a check): the layout checks, with ``answer`` the answer's too; the width and height
+#: of the plot, the readout and the shown tab's title (0 if not shown); the room the tabs give the shown tab's
+#: scrolling area below their titles (null if its contents do not scroll inside the tabs); and the part of that
+#: area inside the window (CSS px), with its height.
+TAB_REPORT = SHOWN_TAB + """({minFont, answer}) => {
+  const checks = (%s)
+  function* deep(root) {
+    for (const el of root.querySelectorAll('*')) { yield el; if (el.shadowRoot) yield* deep(el.shadowRoot) }
+  }
+  const size = (el) => { const r = el?.getBoundingClientRect(); return r ? [r.width, r.height] : [0, 0] }
+  const first = (test) => { for (const el of deep(document)) if (test(el)) return el; return null }
+  const plot = first((el) => el.classList.contains('ae-query-plot'))
+  const readout = first((el) => el.getAttribute('data-testid') === 'readout')
+  const {el, root, area} = shownTab()
+  const a = area.getBoundingClientRect()
+  return {
+    found: checks({minFont}),
+    answer: answer ? checks({answer: true}) : [],
+    boxes: {plot: size(plot), readout: size(readout?.shadowRoot?.querySelector('.bk-clearfix') ?? readout),
+            title: size(root.querySelector('.bk-tab.bk-active'))},
+    room: getComputedStyle(area).overflowY !== 'auto' ? null
+      : el.getBoundingClientRect().height - root.querySelector('.bk-header').getBoundingClientRect().height,
+    inView: [Math.min(a.bottom, window.innerHeight) - Math.max(a.top, 0), a.height],
+  }
+}""" % CHECKS
 
 
 def _case_id(case) -> str:
@@ -227,24 +241,23 @@ def _tab_problems(page, screen: str, mode: str, k: int, tab: str, built: bool) -
                                polling="raf")
     else:
         page.wait_for_timeout(250)  # KaTeX typesets, Bokeh relays out once the tab is visible
+    report = page.evaluate(TAB_REPORT, {"minFont": _min_font(screen, mode), "answer": screen not in SCROLLING})
     # the plot, the readout and the tabs are always there to reach
     # (a tab's title may be two Chinese characters, about 32 px)
-    for where, least in ((page.locator(".ae-query-plot"), 40), (page.locator(READOUT), 40),
-                         (page.locator(".bk-tab.bk-active"), 24)):
-        box = where.first.bounding_box()
-        assert box and box["width"] > least and box["height"] > 15, f"{where} has no room on the {tab} tab on {screen}"
-    found = page.evaluate(CHECKS, {"minFont": _min_font(screen, mode)})
-    room = page.evaluate(TAB_ROOM)
+    for where, least in (("plot", 40), ("readout", 40), ("title", 24)):
+        width, height = report["boxes"][where]
+        assert width > least and height > 15, f"the {where} has no room on the {tab} tab on {screen}"
+    found = report["found"]
+    room = report["room"]
     if room is None or room < MIN_TAB_HEIGHT:
         found.append(f"the tab's scrolling area has {room} px of height, under {MIN_TAB_HEIGHT}")
     # a tapped tab shows its contents: as much of them as the tabs give room for is inside the window
     # (the first title is the tab shown already: tapping it changes nothing, and moves nothing)
-    seen, height = page.evaluate(TAB_IN_VIEW)
+    seen, height = report["inView"]
     if k > 0 and seen < min(MIN_TAB_HEIGHT, height) - 1:
         found.append(f"only {seen:.0f} px of the tab's {height:.0f} px are in the window")
-    if screen not in SCROLLING:  # and the answer stays in view beside it
-        found += page.evaluate(CHECKS, {"answer": True})
-    return found
+    # and, but on a phone (one column that scrolls: the tabs below the readout), the answer stays in view beside it
+    return found + report["answer"]
 
 
 #: The screens where the Projections tab's planes are smallest, with the modes checked on each.
