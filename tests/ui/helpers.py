@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
 from testing.browser import TAB_BUILT
 
 _TO_PAGE = """([name, x, y]) => {
@@ -20,11 +22,26 @@ READOUT = "[data-testid=readout] .bk-clearfix"
 PATIENCE = 30_000
 
 
+#: True once the page's query plot has drawn and listens to the pointer, and every stylesheet in the page has
+#: loaded: Panel's components link theirs into their shadow roots, and one that comes late (a loaded machine)
+#: resizes its component after the first drawing, moving what is below it (the header's buttons, the plot).
+QUERY_PLOT_READY = """() => { const doc = Bokeh.documents[0], m = doc.get_model_by_name('query-plot')
+  const v = m && Bokeh.index.find_one(m)
+  if (v == null || !v.has_finished() || !(window.attentionExplorerPointers?.has(doc) ?? false)) return false
+  const loaded = (root) => [...root.querySelectorAll('link[rel=stylesheet]')].every(l => l.sheet != null)
+    && [...root.querySelectorAll('*')].every(e => e.shadowRoot == null || loaded(e.shadowRoot))
+  return loaded(document) }"""
+
+
 def open_app(page, url: str) -> None:
     page.goto(url)
     page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0 && "
                            "Bokeh.documents[0].get_model_by_name('query-plot') != null")
     page.locator(READOUT).wait_for()
+    # The readout can show before the query plot is laid out, and the plot listens to the pointer only from its
+    # first layout (link/drag.js, attach): a click before that does nothing, as it would for a learner's hand
+    # on a plot not drawn yet.
+    page.wait_for_function(QUERY_PLOT_READY, timeout=PATIENCE)
 
 
 def show_tab(page, title: str, figure: str | None = None) -> None:
@@ -77,7 +94,12 @@ def output(page) -> float:
 
 
 def wait_for_readout(page, pattern: str, timeout: float = PATIENCE) -> str:
-    page.locator(READOUT).filter(has_text=re.compile(pattern)).wait_for(timeout=timeout)
+    """Until the readout matches ``pattern``; its text. A time-out says what the readout showed instead."""
+    try:
+        page.locator(READOUT).filter(has_text=re.compile(pattern)).wait_for(timeout=timeout)
+    except PlaywrightTimeoutError:
+        raise AssertionError(f"the readout never matched {pattern!r} in {timeout / 1000:g} s; "
+                             f"it reads {readout(page)!r}") from None
     return readout(page)
 
 
