@@ -130,17 +130,25 @@ def settle(page, mode: str = "normal", theme: str = "light") -> None:
     """Wait until the page shows ``mode`` and ``theme`` and has laid itself out again."""
     page.wait_for_function(f"() => document.documentElement.dataset.mode === {mode!r} && "
                            f"document.documentElement.dataset.theme === {theme!r}")
-    page.wait_for_timeout(600)  # the relayout runs on the next animation frame, the canvases repaint after it
+    wait_for_drawn(page)  # the relayout runs on the next animation frame, the canvases repaint after it
+
+
+def wait_for_drawn(page) -> None:
+    """Until every figure shown has drawn, the page's labels are placed and its fonts (KaTeX's, loaded when a
+    formula first needs them) have loaded, twice over two frames: a layout that moved a box is drawn on the
+    frame after."""
+    for _ in range(2):
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        page.wait_for_function("""() => [...Bokeh.documents[0].all_models].filter(m => m.type === 'Figure')
+            .map(m => Bokeh.index.find_one(m)).every(v => v == null || !v.el.isConnected || v.has_finished())
+            && (window.attentionExplorerLabels ?? new Set()).size === 0 && document.fonts.status === 'loaded'""",
+                               timeout=PATIENCE, polling="raf")
 
 
 def wait_for_layout(page) -> None:
     """After the window is resized: until every figure shown has drawn at its new size, and the page's labels
     are placed (Bokeh lays the page out again on the next animation frame, after its resize observers)."""
-    for _ in range(2):  # a layout that moved a box is drawn on the frame after
-        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-        page.wait_for_function("""() => [...Bokeh.documents[0].all_models].filter(m => m.type === 'Figure')
-            .map(m => Bokeh.index.find_one(m)).every(v => v == null || !v.el.isConnected || v.has_finished())
-            && (window.attentionExplorerLabels ?? new Set()).size === 0""", timeout=PATIENCE, polling="raf")
+    wait_for_drawn(page)
     page.wait_for_timeout(300)  # KaTeX and the readout's fitted text settle after the figures
 
 

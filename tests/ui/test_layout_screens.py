@@ -28,6 +28,7 @@ from tests.ui.helpers import (
     SHOWN_TAB,
     settle,
     show_tab,
+    wait_for_drawn,
     wait_for_layout,
     wait_for_readout,
     wait_for_tab,
@@ -239,8 +240,8 @@ def _tab_problems(page, screen: str, mode: str, k: int, tab: str, built: bool) -
     if built:  # typeset before: only the figures' labels are placed again at the new size (widgets/labels.js)
         page.wait_for_function("() => (window.attentionExplorerLabels ?? new Set()).size === 0", timeout=PATIENCE,
                                polling="raf")
-    else:
-        page.wait_for_timeout(250)  # KaTeX typesets, Bokeh relays out once the tab is visible
+    else:  # KaTeX typesets (its fonts load the first time a formula needs them), Bokeh lays the tab out
+        wait_for_drawn(page)
     report = page.evaluate(TAB_REPORT, {"minFont": _min_font(screen, mode), "answer": screen not in SCROLLING})
     # the plot, the readout and the tabs are always there to reach
     # (a tab's title may be two Chinese characters, about 32 px)
