@@ -57,7 +57,7 @@ def show_tab(page, title: str, figure: str | None = None) -> None:
         page.wait_for_function("""(name) => { const m = Bokeh.documents[0].get_model_by_name(name)
             const v = m && Bokeh.index.find_one(m); return v != null && v.canvas_view != null }""", arg=figure,
                                timeout=PATIENCE)
-    page.wait_for_timeout(300)  # the tab's figures lay themselves out once visible
+    wait_for_drawn(page)  # the tab's figures lay themselves out once visible, its labels are placed after
 
 
 def wait_for_tab(page) -> None:
