@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.stats import publish  # noqa: E402
+from testing.browser import APP_LOADED  # noqa: E402
 from testing.protocol_client import ProtocolPresenter  # noqa: E402
 
 QUERY_RE = re.compile(r"q = \((-?\d+\.\d{3}), (-?\d+\.\d{3})\)")
@@ -198,8 +199,7 @@ class Presenter:
 class BrowserPresenter(Presenter):
     """The presenter's page in headless Chromium, driven with Playwright's mouse."""
 
-    READY = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
-             "Bokeh.documents[0].get_model_by_name('query-plot') != null")
+    READY = APP_LOADED
 
     def __init__(self, url: str):
         from playwright.sync_api import sync_playwright

@@ -21,7 +21,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from bench.stats import median
-from testing.browser import BROWSER_FIRST, CHROMIUM_ARGS, TAB_BUILT
+from testing.browser import APP_LOADED, BROWSER_FIRST, CHROMIUM_ARGS, TAB_BUILT
 from testing.browser import chromium as find_chromium
 from testing.server import serve
 
@@ -40,8 +40,7 @@ def one_load(browser, url: str) -> tuple[float, float]:
     page = context.new_page()
     cpu, start = machine_cpu(), time.perf_counter()
     page.goto(url + "?mode=projector")
-    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0 && "
-                           "Bokeh.documents[0].get_model_by_name('query-plot') != null", timeout=60_000, polling="raf")
+    page.wait_for_function(APP_LOADED, timeout=60_000, polling="raf")
     page.wait_for_function(TAB_BUILT, timeout=60_000, polling="raf")
     drawn = time.perf_counter() - start
     page.wait_for_timeout(SETTLE_MS)

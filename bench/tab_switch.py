@@ -19,7 +19,7 @@ import sys
 from playwright.sync_api import sync_playwright
 
 from bench.stats import median, pct
-from testing.browser import BROWSER_FIRST, CHROMIUM_ARGS, TAB_BUILT
+from testing.browser import APP_LOADED, BROWSER_FIRST, CHROMIUM_ARGS, TAB_BUILT
 from testing.browser import chromium as find_chromium
 from testing.server import serve
 
@@ -55,8 +55,7 @@ def one_round(browser, url: str, put_back: str | None, switches: int) -> list[fl
     context = browser.new_context(viewport={"width": 1024, "height": 768}, locale="en-US")
     page = context.new_page()
     page.goto(url + "?mode=projector")
-    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0 && "
-                           "Bokeh.documents[0].get_model_by_name('query-plot') != null", timeout=60_000)
+    page.wait_for_function(APP_LOADED, timeout=60_000)
     page.wait_for_function(CHANGED, timeout=60_000)  # the page's script changes BokehJS as it renders
     if put_back:
         page.evaluate(put_back)

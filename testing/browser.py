@@ -16,6 +16,9 @@ BROWSER_FIRST = ("chromium", "chromium-browser", "chromium-headless-shell")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 
+#: A page's script: true once the app's document is in the page, its query plot among its models.
+APP_LOADED = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
+              "Bokeh.documents[0].get_model_by_name('query-plot') != null")
 #: A page's script: true once the explorer's shown tab has its contents (a tab is built on the server the first time
 #: it is shown, a Spacer standing in until then) and every figure in the page has drawn.
 TAB_BUILT = """() => {

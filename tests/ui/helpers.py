@@ -6,7 +6,7 @@ import re
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from testing.browser import TAB_BUILT
+from testing.browser import APP_LOADED, TAB_BUILT
 
 _TO_PAGE = """([name, x, y]) => {
   const model = Bokeh.documents[0].get_model_by_name(name);
@@ -35,8 +35,7 @@ QUERY_PLOT_READY = """() => { const doc = Bokeh.documents[0], m = doc.get_model_
 
 def open_app(page, url: str) -> None:
     page.goto(url)
-    page.wait_for_function("() => window.Bokeh && Bokeh.documents.length > 0 && "
-                           "Bokeh.documents[0].get_model_by_name('query-plot') != null")
+    page.wait_for_function(APP_LOADED)
     page.locator(READOUT).wait_for()
     # The readout can show before the query plot is laid out, and the plot listens to the pointer only from its
     # first layout (link/drag.js, attach): a click before that does nothing, as it would for a learner's hand

@@ -17,6 +17,7 @@ from decimal import Decimal
 import pytest
 
 from course.questions import PRACTICE, PRECISION_RULE, QUESTIONS
+from testing.browser import APP_LOADED as APP_READY
 from tests.ui.conftest import ROOT, SCREENSHOTS, VIEWPORTS, free_port, stop, wait_for_http
 from tests.ui.helpers import (
     _DEEP as DEEP,
@@ -35,8 +36,6 @@ from tests.ui.helpers import (
 
 #: A loaded machine (load 4 on 2 cores) can take seconds for one round trip: wait long, assert exactly.
 WAIT = 20_000
-APP_READY = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
-             "Bokeh.documents[0].get_model_by_name('query-plot') != null")
 
 
 def pane(page, css_class: str):

@@ -11,11 +11,10 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from testing.browser import APP_LOADED as APP_READY
 from tests.ui.conftest import ROOT, SCREENSHOTS, free_port, server_log, stop, wait_for_http
 from tests.ui.helpers import READOUT, open_app, readout, to_page, wait_for_readout, weights
 
-APP_READY = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
-             "Bokeh.documents[0].get_model_by_name('query-plot') != null")
 #: Runs app.py with every logger at INFO, so the log shows what an INFO-level deployment would keep.
 SERVE_AT_INFO = ("import logging, runpy; logging.basicConfig(level=logging.INFO); "
                  "runpy.run_path('app.py', run_name='__main__')")

@@ -24,6 +24,7 @@ from playwright.sync_api import expect
 
 from tests.ui.conftest import SCREENSHOTS
 from tests.ui.helpers import (
+    _DEEP,
     PATIENCE,
     SHOWN_TAB,
     settle,
@@ -67,11 +68,8 @@ MIN_TAB_HEIGHT = 250
 #: of the plot, the readout and the shown tab's title (0 if not shown); the room the tabs give the shown tab's
 #: scrolling area below their titles (null if its contents do not scroll inside the tabs); and the part of that
 #: area inside the window (CSS px), with its height.
-TAB_REPORT = SHOWN_TAB + """({minFont, answer}) => {
+TAB_REPORT = SHOWN_TAB + _DEEP + """({minFont, answer}) => {
   const checks = (%s)
-  function* deep(root) {
-    for (const el of root.querySelectorAll('*')) { yield el; if (el.shadowRoot) yield* deep(el.shadowRoot) }
-  }
   const size = (el) => { const r = el?.getBoundingClientRect(); return r ? [r.width, r.height] : [0, 0] }
   const first = (test) => { for (const el of deep(document)) if (test(el)) return el; return null }
   const plot = first((el) => el.classList.contains('ae-query-plot'))
@@ -396,10 +394,7 @@ LINES = """() => {
   return {lines: out, bg: fig.background_fill_color}
 }"""
 #: The Projections tab's W_Q, W_K, W_V buttons: whether each is the selected one, and its fill.
-W_BUTTONS = """() => {
-  function* deep(root) {
-    for (const el of root.querySelectorAll('*')) { yield el; if (el.shadowRoot) yield* deep(el.shadowRoot) }
-  }
+W_BUTTONS = _DEEP + """() => {
   return [...deep(document)].filter(el => el.classList.contains('bk-btn') && /^W_[QKV]$/.test(el.textContent.trim())
                                          && el.getBoundingClientRect().width > 0)
     .map(el => [el.classList.contains('bk-active'), getComputedStyle(el).backgroundColor])
