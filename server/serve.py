@@ -3,8 +3,8 @@
 ``python -m server`` is the container's command and ``python app.py`` lands here too, so a laptop, a
 projector demo and a school server read the same settings (see ``SETTINGS`` and the table in docs/operations.md).
 Each setting maps to one ``panel serve`` flag; only what the command line cannot express is added in
-code (server/routes.py): gzip for HTTP responses (Tornado's ``compress_response``), which ``panel serve`` has no
-flag for, the link limit, and the routes of a room's live channel and of KaTeX's fonts.
+code (server/routes.py): gzip for HTTP responses (Tornado's, each static file compressed once per process), which
+``panel serve`` has no flag for, the link limit, and the routes of a room's live channel and of KaTeX's fonts.
 
 The server runs with ``PYTHONMALLOC=malloc`` (``main`` starts Python again with it when it is unset), so
 the memory of closed sessions can go back to the system (``server/housekeeping.py``).

@@ -1,0 +1,69 @@
+"""The server CPU a page's scripts cost to send, gzip-compressed, with each static file compressed once per process
+(server/static_gzip.py) and, for comparison, compressed again for every page as Tornado's gzip does.
+
+A server of its own (``python app.py``) on a free port; the scripts the page's HTML loads (BokehJS, Panel) fetched
+``--pages`` times with ``Accept-Encoding: gzip`` as a browser with an empty cache fetches them; the server process's
+CPU time per page (load-independent as long as it gets a core). The first page's compression is part of the
+first mode's figure.
+
+    python -m bench.static_gzip --pages 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from testing.server import free_port, stop, wait_for_http
+
+ROOT = Path(__file__).resolve().parents[1]
+#: The app with what is kept bounded to nothing: every response compressed anew, as Tornado's own gzip does.
+UNKEPT = ("import runpy, server.static_gzip as s; s.MAX_KEPT = 0; "
+          "runpy.run_path('app.py', run_name='__main__')")
+
+
+def _cpu(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(pages: int, kept: bool) -> tuple[float, float, int]:
+    """(server CPU ms per page, compressed MB per page, scripts per page)."""
+    port = free_port()
+    command = [sys.executable, "app.py"] if kept else [sys.executable, "-c", UNKEPT]
+    proc = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PORT": str(port)}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/"
+    try:
+        wait_for_http(base, proc)
+        html = urllib.request.urlopen(base).read().decode()
+        scripts = [base + u.lstrip("/") for u in re.findall(r'src="([^"]+\.js[^"]*)"', html) if "://" not in u]
+        start, size = _cpu(proc.pid), 0
+        for _ in range(pages):
+            for url in scripts:
+                request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
+                with urllib.request.urlopen(request) as r:
+                    size += len(r.read())
+        return (_cpu(proc.pid) - start) / pages * 1000, size / pages / 1e6, len(scripts)
+    finally:
+        stop(proc)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=20, help="pages' worth of scripts fetched from each server")
+    args = parser.parse_args(argv)
+    print(f"server CPU to send a page's scripts gzip-compressed, mean of {args.pages} pages:")
+    for kept in (True, False):
+        ms, mb, n = measure(args.pages, kept)
+        label = "each file compressed once" if kept else "compressed for every page"
+        print(f"  {label:<27} {ms:6.1f} ms a page  ({n} scripts, {mb:.2f} MB compressed)")
+
+
+if __name__ == "__main__":
+    main()
