@@ -9,7 +9,7 @@ page that asks.
 
 A path's query string is not part of the key (``?v=`` names a version, the ``Etag`` tells it), so requests for one
 file with ever new query strings keep one body, and what is kept is bounded: bodies of whole, successful
-(200), non-range GET responses only, each under :data:`MAX_BODY` bytes, all under :data:`MAX_KEPT`.
+(200) GET responses only, each under :data:`MAX_BODY` bytes, all under :data:`MAX_KEPT`.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ class StaticGZip(GZipContentEncoding):
 
     def __init__(self, request: httputil.HTTPServerRequest) -> None:
         super().__init__(request)
-        keepable = (request.method == "GET" and "/static/" in request.path and "Range" not in request.headers)
-        self._path = request.path if keepable else None
+        # a part of a file (a Range request) comes with 206, never kept
+        self._path = request.path if request.method == "GET" and "/static/" in request.path else None
         self._key: tuple[str, ...] | None = None
         self._parts: list[bytes] | None = None
         self._sent_kept = False
@@ -48,15 +48,18 @@ class StaticGZip(GZipContentEncoding):
         if self._path is not None and status_code == 200 and etag and modified and length and self._gzipping:
             self._key = (self._path, etag, modified, length)
         body = StaticGZip.kept.get(self._key) if self._key else None
+        if body is not None:
+            # the whole kept body now, with the headers Tornado's gzip gave it (the same file, so the same type), and
+            # nothing of the file's later chunks: no gzip stream opened, not even for this first chunk
+            headers["Vary"] = headers["Vary"] + ", Accept-Encoding" if "Vary" in headers else "Accept-Encoding"
+            headers["Content-Encoding"] = "gzip"
+            headers["Content-Length"] = str(len(body))
+            self._sent_kept = True
+            self._gzipping = False
+            return status_code, headers, body
         status_code, headers, chunk = super().transform_first_chunk(status_code, headers, chunk, finishing)
         if not self._gzipping or self._key is None:
             return status_code, headers, chunk
-        if body is not None:
-            # the whole kept body now, and nothing of the file's later chunks
-            self._sent_kept = True
-            self._gzipping = False
-            headers["Content-Length"] = str(len(body))
-            return status_code, headers, body
         self._parts = [chunk]
         if finishing:
             self._keep()

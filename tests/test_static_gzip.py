@@ -50,6 +50,8 @@ class StaticGZipTest(AsyncHTTPTestCase):
             assert r.code == 200 and r.headers["Content-Encoding"] == "gzip"
             assert gzip.decompress(r.body) == SCRIPT
         assert bodies[0].body == bodies[1].body == bodies[2].body
+        assert {r.headers["Vary"] for r in bodies} == {"Accept-Encoding"}
+        assert [int(r.headers["Content-Length"]) for r in bodies[1:]] == [len(bodies[0].body)] * 2
         assert Counting.opened == 1
         assert [key[:2] for key in StaticGZip.kept] == [("/static/app.js", bodies[0].headers["Etag"])]
 
