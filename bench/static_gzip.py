@@ -19,17 +19,14 @@ import sys
 import urllib.request
 from pathlib import Path
 
+import psutil
+
 from testing.server import free_port, stop, wait_for_http
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The app with what is kept bounded to nothing: every response compressed anew, as Tornado's own gzip does.
 UNKEPT = ("import runpy, server.static_gzip as s; s.MAX_KEPT = 0; "
           "runpy.run_path('app.py', run_name='__main__')")
-
-
-def _cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def measure(pages: int, kept: bool) -> tuple[float, float, int]:
@@ -43,13 +40,14 @@ def measure(pages: int, kept: bool) -> tuple[float, float, int]:
         wait_for_http(base, proc)
         html = urllib.request.urlopen(base).read().decode()
         scripts = [base + u.lstrip("/") for u in re.findall(r'src="([^"]+\.js[^"]*)"', html) if "://" not in u]
-        start, size = _cpu(proc.pid), 0
+        server = psutil.Process(proc.pid)
+        start, size = sum(server.cpu_times()[:2]), 0
         for _ in range(pages):
             for url in scripts:
                 request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})
                 with urllib.request.urlopen(request) as r:
                     size += len(r.read())
-        return (_cpu(proc.pid) - start) / pages * 1000, size / pages / 1e6, len(scripts)
+        return (sum(server.cpu_times()[:2]) - start) / pages * 1000, size / pages / 1e6, len(scripts)
     finally:
         stop(proc)
 
