@@ -9,22 +9,38 @@
     (el.textContent || el.value || el.tagName).trim().replace(/\s+/g, " ").slice(0, 40);
 
   const measure = document.createElement("canvas").getContext("2d");
-  function* deep(root) {
-    for (const el of root.querySelectorAll("*")) {
-      yield el;
-      if (el.shadowRoot) yield* deep(el.shadowRoot);
-    }
-  }
+  // Every element, through shadow roots, in document order (a host's shadow tree right after the host), listed
+  // once for the whole check: the page holds thousands (every tab shown before stays in it, hidden).
+  let all = null;
+  const deep = () => {
+    if (all) return all;
+    all = [];
+    const add = (root) => { for (const el of root.querySelectorAll("*")) { all.push(el); if (el.shadowRoot) add(el.shadowRoot); } };
+    add(document);
+    return all;
+  };
   const parentOf = (el) => el.parentElement || (el.getRootNode() instanceof ShadowRoot ? el.getRootNode().host : null);
+  // Nothing changes the page while it is checked: each element's style is asked for once, and whether it is
+  // hidden (itself or any box around it) is known from its parent's answer.
+  const styles = new Map();
+  const style = (el) => { let cs = styles.get(el); if (!cs) styles.set(el, cs = getComputedStyle(el)); return cs; };
   const overlap = (a, b, tol = 2) =>
     Math.min(a.right, b.right) - Math.max(a.left, b.left) > tol && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > tol;
   const box = (r) => ({left: r.left, top: r.top, right: r.right, bottom: r.bottom});
+  const hiddenOf = new Map();
   const hidden = (el) => {
-    for (let a = el; a; a = parentOf(a)) {
-      const cs = getComputedStyle(a);
-      if (cs.display === "none" || cs.visibility === "hidden" || cs.opacity === "0" || cs.clipPath.startsWith("inset(50%")) return true;
+    if (el == null) return false;
+    let h = hiddenOf.get(el);
+    if (h === undefined) {
+      // the boxes around it first: inside a hidden one (a tab shown before), its own style is never needed
+      h = hidden(parentOf(el));
+      if (!h) {
+        const cs = style(el);
+        h = cs.display === "none" || cs.visibility === "hidden" || cs.opacity === "0" || cs.clipPath.startsWith("inset(50%");
+      }
+      hiddenOf.set(el, h);
     }
-    return false;
+    return h;
   };
   // The part of `r` one can see, and whether `r` is cut off: clipped by an ancestor that does not scroll, or by the
   // window's edge, with no scroll container on the way that could bring it into view.
@@ -33,7 +49,7 @@
   function visibility(el, r) {
     let seen = box(r), cut = false, scroller = null;
     for (let a = parentOf(el); a; a = parentOf(a)) {
-      const cs = getComputedStyle(a);
+      const cs = style(a);
       const ox = cs.overflowX, oy = cs.overflowY;
       if (ox === "visible" && oy === "visible") continue;
       const ar = a.getBoundingClientRect();
@@ -51,7 +67,7 @@
   // them, scroll containers included, so nobody has to scroll to see them ---
   if (answer) {
     let readout = null;
-    for (const el of deep(document)) if (el.getAttribute && el.getAttribute("data-testid") === "readout") { readout = el; break; }
+    for (const el of deep()) if (el.getAttribute && el.getAttribute("data-testid") === "readout") { readout = el; break; }
     const text = readout && (readout.shadowRoot?.querySelector(".bk-clearfix") ?? readout);
     if (text == null) return ["no readout"];
     const walker = document.createTreeWalker(text, NodeFilter.SHOW_TEXT);
@@ -98,9 +114,9 @@
     // --- nothing scrolls sideways unless it shows that it does: headless Chromium draws no scroll bars, so an element
     // that scrolls sideways must carry the page's scroll hint (--ae-scroll-hint: 1, static/theme.css: a bar drawn
     // and a shadow at the side where more waits); anything else wider than its box is a table to reflow or shrink ---
-    for (const el of deep(document)) {
+    for (const el of deep()) {
       if (!(el instanceof HTMLElement) || el.scrollWidth <= el.clientWidth + 1) continue;
-      const cs = getComputedStyle(el);
+      const cs = style(el);
       if (!["auto", "scroll"].includes(cs.overflowX) || hidden(el)) continue;
       if (cs.getPropertyValue("--ae-scroll-hint").trim() !== "1") {
         const host = el.getRootNode() instanceof ShadowRoot ? el.getRootNode().host : null;
@@ -114,16 +130,25 @@
     const texts = [];   // {el, r, seen, label, group}
     const marks = [];   // boxes that text must not hide: figure canvases, SVG chart marks
     const small = [];
-    for (const el of deep(document)) {
+    for (const el of deep()) {
       if (["STYLE", "SCRIPT", "TITLE", "NOSCRIPT", "TEMPLATE", "OPTION"].includes(el.tagName)) continue;
-      if (el.closest(".katex-mathml")) continue;
       const isInput = (el.tagName === "INPUT" && !["checkbox", "radio", "hidden", "file"].includes(el.type)) || el.tagName === "SELECT";
-      const own = [...el.childNodes].filter((n) => n.nodeType === 3 && n.textContent.trim() && n.textContent.trim() !== "\u200b");
-      if (el.classList.contains("bk-Canvas")) {
+      const isCanvas = el.classList.contains("bk-Canvas");
+      const isMark = el instanceof SVGElement && ["rect", "line"].includes(el.tagName) && !el.classList.contains("axis");
+      const own = [];
+      for (const n of el.childNodes) {
+        if (n.nodeType !== 3) continue;
+        const t = n.textContent.trim();
+        if (t && t !== "\u200b") own.push(n);
+      }
+      // most elements hold no text of their own and draw nothing: nothing more to ask of them
+      if (!own.length && !isInput && !isCanvas && !isMark) continue;
+      if (el.closest(".katex-mathml")) continue;
+      if (isCanvas) {
         const r = el.getBoundingClientRect();
         if (r.width > 2 && r.height > 2 && !hidden(el)) marks.push({el, r: visibility(el, r).seen, label: "figure " + name(parentOf(el) || el)});
       }
-      if (el instanceof SVGElement && ["rect", "line"].includes(el.tagName) && !el.classList.contains("axis")) {
+      if (isMark) {
         const r = el.getBoundingClientRect();
         if ((r.width > 1 || r.height > 1) && !hidden(el)) marks.push({el, r: visibility(el, r).seen, label: `chart ${el.tagName}.${el.getAttribute("class") || ""}`, svg: el.ownerSVGElement});
       }
@@ -149,14 +174,14 @@
       // a select's scrollWidth never exceeds its box in some Chromium builds, however much of its choice is cut:
       // each choice it can show is measured in its own font against the room inside its padding (the arrow's)
       if (el.tagName === "SELECT") {
-        const cs = getComputedStyle(el);
+        const cs = style(el);
         measure.font = cs.font;
         const room = el.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
         for (const option of el.options)
           if (measure.measureText(option.text).width > room + 1) problems.push(`an input too narrow for its text: "${option.text}"`);
       }
       if (minFont) {
-        const size = parseFloat(getComputedStyle(el).fontSize);
+        const size = parseFloat(style(el).fontSize);
         // KaTeX's index letters (the i of s_i, the j under a sum): letters only, never a number
         const script = !!el.closest(".katex") && !/\d/.test(el.textContent);
         if (size < minFont - 0.01 && !script) small.push(`${label(el)} ${size.toFixed(1)} px`);
