@@ -23,6 +23,10 @@ from testing.server import free_port, stop, wait_for_http  # noqa: F401  (the te
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "tests" / "ui" / "screenshots"
+#: ``SCREENSHOTS=1``: the layout walks save every tab on every screen in :data:`SCREENSHOTS`, for a person to look
+#: at; otherwise only those of a tab that fails (each costs the page and the browser about 0.1 s of CPU, and the walks
+#: show some 500 tabs).
+EVERY_SCREENSHOT = os.environ.get("SCREENSHOTS", "") not in ("", "0")
 #: The only fonts the tests' Chromium sees, the same on every machine (see the file).
 FONTS = ROOT / "tests" / "ui" / "fonts.conf"
 #: Each font file :data:`FONTS` needs, by the Debian package that has it (tests/ui/fonts.txt, which scripts/test reads).

@@ -7,8 +7,8 @@ walked again (checked to fail when a layout goes wrong only at a size the page w
 in ``layout_checks.js``: text over text, text over a figure or a chart's marks, text cut off outside any scroll
 container, inputs too narrow for their numbers, Bokeh labels over labels or markers or out of their frame, titles
 wider than their figure, the page scrolling, less room for the shown tab's scrolling area than
-:data:`MIN_TAB_HEIGHT`, and in projector mode from 1024×768 up, text under 20 px. A screenshot of each lands in
-``tests/ui/screenshots/``.
+:data:`MIN_TAB_HEIGHT`, and in projector mode from 1024×768 up, text under 20 px. A screenshot of a tab that fails
+lands in ``tests/ui/screenshots/``; with ``SCREENSHOTS=1``, one of every tab on every screen.
 
 The Projections tab's planes are swept on the screens where they are smallest: every preset and the first
 "New draw" results, with each W chosen, no label over another or a marker, none out of its frame.
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.ui.conftest import SCREENSHOTS
+from tests.ui.conftest import EVERY_SCREENSHOT, SCREENSHOTS
 from tests.ui.helpers import (
     _DEEP,
     PATIENCE,
@@ -222,8 +222,9 @@ def _every_tab_fits(open_page, screens: list[str], mode: str, theme: str, lang: 
             found = _tab_problems(page, screen, mode, k, tab, built=n > 0)
             if found:
                 problems[f"{screen}, {tab}"] = found
-            slug = re.sub(r'[^a-z0-9]+', '_', tab.lower())
-            page.screenshot(path=SCREENSHOTS / f"{prefix}-{screen}-{mode}-{theme}-{slug}.png")
+            if found or EVERY_SCREENSHOT:
+                slug = re.sub(r'[^a-z0-9]+', '_', tab.lower())
+                page.screenshot(path=SCREENSHOTS / f"{prefix}-{screen}-{mode}-{theme}-{slug}.png")
     assert not problems, "\n".join(f"{where}: {p}" for where, ps in problems.items() for p in ps)
     return page.evaluate(TAB_TITLES)
 
