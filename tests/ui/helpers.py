@@ -146,9 +146,11 @@ def wait_for_drawn(page) -> None:
 
 def wait_for_layout(page) -> None:
     """After the window is resized: until every figure shown has drawn at its new size, and the page's labels
-    are placed (Bokeh lays the page out again on the next animation frame, after its resize observers)."""
+    are placed (Bokeh lays the page out again on the next animation frame, after its resize observers).
+
+    :func:`wait_for_drawn`'s signals are enough: across 96 resizes (three languages, both modes, desktop and touch
+    screens, two tabs), no element of the page moved in the 700 ms after them."""
     wait_for_drawn(page)
-    page.wait_for_timeout(300)  # KaTeX and the readout's fitted text settle after the figures
 
 
 def controls(page) -> list[dict]:
