@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import panel as pn
 from bokeh.core.property.validation import without_property_validation
+from bokeh.models import Column as BkColumn
 from bokeh.models import (
     ColumnDataSource,
     CustomJS,
@@ -38,6 +39,7 @@ from bokeh.models import (
     Text,
     TextInput,
 )
+from bokeh.models import Row as BkRow
 from bokeh.plotting import figure
 
 from core import I_LOVE_NLP, linear_values_reachable, saturation, self_attention, temperature_sweep
@@ -356,15 +358,19 @@ class ProjectionsView(View):
         self._inputs[key] = w
         return w
 
-    def _grid(self, title: str, kind: str, rows: list[str], n: int) -> pn.Column:
+    def _grid(self, title: str, kind: str, rows: list[str], n: int) -> pn.pane.Bokeh:
+        # Bokeh's own layouts and Divs, one Panel pane around them: built of Panel rows and panes (a pane for
+        # each label and each box), the four grids were about half the tab's first showing, one turn of the
+        # server's loop that every other page waits behind (bench/HISTORY.md)
         def label(html, width, css=()):
-            return styled(pn.pane.HTML(f"<span class='label'>{html}</span>", width=width, margin=(6, 3),
-                                       css_classes=list(css)))
+            return Div(text=f"<span class='label'>{html}</span>", width=width, margin=(6, 3, 6, 3),
+                       css_classes=list(css), stylesheets=[HEADS_CSS])
         # the rows' names widen with projector text (heads.css: .row-name): at 70 px "x_love" ran into its box
-        head = pn.Row(label(title, 70, ["row-name"]), label("[1]", 84), label("[2]", 84), margin=0)
-        body = [pn.Row(label(escape(rows[i]), 70, ["row-name"]), *(self._field((kind, i, c), f"field-{kind}-{i}-{c}")
-                                                        for c in range(2)), margin=0) for i in range(n)]
-        return pn.Column(head, *body, margin=(0, 12, 6, 0))
+        head = BkRow(children=[label(title, 70, ["row-name"]), label("[1]", 84), label("[2]", 84)])
+        body = [BkRow(children=[label(escape(rows[i]), 70, ["row-name"]),
+                                *(self._field((kind, i, c), f"field-{kind}-{i}-{c}") for c in range(2))])
+                for i in range(n)]
+        return pn.pane.Bokeh(BkColumn(children=[head, *body], margin=(0, 12, 6, 0)), margin=0)
 
     # --- input ------------------------------------------------------------------------------------------------------
 
