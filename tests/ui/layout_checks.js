@@ -9,14 +9,19 @@
     (el.textContent || el.value || el.tagName).trim().replace(/\s+/g, " ").slice(0, 40);
 
   const measure = document.createElement("canvas").getContext("2d");
-  // Every element, through shadow roots, in document order (a host's shadow tree right after the host), listed
-  // once for the whole check: the page holds thousands (every tab shown before stays in it, hidden).
+  // Every element under `root`, through shadow roots, in document order (a host's shadow tree right after the
+  // host), to `visit` until it returns false.
+  const each = (root, visit) => {
+    for (const el of root.querySelectorAll("*")) {
+      if (visit(el) === false || (el.shadowRoot && each(el.shadowRoot, visit) === false)) return false;
+    }
+    return true;
+  };
+  // The page's elements, listed once for the whole check: the page holds thousands (every tab shown before stays
+  // in it, hidden).
   let all = null;
   const deep = () => {
-    if (all) return all;
-    all = [];
-    const add = (root) => { for (const el of root.querySelectorAll("*")) { all.push(el); if (el.shadowRoot) add(el.shadowRoot); } };
-    add(document);
+    if (all == null) { all = []; each(document, (el) => { all.push(el); }); }
     return all;
   };
   const parentOf = (el) => el.parentElement || (el.getRootNode() instanceof ShadowRoot ? el.getRootNode().host : null);
@@ -67,7 +72,7 @@
   // them, scroll containers included, so nobody has to scroll to see them ---
   if (answer) {
     let readout = null;
-    for (const el of deep()) if (el.getAttribute && el.getAttribute("data-testid") === "readout") { readout = el; break; }
+    each(document, (el) => { if (el.getAttribute?.("data-testid") !== "readout") return true; readout = el; return false; });
     const text = readout && (readout.shadowRoot?.querySelector(".bk-clearfix") ?? readout);
     if (text == null) return ["no readout"];
     const walker = document.createTreeWalker(text, NodeFilter.SHOW_TEXT);
