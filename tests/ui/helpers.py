@@ -144,15 +144,6 @@ def wait_for_drawn(page) -> None:
                                timeout=PATIENCE, polling="raf")
 
 
-def wait_for_layout(page) -> None:
-    """After the window is resized: until every figure shown has drawn at its new size, and the page's labels
-    are placed (Bokeh lays the page out again on the next animation frame, after its resize observers).
-
-    :func:`wait_for_drawn`'s signals are enough: across 96 resizes (three languages, both modes, desktop and touch
-    screens, two tabs), no element of the page moved in the 700 ms after them."""
-    wait_for_drawn(page)
-
-
 def controls(page) -> list[dict]:
     """Visible buttons, inputs, tabs, figures and the readout: their names and page rectangles.
 
