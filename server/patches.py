@@ -12,6 +12,8 @@ import when it is served). Each is idempotent, and each is the process's, never 
 - :func:`server.transport.hold_page_events`: each of a page's events processed inside a hold of its document
   (a change a view writes into a Bokeh model is otherwise lost, with a traceback);
 - :func:`server.transport.pace_page_events`: each of a page's events through its session's pacing;
+- :func:`server.transport.skip_link_walks_without_links`: no walk of a page for Panel links after a change of a
+  layout while no link is registered (this app makes none);
 - :func:`server.build_gate.pace_page_builds`: page builds take their share of the loop, not all of it, and
   :func:`server.build_gate.charge_page_loads`: a loaded page's ``onload`` work counts towards that share.
 
@@ -25,7 +27,13 @@ from __future__ import annotations
 from server.bokeh_defaults import install as keep_stable_defaults
 from server.build_gate import charge_page_loads, pace_page_builds
 from server.logs import install_log_redaction
-from server.transport import hold_page_events, install_websocket_guard, pace_page_events, run_sessions_on_the_loop
+from server.transport import (
+    hold_page_events,
+    install_websocket_guard,
+    pace_page_events,
+    run_sessions_on_the_loop,
+    skip_link_walks_without_links,
+)
 
 __all__ = ["install", "keep_stable_defaults"]
 
@@ -38,5 +46,6 @@ def install() -> None:
     run_sessions_on_the_loop()
     hold_page_events()
     pace_page_events()
+    skip_link_walks_without_links()
     pace_page_builds()
     charge_page_loads()

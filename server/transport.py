@@ -15,6 +15,7 @@ as the page has loaded (``pn.state.onload``): that works the same under ``python
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import math
@@ -474,6 +475,37 @@ def walk_models_once(doc):
             models.recompute()
 
 
+def skip_link_walks_without_links() -> None:
+    """Panel looks for its links (``jslink``, ``jscallback``) after a change of a layout only while one is registered.
+
+    From the first link any page of the process made, Panel's hook (``panel.links.Callback._process_callbacks``)
+    walked the changed page after each change of any of its layouts (every Panel object, then every Bokeh model
+    under the change, the whole page for a tab shown the first time), even in a page with no link, and with the
+    registry empty again. This app makes no Panel link (its discrete sliders' labels follow through Bokeh's own
+    callback: ``widgets/base.py``), so the walks found nothing, and took 50–60 ms of a tab's first showing on a
+    page with most tabs built. With a link registered, Panel's hook runs as before. Idempotent;
+    ``tests/test_transport.py`` fails if Panel's names move.
+    """
+    from panel.links import Callback
+
+    original = Callback._process_callbacks.__func__
+    if getattr(original, "only_with_links", False):
+        return
+
+    def process_callbacks(cls, root_view, root_model, changed=None, old_models=None):
+        if not any(Callback.registry.values()):  # a link unwatched leaves its source's empty list
+            return None
+        return original(cls, root_view, root_model, changed, old_models)
+
+    process_callbacks.only_with_links = True
+    Callback._process_callbacks = classmethod(functools.update_wrapper(process_callbacks, original))
+    # Panel put its hook in the list when its first link was made, which may have been before this call
+    from panel.viewable import Viewable
+
+    Viewable._preprocessing_hooks[:] = [Callback._process_callbacks if getattr(hook, "__func__", None) is original
+                                        else hook for hook in Viewable._preprocessing_hooks]
+
+
 #: Panel's two methods that process a page's events in a session (``panel.reactive.Syncable``): a widget's change,
 #: and an event (a click, a message).
 PAGE_EVENT_HANDLERS = ("_change_event", "_process_bokeh_event")
@@ -482,8 +514,6 @@ PAGE_EVENT_HANDLERS = ("_change_event", "_process_bokeh_event")
 def _wrap_page_event_handlers(flag: str, wrap) -> None:
     """Replace each of :data:`PAGE_EVENT_HANDLERS` with ``wrap(method)``, marked with the attribute ``flag``; a method
     already marked is left alone (so each wrapping is made once)."""
-    import functools
-
     from panel.reactive import Syncable
 
     for name in PAGE_EVENT_HANDLERS:
@@ -505,7 +535,6 @@ def pace_page_events() -> None:
     session's next message only once its queue is empty. Outside a served page nothing changes. Idempotent;
     ``tests/test_transport.py`` fails if Panel's names move.
     """
-    import functools
 
     def paced(original):
         def run(self, doc, *args):

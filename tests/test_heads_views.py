@@ -82,6 +82,35 @@ def test_typed_numbers_go_to_the_state_and_bad_ones_are_marked(view, state):
     assert state.temperature == 10.0 and view._inputs[("t",)].value == "10"
 
 
+@pytest.mark.parametrize("which", ["temperature", "n"])
+def test_a_discrete_sliders_option_is_shown_by_the_slider_without_a_panel_link(state, which):
+    """Panel's DiscreteSlider shows its option in a text above it through a Panel link, and from the first link in
+    the process Panel walked every page after each change of a layout (server/transport.py,
+    skip_link_walks_without_links); the page also wrote that text, which the server refuses. Here no link is
+    registered, and the slider's own title shows the option, formatted in the page from the options' labels,
+    also for new labels (another language)."""
+    from panel.links import Callback
+
+    view = ProjectionsView(state=state) if which == "temperature" else CostView(state=state)
+    slider = view.t_slider if which == "temperature" else view.n
+    root = view.__panel__().get_root(Document())
+    ref = root.ref["id"]
+
+    def shown():
+        assert not Callback.registry.get(slider._slider) and not slider._text.visible
+        model = slider._slider._models[ref][0]
+        labels = model.format.args["labels"]
+        assert model.show_value and model.format.code == "return labels[tick]"
+        return model.title, labels[model.value], labels[-1]
+
+    english = {"temperature": ("Temperature T", "1.4142 = √d_k", "100"), "n": ("n (tokens)", "256", "4096")}
+    french = {"temperature": ("Température T", "1,4142 = √d_k", "100"), "n": ("n (jetons)", "256", "4096")}
+    assert shown() == english[which]
+    first = slider._slider
+    state.lang = "fr"  # new labels (Panel makes a new slider for them)
+    assert slider._slider is not first and shown() == french[which]
+
+
 def test_a_box_the_view_fills_during_a_held_document_is_not_read_back_as_input(view, state):
     """A Bokeh document on hold (as the server holds a page's while it takes an event) calls a text box's
     callbacks after the view's own write has ended: the 4-decimal text it wrote must not round the state."""

@@ -311,6 +311,48 @@ def test_a_page_event_that_changes_several_layouts_walks_the_document_once():
         assert all(doc.get_model_by_id(m.id) is m for m in left._models[root.ref["id"]][0].children)
 
 
+def test_panel_looks_for_links_after_a_layout_change_only_while_one_is_registered(monkeypatch):
+    """From the first Panel link the process made, Panel's hook walked a page for links after each change of any of
+    its layouts (each Panel object, each Bokeh model under the change), with no link left: 50-60 ms of a tab's first
+    showing. After :func:`server.transport.skip_link_walks_without_links`, no walk while no link is registered, and
+    Panel's own behaviour while one is: the link's callback reaches the page."""
+    from bokeh.document import Document
+    from panel.links import Callback
+    from panel.viewable import Viewable
+
+    from server.transport import skip_link_walks_without_links
+
+    # Panel's hook, watched, as Panel installs it at the first link made; other tests' links, if any, left aside
+    walks, hook = [], Callback._process_callbacks.__func__
+
+    def process_callbacks(cls, root_view, root_model, changed=None, old_models=None):
+        walks.append(changed)
+        return hook(cls, root_view, root_model, changed, old_models)
+
+    monkeypatch.setattr(Callback, "_process_callbacks", classmethod(process_callbacks))
+    monkeypatch.setattr(Callback, "registry", type(Callback.registry)())
+    monkeypatch.setattr(Viewable, "_preprocessing_hooks",
+                        [h for h in Viewable._preprocessing_hooks if getattr(h, "__self__", None) is not Callback])
+    slider, text = pn.widgets.IntSlider(), pn.widgets.StaticText()
+    slider.jslink(text, value="value").unwatch()  # Panel's hook is installed, and no link is left in its registry
+    skip_link_walks_without_links()
+    skip_link_walks_without_links()  # idempotent
+    assert Callback._process_callbacks.__func__.only_with_links
+    assert Callback._process_callbacks in Viewable._preprocessing_hooks
+    left = pn.Column(pn.pane.HTML("a"))
+    page = pn.Column(left, slider, text)
+    doc = page.server_doc(Document())  # a page Panel keeps as a view: it runs its hooks after its layouts change
+    root = doc.roots[0]
+    walks.clear()
+    left.objects = [pn.pane.HTML("b")]
+    assert walks == [] and left._models[root.ref["id"]][0].children[0].text.endswith("b")
+    link = slider.jslink(text, value="value")  # a link registered: Panel looks for it, and its callback is added
+    left.objects = [pn.pane.HTML("c")]
+    model = slider._models[root.ref["id"]][0]
+    assert walks == [left] and any(id(link) in cb.tags[0] for cb in model.js_property_callbacks["change:value"])
+    page._cleanup(root)
+
+
 def test_a_page_message_after_its_session_ended_is_dropped_without_a_traceback():
     """A server stopping lets its sessions go while a page's events may wait their turn in the guard; Bokeh's handler
     then asserted there was a session and logged a traceback for the click. Now nothing is handled."""

@@ -37,7 +37,7 @@ from core.cost import D_K, NN_ARRAYS
 from server.cost import CACHE_KEY, CostCache, cost_cache  # noqa: F401  (the process's measurements, also named here)
 from session.heads import COST_SIZES
 from session.i18n import N_, Translator, translator
-from widgets.base import View
+from widgets.base import DiscreteSlider, View
 from widgets.glyphs import draw
 from widgets.projections import styled
 
@@ -92,7 +92,7 @@ class CostView(View):
         self._doc = pn.state.curdoc
         self._generation = 0
         self._syncing = False
-        self.n = styled(pn.widgets.DiscreteSlider(options=list(COST_SIZES), value=s.cost_n, width=320))
+        self.n = styled(DiscreteSlider(options=list(COST_SIZES), value=s.cost_n, width=320))
         self.n.param.watch(self._on_slider, "value")
         self.progress = styled(pn.indicators.Progress(value=0, max=1, width=220, visible=False,
                                                       css_classes=["cost-progress"], margin=(14, 8)))

@@ -48,7 +48,7 @@ from link.projections import PROJECTIONS_JS, ProjectionChannel, handle_names, pr
 from session.heads import DEFAULT_TEMPERATURE, HEAD_TOKENS, PROJECTION_CHOICES, ROLES
 from session.i18n import N_, Translator, translator
 from session.state import AttentionState
-from widgets.base import View
+from widgets.base import DiscreteSlider, View
 from widgets.glyphs import draw, labels_placed_in_page, show_extent, shown_extent, true_units
 from widgets.query_plot import label_sides
 from widgets.style import COMPONENT_CSS, mark_invalid, token_color
@@ -242,7 +242,7 @@ class ProjectionsView(View):
         grids = [self._grid("X", "x", [f"x_{t}" for t in HEAD_TOKENS], 3)]
         grids += [self._grid(name, f"w{k}", ["e₁", "e₂"], 2) for k, name in enumerate(ROLES)]
 
-        self.t_slider = styled(pn.widgets.DiscreteSlider(
+        self.t_slider = styled(DiscreteSlider(
             label=tr._("Temperature T"), options={t_label(t, tr): t for t in T_STOPS}, value=DEFAULT_TEMPERATURE,
             width=300))
         self.t_slider.param.watch(self._on_t_slider, "value")

@@ -19,6 +19,7 @@ from tests.loop_reference import attention as loop_attention
 from tests.ui.conftest import SCREENSHOTS
 from tests.ui.helpers import (
     _DEEP,
+    PATIENCE,
     SHOWN_TAB,
     readout,
     settle,
@@ -227,6 +228,20 @@ def test_two_heads_attend_to_different_tokens_and_one_is_shown_in_the_explorer(p
     wait_for_readout(page, r'Query of "love": q = \(2\.500, 0\.000\)', timeout=20_000)
     assert weights(page) == pytest.approx(love, abs=5e-5)
     assert "Dot products q·k: I 5.0000, love 2.5000, NLP -2.5000" in readout(page)
+
+
+def test_the_temperature_slider_shows_its_option_as_it_moves(page):
+    """The temperature's slider names its option in its title as it moves (formatted by the page: widgets/base.py,
+    DiscreteSlider), the server takes the value (its box shows it), and the page writes nothing the server refuses
+    (Panel's own slider wrote its text above, refused: the fixture's check of the server's log)."""
+    show_tab(page, "Projections", "projection-x")
+    title = page.locator(".bk-slider-title", has_text="Temperature T")
+    assert title.text_content().replace("\u00a0", " ") == "Temperature T: 1.4142 = √d_k"
+    title.locator("xpath=..").locator(".noUi-handle").focus()
+    page.keyboard.press("End")
+    page.wait_for_function("(el) => el.textContent.endsWith('100')", arg=title.element_handle(), timeout=PATIENCE)
+    page.wait_for_function("(box) => box.value === '100'", arg=page.locator(".field-t input").element_handle(),
+                           timeout=PATIENCE)
 
 
 # --- the n² cost beside another learner ----------------------------------------------------------------------------
