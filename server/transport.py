@@ -437,6 +437,31 @@ def hold_page_events() -> None:
     _wrap_page_event_handlers("holds_document", held)
 
 
+def later_turn(doc, work, after: float) -> bool:
+    """Run ``work()`` (no arguments) on ``doc``'s session ``after`` seconds from now, in a turn of the loop of its own,
+    as a page's event is run (the document held, walked once: :func:`hold_page_events`) and not counted against the
+    session's share (:func:`server.pacing.once_a_page`: a tab's first showing, which a page does once).
+
+    The turns between are other pages': a tab's first showing built its views and their Bokeh models in one turn
+    of 150-250 ms served, during which every other page's answer waited; built in one turn and put in the page
+    in the next, each is about half, and other pages' answers come between (``widgets/tabs.py``).
+    Returns False, and runs nothing, outside a served page (a test, a notebook): the caller does the work at once.
+    """
+    if doc is None or doc.session_context is None:
+        return False
+    from panel.io.document import hold
+    from panel.io.state import set_curdoc
+
+    from server.pacing import once_a_page
+
+    def run():
+        with set_curdoc(doc), once_a_page(doc), hold(doc), walk_models_once(doc):
+            work()
+
+    doc.add_timeout_callback(run, max(1, round(after * 1000)))
+    return True
+
+
 @contextmanager
 def walk_models_once(doc):
     """Within the block, Bokeh walks ``doc``'s models (to find every model its roots reach) at most once, at the end,

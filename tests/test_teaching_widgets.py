@@ -286,6 +286,44 @@ def test_lazy_tabs_tell_a_built_tab_when_it_is_shown_or_hidden():
     assert seen == [True, False, True]
 
 
+def test_a_tab_a_served_page_shows_is_built_in_one_turn_and_put_in_the_page_in_a_later_one(monkeypatch):
+    """In one turn of the server's loop, building a tab's views and putting their models in the page took 150-250 ms,
+    which every other page's answer waited behind; the second half now runs in a later turn, after as long as the
+    first took (other pages' answers come between), the document held. The page's first tab is in it at once."""
+    import time
+    from types import SimpleNamespace
+
+    import panel as pn
+    from bokeh.document import Document
+    from panel.io.state import set_curdoc
+
+    from widgets.tabs import Unbuilt, lazy_tabs
+
+    served = SimpleNamespace(id="s", request=SimpleNamespace(arguments={}, headers={}, cookies={}))
+    monkeypatch.setattr(Document, "session_context", property(lambda self: served))  # as a served page's
+    doc, later = Document(), []
+    doc.add_timeout_callback = lambda callback, ms: later.append((callback, ms))
+    second = pn.Column("second")
+
+    def build():
+        time.sleep(0.05)
+        return second
+    with set_curdoc(doc):
+        tabs = lazy_tabs(("one", lambda: pn.Column("first")), ("two", build))
+        root = tabs.get_root(doc)
+        doc.add_root(root)
+        assert not isinstance(tabs[0], Unbuilt) and later == []  # the first tab: built and placed as the page loads
+        tabs.active = 1
+        assert isinstance(tabs[1], Unbuilt) and len(later) == 1  # built (the sleep), not yet in the page
+        (place, ms), = later
+        assert 50 <= ms < 1000
+        held = []
+        monkeypatch.setattr(doc, "hold", lambda *a, **k: (held.append(a), Document.hold(doc, *a, **k)))
+        place()
+    assert tabs[1] is second and held
+    assert tabs._models[root.ref["id"]][0].tabs[1].child is second._models[root.ref["id"]][0]
+
+
 def test_a_layout_changed_in_a_page_with_lazy_tabs_is_not_followed_by_a_walk_of_the_whole_page():
     """Panel walks every model of a page after any change of a layout in it when something in the page has a
     Panel link (``jscallback``, ``jslink``), as the tabs had for bringing a tapped tab into view; the tabs' model
