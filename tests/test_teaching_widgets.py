@@ -358,18 +358,22 @@ def test_a_layout_changed_in_a_page_with_lazy_tabs_is_not_followed_by_a_walk_of_
     assert root not in walked
 
 
-def test_the_editor_builds_its_table_once_for_examples_of_two_shapes_and_hides_what_one_does_not_need(state):
+def test_the_editor_builds_its_table_once_for_examples_of_two_shapes_and_hides_what_one_does_not_need(state,
+                                                                                                       monkeypatch):
     """A new table is a model per box (the costliest thing a click made the server do, 0.3-0.6 s under a flood
-    of "Reset example" and "Explore head"); a table for the larger shape serves the smaller one, its extra boxes
-    hidden, and what is written into a hidden box is not taken."""
-    ed = Editor(state=state)
+    of "Reset example" and "Explore head"); one table serves the examples' shapes, built for 2-D values from the
+    first (the course's 1-D ones hide the second box), and what is written into a hidden box is not taken."""
     builds = []
-    build = ed._build
-    ed._build = lambda *shape: (builds.append(shape), build(*shape))
-    state.preset = "Module 2: vector values"  # values of two entries: one box more a row
+    build = Editor._build
+    monkeypatch.setattr(Editor, "_build", lambda self, *shape: (builds.append(shape), build(self, *shape)))
+    ed = Editor(state=state)  # the course's example: 1-D values
+    assert builds == [(3, 2, 2)] and not ed._built_inputs[("v", 0, 1)].visible
+    state.preset = "Module 2: vector values"  # values of two entries: one box more a row, shown
     assert builds == [(3, 2, 2)]
     wide = ed._built_inputs[("v", 0, 1)]
     assert wide.visible and ed._inputs[("v", 0, 1)] is wide
+    state.show_head_in_explorer(1)  # a head's 2-D values
+    assert builds == [(3, 2, 2)] and wide.visible
     for _ in range(3):
         state.preset = "Section 6: scalar values"
         state.preset = "Module 2: vector values"

@@ -21,6 +21,11 @@ from session.state import MAX_TOKENS, MIN_TOKENS, AttentionState
 from widgets.style import mark_invalid
 
 FIELD_WIDTH = 74
+#: The table has boxes for at least this many entries of a key and of a value (d_k, d_v), hidden where an example
+#: has fewer: every example the page loads has 2-D keys, and 1-D or 2-D values, so one table serves them all. Built
+#: for the 1-D values of Section 6, the table was built anew at the first example with 2-D ones ("Module 2",
+#: "Explore head"): one turn of 110-130 ms of the server's loop, which every other page waited behind.
+TABLE_AT_LEAST = (2, 2)
 NAME_WIDTH = 96
 #: The preset menu's widest (CSS px): "Module 2 : valeurs vectorielles" in projector mode's 20 px text, with room.
 PRESET_MAX_WIDTH = 440
@@ -170,11 +175,13 @@ class Editor(pn.viewable.Viewer):
 
     def _fit(self, shape) -> None:
         """Show the table for ``shape`` = (n, d_k, value dims, d_v): a new one only for a shape larger than any
-        shown before; a smaller one hides the rows and boxes it does not need (a new table is a model per box,
-        the costliest thing a click can make the server do, and examples of two shapes alternate)."""
+        shown before (and than :data:`TABLE_AT_LEAST`); a smaller one hides the rows and boxes it does not need (a
+        new table is a model per box, the costliest thing a click can make the server do, and examples of two
+        shapes alternate)."""
         n, d_k, ndim, d_v = shape
-        if any(want > have for want, have in zip((n, d_k, d_v), self._grid, strict=True)):
-            self._build(*(max(want, have) for want, have in zip((n, d_k, d_v), self._grid, strict=True)))
+        want = (n, max(d_k, TABLE_AT_LEAST[0]), max(d_v, TABLE_AT_LEAST[1]))
+        if any(w > have for w, have in zip(want, self._grid, strict=True)):
+            self._build(*(max(w, have) for w, have in zip(want, self._grid, strict=True)))
         for a, header in enumerate(self._k_headers):
             header.visible = a < d_k
         for a, header in enumerate(self._v_headers):
