@@ -197,8 +197,13 @@ class _PageReader(Deserializer):
     _decode_object_ref = _decode_ref
 
 
-def check_page_events(events: list, doc) -> str | None:
+def check_page_events(events: list, doc, unoffered: list | None = None) -> str | None:
     """Why Bokeh could not apply a page's screened ``events`` to ``doc`` (None if it can), found before any is applied.
+
+    Into ``unoffered`` (if given) go ``(index, "Model.attr")`` of each write of a value the page's control does not
+    offer (:func:`_offered`: a tab, a choice, a slider's position that does not exist), which the caller drops: a
+    page sends one only if the server changed the control (fewer heads to choose from) while the page's click was
+    on its way, so its connection is kept.
 
     Each event is read as Bokeh reads it (its ``Deserializer``, references resolved in ``doc``) and each written
     value checked against its property as Bokeh checks it when it sets it (``Property.prepare_value``). Bokeh
@@ -213,7 +218,7 @@ def check_page_events(events: list, doc) -> str | None:
         return None if doc.models.seen(e.id) else "a model the document does not have"
     except Exception as e:  # noqa: BLE001  (anything Bokeh's reader raises on what a page sent)
         return f"a patch Bokeh cannot read ({type(e).__name__})"
-    for event in decoded:
+    for index, event in enumerate(decoded):
         if event["kind"] == "MessageSent":
             if event.get("msg_type") != "bokeh_event" or not isinstance(event.get("msg_data"), Event):
                 return "a message no page sends"
@@ -228,7 +233,35 @@ def check_page_events(events: list, doc) -> str | None:
             model.lookup(attr).property.prepare_value(model, attr, event.get("new"))
         except Exception:  # noqa: BLE001  (ValueError mostly; the value's own message would quote it whole)
             return f"a value {name} cannot hold"
+        if unoffered is not None and not _offered(model, attr, event.get("new")):
+            unoffered.append((index, name))
     return None
+
+
+def _offered(model, attr: str, value) -> bool:
+    """Whether ``value``, of the right type for ``model.attr``, is one the page's control offers: a tab, a choice or a
+    slider's position that exists. Bokeh checks only the type, and Panel then looked up a tab or a choice past the
+    end (an IndexError, logged with its traceback, each time: 2,000 such writes on one connection, 30 kB of log) or
+    took -1 as the last."""
+    from bokeh.models import AbstractSlider, Select, Tabs
+    from bokeh.models.widgets.groups import AbstractGroup
+
+    def indices(values, count):
+        return all(isinstance(i, int) and 0 <= i < count for i in values)
+
+    if isinstance(model, Tabs) and attr == "active":
+        return indices([value], len(model.tabs))
+    if isinstance(model, AbstractGroup) and attr == "active":
+        return value is None or indices(value if isinstance(value, list) else [value], len(model.labels))
+    if isinstance(model, AbstractSlider) and attr in ("value", "value_throttled"):
+        ends, values = (model.start, model.end), value if isinstance(value, (list, tuple)) else [value]
+        numbers = all(isinstance(x, (int, float)) for x in (*ends, *values))
+        return not numbers or all(ends[0] <= x <= ends[1] for x in values)  # NaN is no position either
+    if isinstance(model, Select) and attr == "value":
+        options = model.options
+        groups = options.values() if isinstance(options, dict) else [options]
+        return value in {o if isinstance(o, str) else o[0] for group in groups for o in group}
+    return True
 
 
 def _short(text: object, limit: int = 120) -> str:
@@ -303,15 +336,20 @@ class GuardedWSHandler(PanelWSHandler):
         doc = getattr(session, "document", None)
         known = (lambda model_id: doc.get_model_by_id(model_id) is not None) if doc is not None else (
             lambda model_id: False)
+        unoffered = []
         try:
             why, dropped = screen_page_patch(parsed.content, size, known)
             if why is None and doc is not None:
-                why = check_page_events(parsed.content["events"], doc)
+                why = check_page_events(parsed.content["events"], doc, unoffered)
         except RecursionError:  # nested as deep as JSON's own decoder allows
             why, dropped = "a patch nested too deep", set()
         if why is not None:
             self._refuse(f"{why} ({SCREENED})")
             return None
+        if unoffered:
+            gone = {index for index, _ in unoffered}
+            parsed.content["events"] = [e for i, e in enumerate(parsed.content["events"]) if i not in gone]
+            dropped = dropped | {f"{name} (a value it does not offer)" for _, name in unoffered}
         if dropped - self._dropped:
             log.warning("Ignored a page's writes to %s from %s (%s)", ", ".join(sorted(dropped - self._dropped)),
                         self.request.remote_ip, SCREENED)

@@ -535,6 +535,7 @@ async def _hostile(port: int, kind: str, messages: int) -> int:
         "too many events": [clicked(_button(learner, "Reset example"))] * 300,
         "a property the model has not": [changed(looks, "value", "x" * 1000)],
         "oversized": [changed(looks, "labels", ["x" * 1000] * 300)],
+        "a choice the control does not offer": [changed(looks, "active", [99])],
     }
     if kind == "push-doc":  # would replace the session's document with whatever it names
         message = push_doc(push_doc.create_header(), {}, {"doc": {"roots": [], "title": "x" * 1000}})
@@ -566,13 +567,15 @@ async def _hostile(port: int, kind: str, messages: int) -> int:
 
 #: What a hostile client can send many times over on one connection.
 HOSTILE_KINDS = ("wrong type", "lang {}", "key []", "unknown key", "too many events", "a property the model has not",
-                 "oversized", "push-doc", "junk")
+                 "oversized", "a choice the control does not offer", "push-doc", "junk")
 
 
 def test_ten_thousand_hostile_messages_of_each_kind_leave_under_10_kB_of_log(app_server):
     """Each kind once cost the log a line, a traceback or the whole message each time: a wrong-type write 45 kB, a
-    message of the browser bridge's it could not read ({"lang": {}}) a traceback. Now a connection that sends one is
-    closed, with one short line, and nothing more it sent is read."""
+    message of the browser bridge's it could not read ({"lang": {}}) a traceback, a choice past the end of a
+    control's a traceback. Now a connection that sends one is closed, with one short line, and nothing more it sent
+    is read; or (a choice not offered, which a page whose control changed under its click may send) the write is
+    dropped, said once for the connection."""
     port, log_path = app_server
     grown = {}
     for kind in HOSTILE_KINDS:

@@ -216,6 +216,41 @@ def test_what_bokeh_could_not_apply_is_found_before_anything_is_applied():
     assert check_page_events([write(div, "text", "late")], doc) is None
 
 
+def test_a_tab_a_choice_or_a_position_a_control_does_not_offer_is_found_for_dropping():
+    """Bokeh checks a written value's type only, and Panel then looked a tab or a choice up past the end (a traceback
+    in the log each time, the connection kept) or took -1 as the last. Each such write is named, for the guard to
+    drop it and say so once; a page's own values are not."""
+    from bokeh.models import CheckboxGroup, RadioButtonGroup, Select, Slider, TabPanel, Tabs
+
+    from server.transport import check_page_events
+
+    choice, radio = CheckboxGroup(labels=["a", "b"]), RadioButtonGroup(labels=["1", "2", "3"])
+    tabs = Tabs(tabs=[TabPanel(child=Div(), title="one"), TabPanel(child=Div(), title="two")])
+    slider, menu = Slider(start=0, end=13, value=7, step=1), Select(options=["Section 6", ("m2", "Module 2")])
+    doc = _document(choice, radio, tabs, slider, menu)
+
+    def unoffered(model, attr, new):
+        found = []
+        assert check_page_events([{"kind": "ModelChanged", "model": {"id": model.id}, "attr": attr, "new": new}], doc,
+                                 found) is None
+        return [name for _, name in found]
+
+    for model, attr, good, bad in [
+            (choice, "active", [[], [0, 1]], [[2], [-1], [0, 5]]),
+            (radio, "active", [0, 2, None], [3, -1]),
+            (tabs, "active", [0, 1], [2, -1, 99]),
+            (slider, "value", [0, 7, 13, 6.5], [14, -1, 1e300, {"type": "number", "value": "nan"}]),
+            (slider, "value_throttled", [13], [99]),
+            (menu, "value", ["Section 6", "m2"], ["xx", "Module 2"])]:
+        name = f"{type(model).__name__}.{attr}"
+        assert [unoffered(model, attr, v) for v in good] == [[]] * len(good), name
+        assert [unoffered(model, attr, v) for v in bad] == [[name]] * len(bad), name
+    # each found by its place in the message, the others kept
+    found = []
+    events = [{"kind": "ModelChanged", "model": {"id": tabs.id}, "attr": "active", "new": v} for v in (1, 99, 0)]
+    assert check_page_events(events, doc, found) is None and found == [(1, "Tabs.active")]
+
+
 def test_the_guard_reads_pages_as_bokeh_does():
     """server/transport.py replaces two of Bokeh's Deserializer methods and wraps two of Panel's: if they move, this
     fails."""
