@@ -544,9 +544,9 @@ def skip_link_walks_without_links() -> None:
     From the first link any page of the process made, Panel's hook (``panel.links.Callback._process_callbacks``)
     walked the changed page after each change of any of its layouts (every Panel object, then every Bokeh model
     under the change, the whole page for a tab shown the first time), even in a page with no link, and with the
-    registry empty again. This app makes no Panel link (its discrete sliders' labels follow through Bokeh's own
-    callback: ``widgets/base.py``), so the walks found nothing, and took 50–60 ms of a tab's first showing on a
-    page with most tabs built. With a link registered, Panel's hook runs as before. Idempotent;
+    registry empty again. This app makes no Panel link (its discrete sliders name their option in their own title:
+    ``widgets/base.py``), so the walks found nothing, and took 50–85 ms of a tab's first showing on a page with its
+    other tabs built. With a link registered, Panel's hook runs as before. Idempotent;
     ``tests/test_transport.py`` fails if Panel's names move.
     """
     from panel.links import Callback
