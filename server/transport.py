@@ -26,11 +26,15 @@ import panel as pn
 from bokeh.core.has_props import HasProps
 from bokeh.core.serialization import Deserializer, UnknownReferenceError
 from bokeh.events import Event
+from bokeh.models import AbstractSlider, Select, Tabs
+from bokeh.models.widgets.groups import AbstractGroup
 from bokeh.protocol.exceptions import ProtocolError
+from panel.io.document import hold
 from panel.io.server import WSHandler as PanelWSHandler
+from panel.io.state import set_curdoc
 
 from server.build_gate import BuildGate, get_gate
-from server.pacing import get_event_pacer
+from server.pacing import get_event_pacer, once_a_page
 
 log = logging.getLogger(__name__)
 
@@ -243,8 +247,6 @@ def _offered(model, attr: str, value) -> bool:
     slider's position that exists. Bokeh checks only the type, and Panel then looked up a tab or a choice past the
     end (an IndexError, logged with its traceback, each time: 2,000 such writes on one connection, 30 kB of log) or
     took -1 as the last."""
-    from bokeh.models import AbstractSlider, Select, Tabs
-    from bokeh.models.widgets.groups import AbstractGroup
 
     def indices(values, count):
         return all(isinstance(i, int) and 0 <= i < count for i in values)
@@ -461,7 +463,6 @@ def hold_page_events() -> None:
     :func:`walk_models_once`. Idempotent;
     ``tests/test_transport.py`` fails if Panel's names move.
     """
-    from panel.io.document import hold
 
     def held(original):
         def run(self, doc, *args):
@@ -487,10 +488,6 @@ def later_turn(doc, work, after: float) -> bool:
     """
     if doc is None or doc.session_context is None:
         return False
-    from panel.io.document import hold
-    from panel.io.state import set_curdoc
-
-    from server.pacing import once_a_page
 
     def run():
         with set_curdoc(doc), once_a_page(doc), hold(doc), walk_models_once(doc):

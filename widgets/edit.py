@@ -21,14 +21,14 @@ from session.state import MAX_TOKENS, MIN_TOKENS, AttentionState
 from widgets.style import mark_invalid
 
 FIELD_WIDTH = 74
+NAME_WIDTH = 96
+#: The preset menu's widest (CSS px): "Module 2 : valeurs vectorielles" in projector mode's 20 px text, with room.
+PRESET_MAX_WIDTH = 440
 #: The table has boxes for at least this many entries of a key and of a value (d_k, d_v), hidden where an example
 #: has fewer: every example the page loads has 2-D keys, and 1-D or 2-D values, so one table serves them all. Built
 #: for the 1-D values of Section 6, the table was built anew at the first example with 2-D ones ("Module 2",
 #: "Explore head"): one turn of 110-130 ms of the server's loop, which every other page waited behind.
 TABLE_AT_LEAST = (2, 2)
-NAME_WIDTH = 96
-#: The preset menu's widest (CSS px): "Module 2 : valeurs vectorielles" in projector mode's 20 px text, with room.
-PRESET_MAX_WIDTH = 440
 # The columns' widths follow the mode (static/theme.css): a projector's 20 px digits need wider boxes.
 EDITOR_CSS = """
 :host(.col-number) { width: var(--ae-field-w, 74px) !important; min-width: var(--ae-field-w, 74px) !important; }
