@@ -37,6 +37,7 @@ from widgets.projections import projections_tab
 from widgets.query_plot import QueryPlot
 from widgets.recipe import Formula
 from widgets.room import RoomControls
+from widgets.stage import Stage
 from widgets.stepper import StepThrough
 from widgets.steps import Announcer, Inspector, Readout
 from widgets.style import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler, katex_fonts_inline_css
@@ -222,15 +223,21 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
 
     def new_lesson(_):  # a presenter's lesson reaching a follower: its tabs instead of this page's
         nonlocal tabs
-        tabs = right[1] = explorer_tabs()
+        tabs = right[-1] = explorer_tabs()
+        stage.watch(tabs)
     state.param.watch(new_lesson, "tabs")
     left = pn.Column(query_plot, readout, sizing_mode="stretch_both", css_classes=["left"], stylesheets=[APP_CSS])
-    right = pn.Column(StepThrough(state=state), tabs, sizing_mode="stretch_both", css_classes=["right"],
-                      stylesheets=[APP_CSS])
+    stepper = StepThrough(state=state).__panel__()
+    # a presenter's room above the tabs: it takes its height from them, never the plot's room
+    right = pn.Column(*([room.bar] if served else []), stepper, tabs, sizing_mode="stretch_both",
+                      css_classes=["right"], stylesheets=[APP_CSS])
+    body = pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"], stylesheets=[APP_CSS])
+    # the Train tab takes the stage: the plot, the readout and the step-through step aside into a strip
+    stage = Stage(state, aside=[left, stepper], body=body, names=lambda: [name for name, _ in shown_tabs()])
+    body.insert(0, stage.strip)
+    stage.watch(tabs)
     page = pn.Column(
-        header, Notices(state=state), pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"],
-                                        stylesheets=[APP_CSS]),
-        bridge, Announcer(state=state),
+        header, Notices(state=state), body, bridge, Announcer(state=state),
         sizing_mode="stretch_both", css_classes=["page"], stylesheets=[APP_CSS],
     )
     if not served:  # a notebook cell, or an embedding page: a height of its own

@@ -277,32 +277,53 @@ export function render({model, el, view}) {
   }
 
   // --- the player's parts, made once ---
-  const root = el_("div", {class: "train-player", dir: "ltr"});
-  const bar = el_("div", {class: "controls", role: "group"});
+  // the player: Play and its readout on top, then the weights beside the target, the heads' planes, the loss with
+  // the W's, and the choices, in lines as the tab's width lets them (static/train.css): on a wide tab (the Train tab
+  // has the page: widgets/stage.py) Play, the loss, the weights beside the target and a plane in view together
+  const root = el_("div", {class: "train-player"});
+  const bar = el_("div", {class: "controls", role: "group", dir: "ltr"});
   const back = el_("button", {type: "button", class: "back"});
   const play = el_("button", {type: "button", class: "play primary"});
   const fwd = el_("button", {type: "button", class: "fwd"});
   const scrub = el_("input", {type: "range", class: "scrub", min: "0", max: "0", step: "1", value: "0"});
   const readout = el_("output", {class: "readout", "aria-live": "off"});
   bar.append(back, play, fwd, scrub, readout);
-  const figs = el_("div", {class: "figs"});
+  const figs = el_("div", {class: "figs", dir: "ltr"});
   const lossFig = el_("figure", {class: "loss"});
   const lossCap = el_("figcaption");
-  const lossSvg = svg_("svg", {viewBox: "0 0 320 170", role: "img", class: "loss-curve"});
+  // wider than tall: under the weights on a 1024×768 projector, the curve and its ticks end above the screen's edge
+  const lossSvg = svg_("svg", {viewBox: "0 0 320 150", role: "img", class: "loss-curve"});
   lossFig.append(lossCap, lossSvg);
+  lossFig.dir = "ltr";
   const weightsFig = el_("figure", {class: "weights"});
   const targetFig = el_("figure", {class: "target"});
-  figs.append(lossFig, weightsFig, targetFig);
-  const swapRow = el_("div", {class: "swap"});
+  figs.append(weightsFig, targetFig);
+  const swapRow = el_("div", {class: "swap", dir: "ltr"});
   const swapLabel = el_("label");
   const swapBox = el_("input", {type: "checkbox", class: "swap-box"});
   const swapText = el_("span");
   swapLabel.append(swapBox, swapText);
   const swapOut = el_("output", {class: "swap-loss", "aria-live": "polite"});
   swapRow.append(swapLabel, swapOut);
-  const wTables = el_("div", {class: "w-tables"});
+  const wTables = el_("div", {class: "w-tables", dir: "ltr"});
   const planesBox = el_("div", {class: "planes", dir: "ltr"});
-  root.append(bar, figs, swapRow, wTables, planesBox);
+  // painting: on which sentence
+  const sentence = el_("div", {class: "train-sentence", role: "group"});
+  const sentenceLabel = el_("span", {class: "label"});
+  sentence.append(sentenceLabel);
+  const sentenceButtons = [3, 5].map((n) => {
+    const b = el_("button", {type: "button", class: `train-sentence-${n}`, "data-tokens": n});
+    b.addEventListener("click", () => model.send_msg({action: "sentence", tokens: n}));
+    sentence.append(b);
+    return b;
+  });
+  const numbers = el_("div", {class: "stage-numbers"});
+  numbers.append(lossFig, swapRow, wTables);
+  const choices = el_("div", {class: "stage-choices"});
+  choices.append(targets, sentence, note, message);
+  const stage = el_("div", {class: "train-stage"});
+  stage.append(figs, planesBox, numbers, choices);
+  root.append(bar, stage);
 
   // --- what was learned, Two heads, the downloads ---
   const summary = el_("div", {class: "train-summary"});
@@ -320,7 +341,7 @@ export function render({model, el, view}) {
     downloads.append(box);
     files[kind] = b;
   }
-  tab.append(intro, targets, note, row1, row2, message, root, summary, twoHeadsBox, downloads);
+  tab.append(root, intro, row1, row2, summary, twoHeadsBox, downloads);
   el.append(tab);
 
   // --- the parts that change with a run: built once per run, filled at every step ---
@@ -341,6 +362,8 @@ export function render({model, el, view}) {
       }
       b.textContent = name;
     }
+    sentenceLabel.textContent = w.sentence ?? "";
+    sentenceButtons.forEach((b) => { b.textContent = (w.sentences ?? {})[b.dataset.tokens] ?? ""; });
     newSeed.textContent = w.new_seed ?? "";
     newSeed.title = w.new_seed_label ?? "";
     headsLabel.textContent = w.heads ?? "";
@@ -374,6 +397,8 @@ export function render({model, el, view}) {
       b.setAttribute("aria-pressed", on ? "true" : "false");
     }
     note.textContent = (w.notes ?? {})[s.target] ?? "";
+    sentence.hidden = s.target !== "paint";
+    sentenceButtons.forEach((b) => b.setAttribute("aria-pressed", String(Number(b.dataset.tokens) === st.run?.n)));
     seedText.textContent = fill(w.seed ?? "seed {seed}", {seed: s.seed ?? 0});
     headButtons.forEach((b, k) => b.setAttribute("aria-pressed", k + 1 === s.heads ? "true" : "false"));
     for (const name of ["learning_rate", "temperature"]) {
@@ -406,7 +431,7 @@ export function render({model, el, view}) {
     // the loss curve: the whole run, a dashed floor where one head stops, a marker at the step
     lossSvg.replaceChildren();
     // room for tick labels in the page's number size (22 px on a projector: static/train.css)
-    const W = 320, H = 170, L = 56, B = 30, T = 12, R = 10;
+    const W = 320, H = 150, L = 56, B = 30, T = 12, R = 10;
     const x = (t) => L + (t / run.steps) * (W - L - R), y = (v) => T + (1 - v / run.top) * (H - T - B);
     lossSvg.append(svg_("line", {x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis"}),
                    svg_("line", {x1: L, y1: T, x2: L, y2: H - B, class: "axis"}));
@@ -439,10 +464,12 @@ export function render({model, el, view}) {
     const grid = (fig, caption, kind) => {
       fig.replaceChildren();
       const cap = el_("figcaption", {}, caption);
-      const table = el_("table", {class: `matrix ${kind}`});
+      // five tokens' names read upwards over their columns: the weights and the target side by side fit a
+      // projector's screen with a plane beside them (static/train.css)
+      const table = el_("table", {class: `matrix ${kind}${n > 3 ? " long" : ""}`});
       const head = el_("tr");
-      head.append(el_("th"));
-      tokens.forEach((t) => head.append(el_("th", {scope: "col"}, t)));
+      head.append(el_("th", {class: "corner"}));
+      tokens.forEach((t) => { const th = el_("th", {scope: "col"}); th.append(el_("span", {}, t)); head.append(th); });
       table.append(head);
       const rows = [];
       tokens.forEach((t, i) => {
@@ -467,7 +494,7 @@ export function render({model, el, view}) {
       return rows;
     };
     if (run.kind === "weights") {
-      cells.weights = grid(weightsFig, w.weights_caption ?? "", "weights");
+      cells.weights = grid(weightsFig, (run.H > 1 ? w.weights_caption : w.weights_caption_one) ?? "", "weights");
       cells.target = grid(targetFig, model.paintable ? (w.paint_caption ?? "") : (w.target_caption ?? ""), "target");
       run.target.forEach((p, k) => {
         const c = cells.target[Math.floor(k / n)][k % n];
@@ -478,7 +505,7 @@ export function render({model, el, view}) {
         cells.weights[Math.floor(k / n)][k % n].classList.toggle("wanted", p > 0);
       });
     } else {
-      cells.weights = grid(weightsFig, w.weights_caption ?? "", "weights");
+      cells.weights = grid(weightsFig, (run.H > 1 ? w.weights_caption : w.weights_caption_one) ?? "", "weights");
       targetFig.replaceChildren();
       const cap = el_("figcaption", {}, w.outputs_caption ?? "");
       const table = el_("table", {class: "matrix outputs"});

@@ -54,7 +54,7 @@ REPORT_GAP = 0.1
 #: A learner's choices as the page sends them: action -> (TrainingState's method, the message's argument or None).
 CHOICES = {"target": ("choose_target", "target"), "seed": ("new_seed", None),
            "learning_rate": ("set_learning_rate", "value"), "temperature": ("set_temperature", "value"),
-           "scale": ("set_scale", "on"), "heads": ("set_heads", "heads")}
+           "scale": ("set_scale", "on"), "heads": ("set_heads", "heads"), "sentence": ("paint_sentence", "tokens")}
 #: The files a run downloads as.
 DOWNLOADS = ("csv", "json")
 

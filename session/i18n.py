@@ -175,6 +175,17 @@ class Translator:
         x = float(x[0] if hasattr(x, "__len__") else x)
         return self._("masked") if x == float("-inf") else self.num(x, decimals)
 
+    @staticmethod
+    def minus_sign(text: str) -> str:
+        """``text`` (numbers as written) with the minus sign, U+2212, for each hyphen-minus: how the page's tables and
+        sentences write a negative number, as its plots and formulas do (the readout keeps "-", the character its
+        in-page mirror writes, link/shared.js).
+
+        >>> Translator.minus_sign("(-0.7071, 1)")
+        '(−0.7071, 1)'
+        """
+        return text.replace("-", "\u2212")
+
     def _mark(self, text: str) -> str:
         return text.replace(".", self.decimal) if self.decimal != "." else text
 

@@ -230,6 +230,18 @@ class TrainingState(param.Parameterized):
             changes["pattern"] = (np.asarray(start) > 0).astype(np.int64)
         return self._choose(**changes)
 
+    def paint_sentence(self, tokens) -> bool:
+        """Paint on the sentence of ``tokens`` tokens (3, "I love NLP"; 5, "attention is all you need"): the painted
+        target, starting from the first preset's pattern on that sentence where the pattern painted so far is on the
+        other one. Anything but 3 or 5 is refused."""
+        if isinstance(tokens, bool) or tokens not in PAINT_SENTENCES:
+            return self._refuse(N_("No sentence of {n} tokens to paint on: choose 3 or 5.", n=repr(tokens)[:20]))
+        pattern = self.pattern
+        if pattern is None or len(pattern) != tokens:
+            first = next(t for t in TRAINING_PRESETS.values() if t.kind == "weights" and len(t.tokens) == tokens)
+            pattern = (np.asarray(first.target) > 0).astype(np.int64)
+        return self._choose(target=PAINT, pattern=pattern)
+
     def paint(self, row, col) -> bool:
         """Click on the painted target's cell (row, col): 0 becomes 1, anything else 0. Switches to the painted
         target. A click that would leave a row with nothing to attend to is refused."""

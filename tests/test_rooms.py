@@ -14,6 +14,7 @@ import pytest
 
 from link.row import OneRow
 from server.logs import RedactLogLines
+from server.network import class_address
 from server.rooms import (
     ALPHABET,
     CODE_LENGTH,
@@ -578,3 +579,61 @@ def test_a_page_that_starts_room_after_room_is_told_to_wait(registry):
     page._on_present(None)
     assert page.role == "alone" and "started several rooms in the last minute" in page.notice
     assert len(registry) == 0
+
+
+def _presenting(registry, page_address: str):
+    """A presenter's controls on a page the browser says is at ``page_address``."""
+    from link.browser import BrowserBridge
+
+    state = AttentionState()
+    room, token = registry.create(state.snapshot(), creator="teacher")
+    browser = BrowserBridge(state=state)
+    browser.page_address = page_address
+    controls = RoomControls(state=state, registry=registry, browser=browser)
+    controls._enter(room.code, token)
+    assert controls.role == "presenter"
+    return controls
+
+
+def test_a_presenter_on_localhost_gets_a_join_link_on_an_address_the_class_reaches(registry, monkeypatch):
+    """Opened as localhost, the join link names this machine's network address where the server listens on it and
+    accepts pages from it, and says so; the QR code holds that link."""
+    import widgets.room
+
+    monkeypatch.setattr(widgets.room, "class_address_of", lambda page: class_address(
+        page, "0.0.0.0", ["192.0.2.2", "198.51.100.7"], ["192.0.2.2:5006", "198.51.100.7:5006"]))
+    controls = _presenting(registry, "http://localhost:5006/")
+    assert controls.join_link() == f"http://192.0.2.2:5006/?room={controls.code}"
+    join = controls._join_pane.object
+    assert f'href="http://192.0.2.2:5006/?room={controls.code}"' in join and "localhost" not in join.split("</a>")[0]
+    assert "To each student localhost:5006 would be their own device" in join and "198.51.100.7:5006" in join
+    assert controls.bar.visible and controls._qr.object == qr_svg(controls.join_link())
+
+
+def test_a_presenter_on_a_server_the_class_cannot_reach_is_told_what_to_set(registry, monkeypatch):
+    import widgets.room
+
+    monkeypatch.setattr(widgets.room, "class_address_of", lambda page: class_address(
+        page, "127.0.0.1", ["192.0.2.2"], ["localhost:5006"]))
+    controls = _presenting(registry, "http://127.0.0.1:5006/")
+    join = controls._join_pane.object
+    assert f">http://127.0.0.1:5006/?room={controls.code}</a>" in join
+    assert "Your class cannot reach 127.0.0.1:5006" in join
+    assert "<code>ADDRESS=0.0.0.0 BOKEH_ALLOW_WS_ORIGIN=192.0.2.2:5006</code>" in join
+    assert "present from http://192.0.2.2:5006/" in join
+    # a page on an address the class shares: no note
+    monkeypatch.setattr(widgets.room, "class_address_of", lambda page: class_address(page, "0.0.0.0", [], []))
+    other = _presenting(registry, "http://school.example:5006/")
+    assert "room-reach" not in other._join_pane.object
+
+
+def test_the_presenter_s_bar_folds_to_its_code(registry):
+    controls = _presenting(registry, "http://school.example:5006/")
+    assert controls._join_pane.visible and controls._buttons.visible
+    controls._on_fold(None)
+    assert not controls._join_pane.visible and not controls._buttons.visible and controls._code_card.visible
+    assert controls._fold.label == "Join link, QR code, poll ▾"
+    controls._on_fold(None)
+    assert controls._join_pane.visible and controls._fold.label == "Fold ▴"
+    controls._on_stop(None)
+    assert not controls.bar.visible

@@ -10,8 +10,10 @@ core's own run (core/training.py), full precision.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
+import re
 from types import SimpleNamespace
 
 import panel as pn
@@ -182,6 +184,30 @@ def test_the_choices_reach_the_state_and_a_bad_one_gets_a_message():
     send(doc, tab, action="paint", row=0, col=1)  # a painted cell: the target becomes the pattern
     assert t.target == "paint" and t.pattern.tolist() == [[1, 1, 0], [0, 1, 0], [0, 0, 1]] and tab.paintable
     assert tab.message == ""
+
+
+def test_the_summary_quotes_its_tokens_in_sentences_and_says_why_w_v_learned_other_values():
+    """What was learned reads as sentences: the tokens' names quoted ("the query of is points where the key of all
+    points" read as nonsense), a capital first letter, the minus sign of −46°; "Retrieve the value" says why W_V's
+    values are not the targets 2, 6, 4 in order: each output is a mix of them (core: I reads love's value, love
+    NLP's, NLP averages the three)."""
+    page, doc, tab = open_tab()
+    t = page.state.training
+    text = " ".join(re.sub("<[^>]+>", " ", tab.summary).split())
+    assert "The query of position i points where the key of i − 1 points" in text
+    assert "a turn by −46°" in text and "-46" not in text
+    send(doc, tab, action="target", target="nlp")
+    text = " ".join(re.sub("<[^>]+>", " ", tab.summary).split())
+    assert "The query of “I” points where the key of “NLP” points, the query of “love” points" in text
+    send(doc, tab, action="target", target="retrieve")
+    text = html.unescape(" ".join(re.sub("<[^>]+>", " ", tab.summary).split()))
+    assert "W_V learned the values I 3.98, love 2.01, NLP 6.00, not the targets in order: each output is a mix" in text
+    assert "“I” reads the value of “love” (weight 1.00), so its output is 2.02." in text
+    assert "“NLP” spreads its attention, so its output 4.00 is the weighted average of the values." in text
+    assert "the values W_V learns need not be 2, 6 and 4" in tab.words["notes"]["retrieve"]
+    send(doc, tab, action="sentence", tokens=3)  # painting on "I love NLP"
+    assert t.target == "paint" and t.run.task.tokens == ("I", "love", "NLP") and tab.paintable
+    assert tab.words["sentences"] == {3: "I love NLP", 5: "attention is all you need"}
 
 
 def test_a_download_holds_the_cores_run(monkeypatch):

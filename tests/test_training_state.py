@@ -65,6 +65,24 @@ def test_painting_toggles_a_cell_and_refuses_a_row_of_zeros():
     assert t.paint(1, 0) and t.message == ""
 
 
+def test_a_pattern_is_painted_on_the_sentence_chosen():
+    """The default target is five tokens long: painting starts there, and "I love NLP" is one choice away (it
+    took choosing a three-token target first)."""
+    t = active()
+    t.choose_target(PAINT)
+    assert t.run.task.tokens == ("attention", "is", "all", "you", "need")
+    assert t.paint_sentence(3)
+    assert t.target == PAINT and t.run.task.tokens == ("I", "love", "NLP")
+    assert t.pattern.tolist() == np.eye(3, dtype=int).tolist()  # "attend to yourself", the first on that sentence
+    assert t.paint(0, 1) and t.paint_sentence(3) and t.pattern[0].tolist() == [1, 1, 0]  # the same: kept
+    assert t.paint_sentence(5) and t.pattern.tolist() == [[1, 0, 0, 0, 0], [1, 0, 0, 0, 0], [0, 1, 0, 0, 0],
+                                                          [0, 0, 1, 0, 0], [0, 0, 0, 1, 0]]
+    before, run = t.view(), t.run
+    for bad in (4, True, "3", None):
+        assert not t.paint_sentence(bad) and "choose 3 or 5" in t.message
+        assert t.view() == before and t.run is run
+
+
 def test_previous_token_painted_on_section_6_stops_at_log_2_for_one_head():
     t = active(target="yourself")
     for i, j in ((1, 0), (1, 1), (2, 1), (2, 2)):

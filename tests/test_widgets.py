@@ -265,7 +265,8 @@ def test_inspector_shows_every_step_and_escapes_tokens(state):
     for step in ("1. q·k", "÷ √2", "3. s<sub>i</sub> − max", "4. exp", "5. a<sub>i</sub> = exp ÷ Σ",
                  "6. a<sub>i</sub>·v<sub>i</sub>", "7. output = 0.3956 + 2.4067 + 1.6044 = 4.4067"):
         assert step in html
-    assert "<td>-0.7071</td><td>0.4931</td><td>0.1978</td>" in html  # I: shifted, exp, weight
+    # I: shifted, exp, weight; a negative number with the minus sign (U+2212), as the formulas beside it write it
+    assert "<td>\u22120.7071</td><td>0.4931</td><td>0.1978</td>" in html
     assert "<td>Σ 2.4931</td>" in html  # Σ exp = 2 + e^(-1/√2)
     state.tokens = ["<img src=x onerror=alert(1)>", "love", "NLP"]
     assert "<img" not in view._pane.object and "&lt;img src=x onerror=alert(1)&gt;" in view._pane.object

@@ -40,7 +40,7 @@ import time
 from functools import cached_property
 from html import escape
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import panel as pn
 import param
@@ -51,6 +51,7 @@ from panel.io.state import set_curdoc
 from link.browser import BrowserBridge
 from link.row import OneRow
 from link.updates import one_message
+from server.network import ClassAddress, class_address_of
 from server.room_live import ROUTE as LIVE_ROUTE
 from server.rooms import RoomError, RoomRegistry, TooManyRooms, get_registry, normalize_code
 from server.sessions import connection_count
@@ -91,11 +92,47 @@ def _copy_lesson_button(tr) -> str:
             f'<input class="lesson-link" readonly hidden aria-label="{escape(name, quote=True)}">')
 
 
+def reach_html(reach: ClassAddress, tr) -> str:
+    """What the join link's address means for a class (``.room-reach``): nothing where the page was opened at an
+    address the class shares; else which of this machine's addresses the link uses instead, or what to set to serve
+    the class (server/network.py, docs/operations.md)."""
+    if not reach.problem and not reach.replaced:
+        return ""
+    host = reach.host
+    if not reach.problem:
+        text = tr._("To each student {host} would be their own device: the link uses this computer's address on the "
+                    "network, {address}.", host=host, address=reach.addresses[0])
+        if reach.addresses[1:]:
+            text += " " + tr._("Its other addresses: {addresses}.", addresses=tr.list_sep.join(reach.addresses[1:]))
+        return f'<p class="room-reach">{escape(text)}</p>'
+    settings = f"ADDRESS=0.0.0.0 BOKEH_ALLOW_WS_ORIGIN={','.join(reach.addresses)}"
+    url = f"http://{reach.addresses[0]}/" if reach.addresses else ""
+    if reach.problem == "loopback":
+        how = tr._("This server listens on this computer only. Start it with {settings} and present from {url}.",
+                   settings="\0", url=url)
+    elif reach.problem == "origin":
+        how = tr._("This server refuses pages opened at this computer's network address. Start it with {settings} "
+                   "and present from {url}.", settings="\0", url=url)
+    else:
+        how = tr._("This computer has no network address. Connect it to your class's network, then start the server "
+                   "with {settings} and present from its address.", settings="\0")
+        settings = f"ADDRESS=0.0.0.0 BOKEH_ALLOW_WS_ORIGIN=…:{urlsplit(reach.url).port or 80}"
+    # the problem in a line, how to serve the class a click away: the bar stays short on a projector
+    return ('<details class="room-reach room-reach-problem"><summary>'
+            + escape(tr._("Your class cannot reach {host}: to each student it is their own device.", host=host))
+            + f' <span class="room-how">{escape(tr._("How to serve your class"))}</span></summary><p>'
+            + escape(how).replace("\0", f"<code>{escape(settings)}</code>") + "</p></details>")
+
+
 class RoomControls(pn.viewable.Viewer):
-    """The "Present" button, the presenter's room card, or the follower's banner, by the page's link.
+    """The "Present" button, the presenter's room bar, or the follower's banner, by the page's link.
+
+    The button, the banner and the notices sit in the page's header (``__panel__``); a presenter's room is
+    :attr:`bar`, which the page puts above the tabs, out of the query plot's way: its code stays large, and the join
+    link, the QR code, the poll and Stop fold into it (``.room-fold``).
 
     Test hooks: the card is ``.room-card``, the code in it ``.room-code``, the
-    join link ``.room-link``; the notice is ``.room-notice``.
+    join link ``.room-link``, what it says of the link's address ``.room-reach``; the notice is ``.room-notice``.
     """
 
     state = param.ClassSelector(class_=AttentionState, doc="The session state this page renders.")
@@ -144,6 +181,10 @@ class RoomControls(pn.viewable.Viewer):
                                     visible=self.param.notice.rx.bool())
         # a row: the controls sit at the end of the page's header
         self._layout = pn.Row(self._present, self._notice, margin=0)
+        #: A presenter's room, above the tabs (app.py): empty and hidden on every other page.
+        self.bar = pn.Column(css_classes=["room-bar"], stylesheets=[ROOM_CSS], sizing_mode="stretch_width",
+                             margin=0, visible=False)
+        self._folded = False  # the presenter has folded the bar to its code
 
         self._watcher = self.state.param.watch(self._on_state_change, list(AttentionState.SHARED_PARAMS))
         self.state.param.watch(self._relabel, "lang")
@@ -163,6 +204,8 @@ class RoomControls(pn.viewable.Viewer):
             self._stop.param.update(label=tr._("Stop presenting"), description=tr._("End the room now"))
         if "_qr_toggle" in built:
             self._qr_toggle.label = tr._("QR code")
+        if "_fold" in built:
+            self._label_fold()
         if "_poll_toggle" in built:
             self._poll_toggle.label = tr._("Class poll")
         if self._poll is not None:
@@ -213,6 +256,45 @@ class RoomControls(pn.viewable.Viewer):
     @cached_property
     def _card(self) -> pn.pane.HTML:
         return pn.pane.HTML("", css_classes=["room-card"], stylesheets=[ROOM_CSS], width=200, margin=(2, 8))
+
+    @cached_property
+    def _code_card(self) -> pn.pane.HTML:
+        """The presenter's room code, large, at the bar's start."""
+        return pn.pane.HTML("", css_classes=["room-card", "room-bar-code"], stylesheets=[ROOM_CSS], margin=(2, 8))
+
+    @cached_property
+    def _join_pane(self) -> pn.pane.HTML:
+        """The join link on one line, what its address means for a class, the lesson's link, the token's life."""
+        return pn.pane.HTML("", css_classes=["room-join"], stylesheets=[ROOM_CSS], sizing_mode="stretch_width",
+                            margin=(0, 8))
+
+    @cached_property
+    def _fold(self) -> pn.widgets.Button:
+        fold = pn.widgets.Button(margin=(6, 8), css_classes=["room-fold"])
+        fold.on_click(self._on_fold)
+        return fold
+
+    @cached_property
+    def _buttons(self) -> pn.Row:
+        """QR code, Class poll and Stop presenting: beside the code where the bar is wide enough, folded with the
+        join link."""
+        return pn.Row(self._qr_toggle, self._poll_toggle, self._stop, self._qr, margin=0, css_classes=["room-buttons"],
+                      stylesheets=[ROOM_CSS])
+
+    def _label_fold(self) -> None:
+        tr = self.state.tr
+        if self._folded:
+            self._fold.param.update(label=tr._("Join link, QR code, poll ▾"),
+                                    description=tr._("Show the join link, the QR code, the poll and Stop presenting"))
+        else:
+            self._fold.param.update(label=tr._("Fold ▴"),
+                                    description=tr._("Fold the join link, the QR code and the poll into the room's "
+                                                     "code"))
+
+    def _on_fold(self, _event) -> None:
+        self._folded = not self._folded
+        self._buttons.visible = self._join_pane.visible = not self._folded
+        self._label_fold()
 
     # -- entering a room from the page's link ---------------------------------------------------------------------
 
@@ -339,6 +421,7 @@ class RoomControls(pn.viewable.Viewer):
             self._token = None
             self.notice = N_("Your room has ended. Press Present to start a new one.")
             self._layout[:] = [self._present, self._notice]
+            self.bar.visible = False
 
     def share_hand(self, event) -> None:
         """Watcher of the query plot's ``hand``: a presenter's pointer reaches the followers before its state."""
@@ -346,35 +429,47 @@ class RoomControls(pn.viewable.Viewer):
             self._registry.publish_hand(self.code, self._token, event.new)
 
     def join_link(self) -> str:
-        """The link a class opens to follow this page: the page's address with only ``?room=CODE``."""
+        """The link a class opens to follow this page: the page's address with only ``?room=CODE``, on an address
+        of this machine the class can reach where the page was opened as ``localhost`` (:func:`class_address_of`)."""
+        return f"{self._reach().url}?room={quote(self.code)}"
+
+    def _reach(self) -> ClassAddress:
         here = self.browser.page_address if self.browser is not None else ""
-        return f"{here}?room={quote(self.code)}"
+        try:
+            return class_address_of(here)
+        except ValueError:  # not an address (the page reports its own: a forged one changes only this page)
+            return ClassAddress(here, "")
 
     def _show_presenter(self) -> None:
         served = self._doc is not None and self._doc.session_context is not None
         if served and self.browser is not None and not self.browser.page_address:
             return  # the join link is made of the page's address: drawn when the browser reports it (the watcher)
-        link = self.join_link()
-        pretty = self._pretty_code()
+        reach = self._reach()
+        link = f"{reach.url}?room={quote(self.code)}"
         tr = self.state.tr
-        self._card.object = (
+        self._code_card.object = (
             f'<div class="room-label">{escape(tr._("Presenting · room"))}</div><div class="room-code" '
-            f'aria-label="{escape(tr._("Room code {code}", code=self.code))}">{pretty}</div>'
-            f'<div class="room-label">{escape(tr._("Join at"))}</div>'
-            # the address may break anywhere, its "?room=CODE" never (a code read across two lines is misread)
-            f'<a class="room-link" href="{escape(link)}">{escape(link[:link.rindex("?")])}'
-            f'<span class="room-link-code">{escape(link[link.rindex("?"):])}</span></a>'
-            + _copy_lesson_button(tr)
+            f'aria-label="{escape(tr._("Room code {code}", code=self.code))}">{self._pretty_code()}</div>')
+        self._join_pane.object = (
+            # one line, never broken (a link read across two lines is misread); it scrolls where it is too long
+            f'<div class="room-link-box"><span class="room-label">{escape(tr._("Join at"))}</span> '
+            f'<a class="room-link" href="{escape(link)}">{escape(link)}</a></div>'
+            + reach_html(reach, tr)
+            + '<div class="room-more">' + _copy_lesson_button(tr)
             # without EXPLORER_ROOM_SECRET the server signs presenter links with a key drawn at its start
             + ('' if self._registry.secret.persistent else
-               '<div class="room-label room-lasts">'
-               f'{escape(tr._("Your presenter link lasts until the server restarts"))}</div>')
-        )
+               '<span class="room-label room-lasts">'
+               f'{escape(tr._("Your presenter link lasts until the server restarts"))}</span>') + '</div>')
         self._qr.object = qr_svg(link)
-        # stacked, so the header grows taller rather than wider when the QR code is shown; laid out once (the
-        # card is shown again when the page's address arrives, and new columns each time would be new models)
-        if self._layout.objects[-1:] != [self._presenter_controls]:
-            self._layout[:] = [self._presenter_controls]
+        # laid out once (the bar is drawn again when the page's address arrives, and new rows each time would be
+        # new models)
+        if not self.bar.objects:
+            self._label_fold()
+            self.bar[:] = [pn.Row(self._code_card, self._fold, self._buttons, margin=0, css_classes=["room-bar-line"],
+                                  stylesheets=[ROOM_CSS]), self._join_pane]
+        self.bar.visible = True
+        if self._layout.objects != [self._notice]:
+            self._layout[:] = [self._notice]
         if self._poll is None and self._registry.poll(self.code) is not None:
             self._poll_toggle.value = True  # a presenter who reloads finds the room's poll on the projector again
 
@@ -385,7 +480,7 @@ class RoomControls(pn.viewable.Viewer):
         if self._poll is None and event.new:
             self._poll = PresenterPoll(self._registry, self.code, self._token, self._session,
                                        tr=lambda: self.state.tr)
-            self._presenter_controls.append(self._poll.__panel__())
+            self.bar.append(self._poll.__panel__())  # a card over the page's corner (static/poll.css)
         if self._poll is not None:
             self._poll.__panel__().visible = event.new
 
@@ -396,13 +491,8 @@ class RoomControls(pn.viewable.Viewer):
             return
         poll.close()
         if isinstance(poll, PresenterPoll):
-            self._presenter_controls.remove(poll.__panel__())
+            self.bar.remove(poll.__panel__())
             self._poll_toggle.value = False
-
-    @cached_property
-    def _presenter_controls(self) -> pn.Row:
-        return pn.Row(pn.Column(self._card, self._qr, margin=0),
-                      pn.Column(self._qr_toggle, self._poll_toggle, self._stop, margin=0), self._notice, margin=0)
 
     def _pretty_code(self) -> str:
         """The code as the class reads it: two groups of three."""
@@ -415,6 +505,7 @@ class RoomControls(pn.viewable.Viewer):
         self._set_role("alone", "")
         self.notice = N_("The room has ended; followers keep their last view.")
         self._layout[:] = [self._present, self._notice]
+        self.bar.visible = False
 
     # -- follower -------------------------------------------------------------------------------------------------
 

@@ -83,7 +83,7 @@ class Inspector(View):
         shown = [s.revealed(k) for k in (1, 1, 2, 2, 2, 1, 3)]
 
         def cell(k, x):
-            return tr.entry(x) if shown[k] else PLACEHOLDER
+            return tr.minus_sign(tr.entry(x)) if shown[k] else PLACEHOLDER
         root = sqrt_text(s.d_k)
         values = np.asarray(s.values, dtype=float)
         # the terms of the output's sum, shown as step 6: a_j v_j, a number or a vector
@@ -94,11 +94,12 @@ class Inspector(View):
                      values[j], products[j])
             rows.append(
                 f'<tr><th scope="row"><span class="token" style="--token:{token_color(j)}">{escape(t)}</span> '
-                f'<span class="vec">{tr.vec(s.keys[j], 0)}</span></th>'
+                f'<span class="vec">{tr.minus_sign(tr.vec(s.keys[j], 0))}</span></th>'
                 + "".join(f"<td>{cell(k, c)}</td>" for k, c in enumerate(cells)) + "</tr>"
             )
         scale_head = f"÷ {root}" if s.scale else escape(tr._("(no scaling)"))
-        title = escape(tr._("Inspector: query of “{token}”, q = {q}", token=s.tokens[i], q=tr.vec(s.query, 3)))
+        title = escape(tr._("Inspector: query of “{token}”, q = {q}", token=s.tokens[i],
+                            q=tr.minus_sign(tr.vec(s.query, 3))))
         self._pane.object = f"""
 <h3>{title}</h3>
 <div class="scroll" tabindex="0" role="region" aria-label="{escape(tr._("Every step of the selected query"))}">
@@ -109,7 +110,7 @@ class Inspector(View):
 <th scope="col">5. a<sub>i</sub> = exp ÷ Σ</th><th scope="col">v<sub>i</sub></th>
 <th scope="col">6. a<sub>i</sub>·v<sub>i</sub></th></tr></thead>
 <tbody>{''.join(rows)}</tbody>
-<tfoot><tr><th scope="row">Σ / max</th><td></td><td>max {tr.num(r.row_max[i])}</td><td></td>
+<tfoot><tr><th scope="row">Σ / max</th><td></td><td>max {tr.minus_sign(tr.num(r.row_max[i]))}</td><td></td>
 <td>Σ {cell(3, r.exp_sum[i])}</td><td>Σ {cell(4, r.weights[i].sum())}</td><td></td>
 <td>Σ {cell(6, r.output[i])}</td></tr></tfoot>
 </table></div>

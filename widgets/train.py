@@ -28,7 +28,7 @@ from link.train import TrainLink
 from server.train_queue import scheduler_for
 from session.i18n import N_, Translator
 from session.state import AttentionState
-from session.training import PAINT, TrainingState
+from session.training import PAINT, PAINT_SENTENCES, TrainingState
 from widgets.style import TOKEN_COLORS
 
 #: The targets as the page names them; the core's names are its English data.
@@ -42,7 +42,8 @@ TARGET_NOTES = {
     "yourself": N_("\"I love NLP\" with Section 6's embeddings. Each token should attend to itself."),
     "nlp": N_("\"I love NLP\". Every token should attend to NLP."),
     "retrieve": N_("\"I love NLP\". Each output should equal a value of Section 6: I → 2, love → 6, NLP → 4. "
-                   "W_V has to learn as well as W_Q and W_K."),
+                   "W_V has to learn as well as W_Q and W_K. Each output is a mix of the values, weighted by the "
+                   "attention, so the values W_V learns need not be 2, 6 and 4 in that order."),
     PAINT: N_("Click a cell of the target to switch it on or off: row i is what token i should attend to (its "
               "cells share the row's attention equally). Will one head learn it?"),
 }
@@ -50,6 +51,11 @@ TARGET_NOTES = {
 PLANE_LABEL = N_("The queries (●) and keys (■) of head {n} at the step shown, with the values (▲) when W_V learns")
 #: A swap that raises the loss by more than this (nats, or squared units) shows that the roles have parted.
 ROLES_APART = 0.1
+
+
+def sentence(text: str) -> str:
+    """``text`` as a sentence's start: its first letter a capital (where the language has capitals)."""
+    return text[:1].upper() + text[1:]
 
 
 def tab_words(tr: Translator) -> dict:
@@ -76,10 +82,14 @@ def tab_words(tr: Translator) -> dict:
             "swap": tr._("Swap W_Q and W_K"), "swapped": tr._("loss {loss} → swapped {swapped}"),
             "loss_caption": tr._("Loss at each step"),
             "loss_aria": tr._("Loss curve: from {first} at the random start to {last} at the last step"),
-            "weights_caption": tr._("Attention weights (heads' average)"), "target_caption": tr._("Target"),
+            "weights_caption": tr._("Attention weights (heads' average)"),
+            "weights_caption_one": tr._("Attention weights"), "target_caption": tr._("Target"),
             "paint_caption": tr._("Target: click to paint"), "paint_cell": tr._("{query} attends to {key}"),
             "outputs_caption": tr._("Outputs and targets"), "output": tr._("output"), "wanted": tr._("target"),
-            "head": tr._("head {n}"), "plane_label": tr._(PLANE_LABEL.msgid)}
+            "head": tr._("head {n}"), "plane_label": tr._(PLANE_LABEL.msgid),
+            # the sentences a pattern is painted on, as they are written (their tokens are the run's own)
+            "sentence": tr._("Paint on"),
+            "sentences": {n: " ".join(task.tokens) for n, task in PAINT_SENTENCES.items()}}
 
 
 #: The run's CSV columns: one number per line, named by what it is, its head, its step and its place.
@@ -185,11 +195,7 @@ class TrainView(pn.viewable.Viewer):
         if run.task.kind == "weights":
             parts.append(self._attends_html(run, what, tokens))
         else:
-            values = what.values[0][:, 0] if what.values.shape[-1] >= 1 else what.values[0]
-            learned_values = tr.list_sep.join(f"{tok} {tr.num(v, 2)}" for tok, v in zip(tokens, values, strict=True))
-            parts.append("<p>" + escape(tr._(
-                "W_V learned the values {values}: each output is a weighted average of them, and W_Q and W_K learned "
-                "which values each token reads.", values=learned_values)) + "</p>")
+            parts.append(self._values_html(run, what, tokens))
         # the swap: at the start the roles are interchangeable; after training, not where the pattern needs them apart
         start_swap = float(learned(run, 0).swapped_loss)
         swapped = float(what.swapped_loss)
@@ -218,16 +224,41 @@ class TrainView(pn.viewable.Viewer):
             else:
                 top = what.top_weight[h]
                 text = tr.list_sep.join(
-                    tr._("the query of {a} points where the key of {b} points", a=tokens[i], b=tokens[j])
+                    tr._("the query of “{a}” points where the key of “{b}” points", a=tokens[i], b=tokens[j])
                     if top[i] > 0.6
-                    else tr._("the query of {a} spreads its attention", a=tokens[i]) for i, j in enumerate(picks)) + "."
+                    else tr._("the query of “{a}” spreads its attention", a=tokens[i])
+                    for i, j in enumerate(picks)) + "."
             turn = ""
             if what.rotation_share[h] > 0.9:
                 turn = " " + tr._("W_Q W_Kᵀ is close to a turn by {deg}°: each query is its embedding turned by "
                                   "{deg}°, and it meets the key that lies there.",
-                                  deg=tr.num(float(what.rotation_deg[h]), 0))
-            out.append(f"<p>{escape(head + text + turn)}</p>")
+                                  deg=tr.minus_sign(tr.num(float(what.rotation_deg[h]), 0)))
+            out.append(f"<p>{escape(head + (text if head else sentence(text)) + turn)}</p>")
         return "".join(out)
+
+    def _values_html(self, run, what, tokens) -> str:
+        """What W_V learned, and why its values are not the targets in order: each output is a mix of the values,
+        and (one head) which values each token's output reads."""
+        tr = self.state.tr
+        values = what.values[0][:, 0]
+        learned_values = tr.list_sep.join(f"{tok} {tr.minus_sign(tr.num(v, 2))}"
+                                          for tok, v in zip(tokens, values, strict=True))
+        parts = ["<p>" + escape(tr._(
+            "W_V learned the values {values}, not the targets in order: each output is a mix of the values, weighted "
+            "by the attention, and W_Q and W_K learned which values each token reads.", values=learned_values))
+            + "</p>"]
+        if run.heads == 1:  # with two heads W_O mixes the heads' outputs too: no one value per output to name
+            weights = run.head_weights[what.step][0]
+            outputs = weights @ values
+            reads = " ".join(
+                tr._("“{a}” reads the value of “{b}” (weight {weight}), so its output is {output}.", a=tokens[i],
+                     b=tokens[j], weight=tr.num(float(weights[i, j]), 2), output=tr.minus_sign(tr.num(outputs[i], 2)))
+                if weights[i, j] > 0.6 else
+                tr._("“{a}” spreads its attention, so its output {output} is the weighted average of the values.",
+                     a=tokens[i], output=tr.minus_sign(tr.num(outputs[i], 2)))
+                for i, j in enumerate(what.attends_to[0].tolist()))
+            parts.append("<p>" + escape(reads) + "</p>")
+        return "".join(parts)
 
     def _floor_html(self, run, t) -> str:
         tr = self.state.tr
@@ -248,7 +279,8 @@ class TrainView(pn.viewable.Viewer):
                                 "the target asks for different ones.", a=a, b=b))
             else:
                 why.append(tr._("x_{b} = {c} × x_{a}: for any W_Q and W_K, {b}'s scores are {c} times {a}'s, so {b} "
-                                "cannot rank the keys as the target asks.", a=a, b=b, c=tr.short(c.factor, 2)))
+                                "cannot rank the keys as the target asks.", a=a, b=b,
+                                c=tr.minus_sign(tr.short(c.factor, 2))))
         if not why:
             why.append(self._dependency_text(run, floor, tokens))
         text = tr._("One head cannot learn this target: its loss stops at {floor}, above the target's own lowest "
@@ -285,7 +317,7 @@ class TrainView(pn.viewable.Viewer):
         return tr._("In two dimensions x_{k} = {ca} x_{a} + {cb} x_{b}, so for any W_Q and W_K one head's scores of "
                     "{k} are that same mix of {a}'s and {b}'s (a score x_i W_Q W_Kᵀ x_jᵀ is linear in x_i): the rows "
                     "cannot all get what they ask for.", k=tokens[k], a=tokens[a], b=tokens[b],
-                    ca=tr.short(float(ca), 2), cb=tr.short(float(cb), 2))
+                    ca=tr.minus_sign(tr.short(float(ca), 2)), cb=tr.minus_sign(tr.short(float(cb), 2)))
 
     def __panel__(self):
         return self.player

@@ -1,8 +1,9 @@
 // Run by tests/ui/test_layout_screens.py in every tab, mode and screen size. `minFont` is the smallest text
 // (CSS px) allowed, 0 for no limit; with `figures` (a list of figure names) only those figures' labels and
 // titles are checked, not the rest of the page; with `answer`, only whether the readout's Weights and Output
-// lines are in view.
-({minFont = 0, figures = null, answer = false}) => {
+// lines are in view; with `together` (a list of [what, CSS selector]), only whether the first shown element each
+// selector finds (through shadow roots) is wholly in view, all of them at once, with nothing scrolled.
+({minFont = 0, figures = null, answer = false, together = null}) => {
   const problems = [];
   const vw = window.innerWidth, vh = window.innerHeight;
   const name = (el) => (el.getAttribute && (el.getAttribute("aria-label") || el.getAttribute("name"))) ||
@@ -66,6 +67,23 @@
     }
     if (!scroller && (r.left < -1 || r.top < -1 || r.right > vw + 1 || r.bottom > vh + 1)) cut = true;
     return {seen, cut, scroller};
+  }
+
+  // --- what a class must see together: each element wholly inside the window and inside every box around it
+  // (scroll containers included, as they are now), so nobody has to scroll to see them all ---
+  if (together) {
+    for (const [what, selector] of together) {
+      const el = deep().find((e) => e.matches(selector) && !hidden(e) && e.getBoundingClientRect().width > 0);
+      if (el == null) { problems.push(`${what} (${selector}) is not shown`); continue; }
+      const r = el.getBoundingClientRect(), {seen} = visibility(el, r);
+      const out = Math.max(0, -r.left, -r.top, r.right - vw, r.bottom - vh,
+                           seen.left - r.left, seen.top - r.top, r.right - seen.right, r.bottom - seen.bottom);
+      if (out > 1) {
+        problems.push(`${what} is not wholly in view: ${Math.round(out)} px of it hidden ` +
+                      `(${[r.left, r.top, r.right, r.bottom].map(Math.round)} in ${vw}x${vh})`);
+      }
+    }
+    return problems;
   }
 
   // --- the answer: the readout's Weights and Output lines (its last two) inside the window and every box around

@@ -22,10 +22,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from testing.browser import APP_LOADED, TAB_BUILT
 from tests.ui.conftest import EVERY_SCREENSHOT, SCREENSHOTS
 from tests.ui.helpers import (
     _DEEP,
     PATIENCE,
+    QUERY_PLOT_READY,
+    READOUT,
     SHOWN_TAB,
     settle,
     show_tab,
@@ -48,6 +51,9 @@ SCREENS = {
     "phone-390x844": ({"width": 390, "height": 844}, {"has_touch": True, "is_mobile": True}),
     "phone-844x390": ({"width": 844, "height": 390}, {"has_touch": True, "is_mobile": True}),
 }
+#: The tabs that take the stage while shown (widgets/stage.py): the query plot, its readout and the step-through
+#: step aside into a strip.
+STAGE_TABS = ("Train",)
 #: Screens where the page is one column that scrolls as a whole, the tabs below the plot and the readout: a tapped
 #: tab scrolls the readout away to show the tab (the answer is in view on the first screen only).
 SCROLLING = ("phone-390x844", "phone-844x390")
@@ -75,11 +81,12 @@ TAB_REPORT = SHOWN_TAB + _DEEP + """({minFont, answer}) => {
   const readout = first((el) => el.getAttribute('data-testid') === 'readout')
   const {el, root, area} = shownTab()
   const a = area.getBoundingClientRect()
+  const strip = first((el) => el.classList.contains('stage-toggle'))
   return {
     found: checks({minFont}),
     answer: answer ? checks({answer: true}) : [],
     boxes: {plot: size(plot), readout: size(readout?.shadowRoot?.querySelector('.bk-clearfix') ?? readout),
-            title: size(root.querySelector('.bk-tab.bk-active'))},
+            title: size(root.querySelector('.bk-tab.bk-active')), strip: size(strip)},
     room: getComputedStyle(area).overflowY !== 'auto' ? null
       : el.getBoundingClientRect().height - root.querySelector('.bk-header').getBoundingClientRect().height,
     inView: [Math.min(a.bottom, window.innerHeight) - Math.max(a.top, 0), a.height],
@@ -243,10 +250,12 @@ def _tab_problems(page, screen: str, mode: str, k: int, tab: str, built: bool) -
                                polling="raf")
     else:  # KaTeX typesets (its fonts load the first time a formula needs them), Bokeh lays the tab out
         wait_for_drawn(page)
-    report = page.evaluate(TAB_REPORT, {"minFont": _min_font(screen, mode), "answer": screen not in SCROLLING})
-    # the plot, the readout and the tabs are always there to reach
-    # (a tab's title may be two Chinese characters, about 32 px)
-    for where, least in (("plot", 40), ("readout", 40), ("title", 24)):
+    staged = tab in STAGE_TABS
+    report = page.evaluate(TAB_REPORT, {"minFont": _min_font(screen, mode),
+                                        "answer": screen not in SCROLLING and not staged})
+    # the plot, the readout and the tabs are always there to reach (a tab's title may be two Chinese characters,
+    # about 32 px); a tab that takes the stage has set them aside, behind the strip's button that brings them back
+    for where, least in (("strip", 15), ("title", 24)) if staged else (("plot", 40), ("readout", 40), ("title", 24)):
         width, height = report["boxes"][where]
         assert width > least and height > 15, f"the {where} has no room on the {tab} tab on {screen}"
     found = report["found"]
@@ -424,3 +433,183 @@ def test_lines_and_selected_buttons_stand_out(open_page, theme):
     assert len(chosen) == 1 and len(others) == 2, buttons
     for other in others:
         assert _contrast(chosen[0], other) >= 3, f"the selected W is {_contrast(chosen[0], other):.2f}:1 to the others"
+
+
+# --- the lesson takes the stage: the Train tab, and the plot while presenting ----------------------------------------
+
+#: What a class watches while the Train tab plays, in view together without scrolling: Play, the loss readout and
+#: curve, the learned weights with the target beside them, and a head's plane.
+TRAIN_STAGE = [["Play", ".train-player button.play"], ["the loss readout", ".train-player .readout"],
+               ["the loss curve", ".train-player svg.loss-curve"],
+               ["the learned weights", ".train-player figure.weights table"],
+               ["the target", ".train-player figure.target table"], ["a plane", ".train-player svg.train-plane"]]
+#: The weights' and the target's tables: their boxes (the target is beside the weights: level with them, to their
+#: side).
+BESIDE = _DEEP + """() => {
+  const box = (sel) => { const el = [...deep(document)].find(e => e.matches(sel)); const r = el.getBoundingClientRect()
+    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom} }
+  return {weights: box('.train-player figure.weights table'), target: box('.train-player figure.target table')}
+}"""
+#: The Train tab's run has arrived and its step is drawn.
+TRAIN_DRAWN = ("(n) => window.attentionExplorerTrain && window.attentionExplorerTrain.state.runs > n && "
+               "window.attentionExplorerTrain.run() != null")
+
+
+def _train_target(page, slug: str | None) -> None:
+    """Choose the Train tab's target ``slug`` (None: the one shown) and wait until its run is drawn."""
+    runs = page.evaluate("() => window.attentionExplorerTrain?.state.runs ?? 0")
+    if slug is not None:
+        page.locator(f".train-target-{slug}").click()
+        page.wait_for_function(TRAIN_DRAWN, arg=runs, timeout=PATIENCE)
+    else:
+        page.wait_for_function(TRAIN_DRAWN, arg=0, timeout=PATIENCE)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def _stage_problems(page, screen: str, mode: str, slugs=(None, "yourself", "retrieve")) -> list[str]:
+    """The Train stage's problems for each target in ``slugs``: what a class watches not in view together, the
+    target not beside the weights, and anything the layout checks find (text under 20 px on a projector)."""
+    problems = []
+    for slug in slugs:
+        _train_target(page, slug)
+        found = page.evaluate(CHECKS, {"together": TRAIN_STAGE})
+        found += page.evaluate(CHECKS, {"minFont": _min_font(screen, mode)})
+        boxes = page.evaluate(BESIDE)
+        w, t = boxes["weights"], boxes["target"]
+        if not (t["left"] >= w["right"] - 1 or t["right"] <= w["left"] + 1) or abs(t["bottom"] - w["bottom"]) > 4:
+            found.append(f"the target is not beside the weights: {boxes}")
+        problems += [f"{slug or 'previous'}: {p}" for p in found]
+        if found:
+            page.screenshot(path=SCREENSHOTS / f"train-stage-{screen}-{mode}-{slug or 'previous'}.png")
+    return problems
+
+
+TRAIN_STAGE_CASES = [("1024x768", "projector"), ("1280x800", "projector"), ("1920x1080", "normal"),
+                     ("1024x768", "normal")]
+
+
+@pytest.mark.parametrize(("screen", "mode"), TRAIN_STAGE_CASES, ids=["-".join(c) for c in TRAIN_STAGE_CASES])
+def test_the_train_stage_shows_play_the_loss_the_weights_beside_the_target_and_a_plane_together(open_page, screen,
+                                                                                                 mode):
+    """The Train tab takes the stage: Play, the loss readout and curve, the learned weights with the target beside
+    them, and a plane, in view together with nothing scrolled, every number at least 20 px on a projector, for a
+    five-token target, a three-token one and one on the outputs (at 1024x768 on a projector the tab was a 538 px
+    column, Play at y = 1,045 and the plane at 2,150)."""
+    viewport, options = SCREENS[screen]
+    page = open_page(f"?mode={mode}", viewport=viewport, **options)
+    settle(page, mode)
+    show_tab(page, "Train")
+    problems = _stage_problems(page, screen, mode)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_train_lesson_link_opens_on_the_train_stage(browser, server):
+    """``?tabs=train`` is the Train stage, not the query plot beside a column: the plot, the readout and the
+    step-through are set aside, the strip's button brings them back, and the stage is in view together."""
+    context = browser.new_context(viewport={"width": 1024, "height": 768}, locale="en-US")
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(server + "?mode=projector&tabs=train")
+        page.wait_for_function(APP_LOADED, timeout=PATIENCE)
+        page.wait_for_function(TAB_BUILT, timeout=PATIENCE)
+        settle(page, "projector")
+        assert page.locator(".ae-query-plot").first.bounding_box() is None, "the query plot is shown"
+        assert page.locator(READOUT).bounding_box() is None, "the readout is shown"
+        expect(page.locator(".stepper").first).to_be_hidden()
+        problems = _stage_problems(page, "1024x768", "projector", slugs=(None,))
+        assert not problems, "\n".join(problems)
+        page.locator(".stage-toggle button").click()  # the way back
+        expect(page.locator(".ae-query-plot").first).to_be_visible(timeout=PATIENCE)
+        page.wait_for_function(QUERY_PLOT_READY, timeout=PATIENCE)
+        wait_for_drawn(page)
+        assert page.locator(".ae-query-plot").first.bounding_box()["width"] > 200
+    finally:
+        context.close()
+    assert not errors, errors
+
+
+def test_the_train_tab_fits_an_800x600_projector_with_nothing_cut_or_scrolled_sideways(open_page):
+    """At 800x600 on a projector nothing of the Train tab is cut and nothing in it scrolls sideways, for a
+    five-token target, a three-token one, one on the outputs and a painted one (its 5x5 tables were 496 px in a
+    417 px column)."""
+    page = open_page("?mode=projector", viewport=SCREENS["800x600"][0])
+    settle(page, "projector")
+    show_tab(page, "Train")
+    problems = []
+    for slug in (None, "yourself", "retrieve", "previous", "paint"):
+        _train_target(page, slug)
+        found = page.evaluate(CHECKS, {"minFont": 20})
+        found += page.evaluate(_DEEP + """() => [...deep(document)]
+          .filter(el => el.closest?.('.train-root') && el.scrollWidth > el.clientWidth + 1 &&
+                        ['auto', 'scroll'].includes(getComputedStyle(el).overflowX))
+          .map(el => `scrolls sideways: ${el.tagName.toLowerCase()}.${[...el.classList].join('.')} ` +
+                     `(${el.scrollWidth} px in ${el.clientWidth})`)""")
+        host = page.evaluate("() => { const h = window.attentionExplorerTrain.root.getRootNode().host;"
+                             " return [h.scrollWidth, h.clientWidth] }")
+        if host[0] > host[1] + 1:
+            found.append(f"the tab scrolls sideways: {host[0]} px in {host[1]}")
+        problems += [f"{slug or 'previous'}: {p}" for p in found]
+        if found:
+            page.screenshot(path=SCREENSHOTS / f"train-800x600-{slug or 'previous'}.png")
+    assert not problems, "\n".join(problems)
+
+
+#: The query plot's frame's area (CSS px²).
+PLOT_FRAME = """() => { const v = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('query-plot'))
+  return v.frame.bbox.width * v.frame.bbox.height }"""
+#: Presenting: the plot and the room's code in view together.
+PRESENTING = [["the query plot", ".ae-query-plot"], ["the room's code", ".room-code"]]
+PRESENT_CASES = [(device, mode) for device in DEVICES for mode in ("normal", "projector")]
+
+
+@pytest.mark.parametrize(("device", "mode"), PRESENT_CASES, ids=["-".join(c) for c in PRESENT_CASES])
+def test_presenting_keeps_the_plot_its_size_and_in_view_with_the_room_code(open_page, device, mode):
+    """Presenting never makes the query plot smaller than it is on the same screen without presenting (at least
+    90 % of its frame's area), with the bar expanded and folded, on every screen of its kind: the room's bar takes
+    its height from the tabs. The plot, the readout's answer and the room's code are in view together (on a phone,
+    whose page scrolls as one column, the plot and the answer). At 1024x768 on a projector the card took a 290 px
+    band above everything and left the plot's frame 128x92 px of its 363x327."""
+    from tests.ui.test_follow import present
+
+    screens = DEVICES[device]
+    viewport, options = SCREENS[screens[0]]
+    plain = open_page(f"?mode={mode}", viewport=viewport, **options)
+    presenter = open_page(f"?mode={mode}", viewport=viewport, **options)
+    present(presenter)
+    settle(presenter, mode)
+    settle(plain, mode)
+    problems = []
+    for n, screen in enumerate(screens):
+        if n > 0:
+            _resize(plain, screen)
+            _resize(presenter, screen)
+        alone = plain.evaluate(PLOT_FRAME)
+        for folded in (False, True):  # expanded, folded (and expanded again for the next screen)
+            # as the page opens: pressing the fold button scrolled a phone's column down to it
+            presenter.evaluate(_DEEP + "() => { for (const el of deep(document)) if (el.scrollTop) el.scrollTop = 0 }")
+            wait_for_drawn(presenter)
+            shown = presenter.evaluate(PLOT_FRAME)
+            state = "folded" if folded else "expanded"
+            if shown < 0.9 * alone:
+                problems.append(f"{screen}, {state}: the plot's frame is {shown:.0f} px² presenting, "
+                                f"{alone:.0f} px² alone")
+            together = PRESENTING if screen not in SCROLLING else PRESENTING[:1]
+            found = presenter.evaluate(CHECKS, {"together": together})
+            if screen not in SCROLLING:
+                found += presenter.evaluate(CHECKS, {"answer": True})
+            problems += [f"{screen}, {state}: {p}" for p in found]
+            if found or shown < 0.9 * alone:
+                presenter.screenshot(path=SCREENSHOTS / f"present-{screen}-{mode}-{state}.png")
+            _fold(presenter)
+    assert not problems, "\n".join(problems)
+
+
+def _fold(page) -> None:
+    """Press the bar's fold button: the join link and its controls fold into the bar, or come out of it."""
+    link = page.locator(".room-link")
+    was = link.is_visible()
+    page.locator(".room-fold button").click()
+    (expect(link).to_be_hidden if was else expect(link).to_be_visible)(timeout=PATIENCE)
+    wait_for_drawn(page)

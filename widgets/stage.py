@@ -1,0 +1,87 @@
+"""The stage: a tab whose subject is not the query takes the whole page while it is shown.
+
+The Train tab teaches how W_Q, W_K and W_V are learned, on sentences of its own: the query plot, its readout and the
+recipe's step-through beside it say nothing about what it shows, and took the room its loss, weights, target and
+planes need (at 1024×768 on a projector, a 538 px column a class had to scroll). While such a tab is shown, they step
+aside into a strip at the page's edge, whose button brings them back; they come back by themselves with any tab about
+the query. The Projections and Heads tabs keep them: their heads are the explorer's query and keys (Heads'
+"Explore head" loads one into the query plot, and Projections then edits it), so the plot beside them is their
+subject (docs/classroom.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import panel as pn
+
+from session.state import AttentionState
+from widgets.style import APP_CSS
+
+#: The tabs (their names in a lesson link, app.TABS) that take the stage while shown.
+STAGE_TABS = ("train",)
+
+
+class Stage:
+    """The page's stage over its tabs: ``aside`` (the query plot and readout, the step-through) hidden while a tab of
+    :data:`STAGE_TABS` is shown, unless the learner brings them back with :attr:`strip`'s button.
+
+    Test hooks: the strip is ``.stage-strip``, its button ``.stage-toggle``; the page's body carries ``staged`` while
+    a tab has the stage.
+    """
+
+    def __init__(self, state: AttentionState, aside: Sequence[pn.viewable.Viewable], body: pn.layout.ListLike,
+                 names: Callable[[], Sequence[str]]):
+        self.state = state
+        self._aside = list(aside)
+        self._body = body
+        self._names = names  # the tabs' names, in the order the page shows them now (a lesson link's few)
+        self._tabs = None
+        self._watcher = None
+        self.staged = False  # a stage tab is shown
+        self.opened = False  # and the learner brought the query plot back beside it
+        self._toggle = pn.widgets.Button(css_classes=["stage-toggle"], stylesheets=[APP_CSS], margin=(6, 4),
+                                         sizing_mode="stretch_height")
+        self._toggle.on_click(self._on_toggle)
+        self.strip = pn.Column(self._toggle, css_classes=["stage-strip"], stylesheets=[APP_CSS], margin=0,
+                               visible=False)
+        state.param.watch(lambda *_: self._label(), "lang")
+
+    def watch(self, tabs: pn.Tabs) -> None:
+        """Follow ``tabs`` (a lesson's new tabs replace the old ones)."""
+        if self._tabs is not None:
+            self._tabs.param.unwatch(self._watcher)
+        self._tabs = tabs
+        self._watcher = tabs.param.watch(self._on_active, "active")
+        self._on_active()
+
+    def _on_active(self, *_) -> None:
+        names = self._names()
+        active = self._tabs.active
+        staged = 0 <= active < len(names) and names[active] in STAGE_TABS
+        if staged != self.staged:
+            self.staged, self.opened = staged, False
+            self._apply()
+
+    def _on_toggle(self, _event) -> None:
+        self.opened = not self.opened
+        self._apply()
+
+    def _apply(self) -> None:
+        shown = not self.staged or self.opened
+        with pn.io.hold():
+            for view in self._aside:
+                view.visible = shown
+            self.strip.visible = self.staged
+            classes = [c for c in self._body.css_classes if c != "staged"]
+            self._body.css_classes = classes + ["staged"] * (self.staged and not self.opened)
+            self._label()
+
+    def _label(self) -> None:
+        tr = self.state.tr
+        if self.opened:
+            self._toggle.param.update(label=tr._("Hide the query plot"),
+                                      description=tr._("Give this tab the whole page again"))
+        else:
+            self._toggle.param.update(label=tr._("Show the query plot"), description=tr._(
+                "Bring back the query plot, its readout and the recipe beside this tab"))
