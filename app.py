@@ -233,7 +233,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                       css_classes=["right"], stylesheets=[APP_CSS])
     body = pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"], stylesheets=[APP_CSS])
     # the Train tab takes the stage: the plot, the readout and the step-through step aside into a strip
-    stage = Stage(state, aside=[left, stepper], body=body, names=lambda: [name for name, _ in shown_tabs()])
+    stage = Stage(state, aside=[left, stepper], names=lambda: [name for name, _ in shown_tabs()])
     body.insert(0, stage.strip)
     stage.watch(tabs)
     page = pn.Column(

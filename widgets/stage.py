@@ -26,15 +26,13 @@ class Stage:
     """The page's stage over its tabs: ``aside`` (the query plot and readout, the step-through) hidden while a tab of
     :data:`STAGE_TABS` is shown, unless the learner brings them back with :attr:`strip`'s button.
 
-    Test hooks: the strip is ``.stage-strip``, its button ``.stage-toggle``; the page's body carries ``staged`` while
-    a tab has the stage.
+    Test hooks: the strip is ``.stage-strip``, its button ``.stage-toggle``.
     """
 
-    def __init__(self, state: AttentionState, aside: Sequence[pn.viewable.Viewable], body: pn.layout.ListLike,
+    def __init__(self, state: AttentionState, aside: Sequence[pn.viewable.Viewable],
                  names: Callable[[], Sequence[str]]):
         self.state = state
         self._aside = list(aside)
-        self._body = body
         self._names = names  # the tabs' names, in the order the page shows them now (a lesson link's few)
         self._tabs = None
         self._watcher = None
@@ -73,8 +71,6 @@ class Stage:
             for view in self._aside:
                 view.visible = shown
             self.strip.visible = self.staged
-            classes = [c for c in self._body.css_classes if c != "staged"]
-            self._body.css_classes = classes + ["staged"] * (self.staged and not self.opened)
             self._label()
 
     def _label(self) -> None:

@@ -379,3 +379,39 @@ def test_the_join_code_stays_whole_and_the_qr_code_leaves_the_plot_its_size(brow
     assert qr["y"] + qr["height"] <= 800 and qr["x"] + qr["width"] <= 1280, "the QR code is off screen"
     teacher.screenshot(path=SCREENSHOTS / "presenter-qr-1280x800.png")
     close(teacher)
+
+
+#: The lines the whole join link is drawn on (the tops of its text's boxes), its text and the room's note on it.
+WHOLE_LINK = """() => {
+  function* deep(root) {
+    for (const el of root.querySelectorAll('*')) { yield el; if (el.shadowRoot) yield* deep(el.shadowRoot) }
+  }
+  const all = [...deep(document)]
+  const link = all.find(el => el.classList.contains('room-link'))
+  const range = document.createRange()
+  range.selectNodeContents(link)
+  const reach = all.find(el => el.classList.contains('room-reach'))
+  return {tops: [...new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)))],
+          text: link.textContent, reach: reach ? reach.textContent.replace(/\\s+/g, ' ') : null}
+}"""
+
+
+def test_the_join_link_is_one_line_and_a_localhost_page_says_how_to_serve_the_class(browser, room_server):
+    """The whole join link is on one line on an 800x600 projector and a phone (it was "http://localhost:540" /
+    "1/?room=…"), and a page opened as 127.0.0.1 says the class cannot reach that address and names the settings
+    that serve the class (this test server listens on 127.0.0.1 only: ADDRESS's default)."""
+    teacher = new_page(browser, room_server + "?mode=projector", (800, 600))
+    code, link = present(teacher)
+    port = link.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
+    shown = teacher.evaluate(WHOLE_LINK)
+    assert len(shown["tops"]) == 1, f"the join link is broken across lines: {shown}"
+    assert shown["reach"] is not None, "nothing says that the class cannot open a 127.0.0.1 link"
+    assert f"Your class cannot reach 127.0.0.1:{port}" in shown["reach"]
+    teacher.locator(".room-how").click()  # how to serve the class
+    teacher.get_by_text("This server listens on this computer only").wait_for(timeout=WAIT)
+    assert "ADDRESS=0.0.0.0 BOKEH_ALLOW_WS_ORIGIN=" in teacher.evaluate(WHOLE_LINK)["reach"]
+    teacher.set_viewport_size({"width": 390, "height": 844})
+    teacher.wait_for_function("() => window.innerWidth === 390")
+    teacher.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    assert len(teacher.evaluate(WHOLE_LINK)["tops"]) == 1, "the join link is broken across lines on a phone"
+    close(teacher)

@@ -458,7 +458,10 @@ TRAIN_DRAWN = ("(n) => window.attentionExplorerTrain && window.attentionExplorer
 def _train_target(page, slug: str | None) -> None:
     """Choose the Train tab's target ``slug`` (None: the one shown) and wait until its run is drawn."""
     runs = page.evaluate("() => window.attentionExplorerTrain?.state.runs ?? 0")
-    if slug is not None:
+    if slug == "paint":  # painting starts from the target shown: the same run, its target's cells now buttons
+        page.locator(".train-target-paint").click()
+        page.locator(".train-player .target button.paint").first.wait_for(timeout=PATIENCE)
+    elif slug is not None:
         page.locator(f".train-target-{slug}").click()
         page.wait_for_function(TRAIN_DRAWN, arg=runs, timeout=PATIENCE)
     else:

@@ -370,3 +370,94 @@ def test_a_landscape_phone_plays_scrubs_and_paints_by_touch(open_page):
     wait_new_run(page, before)
     wait_address(page, "train=110.010.001")
     assert page.evaluate(f"() => Array.from({RUN}.run().target)") == [0.5, 0.5, 0, 0, 1, 0, 0, 0, 1]
+
+
+# --- the lesson takes the stage, and its words -----------------------------------------------------------------
+
+def test_the_train_tab_takes_the_stage_and_the_query_s_tabs_give_the_plot_back(open_page):
+    """On the Train tab the query plot, its readout and the step-through step aside into a strip whose button brings
+    them back; a tab about the query brings them back by itself (the Train tab was a column beside them)."""
+    page = open_train(open_page, "?mode=projector")
+    page.wait_for_function(SHOWN_PLOT, arg=False, timeout=PATIENCE)
+    assert page.locator(".stepper").first.is_hidden()
+    strip = page.locator(".stage-toggle button")
+    assert strip.text_content() == "Show the query plot"
+    strip.click()
+    page.wait_for_function(SHOWN_PLOT, arg=True, timeout=PATIENCE)
+    assert page.locator(".stepper").first.is_visible() and strip.text_content() == "Hide the query plot"
+    strip.click()
+    page.wait_for_function(SHOWN_PLOT, arg=False, timeout=PATIENCE)
+    show_tab(page, "Weights")
+    page.wait_for_function(SHOWN_PLOT, arg=True, timeout=PATIENCE)
+    assert page.locator(".stage-strip").first.is_hidden()
+    show_tab(page, "Train")  # the stage again, the plot aside
+    page.wait_for_function(SHOWN_PLOT, arg=False, timeout=PATIENCE)
+
+
+#: Whether the query plot is laid out on the page as ``want`` says (shown or not).
+SHOWN_PLOT = """(want) => {
+  const view = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('query-plot'))
+  const shown = view != null && view.el.getBoundingClientRect().width > 100
+  return shown === want
+}"""
+
+
+def test_the_summary_reads_as_sentences_with_quoted_tokens_and_minus_signs(open_page):
+    """What was learned: token names quoted ("the query of is points where the key of all points"), a sentence's
+    first letter a capital, and −46° with the minus sign, as the page writes "−" elsewhere."""
+    page = open_train(open_page)
+    play_to_end(page)
+    page.locator(".train-summary").get_by_text("The query of position i points", exact=False).wait_for(
+        timeout=PATIENCE)
+    text = summary_text(page)
+    assert "The query of position i points where the key of i − 1 points" in text  # case-sensitive here
+    assert "a turn by −46°" in text and "-46" not in text
+    choose(page, "Everyone attends to NLP")
+    page.locator(".train-summary").get_by_text("“love”", exact=False).wait_for(timeout=PATIENCE)
+    assert "The query of “I” points where the key of “NLP” points, the query of “love” points" in summary_text(page)
+
+
+def test_retrieve_the_value_says_why_w_v_learns_other_values(open_page):
+    """"Retrieve the value" learns W_V = (3.98, 2.01, 6.00) for the targets (2, 6, 4): the page says each output is a
+    mix of the values, and which value each token's output reads (core: I reads love's, love NLP's, NLP averages)."""
+    page = open_train(open_page)
+    choose(page, "Retrieve the value")
+    note = page.locator(".train-root .target-note").text_content()
+    assert "Each output is a mix of the values" in note and "need not be 2, 6 and 4" in note
+    page.locator(".train-summary").get_by_text("reads the value of", exact=False).wait_for(timeout=PATIENCE)
+    text = summary_text(page)
+    assert "W_V learned the values I 3.98, love 2.01, NLP 6.00, not the targets in order" in text
+    assert "“I” reads the value of “love” (weight 1.00), so its output is 2.02." in text
+    assert "“love” reads the value of “NLP” (weight 0.99), so its output is 5.99." in text
+    assert "“NLP” spreads its attention, so its output 4.00 is the weighted average of the values." in text
+
+
+def test_paint_your_own_on_the_sentence_the_teacher_picks(open_page):
+    """"Paint your own" starts on the five-word sentence; the teacher picks "I love NLP" with one press (it took
+    choosing a three-token target first), and back."""
+    page = open_train(open_page)
+    # painting starts from the target shown, the previous token on five words: the same run, its cells buttons
+    page.locator(".train-targets").get_by_role("button", name="Paint your own").click()
+    page.locator(".train-player .target button.paint").first.wait_for(timeout=PATIENCE)
+    assert page.locator(".train-player .target button.paint").count() == 25
+    sentence = page.locator(".train-sentence")
+    assert sentence.get_by_role("button", name="attention is all you need").get_attribute("aria-pressed") == "true"
+    before = runs(page)
+    sentence.get_by_role("button", name="I love NLP").click()
+    wait_new_run(page, before)
+    assert page.locator(".train-player .target button.paint").count() == 9
+    assert page.evaluate(f"() => Array.from({RUN}.run().tokens)") == ["I", "love", "NLP"]
+    assert sentence.get_by_role("button", name="I love NLP").get_attribute("aria-pressed") == "true"
+    wait_address(page, "train=100.010.001")
+    paint(page, 0, 1)
+    assert page.evaluate(f"() => Array.from({RUN}.run().target)") == [0.5, 0.5, 0, 0, 1, 0, 0, 0, 1]
+    choose(page, "Attend to yourself")  # another target shows no sentence to pick
+    assert sentence.is_hidden()
+
+
+def test_all_steps_writes_a_negative_number_with_the_minus_sign(open_page):
+    """All steps' s − max of I is −0.7071 (0 − 1/√2), written with U+2212 as the formulas beside it write it."""
+    page = open_page()
+    show_tab(page, "All steps")
+    cells = page.locator("table.steps tbody tr").first.locator("td").all_text_contents()
+    assert cells[2] == "\u22120.7071", cells  # 3. s_i − max, the row of I
