@@ -822,7 +822,7 @@ export function render({model, el, view}) {
   const TEXT = new Set(["INPUT", "TEXTAREA", "SELECT"]);
   const onKey = (e) => {
     if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey || !root.isConnected) return;
-    if (root.getClientRects().length === 0) return;  // the tab is hidden
+    if (bar.getClientRects().length === 0) return;  // the tab is hidden (the player may have no box of its own)
     if (e.key !== " " && e.key !== "ArrowLeft" && e.key !== "ArrowRight") return;
     const path = e.composedPath(), target = path[0];
     if (target instanceof Element) {

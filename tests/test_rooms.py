@@ -632,7 +632,7 @@ def test_the_presenter_s_bar_folds_to_its_code(registry):
     assert controls._join_pane.visible and controls._buttons.visible
     controls._on_fold(None)
     assert not controls._join_pane.visible and not controls._buttons.visible and controls._code_card.visible
-    assert controls._fold.label == "Join link, QR code, poll ▾"
+    assert controls._fold.label == "Join link ▾"
     controls._on_fold(None)
     assert controls._join_pane.visible and controls._fold.label == "Fold ▴"
     controls._on_stop(None)

@@ -207,7 +207,7 @@ def test_the_summary_quotes_its_tokens_in_sentences_and_says_why_w_v_learned_oth
     assert "the values W_V learns need not be 2, 6 and 4" in tab.words["notes"]["retrieve"]
     send(doc, tab, action="sentence", tokens=3)  # painting on "I love NLP"
     assert t.target == "paint" and t.run.task.tokens == ("I", "love", "NLP") and tab.paintable
-    assert tab.words["sentences"] == {3: "I love NLP", 5: "attention is all you need"}
+    assert tab.words["sentences"] == {"3": "I love NLP", "5": "attention is all you need"}
 
 
 def test_a_download_holds_the_cores_run(monkeypatch):

@@ -106,7 +106,7 @@ def reach_html(reach: ClassAddress, tr) -> str:
             text += " " + tr._("Its other addresses: {addresses}.", addresses=tr.list_sep.join(reach.addresses[1:]))
         return f'<p class="room-reach">{escape(text)}</p>'
     settings = f"ADDRESS=0.0.0.0 BOKEH_ALLOW_WS_ORIGIN={','.join(reach.addresses)}"
-    url = f"http://{reach.addresses[0]}/" if reach.addresses else ""
+    url = f"{urlsplit(reach.url).scheme or 'http'}://{reach.addresses[0]}/" if reach.addresses else ""
     if reach.problem == "loopback":
         how = tr._("This server listens on this computer only. Start it with {settings} and present from {url}.",
                    settings="\0", url=url)
@@ -282,14 +282,8 @@ class RoomControls(pn.viewable.Viewer):
                       stylesheets=[ROOM_CSS])
 
     def _label_fold(self) -> None:
-        tr = self.state.tr
-        if self._folded:
-            self._fold.param.update(label=tr._("Join link, QR code, poll ▾"),
-                                    description=tr._("Show the join link, the QR code, the poll and Stop presenting"))
-        else:
-            self._fold.param.update(label=tr._("Fold ▴"),
-                                    description=tr._("Fold the join link, the QR code and the poll into the room's "
-                                                     "code"))
+        # no tooltip: Bokeh's, drawn beside a button whose label has just changed width, covered the button itself
+        self._fold.label = self.state.tr._("Join link ▾") if self._folded else self.state.tr._("Fold ▴")
 
     def _on_fold(self, _event) -> None:
         self._folded = not self._folded

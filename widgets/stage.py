@@ -74,10 +74,6 @@ class Stage:
             self._label()
 
     def _label(self) -> None:
+        # no tooltip: Bokeh draws a button's beside it, and beside a strip at the page's edge it covered the tab
         tr = self.state.tr
-        if self.opened:
-            self._toggle.param.update(label=tr._("Hide the query plot"),
-                                      description=tr._("Give this tab the whole page again"))
-        else:
-            self._toggle.param.update(label=tr._("Show the query plot"), description=tr._(
-                "Bring back the query plot, its readout and the recipe beside this tab"))
+        self._toggle.label = tr._("Hide the query plot") if self.opened else tr._("Show the query plot")

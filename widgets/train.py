@@ -89,7 +89,7 @@ def tab_words(tr: Translator) -> dict:
             "head": tr._("head {n}"), "plane_label": tr._(PLANE_LABEL.msgid),
             # the sentences a pattern is painted on, as they are written (their tokens are the run's own)
             "sentence": tr._("Paint on"),
-            "sentences": {n: " ".join(task.tokens) for n, task in PAINT_SENTENCES.items()}}
+            "sentences": {str(n): " ".join(task.tokens) for n, task in PAINT_SENTENCES.items()}}
 
 
 #: The run's CSV columns: one number per line, named by what it is, its head, its step and its place.

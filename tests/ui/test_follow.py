@@ -247,7 +247,7 @@ def test_five_pages_follow_and_no_follower_drives_the_room(browser, room_server)
 
 
 def is_presenting(page) -> bool:
-    page.locator(".room-card, .room-notice").first.wait_for(timeout=WAIT)
+    page.locator(".room-card:visible, .room-notice:visible").first.wait_for(timeout=WAIT)
     return page.get_by_role("button", name="Stop presenting").count() == 1
 
 

@@ -600,6 +600,10 @@ def test_presenting_keeps_the_plot_its_size_and_in_view_with_the_room_code(open_
                                 f"{alone:.0f} px² alone")
             together = PRESENTING if screen not in SCROLLING else PRESENTING[:1]
             found = presenter.evaluate(CHECKS, {"together": together})
+            code = presenter.evaluate(_DEEP + """() => parseFloat(getComputedStyle([...deep(document)]
+              .find(el => el.classList.contains('room-code'))).fontSize)""")
+            if code < 28:
+                found.append(f"the room's code is {code} px, not large")
             if screen not in SCROLLING:
                 found += presenter.evaluate(CHECKS, {"answer": True})
             problems += [f"{screen}, {state}: {p}" for p in found]

@@ -351,7 +351,7 @@ def test_a_landscape_phone_plays_scrubs_and_paints_by_touch(open_page):
     play.tap()
     page.wait_for_function(f"() => {RUN}.state.step === 500 && !{RUN}.state.playing", timeout=PATIENCE)
     # the tab scrolls under the player's controls, which stay in reach
-    page.locator(".train-player .planes").scroll_into_view_if_needed()
+    page.locator(".train-root .downloads").scroll_into_view_if_needed()
     assert play.evaluate("(el) => el.getRootNode().host.scrollTop") > 100
     assert play.evaluate(ON_SCREEN)
     # a finger drags the scrub slider from its start to about its middle: the page shows that step's numbers
