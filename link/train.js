@@ -431,15 +431,20 @@ export function render({model, el, view}) {
     // the loss curve: the whole run, a dashed floor where one head stops, a marker at the step
     lossSvg.replaceChildren();
     // room for tick labels in the page's number size (22 px on a projector: static/train.css)
-    const W = 320, H = 150, L = 56, B = 30, T = 12, R = 10;
+    // the left margin as wide as the loss's tick labels in the curve's text size: "19.74" (Retrieve the value's start)
+    // lost its 1 at the figure's edge
+    const ticks = [0, run.top].map((v) => fmt(v, 2, w));
+    const em = parseFloat(getComputedStyle(lossSvg).fontSize) || 16;
+    const W = 320, H = 150, B = 30, T = 12, R = 10;
+    const L = Math.max(56, Math.ceil(0.62 * em * Math.max(...ticks.map((t) => t.length))) + 8);
     const x = (t) => L + (t / run.steps) * (W - L - R), y = (v) => T + (1 - v / run.top) * (H - T - B);
     lossSvg.append(svg_("line", {x1: L, y1: H - B, x2: W - R, y2: H - B, class: "axis"}),
                    svg_("line", {x1: L, y1: T, x2: L, y2: H - B, class: "axis"}));
-    for (const [v, anchor] of [[0, "end"], [run.top, "end"]]) {
-      const t = svg_("text", {x: L - 5, y: y(v) + 6, "text-anchor": anchor, class: "tick"});
-      t.textContent = fmt(v, 2, w);
+    [0, run.top].forEach((v, k) => {
+      const t = svg_("text", {x: L - 5, y: y(v) + 6, "text-anchor": "end", class: "tick"});
+      t.textContent = ticks[k];
       lossSvg.append(t);
-    }
+    });
     // the first step's 0 starts at the axis: centred on it, it touched the loss's 0.00 beside it (22 px ticks)
     const t0 = svg_("text", {x: L, y: H - 6, "text-anchor": "start", class: "tick"});
     t0.textContent = "0";
