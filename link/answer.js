@@ -5,10 +5,10 @@
 // On a phone or an upright tablet the page is one column that scrolls as a whole (static/app.css): a tapped tab
 // brings its contents up (widgets/tabs.js), and the plot and the readout above them leave the screen. This bar
 // copies the readout's text as the page shows it (the server's numbers, or the drag preview's, which link/drag.js
-// writes straight into the readout's element) and shows itself only then. Its height is the room the page keeps
-// below the tabs (--ae-answer-room on <html>, static/app.css), so a tab brought to the top ends above it. Where the
-// page is two columns the readout is always in view and the bar is not drawn (static/answer.css). The server sends
-// nothing for it. Returns what stops it.
+// writes straight into the readout's element) and shows itself only then. While it shows, the page's column ends
+// above it (--ae-answer-room on <html>, its height, is the column's bottom margin: static/app.css), so it covers
+// nothing. Where the page is two columns the readout is always in view and the bar is not drawn (static/answer.css).
+// The server sends nothing for it. Returns what stops it.
 function answerLine(doc) {
   const root = document.documentElement
   if (document.getElementById("ae-answer-css") == null) {
@@ -28,11 +28,15 @@ function answerLine(doc) {
     const last = lines[lines.length - 1]
     if (bar.textContent !== last) bar.textContent = last
   }
-  // its height is the room kept for it, also while hidden (visibility): the page never jumps as it comes and goes
-  const room = new ResizeObserver(() => {
-    const h = getComputedStyle(bar).display === "none" ? 0 : Math.ceil(bar.getBoundingClientRect().height)
-    root.style.setProperty("--ae-answer-room", `${h}px`)
-  })
+  // the room kept for it below the page's column: its height while it shows. Showing it only ever hides more of the
+  // column (its bottom edge moves up; what is above stays), and hiding it only shows more, so the two never chase
+  // each other
+  const place = () => {
+    const shown = bar.classList.contains("shown") && getComputedStyle(bar).display !== "none"
+    const h = shown ? `${Math.ceil(bar.getBoundingClientRect().height)}px` : "0px"
+    if (root.style.getPropertyValue("--ae-answer-room") !== h) root.style.setProperty("--ae-answer-room", h)
+  }
+  const room = new ResizeObserver(place)
   room.observe(bar)
   // the readout's last line is in view when the bottom of its text is inside every box around it and the screen
   // (the observer clips by them all); thresholds a few pixels apart, as the column scrolls
@@ -43,6 +47,7 @@ function answerLine(doc) {
     const line = parseFloat(getComputedStyle(text).lineHeight) || 20
     const inView = entry.isIntersecting && v.bottom >= r.bottom - 2 && v.height >= Math.min(line, r.height) - 2
     bar.classList.toggle("shown", !inView)
+    place()
   }, {threshold: Array.from({length: 51}, (_, k) => k / 50)})
   // BokehJS draws the readout's text element again when it lays the page out anew (a tab built, a change of
   // language): its view's shadow root stays, and the text element in it is looked up after every change there
@@ -70,5 +75,6 @@ function answerLine(doc) {
   return () => {
     for (const o of [changed, seen, room]) o.disconnect()
     bar.remove()
+    root.style.removeProperty("--ae-answer-room")
   }
 }

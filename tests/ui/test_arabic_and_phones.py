@@ -276,13 +276,14 @@ def test_a_tapped_tab_comes_into_view_with_the_answer(open_page, screen, mode, l
         problems += found
         if found or k == TAPPED[0]:
             page.screenshot(path=SCREENSHOTS / f"phone-{screen}-{mode}-{lang}-tab{k + 1}.png")
+    assert not problems, "\n".join(problems)
     # the answer line follows the numbers: a row chosen with its key (2: love, 3: NLP) while a tab is shown
     page.keyboard.press("3")
     page.locator(READOUT).filter(has_text=re.compile(r"4\.0000\D+4\.00")).wait_for(timeout=PATIENCE)
     page.wait_for_function(_DEEP + """() => { const bar = [...deep(document)].find(el => el.getAttribute?.(
         'data-testid') === 'answer-line'); return bar != null && /4[.]0000/.test(bar.textContent) }""",
                            timeout=PATIENCE)
-    problems += _answer_problems(page, "row NLP")
+    problems = _answer_problems(page, "row NLP")
     assert not problems, "\n".join(problems)
 
 
