@@ -17,7 +17,7 @@ from bokeh.models import Plot
 from link.browser import BrowserBridge
 from link.drag import DragChannel
 from link.shown import PlotsShown
-from server import patches
+from server import notebook, patches
 from server.housekeeping import return_freed_memory
 from server.transport import nodelay_on_load
 from session.address import apply_address
@@ -78,8 +78,10 @@ elif not in_notebook():
 # In a notebook, BokehJS, Panel and KaTeX (its fonts too) go into the cell's output instead of coming from a CDN: a
 # classroom's notebook works with no internet, and saved with its outputs it opens anywhere. A served page has them
 # from its own server already (KaTeX's fonts: server/katex_fonts.py).
-pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign,
-             **({"inline": True, "global_css": [katex_fonts_inline_css()]} if in_notebook() else {}))
+# (BokehJS and Panel stored once in the saved notebook, not twice: server/notebook.py)
+with notebook.bundle_once():
+    pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign,
+                 **({"inline": True, "global_css": [katex_fonts_inline_css()]} if in_notebook() else {}))
 
 # --- teaching panels: presets and editing, the formula, the trap, why √d_k -------------
 #: The views beyond the running example, by name: ``formula``, the recipe with live numbers; ``editor``,

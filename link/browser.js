@@ -1,7 +1,7 @@
 // The page's end of BrowserBridge (link/browser.py): keys to the server, the look on <html>, the address bar,
-// the Check tab's progress in localStorage, the connection-lost banner. Panel loads it as the component's
-// module; link/browser.py puts the constants it shares with the server before it (FINE_NUDGE, NUDGE,
-// STORE_NAME, STORAGE_KEY, MAX_JSON_CHARS).
+// the Check tab's progress in localStorage, the connection-lost banner, the answer line. Panel loads it as the
+// component's module; link/browser.py puts the constants it shares with the server before it (FINE_NUDGE, NUDGE,
+// STORE_NAME, STORAGE_KEY, MAX_JSON_CHARS, ANSWER_CSS), and link/answer.js.
 const TEXT_INPUTS = new Set(["INPUT", "TEXTAREA", "SELECT"])
 const CLICKABLE_INPUTS = new Set(["checkbox", "radio", "button", "submit", "reset", "file"])
 const OWN_ARROWS = new Set(["slider", "tab", "tablist", "listbox", "menu", "menubar", "radiogroup", "spinbutton"])
@@ -232,10 +232,13 @@ export function render({ model, el, view }) {
     model.send_msg({lang: String(e.detail)})
   }
   document.addEventListener("ae-language", onLanguage)
+  // the readout's Output line kept in view on a phone (link/answer.js); a notebook's cell is no phone's page
+  const stopAnswer = model.whole_page ? answerLine(doc) : () => {}
   model.on("remove", () => {
     document.removeEventListener("keydown", onKey)
     document.removeEventListener("ae-language", onLanguage)
     clearTimeout(timer)
+    stopAnswer()
   })
 
   // The learner's progress on the Check tab (widgets/check.py's ProgressStore), kept in this browser's

@@ -29,6 +29,9 @@ from session.state import AttentionState
 
 log = logging.getLogger(__name__)
 
+#: The answer line's stylesheet (link/answer.js puts it in the document).
+ANSWER_CSS = (Path(__file__).resolve().parents[1] / "static" / "answer.css").read_text()
+
 #: Nudge of q per arrow key, and with Shift held.
 NUDGE, FINE_NUDGE = 0.1, 0.01
 
@@ -108,11 +111,13 @@ class BrowserBridge(pn.custom.JSComponent):
         "The page's own address without its query, 'http://host:port/path', as the browser reports it when "
         "the page renders; join links are made from it."))
 
-    # The script (link/browser.js), read once per process; the constants it shares with the server go before it.
+    # The script (link/browser.js), read once per process; the constants it shares with the server go before it,
+    # and the answer line (link/answer.js, with its stylesheet), which the bridge shows without a model of its own.
     # A string, not the file's path: Panel reads a path's file again for every page it builds.
     _esm = "".join(f"const {name} = {json.dumps(value)}\n" for name, value in (
         ("FINE_NUDGE", FINE_NUDGE), ("NUDGE", NUDGE), ("STORE_NAME", STORE_NAME), ("STORAGE_KEY", STORAGE_KEY),
-        ("MAX_JSON_CHARS", MAX_JSON_CHARS))) + (Path(__file__).resolve().parent / "browser.js").read_text()
+        ("MAX_JSON_CHARS", MAX_JSON_CHARS), ("ANSWER_CSS", ANSWER_CSS))) + "".join(
+        (Path(__file__).resolve().parent / name).read_text() for name in ("answer.js", "browser.js"))
 
     def __init__(self, state: AttentionState, plots: PlotsShown | None = None, **params):
         super().__init__(width=0, height=0, margin=0, **params)

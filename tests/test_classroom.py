@@ -291,7 +291,7 @@ def test_unreached_steps_show_placeholders_everywhere(state):
     assert "output = ?" in line.div.text and "4.4067" not in inspector._pane.object
     state.next_step()  # step 3: output
     assert readout.div.text.endswith("Output Σ aᵢvᵢ = 4.4067 ≈ 4.41")
-    assert ">4.4067</text>" in line.div.text and "= 4.4067</p>" in inspector._pane.object
+    assert ">4.4067</text>" in line.div.text and "= 4.4067</span></p>" in inspector._pane.object
 
 
 def test_step_formulas_carry_the_live_numbers(state):
@@ -333,18 +333,55 @@ def test_json_export_holds_every_number(state):
     assert all(sum(row) == pytest.approx(1, abs=1e-15) for row in data["weight_matrix"])
 
 
+#: Every row's output, by hand: each token's key is its query (q = k_love for love). Row I: scores (1/√2, 0, 1/√2),
+#: weights (E, 1, E) / (1 + 2E), output (2E + 6 + 4E) / (1 + 2E) = 3.5933; row NLP: scores (1/√2, 1/√2, 2/√2),
+#: weights (E, E, E²) / (2E + E²), output (2E + 6E + 4E²) / (2E + E²) = (8 + 4E) / (2 + E) = 4 exactly (the
+#: Matrix tab's output column: 3.59, 4.41, 4.00).
+OUTPUTS = [(6 * E + 6) / (1 + 2 * E), LOVE_OUT, 4.0]
+
+
+def test_json_export_holds_every_rows_numbers(state):
+    data = json.loads(to_json(state))
+    assert data["queries"] == [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
+    assert data["dot_matrix"] == [[1.0, 0.0, 1.0], [0.0, 1.0, 1.0], [1.0, 1.0, 2.0]]
+    assert data["score_matrix"][2] == pytest.approx([1 / math.sqrt(2), 1 / math.sqrt(2), math.sqrt(2)], abs=1e-15)
+    assert data["outputs"] == pytest.approx(OUTPUTS, abs=1e-14)
+    assert data["outputs"][0] == pytest.approx(3.5933, abs=5e-5)
+    # the causal mask: row I sees only itself, and its masked scores are null (JSON has no infinity)
+    state.causal = True
+    text = to_json(state)
+    assert "Infinity" not in text
+    data = json.loads(text)
+    assert data["score_matrix"][0] == [pytest.approx(1 / math.sqrt(2)), None, None]
+    assert data["outputs"][0] == 2.0 and data["weight_matrix"][0] == [1.0, 0.0, 0.0]
+
+
 def test_csv_export_has_one_number_per_line(state):
     rows = list(csv.DictReader(io.StringIO(to_csv(state))))
     by = {(r["quantity"], r["query_token"], r["key_token"], r["dimension"]): float(r["value"]) for r in rows}
     assert by[("q", "love", "", "0")] == 0.0 and by[("q", "love", "", "1")] == 1.0
     assert by[("value", "", "love", "")] == 6.0
     assert by[("weight", "love", "NLP", "")] == pytest.approx(LOVE[2], abs=1e-15)
-    assert by[("output", "love", "", "")] == pytest.approx(LOVE_OUT, abs=1e-14)
-    assert by[("weight_matrix", "NLP", "NLP", "")] == pytest.approx(math.exp(2 / math.sqrt(2)) / (
+    assert by[("weight", "NLP", "NLP", "")] == pytest.approx(math.exp(2 / math.sqrt(2)) / (
         2 * E + math.exp(2 / math.sqrt(2))), abs=1e-15)
-    explorer = [r for r in rows if r["quantity"] in ("q", "key", "value", "dot", "score", "weight", "output",
-                                                      "weight_matrix")]
-    assert len(explorer) == 2 + 6 + 3 + 3 * 3 + 1 + 9  # the Projections and Heads tabs' rows follow
+    # every row of the matrix, not only the selected one's
+    assert [by[("output", t, "", "")] for t in TOKENS] == pytest.approx(OUTPUTS, abs=1e-14)
+    assert [by[("query", "I", "", d)] for d in "01"] == [1.0, 0.0]
+    assert by[("dot", "NLP", "NLP", "")] == 2.0 and by[("score", "I", "love", "")] == 0.0
+    explorer = [r for r in rows if r["quantity"] in ("q", "key", "value", "query", "dot", "score", "weight",
+                                                      "output")]
+    assert len(explorer) == 2 + 6 + 3 + 6 + 3 * 9 + 3  # the Projections and Heads tabs' rows follow
+
+
+def test_csv_export_of_vector_values_gives_each_coordinate():
+    # course text, Module 2: row I's output (6.0167, 3.9833); each output lies among the values (10, 0), (0, 10),
+    # (5, 5), and row NLP's is (5, 5) by symmetry
+    state = AttentionState(preset="Module 2: vector values")
+    rows = list(csv.DictReader(io.StringIO(to_csv(state))))
+    by = {(r["quantity"], r["query_token"], r["key_token"], r["dimension"]): float(r["value"]) for r in rows}
+    assert (by[("value", "", "I", "0")], by[("value", "", "I", "1")]) == (10.0, 0.0)
+    assert (by[("output", "I", "", "0")], by[("output", "I", "", "1")]) == pytest.approx((6.0167, 3.9833), abs=5e-5)
+    assert (by[("output", "NLP", "", "0")], by[("output", "NLP", "", "1")]) == pytest.approx((5, 5), abs=1e-12)
 
 
 def test_a_token_name_a_spreadsheet_would_compute_is_written_as_text(state):

@@ -263,7 +263,8 @@ def test_inspector_shows_every_step_and_escapes_tokens(state):
     view = Inspector(state=state)
     html = view._pane.object
     for step in ("1. q·k", "÷ √2", "3. s<sub>i</sub> − max", "4. exp", "5. a<sub>i</sub> = exp ÷ Σ",
-                 "6. a<sub>i</sub>·v<sub>i</sub>", "7. output = 0.3956 + 2.4067 + 1.6044 = 4.4067"):
+                 "6. a<sub>i</sub>·v<sub>i</sub>",
+                 '7. output = <span dir="ltr">0.3956 + 2.4067 + 1.6044 = 4.4067</span>'):
         assert step in html
     # I: shifted, exp, weight; a negative number with the minus sign (U+2212), as the formulas beside it write it
     assert "<td>\u22120.7071</td><td>0.4931</td><td>0.1978</td>" in html

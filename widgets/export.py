@@ -21,11 +21,18 @@ from widgets.cost import cost_cache
 CSV_COLUMNS = ("quantity", "query_token", "key_token", "dimension", "value")
 
 
+def _scores(scores: np.ndarray) -> list:
+    """Scores as JSON takes them: a score the mask forbids (−∞) is None (``null``; JSON has no infinity)."""
+    return np.where(np.isneginf(scores), None, scores).tolist()
+
+
 def numbers(state: AttentionState) -> dict:
     """Everything the page shows, as plain Python numbers (full float64 precision).
 
-    ``dots``, ``scores``, ``weights`` and ``output`` are the selected query's;
-    ``weight_matrix`` (n, n) holds every token's weights, row = query.
+    Every row of the matrix, row = query: ``queries`` Q (n, d_k) (each token's key as its query, the selected
+    row's q), ``dot_matrix`` and ``score_matrix`` (n, n), ``weight_matrix`` (n, n) and ``outputs`` (n,), or
+    (n, d_v) for vector values. ``dots``, ``scores``, ``weights`` and ``output`` repeat the selected query's
+    (``selected``, its q ``q``). A score the causal mask forbids is ``None`` (its weight is 0).
     """
     r, i = state.result, state.selected
     return {
@@ -37,10 +44,14 @@ def numbers(state: AttentionState) -> dict:
         "keys": np.asarray(state.keys, dtype=float).tolist(),
         "values": np.asarray(state.values, dtype=float).tolist(),
         "dots": r.dots[i].tolist(),
-        "scores": r.scores[i].tolist(),
+        "scores": _scores(r.scores[i]),
         "weights": r.weights[i].tolist(),
         "output": np.asarray(r.output[i]).tolist(),
+        "queries": state.queries.tolist(),
+        "dot_matrix": r.dots.tolist(),
+        "score_matrix": _scores(r.scores),
         "weight_matrix": r.weights.tolist(),
+        "outputs": np.asarray(r.output).tolist(),
         "projections": projection_numbers(state),
         "n2_cost": cost_numbers(state),
     }
@@ -95,19 +106,24 @@ def text_cell(text: str) -> str:
 def to_csv(state: AttentionState) -> str:
     """One number per line, columns :data:`CSV_COLUMNS`; empty cells where a column does not apply.
 
-    Token names are text cells (:func:`text_cell`): a name such as ``-2-3`` is written ``'-2-3``, so a
-    spreadsheet shows it instead of computing it. Numbers are written as Python writes floats.
+    ``q`` is the selected query (its token in ``query_token``); ``query``, ``dot``, ``score``, ``weight`` and
+    ``output`` are given for every row of the matrix, ``query_token`` naming the row (a vector's coordinate in
+    ``dimension``); a score the causal mask forbids is ``-inf``. Token names are text cells (:func:`text_cell`):
+    a name such as ``-2-3`` is written ``'-2-3``, so a spreadsheet shows it instead of computing it. Numbers are
+    written as Python writes floats.
     """
     n = numbers(state)
+    r = state.result
     tokens, sel = [text_cell(t) for t in n["tokens"]], text_cell(n["selected"])
     rows = [("q", sel, "", d, x) for d, x in enumerate(n["q"])]
     rows += [("key", "", t, d, x) for t, k in zip(tokens, n["keys"], strict=True) for d, x in enumerate(k)]
-    rows += [("value", "", t, "", x) for t, x in zip(tokens, n["values"], strict=True)]
-    for name in ("dots", "scores", "weights"):
-        rows += [(name.rstrip("s"), sel, t, "", x) for t, x in zip(tokens, n[name], strict=True)]
-    rows += [("output", sel, "", "", n["output"])]
-    rows += [("weight_matrix", qt, kt, "", x)
-             for qt, row in zip(tokens, n["weight_matrix"], strict=True) for kt, x in zip(tokens, row, strict=True)]
+    rows += [row for t, v in zip(tokens, n["values"], strict=True) for row in _vector_rows("value", "", t, v)]
+    rows += [("query", t, "", d, x) for t, q in zip(tokens, n["queries"], strict=True) for d, x in enumerate(q)]
+    for name, matrix in (("dot", r.dots), ("score", r.scores), ("weight", r.weights)):
+        rows += [(name, qt, kt, "", x) for qt, row in zip(tokens, matrix.tolist(), strict=True)
+                 for kt, x in zip(tokens, row, strict=True)]
+    rows += [output_row for t, o in zip(tokens, n["outputs"], strict=True)
+             for output_row in _vector_rows("output", t, "", o)]
     rows += _projection_rows(n["projections"])
     for m in n["n2_cost"]["measurements"]:  # one row per quantity and n; the dimension column holds n
         rows += [(f"cost_{name}", "", "", m["n"], m[name]) for name in ("seconds", "peak_bytes", "nn_bytes", "entries")]
@@ -116,6 +132,13 @@ def to_csv(state: AttentionState) -> str:
     writer.writerow(CSV_COLUMNS)
     writer.writerows((q, a, b, d, repr(float(x))) for q, a, b, d, x in rows)
     return out.getvalue()
+
+
+def _vector_rows(name: str, query_token: str, key_token: str, v) -> list[tuple]:
+    """A number as one row (no dimension), a vector as one row per coordinate."""
+    if isinstance(v, list):
+        return [(name, query_token, key_token, d, x) for d, x in enumerate(v)]
+    return [(name, query_token, key_token, "", v)]
 
 
 def _matrix(name: str, M) -> list[tuple]:
@@ -168,10 +191,10 @@ class Export(pn.viewable.Viewer):
         tr = self.state.tr
         self.csv.label, self.json.label = tr._("Numbers as CSV"), tr._("Numbers as JSON")
         self._note.object = "".join(f"<p>{tr(text)}</p>" for text in (
-            N_("The downloads hold q, the keys and values, the selected query's dot products, scores, weights and "
-            "output, and the full weight matrix; from the Projections and Heads tabs, X, each head's W_Q, W_K, W_V, "
-            "Q, K, V, scores, weights, outputs, largest weights and entropies, W_O and the output at the temperature "
-            "T; and the server's n² measurements up to your n."),
+            N_("The downloads hold q, the keys and values, and every row of the matrix: each token's query with its "
+            "dot products, scores, weights and output; from the Projections and Heads tabs, X, each head's W_Q, "
+            "W_K, W_V, Q, K, V, scores, weights, outputs, largest weights and entropies, W_O and the output at the "
+            "temperature T; and the server's n² measurements up to your n."),
             N_("In every language the files are the same: numbers with a decimal point (0.5), at full precision, and "
             "English names for the columns and keys, so any spreadsheet or program reads them."),
             N_("For pictures, use the save button (↓) under the query plot and under the matrix: each saves that "

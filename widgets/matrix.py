@@ -26,6 +26,12 @@ CELL_DECIMALS = {"normal": 4, "projector": 2}
 #: Text sizes (CSS px) of the cells' numbers and of the axes' labels in normal mode (widgets/style.py
 #: makes them at least 20 in projector mode).
 CELL_FONT, AXIS_FONT = 14, 15
+#: Where the matrix is wider than its tab (a phone, a projector), its box scrolls sideways and shows it with a shadow
+#: at the side where more waits, drawn as the box's background (static/theme.css, --ae-scroll-shadows): under an
+#: opaque canvas nobody saw it, and the output column was cut off with no sign. The figure is composed onto that
+#: background keeping the darker of the two (the lighter in the dark theme): the page's background under it looks
+#: as before, and the shadow darkens the figure's edge. The canvas itself, and so the PNG it saves, is unchanged.
+MATRIX_CSS = ":host { mix-blend-mode: var(--ae-over-shadow, normal); }"
 #: Cividis is dark below about this weight and light above: a cell's number is white below it, black above
 #: (also the page's drag preview: link/drag.py sends it).
 INK_THRESHOLD = 0.55
@@ -108,6 +114,7 @@ class AttentionMatrix(View):
                                   major_label_text_font_size="13px", width=16)
         fig.add_layout(self._colorbar, "right")
         fig.on_event(events.Tap, self._on_tap)
+        fig.stylesheets = [MATRIX_CSS]
         self.figure = fig
         self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_words, "lang")

@@ -441,7 +441,8 @@ class FollowerPoll(pn.viewable.Viewer):
 
 class PresenterPoll(pn.viewable.Viewer):
     """The presenter's card of the room's poll: choose a question and ask it, watch the counts come in, close
-    the poll, reveal the answer and its "Why" to every page, ask the next one.
+    the poll, reveal the answer and its "Why" to every page (also straight from an open poll, which it closes),
+    ask the next one.
 
     Test hooks: ``.poll-presenter`` on the card, ``.poll-prompt-pane`` on the question's prompt, ``.poll-counts`` in
     its counts, ``.poll-total`` on the line of how many answered.
@@ -550,7 +551,9 @@ class PresenterPoll(pn.viewable.Viewer):
             self._counts.object = counts_html(q, counts, state == REVEALED, tr) + (
                 answer_html(q, tr) if state == REVEALED else "")
             self._close.visible = state == OPEN
-            self._reveal.visible = state == CLOSED
+            # offered as soon as the poll is asked: a teacher whose class has answered reveals at once (the poll
+            # closes with it); Close is for talking it over before the answer is shown
+            self._reveal.visible = state in (OPEN, CLOSED)
             self._next.visible = state in (CLOSED, REVEALED)
         if self._note.object:
             self._note.object = ""

@@ -16,9 +16,11 @@ from widgets.base import View
 from widgets.style import KATEX_CSS
 
 #: KaTeX draws at 1.21em of its host: the formulas' main line is the page's formula size (22 px on a projector).
-# a formula cannot reflow: where it is wider than the tab it scrolls sideways, and shows it does
+# a formula cannot reflow: where it is wider than the tab it scrolls sideways, and shows it does; left to right in
+# every language, as mathematics is written (in a right-to-left page its box would start at the right, and what
+# runs past its right edge could not be scrolled to)
 FORMULA_CSS = (":host { font-size: calc(var(--ae-formula, 19px) / 1.21); overflow-x: auto; --ae-scroll-hint: 1; "
-               "scrollbar-width: thin; background: var(--ae-scroll-shadows); }")
+               "scrollbar-width: thin; background: var(--ae-scroll-shadows); direction: ltr; }")
 STEP_TITLES = {1: N_("1. Score"), 2: N_("2. Normalise"), 3: N_("3. Combine")}
 #: Terms per line in long sums, so 8 tokens still fit beside the inspector.
 TERMS_PER_LINE = 3

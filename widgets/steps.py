@@ -67,7 +67,9 @@ def readout_script_words(lang: str) -> str:
 class Inspector(View):
     """A table of every step for the selected query q: q·k_i, ÷√d_k, − max, exp, ÷ Σ, a_i v_i, Σ.
 
-    Token names are escaped: they are always shown as text, never as HTML.
+    Token names are escaped: they are always shown as text, never as HTML. In a right-to-left page the columns
+    run right to left, while each number, formula and sum reads left to right (isolated: "−0.7071", never
+    "0.7071−"; static/inspector.css).
     """
 
     def __init__(self, **params):
@@ -98,7 +100,7 @@ class Inspector(View):
                 + "".join(f"<td>{cell(k, c)}</td>" for k, c in enumerate(cells)) + "</tr>"
             )
         scale_head = f"÷ {root}" if s.scale else escape(tr._("(no scaling)"))
-        title = escape(tr._("Inspector: query of “{token}”, q = {q}", token=s.tokens[i],
+        title = escape(tr._("Inspector: query of “{token}”, q = {q}", token=tr.name(s.tokens[i]),
                             q=tr.minus_sign(tr.vec(s.query, 3))))
         self._pane.object = f"""
 <h3>{title}</h3>
@@ -114,8 +116,8 @@ class Inspector(View):
 <td>Σ {cell(3, r.exp_sum[i])}</td><td>Σ {cell(4, r.weights[i].sum())}</td><td></td>
 <td>Σ {cell(6, r.output[i])}</td></tr></tfoot>
 </table></div>
-<p class="output">7. {escape(tr._("output"))} = {" + ".join(cell(6, c) for c in products)} \
-= {cell(6, r.output[i])}</p>"""
+<p class="output">7. {escape(tr._("output"))} = <span dir="ltr">{" + ".join(cell(6, c) for c in products)} \
+= {cell(6, r.output[i])}</span></p>"""
 
     def __panel__(self):
         return self._pane

@@ -102,9 +102,9 @@ class OutputLine(View):
     """The values v_i on a number line from min(v) to max(v), and the output Σ a_i v_i on it.
 
     One SVG in a Bokeh ``Div`` (``name="output-line"``), like :class:`WeightBars`: positions in % of the
-    width, text sizes from CSS. The values' labels take turns above the line when two would touch, and the
-    output's marker and number sit below it, so nothing is drawn over anything else. ``shown`` is what is
-    drawn, for tests.
+    width, text sizes from CSS, drawn left to right in every language (static/charts.css). The values' labels
+    take turns above the line when two would touch, and the output's marker and number sit below it, so nothing
+    is drawn over anything else. ``shown`` is what is drawn, for tests.
     """
 
     plots = param.ClassSelector(class_=PlotsShown, doc="What the plots show during a drag (link/shown.py).")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import math
 import re
 
 import pytest
@@ -192,6 +196,29 @@ def test_export_downloads_the_numbers(open_page):
         page.get_by_text("Numbers as CSV").click()
     assert info.value.suggested_filename == "attention.csv"
     assert "weight,love,NLP,,0.5034" in info.value.path().read_text()
+
+
+def test_export_holds_every_row_the_matrix_shows(open_page):
+    """The Matrix tab shows three rows' outputs (3.59, 4.41, 4.00): the downloads hold every row, not only the
+    selected query's. By hand, with E = e^(1/√2) and each token's key its query (q = k_love for love): row I's
+    weights (E, 1, E) / (1 + 2E) give (6E + 6) / (1 + 2E) = 3.5933; love's 4.4067; NLP's (8 + 4E) / (2 + E) = 4."""
+    e = math.exp(1 / math.sqrt(2))
+    outputs = [(6 * e + 6) / (1 + 2 * e), (2 + 10 * e) / (1 + 2 * e), 4.0]
+    page = open_page()
+    page.locator(".bk-tab", has_text="Export").click()
+    with page.expect_download() as info:
+        page.get_by_text("Numbers as JSON").click()
+    data = json.loads(info.value.path().read_text())
+    assert data["outputs"] == pytest.approx(outputs, abs=1e-12)
+    assert data["weight_matrix"][0] == pytest.approx([e / (1 + 2 * e), 1 / (1 + 2 * e), e / (1 + 2 * e)], abs=1e-12)
+    assert data["queries"] == [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]] and data["selected"] == "love"
+    with page.expect_download() as info:
+        page.get_by_text("Numbers as CSV").click()
+    rows = list(csv.DictReader(io.StringIO(info.value.path().read_text())))
+    shown = {r["query_token"]: float(r["value"]) for r in rows if r["quantity"] == "output"}
+    assert shown == pytest.approx(dict(zip(("I", "love", "NLP"), outputs, strict=True)), abs=1e-12)
+    assert {(r["query_token"], r["key_token"]) for r in rows if r["quantity"] == "score"} == {
+        (a, b) for a in ("I", "love", "NLP") for b in ("I", "love", "NLP")}
 
 
 @pytest.mark.parametrize("address", ["", "?mode=projector", "?mode=projector&theme=dark&step=2", "?theme=dark"])

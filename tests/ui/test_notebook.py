@@ -154,6 +154,25 @@ def test_a_notebook_cell_shows_the_whole_explorer_with_nothing_from_outside(brow
     assert "Output Σ aᵢvᵢ = 4.0000" in shown[1]["text"], shown
     assert not errors, errors
 
+def test_the_saved_notebook_holds_bokehjs_and_panel_once(saved):
+    """pn.extension's output carried BokehJS, Panel and their extensions (about 4 MB) under two types with the same
+    text, so a notebook with one explorer cell was saved at 8.7 MB: the bundle is stored once, as the script every
+    front end runs (the page above is made from it, and shows both explorers working)."""
+    nb, _ = saved
+    texts = [value for cell in nb.cells for out in cell.get("outputs", []) for value in out.get("data", {}).values()
+             if isinstance(value, str)]
+    bundle = max(texts, key=len)
+    assert len(bundle) > 1_000_000 and "Bokeh" in bundle
+    assert texts.count(bundle) == 1, f"the {len(bundle) / 1e6:.1f} MB bundle is stored {texts.count(bundle)} times"
+    # no other output carries one text twice either (Panel's extension script came under both types too)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            values = [v for v in out.get("data", {}).values() if isinstance(v, str) and len(v) > 1000]
+            assert len(values) == len(set(values)), f"an output stores a text twice: {list(out['data'])}"
+    # what is saved: the bundle once, each display's own document (about 0.5 MB each) and a little more
+    assert len(nbformat.writes(nb)) < len(bundle) + 1_500_000
+
+
 #: A saved page has no kernel, so nothing from Python reaches it: each display's drag must take the pointer once its
 #: plot is laid out (link/drag.js). Every text each readout shows is kept (window.seen[i] for display i, in the
 #: page's order).

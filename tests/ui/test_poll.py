@@ -238,3 +238,32 @@ def test_a_page_reloaded_during_a_poll_keeps_its_answer_and_cannot_answer_again(
     assert wait_counts(teacher, "2 answers")[1:3] == [(f"B. {BY_ID['key-role'].choices[1].text}", 1, False),
                                                        (f"C. {BY_ID['key-role'].choices[2].text}", 1, False)]
     close(teacher, student, other)
+
+
+def test_reveal_the_answer_is_offered_while_the_poll_is_open(browser, room_server):  # noqa: F811
+    """README: "Reveal the answer shows it on every page". A teacher whose class has answered presses it at once: it
+    is on the card as soon as the question is asked (it once came only after Close the poll), and revealing closes
+    the poll too, so no answer comes after the answer."""
+    teacher = new_page(browser, room_server)
+    code, link = present(teacher)
+    student, late = follower(browser, link), follower(browser, link)
+    teacher.get_by_role("button", name="Class poll").click()
+    q = BY_ID["why-scale"]
+    ask(teacher, q.id)
+    card = teacher.locator(".poll-presenter")
+    for name in ("Close the poll", "Reveal the answer"):
+        assert card.get_by_role("button", name=name).is_visible(), f"{name} is not on the card of an open poll"
+    student.get_by_text(q.prompt).wait_for(timeout=WAIT)
+    answer(student, 1)  # B, the answer
+    wait_counts(teacher, "1 answer ·")
+    card.get_by_role("button", name="Reveal the answer").click()
+    status(student).filter(has_text="Why:").wait_for(timeout=WAIT)
+    assert "Your answer, B, is right." in status(student).text_content()
+    assert wait_counts(teacher, "Why:")[1] == (f"B. {q.choices[1].text}", 1, True)
+    # the poll is closed with it: a page that had not answered is told, and offered no choice
+    status(late).filter(has_text="Why:").wait_for(timeout=WAIT)
+    assert late.locator(".poll-follower input[type=radio]").count() == 0 or not \
+        late.locator(".poll-follower input[type=radio]").first.is_visible()
+    assert not card.get_by_role("button", name="Close the poll").is_visible()
+    assert not card.get_by_role("button", name="Reveal the answer").is_visible()
+    close(teacher, student, late)
