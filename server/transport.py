@@ -343,8 +343,8 @@ class GuardedWSHandler(PanelWSHandler):
 
     def _went(self) -> bool:
         """Whether the connection has gone: closed, or its stream closed under a write."""
-        if not self._gone:
-            conn = self.ws_connection
+        if not self._gone and hasattr(self, "ws_connection"):  # (a handler made without Tornado has none: a test's)
+            conn = self.ws_connection  # None once Tornado has closed it
             stream = getattr(conn, "stream", None)
             self._gone = conn is None or conn.is_closing() or (stream is not None and stream.closed())
         return self._gone
