@@ -182,7 +182,8 @@ async def phase(url: str, name: str, duration: float, server: psutil.Process) ->
 
 
 def _requests(port: int, request: bytes, n: int) -> int:
-    """Send ``request`` ``n`` times, pipelined on keep-alive connections (a new one when the server closes one)."""
+    """Send ``request`` ``n`` times, pipelined on keep-alive connections (a new one when the server closes one); how
+    many were answered."""
     answered = 0
     while answered < n:
         batch = min(n - answered, 200)
@@ -192,7 +193,7 @@ def _requests(port: int, request: bytes, n: int) -> int:
             except OSError:
                 pass
             data = b""
-            while data.count(b"HTTP/1.1 ") < batch:
+            while data.count(b"HTTP/1.1 ") < batch:  # a status line each (a body may end right before the next)
                 try:
                     chunk = s.recv(1 << 20)
                 except OSError:
@@ -200,7 +201,10 @@ def _requests(port: int, request: bytes, n: int) -> int:
                 if not chunk:
                     break
                 data += chunk
-        answered += max(1, min(batch, data.count(b"HTTP/1.1 ")))
+        got = min(batch, data.count(b"HTTP/1.1 "))
+        if not got:
+            raise RuntimeError(f"no answer to {request[:60]!r}…")
+        answered += got
     return answered
 
 

@@ -12,10 +12,10 @@ hook that sees every record, :func:`logging.setLogRecordFactory`), not by a filt
 not see the records of its child loggers (``bokeh.server.protocol_handler`` is one), and a filter on a handler
 misses the handlers added after it.
 
-And what a client can make the server log again and again (an HTTP answer of 400 or more, a refused websocket, a
-request Tornado cannot read) is logged per client with a back-off (:class:`PerClientLines`): the first
-:data:`FIRST_LINES` of a kind in full, then only the 8th, 16th, 32nd… each saying how many were left out, until the
-client has been quiet for :data:`QUIET_S`; an address in such a line is cut to :data:`MAX_URI_CHARS`. 10,000
+And what a client can make the server log again and again with HTTP requests (an answer of 400 or more, a request
+Tornado cannot read, a websocket handshake refused) is logged per client with a back-off (:class:`PerClientLines`):
+the first :data:`FIRST_LINES` of a kind in full, then only the 8th, 16th, 32nd… each saying how many were left out,
+until the client has been quiet for :data:`QUIET_S`; an address in such a line is cut to :data:`MAX_URI_CHARS`. 10,000
 requests for a 20 kB path wrote 6.5 MB of log (654 bytes each), and a health check with a 5 kB endpoint two lines
 of 650 bytes each; now 10,000 requests of one kind from one client write a few kB however fast or slowly they come.
 """
@@ -39,10 +39,10 @@ FIRST_LINES = 5
 QUIET_S = 600.0
 #: Longest request address in a line of :class:`PerClientLines` (characters).
 MAX_URI_CHARS = 160
-#: The loggers whose lines a client can make again and again: Tornado's access log (each answer) and its general
-#: log (a request it cannot read, an error's reason), Bokeh's websocket's (a foreign origin, a bad token), the
-#: websocket guard's (a refused connection, ``server/transport.py``).
-CLIENT_LOGGERS = ("tornado.access", "tornado.general", "bokeh.server.views.ws", "server.transport")
+#: The loggers whose lines a client can make again and again with HTTP requests: Tornado's access log (each answer)
+#: and its general log (a request it cannot read, an error's reason), Bokeh's websocket handshake's (a bad token).
+#: (The websocket guard, ``server/transport.py``, logs one line for a connection, which a handshake costs.)
+CLIENT_LOGGERS = ("tornado.access", "tornado.general", "bokeh.server.views.ws")
 
 
 def _cut_lines(text: str) -> str:
@@ -124,12 +124,13 @@ def _cut_summary(text: str) -> str:
     m = _SUMMARY.match(text) if " (" in text else None
     if m is None or len(m["uri"]) <= MAX_URI_CHARS:
         return text
-    return f"{m['method']} {m['uri'][:MAX_URI_CHARS]}… ({len(m['uri']):,} characters) ({m['ip']})"
+    return f"{m['method']} {m['uri'][:MAX_URI_CHARS]}… ({len(m['uri']):,} characters in all) ({m['ip']})"
 
 
 class PerClientLines(logging.Filter):
-    """Let a client's repeated lines through with a back-off: per client and logger, the first :data:`FIRST_LINES`,
-    then the 8th, 16th, 32nd… (saying how many were left out), until the client has sent none for :data:`QUIET_S`.
+    """Let a client's repeated lines through with a back-off: per client and kind of line (its logger, its format, an
+    answer's status), the first :data:`FIRST_LINES`, then the 8th, 16th, 32nd… (saying how many were left out), until
+    the client has made none of that kind for :data:`QUIET_S`.
 
     A line is a client's when one of its arguments is an IP address or Tornado's request summary (``GET /path
     (ip)``); the access log's lines under 400 are left alone. At most
@@ -145,30 +146,44 @@ class PerClientLines(logging.Filter):
     def __init__(self, clock=time.monotonic, clients: int = 10_000):
         super().__init__()
         self._clock = clock
-        self._clients: collections.OrderedDict = collections.OrderedDict()  # (logger, client) -> [count, last time]
+        self._clients: collections.OrderedDict = collections.OrderedDict()  # (kind, client) -> [count, last time]
         self._max = clients
 
-    def _client(self, record: logging.LogRecord) -> str | None:
+    _ACCESS = re.compile(r"^(?P<status>\d{3}) .* \((?P<ip>[^()\s]*)\) [\d.]+ms", re.DOTALL)
+
+    def _client(self, record: logging.LogRecord) -> tuple[str | None, object]:
+        """The client a line is about (None: none), and its answer's status for an access line."""
         args = record.args if isinstance(record.args, tuple) else ()
         if record.name == "tornado.access":
-            if not args or not isinstance(args[0], int) or args[0] < 400:
-                return None
+            if args:
+                status = args[0]
+            else:  # the line was written out as it was made (a room's code blanked in it)
+                m = self._ACCESS.match(record.getMessage())
+                if m is None:
+                    return None, None
+                status, args = int(m["status"]), (m["ip"],)
+            if not isinstance(status, int) or status < 400:
+                return None, None
+        else:
+            status = None
         for arg in args:
             text = str(arg)
             m = _SUMMARY.match(text) if " (" in text else None
             if m:
-                return m["ip"]
+                return m["ip"], status
             try:
-                return str(ipaddress.ip_address(text))
+                return str(ipaddress.ip_address(text)), status
             except ValueError:
                 continue
-        return None
+        return None, None
 
     def filter(self, record: logging.LogRecord) -> bool:
-        client = self._client(record)
+        client, status = self._client(record)
         if client is None:
             return True
-        key, now = (record.name, client), self._clock()
+        # a kind of line: its logger, its format and, for an answer, its status (a 414 does not use up a 404's lines)
+        kind = "%d %s %.2fms" if record.name == "tornado.access" else str(record.msg)[:80]
+        key, now = (record.name, kind, status, client), self._clock()
         seen = self._clients.pop(key, None)
         if seen is None or now - seen[1] >= QUIET_S:
             seen = [0, now]
