@@ -202,8 +202,7 @@ async def _handshake(url: str) -> int:
 
     token = generate_jwt_token(generate_session_id())
     try:
-        sock = await websocket_connect(HTTPRequest(url, headers={"Origin": url.replace("ws://", "http://")}),
-                                       subprotocols=["bokeh", token])
+        sock = await websocket_connect(HTTPRequest(url), subprotocols=["bokeh", token])
     except HTTPClientError as e:
         return e.code
     sock.close()
