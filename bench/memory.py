@@ -13,6 +13,17 @@ written by the page), and waits for the server to send the tab's contents, befor
 
 The soak of the reliability checks: exits with status 3 when resident memory after the sessions close is
 more than ``--max-after-close`` percent (10) above its start.
+
+A class leaving, while another page stays: how long does one turn of the server's loop hold every page?
+
+    python -m bench.memory --close-all --sessions 60          # 60 pages open, then close together
+    python -m bench.memory --day 1000 --wave 50                # 1,000 sessions, 50 at a time opened and closed
+    python -m bench.memory --close-all --code /an/older/checkout
+
+Every turn of the server's loop is timed from outside the code (``testing/loop_watch.py``); a page that stays
+presses a row key every 0.5 s throughout. Reported from the first close until the server has discarded every
+closed session and its housekeeping has passed twice: the longest turn (ms), the turns over 50 ms, what the longest
+ran, the staying page's key p95 and worst, and resident memory before the pages opened and at the end.
 """
 
 from __future__ import annotations
@@ -28,6 +39,9 @@ from pathlib import Path
 import psutil
 from bokeh.protocol.messages.patch_doc import patch_doc
 
+from bench.beside import KeyPresser
+from bench.stats import summary_ms
+from testing import loop_watch
 from testing.protocol_client import Learner, find_objects
 from testing.server import CHECK_UNUSED_MS, ROOT, UNUSED_SESSION_LIFETIME_MS, serve, ws_url
 
@@ -124,6 +138,50 @@ def run(app: str, n: int, lifetime_ms: int, check_ms: int, tab: str | None = Non
     }
 
 
+#: Turns over this long (ms) are counted as stalls: a key waits behind them beyond a frame's worth of slack.
+STALL_MS = 50.0
+
+
+def leaving(code: Path, sessions: int, wave: int | None, lifetime_ms: int, check_ms: int, out: Path) -> dict:
+    """``sessions`` pages opened and closed (together, or ``wave`` at a time) beside a page that stays and presses
+    keys; every turn of the server's loop timed. See the module's docstring."""
+    watch = out / f"loop-{int(time.time())}.jsonl"
+    settle_s = (lifetime_ms + check_ms) / 1000 + 2 * TRIM_S + 5
+    with serve(code / "app.py", unused_lifetime_ms=lifetime_ms, check_unused_ms=check_ms, watch=watch) as (url, proc):
+        rss_start = proc.memory_info().rss / MB
+
+        async def scenario():
+            async with KeyPresser(ws_url(url)) as keys:
+                first_close, opened = None, 0
+                while opened < sessions:
+                    batch = min(wave or sessions, sessions - opened)
+                    learners = await open_sessions(url, batch)
+                    opened += batch
+                    await asyncio.sleep(1)
+                    first_close = first_close or time.monotonic()
+                    for learner in learners:
+                        learner.close()
+                    await asyncio.sleep(0.5)
+                await asyncio.sleep(settle_s)
+                return first_close, keys.since(first_close)
+
+        first_close, waits = asyncio.run(scenario())
+        rss_end = settle_rss(proc, 3)
+    turns = [t for t in loop_watch.read(watch) if t["t"] >= first_close]
+    longest = max(turns, key=lambda t: t["ms"], default={"ms": 0.0, "what": None})
+    return {
+        "bench": "memory-leaving", "code": str(code), "sessions": sessions, "wave": wave or sessions,
+        "unused_session_lifetime_ms": lifetime_ms, "check_unused_sessions_ms": check_ms,
+        "longest_turn_ms": longest["ms"], "longest_turn_ran": longest.get("what"),
+        "turns_over_50_ms": sum(1 for t in turns if t["ms"] > STALL_MS),
+        "turns_over_50_ms_list": [t["ms"] for t in sorted(turns, key=lambda t: -t["ms"]) if t["ms"] > STALL_MS][:20],
+        "staying_key_ms": summary_ms([w for w in waits if w is not None]),
+        "staying_keys_lost": sum(1 for w in waits if w is None),
+        "rss_start_mb": round(rss_start, 1), "rss_end_mb": round(rss_end, 1),
+        "load_avg": [round(x, 2) for x in psutil.getloadavg()],
+    }
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=300)
@@ -134,7 +192,23 @@ def main(argv=None) -> dict:
     ap.add_argument("--json", help="append the results to this JSON-lines file")
     ap.add_argument("--max-after-close", type=float, default=10.0, metavar="PCT",
                     help="exit with status 3 if RSS after the sessions close exceeds the start by more (default 10)")
+    ap.add_argument("--close-all", action="store_true",
+                    help="the longest turn of the server's loop when the pages close together, beside a staying page")
+    ap.add_argument("--day", type=int, metavar="N", help="the same for N sessions, opened and closed --wave at a time")
+    ap.add_argument("--wave", type=int, default=50, help="pages opened and closed together with --day (default 50)")
+    ap.add_argument("--code", type=Path, default=ROOT, help="the checkout whose app.py to serve (default this one)")
     args = ap.parse_args(argv)
+    if args.close_all or args.day:
+        out = ROOT / "bench" / "out"
+        out.mkdir(parents=True, exist_ok=True)
+        r = leaving(args.code.resolve(), args.day or args.sessions, args.wave if args.day else None,
+                    args.unused_session_lifetime, args.check_unused_sessions, out)
+        r["returned"] = True
+        print(json.dumps(r), flush=True)
+        if args.json:
+            with open(args.json, "a") as f:
+                f.write(json.dumps(r) + "\n")
+        return r
     r = run(args.app, args.sessions, args.unused_session_lifetime, args.check_unused_sessions, args.open_tab)
     r["returned_within_pct"] = args.max_after_close
     r["returned"] = r["after_close_vs_start_pct"] <= args.max_after_close

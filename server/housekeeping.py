@@ -17,40 +17,74 @@ back near its start (see bench/RESULTS.md, "memory back within 10 % once pages c
 object after every tenth middle-generation pass, once the objects added since the last full pass are a quarter of
 the rest: while a class opens its pages, several full passes, each a pause of the loop that every page waits
 behind, longer with every page open (``bench/HISTORY.md``, "A class on one server: Python's cycle collector out of
-the way of a class"). Yet the objects of an open page live as long as its page, and the garbage
-a full pass is there for, the object cycles of a closed page (its document, views and state refer to each other),
-appears only when a session closes. So:
+the way of a class"). A full pass cannot be cut short or split: it passes over every object of the oldest generation
+at once, about a third of a microsecond each, and a page is about 9,000 of them. Yet the objects of an open page live
+as long as its page, and the garbage a full pass is there for, the object cycles of a closed page, appears only when
+a session closes. So:
 
 - before a process serves, :func:`settle_collector` moves the objects of the imported code out of the collector's
-  reach (``gc.freeze()``, Python's documented way for a server's start-up objects; it also keeps them shared after
-  ``--num-procs`` forks) and lets the collector start a full pass on its own only after :data:`FULL_AFTER`
-  middle passes (the quarter rule unchanged): sixty pages arriving together are built without one;
-- every round (:class:`Housekeeping`, every :data:`TRIM_EVERY`) freezes what has lived that long, after a pass
-  over the younger generations: the pages of a class that has arrived are not passed over again and again while
-  it works;
-- and once pages have closed (a tenth of the open ones, or any when few are open), or every
-  :data:`FULL_EVERY_ROUNDS` rounds whatever happened, the round unfreezes everything and makes one full pass
-  before the trim, so the closed pages' memory goes back to the system at once.
+  reach for good (``gc.freeze()``, Python's documented way for a server's start-up objects; it also keeps them
+  shared after ``--num-procs`` forks) and leaves the full passes to the round: the collector makes only its young
+  passes on its own, which never pass over a page open a while;
+- a closed page is taken apart as Bokeh discards its session (:func:`sweep_sessions_paced`, ``server/teardown.py``):
+  its cycles cut, nearly all of its memory comes back by reference counting, one page per turn of the loop, with a
+  rest as long as it took before the next (Bokeh discarded every closed session of a class in one turn: 0.4 s and
+  more for 60 pages);
+- what is left of closed pages (about 70 objects each) waits for the round (:class:`Housekeeping`, every
+  :data:`TRIM_EVERY`) to make a full pass when it is short: the round estimates the pass from the objects it would
+  pass over and the time per object the last pass took, and makes it only when under :data:`FULL_PASS_BUDGET`
+  (a few pages open: between two lessons), unless :data:`WAIT_AT_MOST` closed pages are waiting; Panel's own full
+  pass a few seconds after a session is discarded (``panel.io.document._garbage_collect``) is left to the round;
+- and the heap's trim comes in a turn of its own, after the pass.
+
+(Before, every round froze what had lived 15 s and, once a tenth of the pages had closed, unfroze everything for one
+full pass: over every object of the process, the start-up's too. 60 pages closing cost one turn of 3.3 s at load 8,
+and 1,000 sessions opened and closed stalls of 2-4.7 s every 15 s: ``bench/RESULTS.md``.)
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import ctypes
 import gc
 import sys
+import time
 from functools import cache
 
 #: How often the server returns freed memory: about as often as Bokeh checks for unused sessions.
 TRIM_EVERY = "15s"
 
-#: Middle-generation passes after which the collector may start a full pass on its own (Python's default: 10).
-#: Sixty pages cost about 85 of them: a class arriving together is built without a full pass.
-FULL_AFTER = 100
+#: The collector's oldest-generation threshold in a settled process: never reached, so the collector makes no full
+#: pass on its own (Python's default is 10 middle passes; sixty pages arriving cost about 85).
+NEVER = 2**30
 
-#: Rounds after which a round makes a full pass even if no page closed (40 × 15 s: every ten minutes), for cycles
-#: a page dropped while it stayed open.
+#: The longest full pass the round makes while pages are open (seconds): a turn of the loop every page waits behind.
+FULL_PASS_BUDGET = 0.03
+
+#: Objects of an open page a full pass goes over (about 9,000 with its first tab built, more with more tabs), and of
+#: the process outside its pages (what it made after start-up: caches, the rooms, the queues).
+OBJECTS_PER_PAGE = 9_000
+BASE_OBJECTS = 5_000
+#: What a closed page's leftovers once it was taken apart (about 70 objects) cost a pass, in objects it only goes
+#: over: freeing an object costs the pass about ten times going over one.
+LEFTOVER_PER_PAGE = 700
+
+#: A sweep that discards many pages makes a full pass (if short) every this many pages, so that no pass frees the
+#: leftovers of a whole class at once.
+PASS_EVERY_PAGES = 16
+
+#: Closed pages whose leftovers may wait for a short full pass; with more, the round makes the pass however long it
+#: is (a page's leftovers are about 70 objects, some kB: 400 pages are about the memory of one open page).
+WAIT_AT_MOST = 400
+
+#: Rounds after which a round makes a full pass, if it is short, even with no page closed (40 × 15 s: every ten
+#: minutes), for cycles a page dropped while it stayed open.
 FULL_EVERY_ROUNDS = 40
+
+#: The share of the loop discarding closed sessions may take: after a page taken apart in c seconds, the sweep rests
+#: c (1 - SHARE) / SHARE before the next.
+SWEEP_SHARE = 0.5
 
 
 @cache
@@ -76,55 +110,152 @@ def trim() -> None:
         malloc_trim(0)
 
 
-def settle_collector() -> None:
-    """Before a process serves pages: keep what is loaded now out of the collector's passes, and defer full passes.
+class Collector:
+    """What the process knows of its full passes: whether it is settled, and the seconds a pass takes per object.
 
-    Freezes every object alive now (the imported code, Panel's and Bokeh's classes and module state: nothing a
-    page's session owns) and raises the collector's third threshold to :data:`FULL_AFTER`. Call it once, after the
-    app's modules are imported and before any session exists: a session's objects frozen would never be collected.
-    """
-    gc.collect()
-    gc.freeze()
-    young, middle, _ = gc.get_threshold()
-    gc.set_threshold(young, middle, FULL_AFTER)
-
-
-class Housekeeping:
-    """The server process's periodic round: the collector's work (above), then the heap's trim.
-
-    One per process (``pn.state.as_cached``); it holds counts, never a session or its document. It freezes only in
-    a process that :func:`settle_collector` settled (a served app's): elsewhere (a test's in-process server, a bare
-    ``panel serve app.py``) Python's collector runs as it is, and the round only trims.
+    The objects a pass would go over are estimated from the pages (:data:`OBJECTS_PER_PAGE` for each open one,
+    :data:`LEFTOVER_PER_PAGE` for each closed one since the last pass), not counted: counting them
+    (``gc.get_objects()``) walks them all, which was itself a turn of 50-80 ms with 60 pages open.
     """
 
     def __init__(self) -> None:
-        self.freezing = gc.get_freeze_count() > 0
+        self.settled = False
+        self.per_object = 1e-6  # seconds a full pass takes per object (measured at start, then by each pass)
+        self.passes = 0
+        self.longest = 0.0  # seconds of the longest pass made while serving
+
+    def objects(self, open_pages: int, closed_pages: int) -> int:
+        return OBJECTS_PER_PAGE * max(open_pages, 0) + LEFTOVER_PER_PAGE * max(closed_pages, 0) + BASE_OBJECTS
+
+    def estimate(self, open_pages: int, closed_pages: int) -> float:
+        """The seconds a full pass would take with these pages."""
+        return self.per_object * self.objects(open_pages, closed_pages)
+
+    def full_pass(self, objects: int) -> float:
+        """Make a full pass now over about ``objects``; returns the seconds it took, and learns the time per object."""
+        start = time.perf_counter()
+        gc.collect()
+        took = time.perf_counter() - start
+        self.per_object = took / max(objects, 1)
+        self.passes += 1
+        self.longest = max(self.longest, took)
+        return took
+
+
+#: The process's collector (the interpreter's is one per process too).
+COLLECTOR = Collector()
+
+
+def settle_collector() -> None:
+    """Before a process serves pages: keep what is loaded now out of the collector's passes, and leave its full
+    passes to the round (:class:`Housekeeping`).
+
+    Freezes every object alive now (the imported code, Panel's and Bokeh's classes and module state: nothing a
+    page's session owns) and raises the collector's third threshold to :data:`NEVER`. The full pass it makes first
+    measures what a pass costs per object on this machine. Call it once, after the app's modules are imported and
+    before any session exists: a session's objects frozen would never be collected.
+    """
+    start = time.perf_counter()
+    gc.collect()
+    COLLECTOR.per_object = (time.perf_counter() - start) / max(len(gc.get_objects()), 1)
+    gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, NEVER)
+    COLLECTOR.settled = True
+    leave_full_passes_to_the_round()
+
+
+def leave_full_passes_to_the_round() -> None:
+    """Panel makes a full pass of the collector five seconds after the last session it saw discarded
+    (``panel.io.document._garbage_collect``, written for Panel 1.10.0; no upstream issue): in a settled process the
+    round makes it, when it is short. Idempotent; ``tests/test_housekeeping.py`` fails if Panel's name moves."""
+    from panel.io import document
+
+    original = document._garbage_collect
+    if getattr(original, "left_to_the_round", False):
+        return
+
+    def garbage_collect():
+        if not COLLECTOR.settled:
+            original()
+
+    garbage_collect.left_to_the_round = True
+    garbage_collect.__wrapped__ = original
+    document._garbage_collect = garbage_collect
+
+
+class Housekeeping:
+    """The server process's periodic round: a full pass of the collector when it is due and short, then the heap's
+    trim in a turn of its own.
+
+    One per process (``pn.state.as_cached``); it holds counts, never a session or its document. In a process that
+    :func:`settle_collector` did not settle (a test's in-process server, a bare ``panel serve app.py``) Python's
+    collector runs as it is, and the round makes a full pass once a page has closed. ``later(fn)`` runs ``fn`` in a
+    later turn of the loop (the loop's ``call_soon``; a test's own).
+    """
+
+    def __init__(self, collector: Collector = COLLECTOR, later=None) -> None:
+        self.collector = collector
         self.open = 0  # pages whose sessions are open
         self.closed = 0  # pages closed since the last full pass
         self.rounds = 0  # rounds since the last full pass
+        self.skipped = 0  # full passes put off because they would be long
+        self._later = later
+
+    @property
+    def freezing(self) -> bool:  # the name the tests of the code before knew
+        return self.collector.settled
 
     def session_opened(self) -> None:
         self.open += 1
 
     def session_closed(self, session_context) -> None:
-        """Bokeh's ``on_session_destroyed`` callback: the closed page's cycles are garbage for a round."""
+        """Bokeh's ``on_session_destroyed`` callback: the closed page's leftovers are garbage for a full pass."""
         self.open -= 1
         self.closed += 1
 
+    def page_discarded(self) -> None:
+        """A page built with no session was discarded (the health check's): its leftovers, likewise."""
+        self.closed += 1
+
+    def due(self) -> bool:
+        """Whether a full pass is wanted: a page has closed since the last, or :data:`FULL_EVERY_ROUNDS` rounds."""
+        return bool(self.closed) or self.rounds >= FULL_EVERY_ROUNDS
+
+    def collect_if_short(self) -> bool:
+        """In a settled process, make a full pass if one is due and its estimate is within :data:`FULL_PASS_BUDGET`
+        (or :data:`WAIT_AT_MOST` closed pages wait); whether it made one."""
+        if not (self.collector.settled and self.due()):
+            return False
+        if self.collector.estimate(self.open, self.closed) > FULL_PASS_BUDGET and self.closed < WAIT_AT_MOST:
+            self.skipped += 1
+            return False
+        self.collector.full_pass(self.collector.objects(self.open, self.closed))
+        self.closed = self.rounds = 0
+        return True
+
     def __call__(self) -> None:
-        if self.freezing:
-            self.rounds += 1
-            if (self.closed and self.closed >= self.open / 10) or self.rounds >= FULL_EVERY_ROUNDS:
+        self.rounds += 1
+        if not self.collector.settled:
+            if self.closed:
                 self.closed = self.rounds = 0
-                gc.unfreeze()
                 gc.collect()
-            else:
-                gc.collect(1)  # the younger generations' garbage is not frozen with what lives
-            gc.freeze()
-        elif self.closed:
-            self.closed = 0
-            gc.collect()
-        trim()
+        else:
+            self.collect_if_short()
+        self._in_a_later_turn(trim)
+
+    def _in_a_later_turn(self, fn) -> None:
+        later = self._later
+        if later is None:
+            try:
+                later = asyncio.get_running_loop().call_soon
+            except RuntimeError:  # no loop running (a test calling the round)
+                later = _now
+        later(fn)
+
+
+def _now(fn) -> None:
+    fn()
 
 
 def return_freed_memory() -> None:
@@ -139,9 +270,72 @@ def return_freed_memory() -> None:
     doc = pn.state.curdoc
     if doc is None or doc.session_context is None or not can_trim():
         return
-    keeper = pn.state.as_cached("housekeeping", Housekeeping)
+    keeper = get_housekeeping()
     keeper.session_opened()
     doc.on_session_destroyed(keeper.session_closed)
     # from an empty context: the task's timer keeps the context it was scheduled in, and this page's would
     # keep its document (Panel's curdoc) alive for as long as the server runs
     contextvars.Context().run(pn.state.schedule_task, "return-freed-memory", keeper, period=TRIM_EVERY)
+
+
+def get_housekeeping() -> Housekeeping:
+    """This server process's :class:`Housekeeping`, created on first use."""
+    import panel as pn
+
+    return pn.state.as_cached("housekeeping", Housekeeping)
+
+
+def _collect_if_short() -> None:
+    get_housekeeping().collect_if_short()
+
+
+def sweep_sessions_paced() -> None:
+    """Bokeh discards the sessions of closed pages one at a time, each page taken apart as it goes
+    (``server/teardown.py``), with a rest as long as it took before the next.
+
+    Bokeh's ``ApplicationContext._cleanup_sessions`` (written for Bokeh 3.10.2; no upstream issue asks for the sweep
+    to yield yet) discards every session past its unused lifetime in one turn of the loop, each with Panel's clean-up:
+    a class of 40 leaving held every other page for its whole length. Here each discard is a turn of its own, its
+    page's objects are taken apart in the next, and the sweep rests so as to take at most :data:`SWEEP_SHARE` of the
+    loop. Idempotent; ``tests/test_housekeeping.py`` fails if Bokeh's
+    names move.
+    """
+    from bokeh.server.contexts import ApplicationContext
+
+    from server import teardown
+
+    original = ApplicationContext._cleanup_sessions
+    if getattr(original, "paced", False):
+        return
+
+    async def cleanup_sessions(self, unused_session_linger_milliseconds: int) -> None:
+        def unused(session) -> bool:
+            return session.connection_count == 0 and (
+                session.milliseconds_since_last_unsubscribe > unused_session_linger_milliseconds
+                or session.expiration_requested)
+
+        discarded = 0
+        for session in [s for s in self._sessions.values() if unused(s) and not s.expiration_blocked]:
+            if not unused(session) or session.expiration_blocked:  # a page came back while the sweep rested
+                continue
+            start = time.perf_counter()
+            doc = getattr(session, "_document", None)
+            await self._discard_session(session, unused)
+            await asyncio.sleep(0)
+            if session.destroyed and doc is not None:
+                objects = teardown.get_page_objects().pop(doc)
+                del doc
+                teardown.take_apart(objects)  # in a turn of its own: a page's are a few hundred, freeing 9,000
+                del objects
+                discarded += 1
+                if discarded % PASS_EVERY_PAGES == 0:
+                    await asyncio.sleep(0)
+                    _collect_if_short()
+            took = time.perf_counter() - start
+            await asyncio.sleep(took * (1 - SWEEP_SHARE) / SWEEP_SHARE)
+        if discarded % PASS_EVERY_PAGES:
+            _collect_if_short()
+
+    cleanup_sessions.paced = True
+    cleanup_sessions.__wrapped__ = original
+    ApplicationContext._cleanup_sessions = cleanup_sessions

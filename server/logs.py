@@ -11,18 +11,38 @@ traceback to :data:`MAX_TRACEBACK_CHARS`. This is done by the log record factory
 hook that sees every record, :func:`logging.setLogRecordFactory`), not by a filter: a filter on a logger does
 not see the records of its child loggers (``bokeh.server.protocol_handler`` is one), and a filter on a handler
 misses the handlers added after it.
+
+And what a client can make the server log again and again with HTTP requests (an answer of 400 or more, a request
+Tornado cannot read, a websocket handshake refused) is logged per client with a back-off (:class:`PerClientLines`):
+the first :data:`FIRST_LINES` of a kind in full, then only the 8th, 16th, 32nd… each saying how many were left out,
+until the client has been quiet for :data:`QUIET_S`; an address in such a line is cut to :data:`MAX_URI_CHARS`. 10,000
+requests for a 20 kB path wrote 6.5 MB of log (654 bytes each), and a health check with a 5 kB endpoint two lines
+of 650 bytes each; now 10,000 requests of one kind from one client write a few kB however fast or slowly they come.
 """
 
 from __future__ import annotations
 
+import collections
+import ipaddress
 import logging
 import re
+import time
 
 #: Longest log message kept whole; longer ones keep their start and say how long they were.
 MAX_LOG_CHARS = 600
 #: Longest traceback kept whole (each of its lines cut like a message too); a longer one keeps its end, where the
 #: innermost frames and the error are.
 MAX_TRACEBACK_CHARS = 4000
+#: Lines of one kind logged in full for a client before its back-off; then the 8th, 16th, 32nd…
+FIRST_LINES = 5
+#: Seconds without such a line from a client after which it is logged in full again.
+QUIET_S = 600.0
+#: Longest request address in a line of :class:`PerClientLines` (characters).
+MAX_URI_CHARS = 160
+#: The loggers whose lines a client can make again and again with HTTP requests: Tornado's access log (each answer)
+#: and its general log (a request it cannot read, an error's reason), Bokeh's websocket handshake's (a bad token).
+#: (The websocket guard, ``server/transport.py``, logs one line for a connection, which a handshake costs.)
+CLIENT_LOGGERS = ("tornado.access", "tornado.general", "bokeh.server.views.ws")
 
 
 def _cut_lines(text: str) -> str:
@@ -49,7 +69,11 @@ class RedactLogLines(logging.Filter):
 
     @classmethod
     def bound(cls, record: logging.LogRecord) -> logging.LogRecord:
-        """``record`` with its message redacted and cut, and its traceback and stack cut (in place)."""
+        """``record`` with its message redacted and cut, and its traceback and stack cut (in place). A request's
+        address in Tornado's summary of it (``GET /path (ip)``) is cut to :data:`MAX_URI_CHARS` first, so the line
+        keeps the client's address at its end."""
+        if isinstance(record.args, tuple) and any(isinstance(a, str) and len(a) > MAX_URI_CHARS for a in record.args):
+            record.args = tuple(_cut_summary(a) if isinstance(a, str) else a for a in record.args)
         try:
             message = record.getMessage()
         except Exception:  # arguments that do not fit the format: the handler reports it, with the message's start
@@ -78,7 +102,9 @@ class RedactLogLines(logging.Filter):
 
 def install_log_redaction() -> None:
     """Bound every log record the process makes from now on (:meth:`RedactLogLines.bound`), whichever logger
-    makes it and whichever handler writes it. Idempotent; the factory in place before is kept and called first."""
+    makes it and whichever handler writes it, and the lines a client can make again and again
+    (:func:`install_client_limits`). Idempotent; the factory in place before is kept and called first."""
+    install_client_limits()
     factory = logging.getLogRecordFactory()
     if getattr(factory, "bounds_records", False):
         return
@@ -88,3 +114,101 @@ def install_log_redaction() -> None:
 
     bounded.bounds_records = True
     logging.setLogRecordFactory(bounded)
+
+
+_SUMMARY = re.compile(r"^(?P<method>\S+) (?P<uri>.*) \((?P<ip>[^()\s]*)\)$", re.DOTALL)
+
+
+def _cut_summary(text: str) -> str:
+    """Tornado's summary of a request (``GET /path (ip)``) with its address cut to :data:`MAX_URI_CHARS`."""
+    m = _SUMMARY.match(text) if " (" in text else None
+    if m is None or len(m["uri"]) <= MAX_URI_CHARS:
+        return text
+    return f"{m['method']} {m['uri'][:MAX_URI_CHARS]}… ({len(m['uri']):,} characters in all) ({m['ip']})"
+
+
+class PerClientLines(logging.Filter):
+    """Let a client's repeated lines through with a back-off: per client and kind of line (its logger, its format, an
+    answer's status), the first :data:`FIRST_LINES`, then the 8th, 16th, 32nd… (saying how many were left out), until
+    the client has made none of that kind for :data:`QUIET_S`.
+
+    A line is a client's when one of its arguments is an IP address or Tornado's request summary (``GET /path
+    (ip)``); the access log's lines under 400 are left alone. At most
+    ``clients`` clients are remembered (the oldest forgotten first). ``clock`` gives seconds.
+
+    >>> f = PerClientLines(clock=lambda: 0.0)
+    >>> kept = [n for n in range(1, 101) if f.filter(logging.makeLogRecord(
+    ...     {"name": "tornado.access", "msg": "%d %s %.2fms", "args": (404, "GET /x (10.0.0.7)", 1.0)}))]
+    >>> kept
+    [1, 2, 3, 4, 5, 8, 16, 32, 64]
+    """
+
+    def __init__(self, clock=time.monotonic, clients: int = 10_000):
+        super().__init__()
+        self._clock = clock
+        self._clients: collections.OrderedDict = collections.OrderedDict()  # (kind, client) -> [count, last time]
+        self._max = clients
+
+    _ACCESS = re.compile(r"^(?P<status>\d{3}) .* \((?P<ip>[^()\s]*)\) [\d.]+ms", re.DOTALL)
+
+    def _client(self, record: logging.LogRecord) -> tuple[str | None, object]:
+        """The client a line is about (None: none), and its answer's status for an access line."""
+        args = record.args if isinstance(record.args, tuple) else ()
+        if record.name == "tornado.access":
+            if args:
+                status = args[0]
+            else:  # the line was written out as it was made (a room's code blanked in it)
+                m = self._ACCESS.match(record.getMessage())
+                if m is None:
+                    return None, None
+                status, args = int(m["status"]), (m["ip"],)
+            if not isinstance(status, int) or status < 400:
+                return None, None
+        else:
+            status = None
+        for arg in args:
+            text = str(arg)
+            m = _SUMMARY.match(text) if " (" in text else None
+            if m:
+                return m["ip"], status
+            try:
+                return str(ipaddress.ip_address(text)), status
+            except ValueError:
+                continue
+        return None, None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        client, status = self._client(record)
+        if client is None:
+            return True
+        # a kind of line: its logger, its format and, for an answer, its status (a 414 does not use up a 404's lines)
+        kind = "%d %s %.2fms" if record.name == "tornado.access" else str(record.msg)[:80]
+        key, now = (record.name, kind, status, client), self._clock()
+        seen = self._clients.pop(key, None)
+        if seen is None or now - seen[1] >= QUIET_S:
+            seen = [0, now]
+        seen[0] += 1
+        seen[1] = now
+        self._clients[key] = seen
+        while len(self._clients) > self._max:
+            self._clients.popitem(last=False)
+        n = seen[0]
+        if n <= FIRST_LINES:
+            if n == FIRST_LINES:
+                record.msg, record.args = f"{record.getMessage()} (the next such lines from {client}: only the 8th, " \
+                                          "16th, 32nd…)", ()
+            return True
+        if n & (n - 1):  # not a power of two
+            return False
+        record.msg, record.args = f"{record.getMessage()} ({n:,} such lines from {client}; {n // 2 - 1:,} left out " \
+                                  "before this one)", ()
+        return True
+
+
+def install_client_limits() -> None:
+    """Add one :class:`PerClientLines` to each of :data:`CLIENT_LOGGERS` (a filter on a logger sees the records that
+    logger makes: these loggers make their own). Idempotent."""
+    for name in CLIENT_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, PerClientLines) for f in logger.filters):
+            logger.addFilter(PerClientLines())

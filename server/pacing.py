@@ -153,6 +153,7 @@ class SessionEvents:
         self._later = later
         self._queue: collections.deque = collections.deque()
         self._draining = False
+        self.pulled = False  # the page's document has been sent once (server/transport.py)
 
     def _leak(self) -> None:
         now = self.clock()
@@ -182,6 +183,12 @@ class SessionEvents:
     def queued(self) -> int:
         """How many of the session's events wait in its queue."""
         return len(self._queue)
+
+    def drop_queued(self) -> int:
+        """Forget the events waiting in the queue (the page's connection has closed); returns how many."""
+        dropped = len(self._queue)
+        self._queue.clear()
+        return dropped
 
     def run(self, call) -> None:
         """Run ``call`` (one event's work, no arguments) now if the session may, else queue it; charge its time."""

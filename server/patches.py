@@ -15,7 +15,12 @@ import when it is served). Each is idempotent, and each is the process's, never 
 - :func:`server.transport.skip_link_walks_without_links`: no walk of a page for Panel links after a change of a
   layout while no link is registered (this app makes none);
 - :func:`server.build_gate.pace_page_builds`: page builds take their share of the loop, not all of it, and
-  :func:`server.build_gate.charge_page_loads`: a loaded page's ``onload`` work counts towards that share.
+  :func:`server.build_gate.charge_page_loads`: a loaded page's ``onload`` work counts towards that share;
+- :func:`server.teardown.note_page_objects`: the Bokeh models and param objects each page makes are noted, and
+  :func:`server.housekeeping.sweep_sessions_paced`: Bokeh discards closed pages' sessions one per turn, each page
+  taken apart as it goes, so its memory comes back without a full pass of the collector;
+- :func:`server.liveness.build_pages_for_health_checks_sparingly`: the health check builds a page at most once in a
+  while, at the build gate, however many ask.
 
 What needs the server's own settings (gzip, the link limit, the routes of a room's live channel and of KaTeX's
 fonts) is added where the server is made: :func:`server.routes.add_routes`, which only ``python -m server`` and
@@ -26,7 +31,10 @@ from __future__ import annotations
 
 from server.bokeh_defaults import install as keep_stable_defaults
 from server.build_gate import charge_page_loads, pace_page_builds
+from server.housekeeping import sweep_sessions_paced
+from server.liveness import build_pages_for_health_checks_sparingly
 from server.logs import install_log_redaction
+from server.teardown import note_page_objects
 from server.transport import (
     hold_page_events,
     install_websocket_guard,
@@ -49,3 +57,6 @@ def install() -> None:
     skip_link_walks_without_links()
     pace_page_builds()
     charge_page_loads()
+    note_page_objects()
+    sweep_sessions_paced()
+    build_pages_for_health_checks_sparingly()

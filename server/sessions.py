@@ -8,6 +8,8 @@ for later messages on that connection, not for a second socket someone opened on
 
 from __future__ import annotations
 
+import weakref
+
 
 def page_connection(doc) -> object | None:
     """The one websocket connection (Bokeh's ``ServerConnection``) serving ``doc``'s session, or None.
@@ -34,3 +36,28 @@ def connection_count(doc) -> int | None:
 def _server_session(doc) -> object | None:
     """Bokeh's ``ServerSession`` of ``doc`` (its session context keeps it as ``_session``), or None."""
     return getattr(getattr(doc, "session_context", None), "_session", None)
+
+
+#: Where the process keeps the documents of pages whose websocket has closed.
+LEFT_KEY = "explorer-left-pages"
+
+
+def _left() -> weakref.WeakSet:
+    import panel as pn
+
+    left = pn.state.cache.get(LEFT_KEY)
+    if left is None:
+        left = pn.state.cache.setdefault(LEFT_KEY, weakref.WeakSet())
+    return left
+
+
+def page_has_left(doc) -> None:
+    """``doc``'s page has left: its websocket closed (the guard says so, ``server/transport.py``). Bokeh keeps the
+    session for a minute more (its unused lifetime); what the page queued meanwhile is of use to nobody."""
+    if doc is not None:
+        _left().add(doc)
+
+
+def page_left(doc) -> bool:
+    """Whether ``doc``'s page has left (:func:`page_has_left`): a page not yet connected has not."""
+    return doc is not None and doc in _left()

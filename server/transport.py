@@ -32,9 +32,13 @@ from bokeh.protocol.exceptions import ProtocolError
 from panel.io.document import hold
 from panel.io.server import WSHandler as PanelWSHandler
 from panel.io.state import set_curdoc
+from tornado.iostream import StreamClosedError
+from tornado.websocket import WebSocketClosedError
 
 from server.build_gate import BuildGate, get_gate
 from server.pacing import get_event_pacer, once_a_page
+from server.pages import MAX_LINK_CHARS
+from server.sessions import page_has_left
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +112,9 @@ PAGE_MESSAGE_EVENTS = 8
 PAGE_MESSAGE_TYPES = frozenset({"PULL-DOC-REQ", "PATCH-DOC", "SERVER-INFO-REQ"})
 #: How often (s) a connection whose session waits for its turn looks again (its queue drains one event a turn).
 TURN = 0.002
+#: The longest websocket address taken, in characters: the page's own link limit (``server/pages.py``). A page's
+#: websocket address is its page's address plus ``/ws``; one of 1 MB cost its session 6 MB, kept for its life.
+WS_LINK_CHARS = MAX_LINK_CHARS
 #: In every log line of what :func:`screen_page_patch` drops or refuses (the browser tests look for it).
 SCREENED = "screened out"
 
@@ -281,12 +288,29 @@ class GuardedWSHandler(PanelWSHandler):
     handshake without Bokeh's subprotocol and session token, logs one line, closes the connection and
     drops its stream: nothing more it sent is read. A failure inside the app's own code still logs its
     traceback, at DEBUG level, so a developer can find it.
+
+    A page asks for its document once (``PULL-DOC-REQ``, about 65 ms of the loop to serialise a whole page): a second
+    on the same connection is refused, and each is paced as the session's events are (``server/pacing.py``), so
+    connections opened onto one session cannot ask for it back to back. Once the connection has gone (closed, or a
+    write to it failed), nothing it had sent and the server had not read yet is handled, and what the server would
+    still send it is dropped without a word: a client that sent 10 s of keys and left had its 73,000 messages applied
+    for 15 s more, with a warning for each answer that could not be sent. A handshake whose address is longer than
+    :data:`WS_LINK_CHARS` gets HTTP 414, as the page's does.
     """
 
     _refused = False
+    _gone = False  # the connection has closed, or a write to it failed
+    _pulled = False  # the page has had its document
     _incoming = 0  # bytes of the message being received
     _dropped: frozenset = frozenset()  # properties whose writes were dropped, logged once each
     _first = math.inf  # when the page's first message came (perf_counter): its session was built by then
+
+    async def prepare(self):
+        if len(self.request.uri or "") > WS_LINK_CHARS:
+            self.set_status(414)
+            self.finish()
+            return
+        await super().prepare()
 
     def open(self, *args, **kwargs):
         if self.selected_subprotocol != "bokeh" or self._token is None:
@@ -298,8 +322,51 @@ class GuardedWSHandler(PanelWSHandler):
             self._refuse(str(e))
             return None
 
+    def on_close(self) -> None:
+        self._gone = True
+        session = getattr(self.connection, "_session", None)
+        super().on_close()
+        # Bokeh's connection refers to this handler, its protocol handler and its message reader to themselves (their
+        # bound methods): cut, all freed at once instead of waiting for a pass of the cycle collector
+        for part in (self.handler, self.receiver):
+            if part is not None:
+                part.__dict__.clear()
+        self.connection = self.handler = self.receiver = None
+        # the page has left once its session has no connection left (a second socket someone opened onto it and
+        # closed is not the page leaving)
+        if session is not None and not getattr(session, "connection_count", 1):
+            doc = getattr(session, "_document", None)
+            page_has_left(doc)
+            pacing = get_event_pacer().session(doc) if doc is not None else None
+            if pacing is not None:
+                pacing.drop_queued()
+
+    def _went(self) -> bool:
+        """Whether the connection has gone: closed, or its stream closed under a write."""
+        if not self._gone and hasattr(self, "ws_connection"):  # (a handler made without Tornado has none: a test's)
+            conn = self.ws_connection  # None once Tornado has closed it
+            stream = getattr(conn, "stream", None)
+            self._gone = conn is None or conn.is_closing() or (stream is not None and stream.closed())
+        return self._gone
+
+    async def send_message(self, message) -> None:
+        if self._went():
+            return  # on_close says the connection closed, once
+        try:
+            await message.send(self)
+        except (WebSocketClosedError, StreamClosedError):
+            self._gone = True
+
+    async def write_message(self, message, binary: bool = False, locked: bool = True) -> None:
+        if self._went():
+            return
+        try:
+            await super().write_message(message, binary, locked)
+        except (WebSocketClosedError, StreamClosedError):
+            self._gone = True
+
     async def on_message(self, message: str | bytes) -> None:
-        if self._refused:
+        if self._refused or self._went():
             return
         self._incoming += len(message)
         if self._incoming > PAGE_MESSAGE_BYTES:  # a message of many fragments (buffers) is held until complete
@@ -316,12 +383,22 @@ class GuardedWSHandler(PanelWSHandler):
         if parsed.msgtype not in PAGE_MESSAGE_TYPES:
             self._refuse(f"a {_short(parsed.msgtype, 40)} message, which no page sends ({SCREENED})")
             return
+        if parsed.msgtype == "PULL-DOC-REQ":
+            if self._pulled:
+                self._refuse(f"a second PULL-DOC-REQ on one connection, which no page sends ({SCREENED})")
+                return
+            self._pulled = True
         # a build waits while a page's message is handled (server/build_gate.py): its handling awaits, over turns
         now = time.perf_counter()
         self._first = min(self._first, now)
         with get_gate().page_message(in_use=now - self._first > BuildGate.IN_USE_AFTER):
             try:
-                work = await (self._patch(parsed, size) if parsed.msgtype == "PATCH-DOC" else self._handle(parsed))
+                if parsed.msgtype == "PATCH-DOC":
+                    work = await self._patch(parsed, size)
+                elif parsed.msgtype == "PULL-DOC-REQ":
+                    work = await self._paced(parsed)
+                else:
+                    work = await self._handle(parsed)
                 if work is not None and work.msgtype == "ERROR":  # Bokeh has logged why (a failure in the app's code)
                     self._refuse("a message the server could not handle")
                 elif work and not self._refused:
@@ -366,15 +443,36 @@ class GuardedWSHandler(PanelWSHandler):
         for i, event in enumerate(events):
             if i:
                 await asyncio.sleep(0)
-            while not self._refused and (pacing.queued or pacing.wait() > 0):
+            while not self._refused and not self._went() and (pacing.queued or pacing.wait() > 0):
                 await asyncio.sleep(max(pacing.wait(), TURN))
-            if self._refused or getattr(self.connection, "_session", None) is None:
+            if self._refused or self._went() or getattr(self.connection, "_session", None) is None:
                 return None  # the session ended while the event waited its turn (the server stopping): nothing to do
             parsed.content["events"] = [event]
             accounted, start = pacing.accounted, time.perf_counter()
             work = await self._handle(parsed)
             # what the page's events cost inside it (its clicks, run through the pacing) is accounted for already
             pacing.charge(time.perf_counter() - start - (pacing.accounted - accounted))
+        return work
+
+    async def _paced(self, parsed):
+        """Handle ``parsed`` when the session's pacing allows, and charge it the time it took (a document pulled:
+        the session's first is its page loading, work a page does once, not charged)."""
+        session = getattr(self.connection, "_session", None)
+        pacing = get_event_pacer().session(getattr(session, "document", None)) if session is not None else None
+        if pacing is None:
+            return await self._handle(parsed)
+        while not self._refused and not self._went() and (pacing.queued or pacing.wait() > 0):
+            await asyncio.sleep(max(pacing.wait(), TURN))
+        if self._refused or self._went():
+            return None
+        start = time.perf_counter()
+        work = await self._handle(parsed)
+        took = time.perf_counter() - start
+        if pacing.pulled:
+            pacing.charge(took)
+        else:
+            pacing.pulled = True
+            pacing.exempt(took)
         return work
 
     def _protocol_error(self, message: str) -> None:

@@ -34,7 +34,10 @@ def parse_coordinate(text, decimal: str = ".") -> float:
     elif isinstance(text, bool) or not isinstance(text, (int, float, np.integer, np.floating)):
         raise ValueError(N_("{text} is not a number", text=shown(text)))
     else:
-        x = float(text)
+        try:
+            x = float(text)
+        except OverflowError:  # a whole number past a float's range (10**400)
+            x = math.inf
     if not math.isfinite(x):
         raise ValueError(N_("{text} is not a finite number", text=shown(text)))
     if abs(x) > MAX_ABS_COORD:

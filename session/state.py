@@ -272,7 +272,7 @@ class AttentionState(HeadsState, param.Parameterized):
         """
         try:
             q = (float(x), float(y))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: a whole number past a float's range
             self.param.update(message=N_("Query refused: ({x}, {y}) are not numbers.", x=shown(x), y=shown(y)),
                               message_field="q")
             return False

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 
 import numpy as np
 import param
@@ -109,6 +110,10 @@ def write_pattern(pattern) -> str:
 def nearest(stops: tuple[float, ...], x: float) -> float:
     """The stop nearest to ``x`` > 0 on a log scale (a slider shows it)."""
     return min(stops, key=lambda s: abs(math.log(s / x)))
+
+
+#: The largest whole number float() takes.
+_LARGEST_FLOAT = int(sys.float_info.max)
 
 
 class TrainingState(param.Parameterized):
@@ -272,6 +277,10 @@ class TrainingState(param.Parameterized):
 
     def _number(self, name: str, x, lo: float, hi: float, lo_open: bool) -> float | None:
         if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+            return None
+        # a page's JSON can hold a whole number of any size (10**400), which float() refuses with an OverflowError;
+        # any beyond the range is out of every setting's range anyway
+        if isinstance(x, (int, np.integer)) and not -_LARGEST_FLOAT <= int(x) <= _LARGEST_FLOAT:
             return None
         x = float(x)
         return x if math.isfinite(x) and (lo < x if lo_open else lo <= x) and x <= hi else None

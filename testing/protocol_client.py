@@ -119,12 +119,15 @@ class Learner:
     session_id: str | None = None
     #: the page's live source (``live-room``, widgets/room.py) as last sent: room, path, ticket, version
     live: dict | None = None
+    #: the local address to connect from (``127.0.0.2``: another client than ``127.0.0.1`` to the server); None: any
+    source: str | None = None
 
     async def connect(self, keep_doc: bool = False, ready: bool = True) -> None:
         """Open the websocket and pull the document; with ``ready``, announce the page drawn, as BokehJS does."""
         self.session_id = session_id = self.session_id or generate_session_id()
         token = generate_jwt_token(session_id)
-        sock = await websocket_connect(HTTPRequest(self.ws_url), subprotocols=["bokeh", token],
+        sock = await websocket_connect(HTTPRequest(self.ws_url, network_interface=self.source),
+                                       subprotocols=["bokeh", token],
                                        max_message_size=20 * 1024 * 1024,
                                        compression_options={} if self.compress else None)
         # Browsers send with TCP_NODELAY; without it this client's own multi-frame messages would wait for

@@ -70,14 +70,17 @@ def _exit_on_sigterm(*_):
 
 @contextmanager
 def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED_SESSION_LIFETIME_MS,
-          check_unused_ms: int = CHECK_UNUSED_MS, log: Path | None = None, extra_origins: tuple[str, ...] = ()):
+          check_unused_ms: int = CHECK_UNUSED_MS, log: Path | None = None, extra_origins: tuple[str, ...] = (),
+          watch: Path | None = None, env: dict | None = None):
     """APP served on 127.0.0.1:<free port>; yields (base URL, psutil.Process). Always stopped.
 
     The app itself runs as it ships (``python app.py``: server/serve.py's settings and routes), also the app of
     another checkout of the project (to compare code before and after a change); any other app (the reference
     app) under a plain ``panel serve``.
 
-    ``extra_origins`` (``host:port``) may open its websocket too, e.g. a proxy in front of it."""
+    ``extra_origins`` (``host:port``) may open its websocket too, e.g. a proxy in front of it. With ``watch``, every
+    turn of the server's loop is timed and the long ones written to that file (``testing/loop_watch.py``; read them
+    with ``testing.loop_watch.read``). ``env``: more environment variables for the server."""
     app = Path(app).resolve()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
@@ -85,7 +88,7 @@ def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED
     origins = [f"127.0.0.1:{port}", *extra_origins]
     lifetimes = ["--unused-session-lifetime", str(unused_lifetime_ms), "--check-unused-sessions", str(check_unused_ms)]
     # the C library's allocator, as server/serve.py starts the app (server/housekeeping.py), unless the caller chose one
-    env = {"PYTHONMALLOC": "malloc", **os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {"PYTHONMALLOC": "malloc", **os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     # the app as it ships: `python app.py`, through server/serve.py's settings (this one's, or another checkout's)
     if app.name == "app.py" and (app.parent / "server" / "serve.py").is_file():
         cmd = [sys.executable, str(app), *lifetimes]
@@ -93,6 +96,11 @@ def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED
     else:
         cmd = [sys.executable, "-m", "panel", "serve", str(app), "--port", str(port), "--address", "127.0.0.1",
                *[a for o in origins for a in ("--allow-websocket-origin", o)], "--index", app.stem, *lifetimes]
+    if watch is not None:  # the same server, its loop's turns timed from outside the code under test
+        if cmd[1] != str(app):
+            raise ValueError("only the app's own server (python app.py) can be watched")
+        cmd[1:1] = [str(ROOT / "testing" / "loop_watch.py")]
+        env["EXPLORER_LOOP_WATCH"] = str(watch)
     out = open(log, "w") if log else subprocess.DEVNULL
     proc = subprocess.Popen(cmd, cwd=app.parent, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:

@@ -24,6 +24,8 @@ TESTS = Path(__file__).resolve().parent
 BROWSER_DIR = TESTS / "ui"
 SERVER_MODULES = frozenset({
     "test_bare_panel_serve.py",
+    "test_class_leaving.py",
+    "test_client_limits.py",
     "test_first_visit.py",
     "test_hostile_traffic.py",
     "test_housekeeping.py",

@@ -116,7 +116,7 @@ def _full_collections(collector: str, pages: int) -> int:
 def test_a_class_arriving_is_built_without_a_full_collection():
     # Python's own collector passes over every object several times while twenty pages are built ...
     assert _full_collections("default", 20) >= 1
-    # ... the settled one not once (its full passes wait for a closed page, or for FULL_AFTER middle passes)
+    # ... the settled one not once (its full passes are the round's, made when they are short)
     assert _full_collections("settled", 20) == 0
 
 
@@ -125,8 +125,8 @@ class _Node:
 
 
 def _garbage_cycle():
-    """A weak reference to an object cycle (as a closed page's document and views are), now garbage, in the
-    collector's oldest generation (where the objects of a page open for a while are)."""
+    """A weak reference to an object cycle (as what is left of a closed page is), now garbage, in the collector's
+    oldest generation (where the objects of a page open for a while are)."""
     import gc
     import weakref
 
@@ -140,50 +140,67 @@ def _garbage_cycle():
 
 @pytest.fixture
 def rounds(monkeypatch):
-    """Housekeeping rounds with only these tests' collections: the collector off, the trims counted."""
+    """Housekeeping rounds with only these tests' collections: the collector off, the trims counted, a collector of
+    the round's own."""
     import gc
 
     trims = []
     monkeypatch.setattr(housekeeping, "trim", lambda: trims.append(1))
-    # an unsettled process to start from: an app served in this process before (tests/test_transport.py serves
-    # app.py, which settles the collector) leaves what lived then frozen
-    gc.unfreeze()
     gc.disable()
     try:
         yield trims
     finally:
-        gc.unfreeze()
         gc.enable()
 
 
-def test_a_settled_process_freezes_what_lives_and_collects_once_pages_closed(rounds):
-    import gc
+def _keeper(settled: bool = True, per_object: float = 1e-9):
+    collector = housekeeping.Collector()
+    collector.settled, collector.per_object = settled, per_object
+    return housekeeping.Housekeeping(collector=collector, later=lambda fn: fn())
 
-    gc.freeze()  # as settle_collector leaves a served process
-    keeper = housekeeping.Housekeeping()
-    assert keeper.freezing
-    for _ in range(30):
+
+def test_a_settled_round_collects_closed_pages_leftovers_when_the_pass_is_short(rounds):
+    keeper = _keeper()
+    for _ in range(3):
         keeper.session_opened()
     gone = _garbage_cycle()
-    frozen = gc.get_freeze_count()
     keeper()
-    assert gone() is not None and rounds == [1]  # no page closed: nothing passed over in full ...
-    assert gc.get_freeze_count() > frozen  # ... and what lived is frozen
-    keeper.session_closed(None)
+    assert gone() is not None and rounds == [1]  # no page closed: no full pass, the trim in a turn of its own
     keeper.session_closed(None)
     keeper()
-    assert gone() is not None and rounds == [1, 1]  # 2 of 30 pages closed: not yet worth a full pass
+    assert gone() is None and rounds == [1, 1] and keeper.collector.passes == 1 and keeper.closed == 0
+
+
+def test_a_settled_round_puts_off_a_long_pass_until_few_pages_are_open_or_many_wait(rounds):
+    # a machine where a pass over 3 open pages and 58 closed pages' leftovers is just within the budget: with 60 pages
+    # open it would be several times over
+    collector = housekeeping.Collector()
+    per_object = 0.9 * housekeeping.FULL_PASS_BUDGET / collector.objects(3, 58)
+    assert per_object * collector.objects(61, 1) > 3 * housekeeping.FULL_PASS_BUDGET
+    keeper = _keeper(per_object=per_object)
+    for _ in range(61):
+        keeper.session_opened()
+    gone = _garbage_cycle()
     keeper.session_closed(None)
     keeper()
-    assert gone() is None and rounds == [1, 1, 1]  # 3 of 30 (a tenth of the 27 open): the full pass
-    assert keeper.closed == 0
+    assert gone() is not None and keeper.skipped == 1 and keeper.collector.passes == 0
+    for _ in range(57):  # the class leaves: 3 pages open and 58 pages' leftovers
+        keeper.session_closed(None)
+    keeper()
+    assert gone() is None and keeper.collector.passes == 1
+    # however long the pass, it is made once WAIT_AT_MOST closed pages wait
+    keeper = _keeper(per_object=1e-3)
+    keeper.session_opened()
+    keeper.closed = housekeeping.WAIT_AT_MOST - 1
+    keeper()
+    assert keeper.collector.passes == 0
+    keeper.closed += 1
+    keeper()
+    assert keeper.collector.passes == 1 and keeper.closed == 0
 
 
-def test_a_settled_process_makes_a_full_pass_every_so_many_rounds_anyway(rounds):
-    import gc
-
-    gc.freeze()
-    keeper = housekeeping.Housekeeping()
+def test_a_settled_round_makes_a_short_pass_every_so_many_rounds_anyway(rounds):
+    keeper = _keeper()
     keeper.session_opened()
     gone = _garbage_cycle()
     for _ in range(housekeeping.FULL_EVERY_ROUNDS - 1):
@@ -194,17 +211,29 @@ def test_a_settled_process_makes_a_full_pass_every_so_many_rounds_anyway(rounds)
 
 
 def test_an_unsettled_process_keeps_pythons_collector_and_collects_after_a_page_closed(rounds):
-    import gc
-
-    keeper = housekeeping.Housekeeping()
-    assert not keeper.freezing and gc.get_freeze_count() == 0
+    keeper = _keeper(settled=False)
     keeper.session_opened()
     gone = _garbage_cycle()
     keeper()
-    assert gone() is not None and gc.get_freeze_count() == 0 and rounds == [1]
+    assert gone() is not None and rounds == [1]
     keeper.session_closed(None)
     keeper()
     assert gone() is None and rounds == [1, 1]
+
+
+def test_panels_own_full_pass_after_a_discard_is_left_to_a_settled_rounds(monkeypatch):
+    from panel.io import document
+
+    calls = []
+    monkeypatch.setattr(document, "_garbage_collect", lambda: calls.append(1))
+    monkeypatch.setattr(housekeeping.COLLECTOR, "settled", False)
+    housekeeping.leave_full_passes_to_the_round()
+    housekeeping.leave_full_passes_to_the_round()  # twice: wrapped once
+    document._garbage_collect()
+    assert calls == [1]  # unsettled: Panel's pass, as before
+    monkeypatch.setattr(housekeeping.COLLECTOR, "settled", True)
+    document._garbage_collect()
+    assert calls == [1]  # settled: the round's
 
 
 # server/serve.py's start-up, as far as the server's settings: the collector as it then is
@@ -222,4 +251,4 @@ print(gc.get_freeze_count() > 50_000, gc.get_threshold()[2])
 def test_the_server_settles_the_collector_before_it_serves():
     out = subprocess.run([sys.executable, "-c", SETTLED_BY_SERVE], cwd=ROOT, capture_output=True, text=True,
                          timeout=120, check=True).stdout.split()
-    assert out[-2:] == ["True", str(housekeeping.FULL_AFTER)]
+    assert out[-2:] == ["True", str(housekeeping.NEVER)]

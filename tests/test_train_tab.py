@@ -138,7 +138,7 @@ def test_a_choice_takes_the_report_the_page_sent_before_it(monkeypatch):
     send(doc, tab, action="learning_rate", value=0.2)  # then a new learning rate: its run opens at step 0, paused
     assert (t.learning_rate, t.step, t.playing, t.plays) == (0.2, 0, False, 1)
     doc.ticks.clear()
-    for fn in list(queue._waiting):  # the queue's later turn finds nothing left to take
+    for fn in queue.waiting():  # the queue's later turn finds nothing left to take
         fn[1]()()
     assert (t.step, t.playing) == (0, False)
 

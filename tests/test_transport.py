@@ -423,7 +423,7 @@ def test_a_pages_messages_hold_back_early_builds_and_a_person_s_keep_builds_to_t
     seen = []
 
     async def receive(message):
-        return SimpleNamespace(msgtype="PULL-DOC-REQ")
+        return SimpleNamespace(msgtype="SERVER-INFO-REQ")
 
     async def handle(parsed):
         seen.append(gate.messages)

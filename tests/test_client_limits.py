@@ -1,0 +1,217 @@
+"""What one client can make the server do, bounded: health checks, documents pulled, a connection that leaves with its
+messages unread, the log of HTTP answers, a websocket address.
+
+The server is ``python app.py`` with its shipped settings (server/serve.py); the clients speak Bokeh's own protocol
+(:class:`testing.protocol_client.Learner`) or plain HTTP over a socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import psutil
+import pytest
+from bokeh.protocol import Protocol
+from tornado.httpclient import HTTPClientError, HTTPRequest
+from tornado.websocket import websocket_connect
+
+from testing.protocol_client import Learner
+from tests.ui.conftest import ROOT, free_port, server_log, stop, wait_for_http
+
+#: What a log may grow by for 10,000 requests of one kind from one client.
+LOG_BYTES = 10_000
+
+
+@pytest.fixture(scope="module")
+def app_server():
+    """``python app.py`` on a free loopback port: yields (port, log path, its psutil process)."""
+    port = free_port()
+    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    env.pop("BOKEH_ALLOW_WS_ORIGIN", None)
+    log = server_log("server-limits.log")
+    with open(log, "w+") as out:
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/", proc)
+            yield port, log, psutil.Process(proc.pid)
+        finally:
+            stop(proc)
+    text = log.read_text()
+    assert "Traceback" not in text, f"the server logged a traceback:\n{text[-5000:]}"
+
+
+def ws_url(port: int) -> str:
+    return f"ws://127.0.0.1:{port}/app/ws"
+
+
+def run(coro, timeout: float = 120):
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+def _grown(log, before: int) -> str:
+    time.sleep(0.5)  # the server writes its last lines
+    with open(log, "rb") as f:
+        f.seek(before)
+        return f.read().decode(errors="replace")
+
+
+def _requests(port: int, request: bytes, n: int) -> list[bytes]:
+    """Send ``request`` ``n`` times, pipelined on keep-alive connections (a new one when the server closes one); the
+    status codes of the answers."""
+    statuses: list[bytes] = []
+    while len(statuses) < n:
+        batch = min(n - len(statuses), 200)
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+            try:
+                s.sendall(request * batch)
+            except OSError:  # the server answered and closed before reading them all
+                pass
+            data = b""
+            # a status line each (an answer's body may end right before the next: no line break to split on)
+            while len(STATUS.findall(data)) < batch:
+                try:
+                    chunk = s.recv(1 << 20)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                data += chunk
+        got = STATUS.findall(data)[:batch]
+        if not got:
+            raise AssertionError(f"no answer to {request[:60]!r}…")
+        statuses += got
+    return statuses
+
+
+STATUS = re.compile(rb"HTTP/1\.1 (\d{3}) ")
+
+
+HTTP_KINDS = {
+    "a 20 kB path": b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    "a bad Host header": b"GET /app/ws HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+    "a health check for a 5 kB endpoint": b"GET /liveness?endpoint=" + b"b" * 5_000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("kind", HTTP_KINDS)
+def test_ten_thousand_bad_requests_of_a_kind_from_one_client_leave_under_10_kB_of_log(app_server, kind):
+    """Each answered 4xx and logged a line each time: 654 bytes for a 20 kB path (6.5 MB for 10,000), 57 for a bad
+    Host header, 1,307 (two lines) for a health check of a 5 kB endpoint. Now each line is cut, and a client's lines
+    back off: the first five, then the 8th, 16th, 32nd…"""
+    port, log, _ = app_server
+    before = log.stat().st_size
+    statuses = _requests(port, HTTP_KINDS[kind], 10_000)
+    assert len(statuses) == 10_000 and all(s.startswith(b"4") for s in statuses), statuses[:3]
+    grown = _grown(log, before)
+    assert len(grown.encode()) < LOG_BYTES, grown[:3000]
+    assert grown.count("\n") >= 1  # the first are logged: the lines were kept, not thrown away
+
+
+def test_a_health_check_builds_a_page_at_most_once_in_a_while_whoever_asks(app_server):
+    """One keep-alive connection asking for ``/liveness?endpoint=/app`` built 467 pages in 30 s, outside the build gate.
+    Now 200 health checks in a row cost about one build: the server's CPU for them is a fraction of 200 builds'."""
+    port, _, proc = app_server
+    url = f"http://127.0.0.1:{port}/liveness?endpoint=/app"
+    with urllib.request.urlopen(url, timeout=60) as r:  # the first builds a page (or finds one built)
+        assert json.loads(r.read()) == {"/app": True}
+    cpu = proc.cpu_times()
+    statuses = _requests(port, b"GET /liveness?endpoint=/app HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 200)
+    used = sum(proc.cpu_times()[:2]) - sum(cpu[:2])
+    assert statuses == [b"200"] * 200
+    # a page's build is 0.1-0.2 s of CPU: 200 of them 20 s and more; at most a build or two and the answers here
+    assert used < 3.0, used
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/liveness?endpoint=" + "b" * 5000, timeout=60)
+    assert refused.value.code == 400 and b"bbbb" not in refused.value.read()  # not repeated back
+
+
+async def _pull_twice(port: int) -> bool:
+    """A page that asks for its document a second time on its connection; True if the server closed it."""
+    page = Learner(ws_url(port))
+    await page.connect()
+    await Protocol().create("PULL-DOC-REQ").send(page.sock)
+    try:
+        while True:
+            fragment = await asyncio.wait_for(page.sock.read_message(), 30)
+            if fragment is None:
+                return True
+    except asyncio.TimeoutError:
+        return False
+
+
+def test_a_second_document_request_on_one_connection_closes_it_with_one_line(app_server):
+    """A page asks for its document once; each answer re-serialised the whole page (about 1 MB, 65 ms of the loop), and
+    a page asking 20 times a second held everyone else's keys."""
+    port, log, _ = app_server
+    before = log.stat().st_size
+    assert run(_pull_twice(port))
+    grown = _grown(log, before)
+    assert grown.count("PULL-DOC-REQ") == 1, grown
+
+
+async def _keys_then_leave(port: int, seconds: float) -> None:
+    """Press row keys as fast as the socket takes them for ``seconds``, then close: as a tab closed, the messages the
+    server has not read yet are left behind."""
+    page = Learner(ws_url(port))
+    await page.connect()
+
+    async def press():
+        i = 0
+        while True:
+            await page.key(str(i % 3 + 1))
+            i += 1
+
+    try:
+        await asyncio.wait_for(press(), seconds)
+    except asyncio.TimeoutError:
+        pass
+    page.sock._socket.close()
+
+
+def test_what_a_connection_sent_and_left_behind_is_dropped_without_a_word(app_server):
+    """A client that sent 10 s of row keys and left had its 73,000 allowed messages applied for 15 s more, with a
+    warning for each answer that could not be sent, an unretrieved WebSocketClosedError and Bokeh's AssertionError.
+    Now the server stops at the first sign the connection has gone: its CPU falls back at once, and the log says
+    nothing of the dropped messages."""
+    port, log, proc = app_server
+    before = log.stat().st_size
+    run(_keys_then_leave(port, 5.0))
+    time.sleep(1.0)  # the server notices the closed connection
+    cpu = sum(proc.cpu_times()[:2])
+    time.sleep(3.0)
+    used = sum(proc.cpu_times()[:2]) - cpu
+    # the code before went on applying the keys at half of a core (its pacing) for seconds
+    assert used < 0.6, used
+    grown = _grown(log, before)
+    for said in ("Failed sending message", "WebSocketClosedError", "AssertionError", "Traceback",
+                 "never retrieved"):
+        assert said not in grown, grown[:3000]
+
+
+async def _handshake(url: str) -> int:
+    from bokeh.util.token import generate_jwt_token, generate_session_id
+
+    token = generate_jwt_token(generate_session_id())
+    try:
+        sock = await websocket_connect(HTTPRequest(url), subprotocols=["bokeh", token])
+    except HTTPClientError as e:
+        return e.code
+    sock.close()
+    return 101
+
+
+def test_a_websocket_address_over_16_kB_is_refused_as_a_page_address_is(app_server):
+    """The page's address is limited to 16 kB (HTTP 414); its websocket's was not: a 1 MB one cost its session 6 MB,
+    kept for its life."""
+    port, _, _ = app_server
+    assert run(_handshake(ws_url(port) + "?x=" + "y" * 100)) == 101
+    assert run(_handshake(ws_url(port) + "?x=" + "y" * 20_000)) == 414
