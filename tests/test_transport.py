@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import socket
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,7 +33,8 @@ async def _served_nodelay(app) -> list[int]:
     learner = Learner(f"ws://127.0.0.1:{server.port}/ws", figure="readout")
     try:
         await learner.connect()  # pulls the document and announces document_ready, as the browser does
-        for _ in range(100):  # onload callbacks run on the server's loop shortly after document_ready
+        deadline = time.monotonic() + 60  # onload callbacks run on the server's loop after document_ready
+        while time.monotonic() < deadline:
             await asyncio.sleep(0.02)
             sessions = server.get_sessions()
             flags = [ws.ws_connection.stream.socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
