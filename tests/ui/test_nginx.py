@@ -14,7 +14,7 @@ import pytest
 
 from testing.nginx import Stack
 from tests.ui.conftest import CLOSED_SOCKET
-from tests.ui.helpers import open_app, readout, show_tab, to_page, wait_for_readout, weights
+from tests.ui.helpers import move_seen, open_app, show_tab, to_page, wait_for_readout, weights
 from tests.ui.test_offline import is_loopback
 
 # a busy shared machine can take seconds per round trip: wait long, still before the button is released
@@ -55,12 +55,10 @@ def test_drag_through_nginx_updates_live_before_release(browser, stack):
         page.mouse.move(x0, y0)
         page.mouse.down()
         seen = set()
-        for i in range(1, 21):
-            page.mouse.move(x0 + (x1 - x0) * i / 20, y0 + (y1 - y0) * i / 20)
-            page.wait_for_timeout(30)
-            seen.add(readout(page).splitlines()[0])
+        for i in range(1, 21):  # each move once the page has drawn the last
+            seen.add(move_seen(page, x0 + (x1 - x0) * i / 20, y0 + (y1 - y0) * i / 20).splitlines()[0])
         wait_for_readout(page, r"q = \(1\.000, 1\.000\)", timeout=LOADED)  # button still held
-        assert len(seen) >= 5, f"the readout followed only {len(seen)} of 20 moves through nginx: {seen}"
+        assert len(seen) == 20, f"the readout followed only {len(seen)} of 20 moves through nginx: {seen}"
         assert weights(page) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
         page.mouse.up()
         assert not page.foreign, page.foreign
