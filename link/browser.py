@@ -75,6 +75,11 @@ def handle_key(state: AttentionState, key: str, shift: bool = False, in_plot: bo
 
 #: The address bar follows ``BrowserBridge.address`` a moment after it settles (so a drag does not fill the
 #: history); a room's arguments stay, so reloading keeps presenting or following (widgets/room.py).
+#: The constants link/browser.js shares with the server, written before it as ``const NAME = value``.
+SCRIPT_CONSTANTS = {"FINE_NUDGE": FINE_NUDGE, "NUDGE": NUDGE, "STORE_NAME": STORE_NAME, "STORAGE_KEY": STORAGE_KEY,
+                    "MAX_JSON_CHARS": MAX_JSON_CHARS}
+
+
 class BrowserBridge(pn.custom.JSComponent):
     """Keyboard shortcuts, ``<html data-mode data-theme>`` and the shareable address, for one page.
 
@@ -110,9 +115,8 @@ class BrowserBridge(pn.custom.JSComponent):
 
     # The script (link/browser.js), read once per process; the constants it shares with the server go before it.
     # A string, not the file's path: Panel reads a path's file again for every page it builds.
-    _esm = "".join(f"const {name} = {json.dumps(value)}\n" for name, value in (
-        ("FINE_NUDGE", FINE_NUDGE), ("NUDGE", NUDGE), ("STORE_NAME", STORE_NAME), ("STORAGE_KEY", STORAGE_KEY),
-        ("MAX_JSON_CHARS", MAX_JSON_CHARS))) + (Path(__file__).resolve().parent / "browser.js").read_text()
+    _esm = "".join(f"const {name} = {json.dumps(value)}\n" for name, value in SCRIPT_CONSTANTS.items()) + (
+        Path(__file__).resolve().parent / "browser.js").read_text()
 
     def __init__(self, state: AttentionState, plots: PlotsShown | None = None, **params):
         super().__init__(width=0, height=0, margin=0, **params)

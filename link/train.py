@@ -46,6 +46,9 @@ from server.train_queue import get_report_queue
 from session.training import LEARNING_RATES, TEMPERATURES, TrainingState
 
 HERE = Path(__file__).resolve().parent
+#: The Train tab's scripts, in the order the page runs them as one module.
+TRAIN_SCRIPTS = ("attention.js", "shared.js", "train.js")
+TRAIN_JS = "\n".join((HERE / name).read_text() for name in TRAIN_SCRIPTS)
 #: The tab's look, in its shadow root (sizes and colours from the page's custom properties).
 TRAIN_CSS = (HERE.parent / "static" / "train.css").read_text()
 #: The shortest time (s) between two reports of one page that the server takes (a learner presses Play or Pause a
@@ -127,7 +130,13 @@ class TrainLink(pn.custom.JSComponent):
     colors = param.List(default=[], doc="Each token's colour, as every plot of the page draws it.")
     palette = param.List(default=list(Cividis256[::8]), doc="The weights' colours, 0 to 1 (the Matrix tab's Cividis).")
 
-    _esm = HERE / "train.js"
+    ink_threshold = param.Number(default=None, allow_None=True, bounds=(0, 1), constant=True, doc=(
+        "A weight's cell is written in dark ink from this weight up, light below: the Matrix tab's threshold "
+        "(widgets/matrix.py), which the view gives."))
+
+    # The script (link/train.js), read once per process, after the page's one number format (link/attention.js's
+    # fmt, link/shared.js's fmtL and fmtShortL, checked with the server's under node: tests/js/).
+    _esm = TRAIN_JS
     _stylesheets = [TRAIN_CSS]
 
     def __init__(self, training: TrainingState, **params):

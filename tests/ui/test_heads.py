@@ -15,6 +15,8 @@ import pytest
 
 from core import saturation, self_attention
 from core.report import fmt
+from link.projections import OUTPUTS
+from session.i18n import translator
 from tests.loop_reference import attention as loop_attention
 from tests.ui.conftest import SCREENSHOTS
 from tests.ui.helpers import (
@@ -42,9 +44,13 @@ PAGE_FUNCTIONS = """(cases) => {
   const {selfAttention, statusText} = new Function(lib + '; return {selfAttention, statusText};')();
   return cases.map((c) => {
     const r = selfAttention(c.X, c.WQ, c.WK, c.WV, c.T);
-    return {r, text: c.tokens ? statusText(c.tokens, r, c.handle, c.at) : null};
+    return {r, text: c.tokens ? statusText(c.tokens, r, c.handle, c.at, c.words) : null};
   });
 }"""
+
+
+#: The English words the server sends the tab's script (link/projections.py, ProjectionChannel's inputs).
+ENGLISH_WORDS = {**translator("en").number_format(), "outputs": translator("en")(OUTPUTS)}
 
 
 def random_cases(n_cases=200, seed=19):
@@ -69,7 +75,8 @@ def test_the_pages_projections_and_attention_agree_with_the_core(page):
     # the tab's text of the outputs, during a drag and at rest
     for i, (p, c) in enumerate(zip(payload, cases, strict=True)):
         if c["X"].shape == (3, 2) and c["WV"].shape == (2, 2):
-            p.update(tokens=["I", "love", "NLP"], handle="x love" if i % 4 == 1 else "", at=[0.125, -1.5])
+            p.update(tokens=["I", "love", "NLP"], handle="x love" if i % 4 == 1 else "", at=[0.125, -1.5],
+                     words=ENGLISH_WORDS)
     got = page.evaluate(PAGE_FUNCTIONS, payload)
     assert len(got) == len(cases) >= 200
     for c, p, g in zip(cases, payload, got, strict=True):
