@@ -125,7 +125,7 @@ class BrowserBridge(pn.custom.JSComponent):
         self.on_stored = None  # plain attribute: the Check tab's progress store (ProgressStore.receive)
         self._ignored = False  # a message the page's script never sends has come (and was logged)
         # The address is a plain Bokeh property, not a param of this component: Panel's two-way sync of a
-        # component's params cost the server about 1.5 ms on every update, and the address changes on most. The
+        # component's params costs the server on every update (bench/HISTORY.md), and the address changes on most. The
         # page adds this Div to its document as a root of its own (app.py): it needs no view, only its text.
         self.address_div = Div(name="page-address", text="", visible=False)
         self.state.param.watch(self._sync_look, ["mode", "theme", "lang"])

@@ -98,8 +98,8 @@ class DragChannel(PositionChannel):
         )
         # One callback for what the server sends (the readout's text, the query's position, the answers, a
         # followed presenter's query); the first of them also attaches the script's own pointer listeners to the
-        # query plot (link/drag.js: attach). One: the script is 25 kB, and each callback is a copy of it in every
-        # page the server builds and sends.
+        # query plot (link/drag.js: attach). One: the script is the page's largest of its own (its size:
+        # bench/RESULTS.md), and each callback is a copy of it in every page the server builds and sends.
         bundle = "const a = {" + ", ".join(models) + "};\n"
         script = CustomJS(args=models, code=DRAG_JS + bundle + "onServerUpdate(a, cb_obj);")
         readout.div.js_on_change("text", script)

@@ -1,23 +1,24 @@
 """The Train tab as the page draws it, and how the page says where it is in a run (``link/train.js``).
 
 The server computes the whole run in one call (``core.training.train``, 500 steps) and sends it once: the W's of
-every step and the loss, as arrays of float64 (Bokeh sends them as binary buffers: 24 kB for one head on
-"I love NLP", 96 kB for two heads on five tokens). The page computes each step's queries, keys, weights,
+every step and the loss, as arrays of float64 (Bokeh sends them as binary buffers, a few kB a head and token:
+bench/HISTORY.md). The page computes each step's queries, keys, weights,
 outputs and loss from X and the W's with its mirror of the core's forward pass, and plays the run back at the
 screen's frame rate with no message per frame.
 
 The page draws the whole tab itself, from the settings, texts and run the server gives it: the targets, the
 settings' controls, the player, the loss curve, the weights beside the target, W's numbers and each head's
-queries and keys in a plane of its own (SVG). Panel's widgets and Bokeh's figures for the same were 109 Bokeh
-models and about 0.2 s of the server's CPU for each learner who opened the tab; this is one component, its data
-and its stylesheet, and one channel.
+queries and keys in a plane of its own (SVG). Panel's widgets and Bokeh's figures for the same were a hundred
+Bokeh models, built and sent for each learner who opened the tab (their cost: bench/HISTORY.md); this is one
+component, its data and its stylesheet, and one channel.
 
 What the page sends:
 
 - where it is in the run, only when a learner presses Play or Pause, lets go of the scrub slider, or stops
   stepping: a row ``{step, playing, seq}`` written into :attr:`TrainLink.report`, a
   :class:`~link.row.OneRow` of its own. A change of one property reaches :meth:`TrainLink._on_report` directly
-  (a message through Panel's event handling cost the server 2.2 ms before any of our code ran, the row 0.2 ms).
+  (a message through Panel's event handling costs the server many times as much before any of our code runs:
+  bench/HISTORY.md).
   What follows from it (the state's step, the address, a presented room) is taken paced: the newest report
   of a page, at most one every :data:`REPORT_GAP` seconds or as long as the last one took, through the
   process's queue of reports (``server/train_queue.py``, at most a quarter of the loop). Sixty learners pressing

@@ -350,9 +350,9 @@ def test_a_page_event_that_changes_several_layouts_walks_the_document_once():
 
 def test_panel_looks_for_links_after_a_layout_change_only_while_one_is_registered(monkeypatch):
     """From the first Panel link the process made, Panel's hook walked a page for links after each change of any of
-    its layouts (each Panel object, each Bokeh model under the change), with no link left: 50-60 ms of a tab's first
-    showing. After :func:`server.transport.skip_link_walks_without_links`, no walk while no link is registered, and
-    Panel's own behaviour while one is: the link's callback reaches the page."""
+    its layouts (each Panel object, each Bokeh model under the change), with no link left: a good part of a tab's
+    first showing (bench/HISTORY.md). After :func:`server.transport.skip_link_walks_without_links`, no walk while no
+    link is registered, and Panel's own behaviour while one is: the link's callback reaches the page."""
     from bokeh.document import Document
     from panel.links import Callback
     from panel.viewable import Viewable
