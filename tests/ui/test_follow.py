@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from testing.browser import APP_LOADED as APP_READY
-from tests.ui.conftest import ROOT, SCREENSHOTS, free_port, server_log, stop, wait_for_http
+from tests.ui.conftest import CLOSED_SOCKET, ROOT, SCREENSHOTS, free_port, server_log, stop, wait_for_http
 from tests.ui.helpers import (
     READOUT,
     move_seen,
@@ -61,7 +61,8 @@ def room_server():
         log.seek(0)
         text = log.read()
         log.close()
-    assert "Traceback" not in text, text
+    # a browser closing its page while the server writes to it is not a server error (as for tests/ui/conftest.py's)
+    assert "Traceback" not in re.sub(CLOSED_SOCKET, "", text), text
     # every page here is an honest one: the websocket guard refuses none (a refused page stops hearing the server)
     assert "Refused websocket" not in text, [line for line in text.splitlines() if "Refused websocket" in line]
     # the log is at INFO and did log the requests that carried room links...
