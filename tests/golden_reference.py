@@ -251,17 +251,16 @@ def poll_cases() -> dict:
 
 def geometry_cases() -> dict:
     """The sizes the server draws a weight with and the page's preview draws again."""
-    from widgets.matrix import INK_THRESHOLD
-    from widgets.query_plot import MAX_LINE_WIDTH
-    from widgets.weights import BAR_LABEL_GAP, VALUE_SIZE
+    from widgets.matrix import INK_THRESHOLD, ink
+    from widgets.query_plot import MAX_LINE_WIDTH, line_width
+    from widgets.weights import BAR_LABEL_GAP, VALUE_SIZE, bar_y, value_size
 
     weights = [0.0, 0.1978, 0.4011, 0.5, 0.549999, 0.55, 0.5035, 1.0]
-    lo, hi = VALUE_SIZE
+    top, bottom = 26, 146  # a chart's, as the Weights tab draws it in the normal mode
     return dict(max_width=MAX_LINE_WIDTH, value_size=list(VALUE_SIZE), ink_threshold=INK_THRESHOLD,
-                bar=dict(top=26, bottom=146, gap=BAR_LABEL_GAP),
-                cases=[dict(weight=w, line_width=1 + (MAX_LINE_WIDTH - 1) * w, value_size=lo + (hi - lo) * w,
-                            ink="white" if w < INK_THRESHOLD else "black", bar_y=146 - w * (146 - 26))
-                       for w in weights])
+                bar=dict(top=top, bottom=bottom, gap=BAR_LABEL_GAP),
+                cases=[dict(weight=w, line_width=line_width(w), value_size=value_size(w), ink=ink(w),
+                            bar_y=bar_y(w, top, bottom)) for w in weights])
 
 
 def label_cases() -> list[dict]:
