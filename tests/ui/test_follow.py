@@ -262,6 +262,8 @@ def test_five_pages_follow_and_no_follower_drives_the_room(browser, room_server)
     forger.get_by_text("Following room").wait_for(timeout=WAIT)
     drag(forger, [(1.5, 1.5), (2.0, -1.0)])
     wait_for_readout(forger, r"q = \(2\.000, -1\.000\)", WAIT)
+    # its server has taken the drag: the page has left the room (the readout above is the page's own drawing)
+    forger.get_by_role("button", name="Follow again").wait_for(timeout=WAIT)
     for p in (rebel, forger):
         p.evaluate(WATCH_LINES)
 
