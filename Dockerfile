@@ -1,6 +1,6 @@
 # Attention Explorer: `docker build -t attention-explorer .` then
 # `docker run --rm -p 5006:5006 attention-explorer` and open http://localhost:5006/
-# Settings are environment variables (README, "Settings"); server/serve.py maps them to `panel serve` flags.
+# Settings are environment variables (docs/operations.md, "Settings"); server/serve.py maps them to `panel serve` flags.
 FROM python:3.12-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

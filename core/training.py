@@ -29,9 +29,14 @@ Two kinds of target, two losses, both averaged over the n rows:
   ``(1/n) sum_i |output_i - Y_i|^2``; W_Q, W_K, W_V and W_O are trained.
 
 Gradients are written out by hand (no autograd): through the softmax row by row,
-``dS = A * (dA - rowsum(dA * A))``, then ``dQ = dS K``, ``dK = dS^T Q`` (times s/T) and
-``dW_Q = X^T dQ``, ``dW_K = X^T dK``, ``dW_V = X^T (A^T dO)``. They match central finite
-differences to 1e-6 (``tests/test_core_training.py``).
+``dS_ij = A_ij sum_k A_ik (dA_ij - dA_ik)`` (:func:`_softmax_backward`), then ``dQ = dS K``,
+``dK = dS^T Q`` (times s/T) and ``dW_Q = X^T dQ``, ``dW_K = X^T dK``, ``dW_V = X^T (A^T dO)``. They
+match central finite differences to 1e-6 (``tests/test_core_training.py``). The softmax's Jacobian is
+more often written ``A * (dA - rowsum(dA * A))``, the same sum with ``sum_k A_ik = 1`` taken out; but
+where a row saturates (one weight within rounding of 1, as a low temperature makes them) that form takes
+``dA_ij - rowsum`` of two nearly equal numbers and keeps none of the small difference the other weights
+make, which is all the gradient there is; Adam then scales what is left up to a full step. Each
+difference ``dA_ij - dA_ik`` is taken before it is weighted, so every entry keeps its relative precision.
 
 The optimiser is Adam (Kingma & Ba, 2015; the one Vaswani et al. trained with, Sec. 5.3): it moves
 each entry by about the learning rate a step, whatever the size of its gradient, so one rate learns
@@ -100,8 +105,9 @@ D_K = 2  # each head's query/key size
 #: scores are close to 0 and every token attends almost evenly: swapping W_Q and W_K then barely
 #: changes the loss, which is what "the roles are indistinguishable" means in numbers.
 INIT_STD = 0.1
-#: Adam moves each entry by about the learning rate a step; the entries start near INIT_STD and a
-#: learned W has entries of a few units, so past 1 one step moves an entry as far as all of training.
+#: Adam moves each entry by about the learning rate a step (at most a few times it: :func:`adam_step_bound`); the
+#: entries start near INIT_STD and a learned W has entries of a few units, so past 1 one step moves an entry as far
+#: as all of training.
 MAX_LEARNING_RATE = 1.0
 #: A run keeps every step for the page to replay, so the bound on steps is the bound on what one request can
 #: cost in memory and CPU (the largest run's CPU: see bench/RESULTS.md, "the largest run train accepts").
@@ -459,6 +465,41 @@ def _evaluate(p: _Problem, W_Q, W_K, W_V, W_O):
     return _loss(p, S, top, Z, Y), A, outputs, Y
 
 
+def _softmax_backward(A, dA):
+    """dS : (..., n, n), the gradient of the scores, from the weights A and the gradient of the weights dA, row by row
+    through the softmax's Jacobian: ``dS_ij = A_ij sum_k A_ik (dA_ij - dA_ik)``.
+
+    The usual ``A * (dA - rowsum(dA * A))`` is the same sum with ``sum_k A_ik = 1`` taken out, and loses what
+    the small weights of a saturated row make (the module's notes); here each difference is taken before it is
+    weighted. An (n, n, n) array a head: at most 8 tokens, a few thousand numbers.
+
+    >>> A, dA = np.array([[1.0, 1e-20]]), np.array([[1.0, 2.0]])  # a saturated row
+    >>> _softmax_backward(A, dA).tolist(), (A * (dA - (dA * A).sum(axis=-1, keepdims=True))).tolist()  # the usual form
+    ([[-1e-20, 1e-20]], [[0.0, 1e-20]])
+    """
+    return A * np.add.reduce(A[..., None, :] * (dA[..., :, None] - dA[..., None, :]), axis=-1)
+
+
+def adam_step_bound(t: int) -> float:
+    """The most one Adam update of :func:`train` can move an entry at step ``t`` (1, 2, ...), in learning rates.
+
+    The update is ``lr_t m_t / sqrt(v_t)`` (eps aside), with ``lr_t = lr sqrt(1 - beta2**t) / (1 - beta1**t)``,
+    ``m_t = (1 - beta1) sum_i beta1**(t-i) g_i`` and ``v_t = (1 - beta2) sum_i beta2**(t-i) g_i**2``. By
+    Cauchy-Schwarz, ``|m_t| <= sqrt(v_t) (1 - beta1) / sqrt(1 - beta2) sqrt(sum_{k<t} (beta1**2 / beta2)**k)``,
+    with equality for gradients that grow by ``beta2 / beta1`` a step; so the bound is
+
+        sqrt(1 - beta2**t) / (1 - beta1**t) * (1 - beta1) / sqrt(1 - beta2) * sqrt((1 - r**t) / (1 - r)),
+
+    ``r = beta1**2 / beta2``: 1 at t = 1, growing to ``(1 - beta1) / sqrt((1 - beta2) (1 - r))`` = 7.27.
+
+    >>> [round(adam_step_bound(t), 2) for t in (1, 100, 1000, 2000)], round(adam_step_bound(10**9), 4)
+    ([1.0, 2.24, 5.78, 6.76], 7.2703)
+    """
+    r = ADAM_BETA1 ** 2 / ADAM_BETA2
+    return (math.sqrt(1.0 - ADAM_BETA2 ** t) / (1.0 - ADAM_BETA1 ** t) * (1.0 - ADAM_BETA1)
+            / math.sqrt(1.0 - ADAM_BETA2) * math.sqrt((1.0 - r ** t) / (1.0 - r)))
+
+
 def _gradients(p: _Problem, W_Q, W_K, W_V, W_O, out=None):
     """dloss/dW_Q, dW_K, dW_V, dW_O for one step (None where the loss does not depend on it).
 
@@ -491,7 +532,7 @@ def _gradients(p: _Problem, W_Q, W_K, W_V, W_O, out=None):
             dO = dY[None]
         dW_V = np.matmul(p.XT, np.swapaxes(A, -1, -2) @ dO, out=dW_V)  # dV = A^T dO
         dA = dO @ np.swapaxes(V, -1, -2)  # (H, n, n)
-        dS = A * (dA - np.add.reduce(dA * A, axis=-1, keepdims=True))  # the softmax's Jacobian, row by row
+        dS = _softmax_backward(A, dA)
     # S = Q K^T with Q = Xs W_Q, K = Xs W_K: dQ = dS K, dK = dS^T Q
     dW_Q = np.matmul(p.XsT, dS @ K, out=dW_Q)
     dW_K = np.matmul(p.XsT, np.swapaxes(dS, -1, -2) @ Q, out=dW_K)
@@ -716,9 +757,12 @@ def train(task, *, seed: int, steps: int = 500, learning_rate: float = 0.05, sca
     Notes
     -----
     Adam (Kingma & Ba, 2015, Algorithm 1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8), the
-    bias correction folded into the step size as in their Sec. 2. An update moves each
-    entry by at most (1 - beta1) / sqrt(1 - beta2) = 3.2 learning rates (their Sec. 2.1),
-    so 2,000 steps at the largest rate keep every number far inside float64's range.
+    bias correction folded into the step size as in their Sec. 2. The update at step t moves an
+    entry by at most :func:`adam_step_bound` (t) learning rates: 1 at the first step, growing with
+    t towards (1 - beta1) / sqrt((1 - beta2) (1 - beta1**2 / beta2)) = 7.27 (their Sec. 2.1's
+    (1 - beta1) / sqrt(1 - beta2) = 3.2 is the bound on one gradient's share of the step, not on
+    the step). So 2,000 steps at the largest rate move an entry by at most about 10,600 in all,
+    and every number stays far inside float64's range.
 
     Examples
     --------

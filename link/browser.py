@@ -78,6 +78,11 @@ def handle_key(state: AttentionState, key: str, shift: bool = False, in_plot: bo
 
 #: The address bar follows ``BrowserBridge.address`` a moment after it settles (so a drag does not fill the
 #: history); a room's arguments stay, so reloading keeps presenting or following (widgets/room.py).
+#: The constants link/browser.js shares with the server, written before it as ``const NAME = value``.
+SCRIPT_CONSTANTS = {"FINE_NUDGE": FINE_NUDGE, "NUDGE": NUDGE, "STORE_NAME": STORE_NAME, "STORAGE_KEY": STORAGE_KEY,
+                    "MAX_JSON_CHARS": MAX_JSON_CHARS}
+
+
 class BrowserBridge(pn.custom.JSComponent):
     """Keyboard shortcuts, ``<html data-mode data-theme>`` and the shareable address, for one page.
 
@@ -114,9 +119,8 @@ class BrowserBridge(pn.custom.JSComponent):
     # The script (link/browser.js), read once per process; the constants it shares with the server go before it,
     # and the answer line (link/answer.js, with its stylesheet), which the bridge shows without a model of its own.
     # A string, not the file's path: Panel reads a path's file again for every page it builds.
-    _esm = "".join(f"const {name} = {json.dumps(value)}\n" for name, value in (
-        ("FINE_NUDGE", FINE_NUDGE), ("NUDGE", NUDGE), ("STORE_NAME", STORE_NAME), ("STORAGE_KEY", STORAGE_KEY),
-        ("MAX_JSON_CHARS", MAX_JSON_CHARS), ("ANSWER_CSS", ANSWER_CSS))) + "".join(
+    _esm = "".join(f"const {name} = {json.dumps(value)}\n" for name, value in {
+        **SCRIPT_CONSTANTS, "ANSWER_CSS": ANSWER_CSS}.items()) + "".join(
         (Path(__file__).resolve().parent / name).read_text() for name in ("answer.js", "browser.js"))
 
     def __init__(self, state: AttentionState, plots: PlotsShown | None = None, **params):
@@ -126,7 +130,7 @@ class BrowserBridge(pn.custom.JSComponent):
         self.on_stored = None  # plain attribute: the Check tab's progress store (ProgressStore.receive)
         self._ignored = False  # a message the page's script never sends has come (and was logged)
         # The address is a plain Bokeh property, not a param of this component: Panel's two-way sync of a
-        # component's params cost the server about 1.5 ms on every update, and the address changes on most. The
+        # component's params costs the server on every update (bench/HISTORY.md), and the address changes on most. The
         # page adds this Div to its document as a root of its own (app.py): it needs no view, only its text.
         self.address_div = Div(name="page-address", text="", visible=False)
         self.state.param.watch(self._sync_look, ["mode", "theme", "lang"])

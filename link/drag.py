@@ -33,6 +33,21 @@ DRAG_JS = "\n".join((HERE / name).read_text() for name in ("attention.js", "shar
 GRAB_RADIUS = 0.12
 
 
+def grab(keys, query, at, radius: float = GRAB_RADIUS) -> int | None:
+    """The key a press at ``at`` picks up: the index of the nearest of ``keys`` (n, 2) within ``radius``, unless
+    ``query`` is at least as close; None for the query. The page decides the same way (``link/shared.js``,
+    nearestWithin; ``tests/js/`` checks it on cases this function writes).
+
+    >>> grab([(1, 0), (0, 1), (1, 1)], (0, 1), (1.05, 0.02)), grab([(1, 0), (0, 1), (1, 1)], (0, 1), (0, 1.05))
+    (0, None)
+    """
+    K = np.asarray(keys, dtype=float)
+    d_keys = np.hypot(K[:, 0] - at[0], K[:, 1] - at[1])
+    j = int(np.argmin(d_keys))
+    d_query = float(np.hypot(query[0] - at[0], query[1] - at[1]))
+    return j if d_keys[j] <= radius and d_keys[j] < d_query else None
+
+
 class DragChannel(PositionChannel):
     """The server's end of the page's drag, and the data the page's drag script reads.
 
@@ -83,8 +98,8 @@ class DragChannel(PositionChannel):
         )
         # One callback for what the server sends (the readout's text, the query's position, the answers, a
         # followed presenter's query); the first of them also attaches the script's own pointer listeners to the
-        # query plot (link/drag.js: attach). One: the script is 25 kB, and each callback is a copy of it in every
-        # page the server builds and sends.
+        # query plot (link/drag.js: attach). One: the script is the page's largest of its own (its size:
+        # bench/RESULTS.md), and each callback is a copy of it in every page the server builds and sends.
         bundle = "const a = {" + ", ".join(models) + "};\n"
         script = CustomJS(args=models, code=DRAG_JS + bundle + "onServerUpdate(a, cb_obj);")
         readout.div.js_on_change("text", script)
@@ -181,8 +196,4 @@ class DragChannel(PositionChannel):
 
     def _grab(self, x: float, y: float) -> int | None:
         """The key a drag starting at (x, y) picks up, or None for the query."""
-        K = np.asarray(self.state.keys, dtype=float)
-        d_keys = np.hypot(K[:, 0] - x, K[:, 1] - y)
-        j = int(np.argmin(d_keys))
-        d_query = float(np.hypot(self.state.query[0] - x, self.state.query[1] - y))
-        return j if d_keys[j] <= GRAB_RADIUS and d_keys[j] < d_query else None
+        return grab(self.state.keys, self.state.query, (x, y))

@@ -32,9 +32,9 @@ function selfAttention(X, WQ, WK, WV, T) {
 
 // The text widgets/projections.py writes for the same numbers (projection_status): during a drag, the
 // dragged handle and where it is, then each token's output.
-// `w`: the page's language (session/i18n.py, Translator.number_format, and the line's template `outputs`).
-const ENGLISH_WORDS = { decimal: ".", vector_sep: ", ", isolate: false, outputs: "Outputs Σ aⱼvⱼ: {outputs}" };
-function statusText(tokens, r, handle = "", at = null, w = ENGLISH_WORDS) {
+// `w`: the page's language, as the server sends it (session/i18n.py, Translator.number_format, and the line's
+// template `outputs`).
+function statusText(tokens, r, handle, at, w) {
   const where = handle ? `${handle} ${fmtVec(at, 2, w)} → ` : "";
   const outputs = tokens.map((t, i) => `${t} ${fmtVec(r.output[i], 4, w)}`).join(" · ");
   return where + w.outputs.replace("{outputs}", () => outputs);

@@ -2,10 +2,15 @@
 // plane's clamp, a Div's drawn element, a data source's columns. Pure functions, except markup (the page's views).
 // Needs fmt from attention.js before it; tested under node (tests/js/).
 
-// Numbers as the page's language writes them (session/i18n.py, Translator.num and .vec): `w` holds its decimal
+// Numbers as the page's language writes them (session/i18n.py, Translator.num, .short and .vec): `w` holds its decimal
 // mark, a vector separator that never clashes with it, and whether a vector is isolated left to right inside
 // right-to-left text.
 function fmtL(x, d, w) { const s = fmt(x, d); return w.decimal === "." ? s : s.replace(".", w.decimal); }
+// At most d decimals and no trailing zeros (1, 0.5, 0.005), as core.report.fmt_short and Translator.short.
+function fmtShortL(x, d, w) {
+  const s = fmt(x, d), short = s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s;
+  return w.decimal === "." ? short : short.replace(".", w.decimal);
+}
 function fmtVec(v, d, w) {
   const s = "(" + v.map((c) => fmtL(c, d, w)).join(w.vector_sep) + ")";
   return w.isolate ? "\u2066" + s + "\u2069" : s;

@@ -104,16 +104,10 @@ export function forward(run, w) {
 
 // --- numbers in the page's language ---------------------------------------------------------------------------
 
-function fmt(x, d, words) {
-  let s = x.toFixed(d);
-  if (s.startsWith("-") && Number(s) === 0) s = s.slice(1);  // never "-0.00"
-  s = s.replace("-", "\u2212");
-  return words.decimal === "." ? s : s.replace(".", words.decimal);
-}
-// A number as short as it is exact (a slider's stop, a tick): 0.005, 1, −1.5
-function short(x, words) {
-  return fmt(x, 6, words).replace(new RegExp(`\\${words.decimal || "."}?0+$`), "");
-}
+// Every number as the rest of the page and the server write it: link/shared.js's fmtL and fmtShortL (with
+// link/attention.js's fmt), which link/train.py puts before this script.
+// A number as short as it is exact (a slider's stop, a tick): 0.005, 1, -1.5
+const short = (x, words) => fmtShortL(x, 6, words);
 const fill = (template, args) => template.replace(/\{(\w+)\}/g, (m, k) => (k in args ? String(args[k]) : m));
 
 // --- the page's elements ----------------------------------------------------------------------------------------
@@ -433,7 +427,7 @@ export function render({model, el, view}) {
     // room for tick labels in the page's number size (22 px on a projector: static/train.css)
     // the left margin as wide as the loss's tick labels in the curve's text size: "19.74" (Retrieve the value's start)
     // lost its 1 at the figure's edge
-    const ticks = [0, run.top].map((v) => fmt(v, 2, w));
+    const ticks = [0, run.top].map((v) => fmtL(v, 2, w));
     const em = parseFloat(getComputedStyle(lossSvg).fontSize) || 16;
     const W = 320, H = 150, B = 30, T = 12, R = 10;
     const L = Math.max(56, Math.ceil(0.62 * em * Math.max(...ticks.map((t) => t.length))) + 8);
@@ -459,8 +453,8 @@ export function render({model, el, view}) {
     markerLine = svg_("line", {y1: T, y2: H - B, class: "marker-line"});
     marker = svg_("circle", {r: 4.5, class: "marker"});
     lossSvg.append(markerLine, marker);
-    lossSvg.setAttribute("aria-label", fill(w.loss_aria ?? "", {first: fmt(run.loss[0], 4, w),
-                                                               last: fmt(run.loss[run.steps], 4, w)}));
+    lossSvg.setAttribute("aria-label", fill(w.loss_aria ?? "", {first: fmtL(run.loss[0], 4, w),
+                                                               last: fmtL(run.loss[run.steps], 4, w)}));
     lossSvg._x = x;
     lossSvg._y = y;
 
@@ -503,9 +497,9 @@ export function render({model, el, view}) {
       cells.target = grid(targetFig, model.paintable ? (w.paint_caption ?? "") : (w.target_caption ?? ""), "target");
       run.target.forEach((p, k) => {
         const c = cells.target[Math.floor(k / n)][k % n];
-        c.textContent = fmt(p, 2, w);
+        c.textContent = fmtL(p, 2, w);
         c.style.background = color(p);
-        c.classList.toggle("ink-dark", p >= 0.55);
+        c.classList.toggle("ink-dark", p >= model.ink_threshold);
         c.classList.toggle("wanted", p > 0);
         cells.weights[Math.floor(k / n)][k % n].classList.toggle("wanted", p > 0);
       });
@@ -520,7 +514,7 @@ export function render({model, el, view}) {
       tokens.forEach((t, i) => {
         const tr = el_("tr");
         const out = el_("td", {"data-output": i});
-        const want = el_("td", {}, Array.from({length: run.d_out}, (_, c) => fmt(run.target[i * run.d_out + c], 2, w)).join(", "));
+        const want = el_("td", {}, Array.from({length: run.d_out}, (_, c) => fmtL(run.target[i * run.d_out + c], 2, w)).join(", "));
         tr.append(el_("th", {scope: "row"}, t), out, want);
         cells.outputs.push(out);
         table.append(tr);
@@ -715,11 +709,11 @@ export function render({model, el, view}) {
     root.dataset.step = String(t);
     if (!st.scrubbing) scrub.value = String(t);
     readout.textContent = fill(w.readout ?? "{step} / {steps} · {loss}", {step: t, steps: run.steps,
-                                                                          loss: fmt(f.loss, 4, w)});
+                                                                          loss: fmtL(f.loss, 4, w)});
     readout.dataset.loss = String(f.loss);
     const swapped = forward(run, stepWeights(run, t, true)).loss;
-    swapOut.textContent = st.swap ? fill(w.swapped ?? "{loss} → {swapped}", {loss: fmt(f.loss, 4, w),
-                                                                             swapped: fmt(swapped, 4, w)}) : "";
+    swapOut.textContent = st.swap ? fill(w.swapped ?? "{loss} → {swapped}", {loss: fmtL(f.loss, 4, w),
+                                                                             swapped: fmtL(swapped, 4, w)}) : "";
     swapOut.dataset.loss = String(swapped);
     const x = lossSvg._x(t), y = lossSvg._y(f.loss);
     marker.setAttribute("cx", x.toFixed(1));
@@ -728,20 +722,20 @@ export function render({model, el, view}) {
     markerLine.setAttribute("x2", x.toFixed(1));
     shown.weights.forEach((row, i) => row.forEach((v, j) => {
       const td = cells.weights[i][j];
-      const text = fmt(v, 2, w);
+      const text = fmtL(v, 2, w);
       if (td.textContent !== text) td.textContent = text;
       td.dataset.value = String(v);
       td.style.background = color(v);
-      td.classList.toggle("ink-dark", v >= 0.55);
+      td.classList.toggle("ink-dark", v >= model.ink_threshold);
     }));
     cells.outputs.forEach((td, i) => {
-      td.textContent = shown.outputs[i].map((v) => fmt(v, 2, w)).join(", ");
+      td.textContent = shown.outputs[i].map((v) => fmtL(v, 2, w)).join(", ");
       td.dataset.value = JSON.stringify(shown.outputs[i]);
     });
     for (const c of cells.w) {
       const m = c.name === "W_O" ? sw.WO : sw.heads[c.h][c.name === "W_Q" ? "WQ" : c.name === "W_K" ? "WK" : "WV"];
       const v = m[c.r][c.c];
-      c.td.textContent = fmt(v, 2, w);
+      c.td.textContent = fmtL(v, 2, w);
       c.td.dataset.value = String(v);
     }
     drawPlanes(shown);

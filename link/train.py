@@ -1,23 +1,24 @@
 """The Train tab as the page draws it, and how the page says where it is in a run (``link/train.js``).
 
 The server computes the whole run in one call (``core.training.train``, 500 steps) and sends it once: the W's of
-every step and the loss, as arrays of float64 (Bokeh sends them as binary buffers: 24 kB for one head on
-"I love NLP", 96 kB for two heads on five tokens). The page computes each step's queries, keys, weights,
+every step and the loss, as arrays of float64 (Bokeh sends them as binary buffers, a few kB a head and token:
+bench/HISTORY.md). The page computes each step's queries, keys, weights,
 outputs and loss from X and the W's with its mirror of the core's forward pass, and plays the run back at the
 screen's frame rate with no message per frame.
 
 The page draws the whole tab itself, from the settings, texts and run the server gives it: the targets, the
 settings' controls, the player, the loss curve, the weights beside the target, W's numbers and each head's
-queries and keys in a plane of its own (SVG). Panel's widgets and Bokeh's figures for the same were 109 Bokeh
-models and about 0.2 s of the server's CPU for each learner who opened the tab; this is one component, its data
-and its stylesheet, and one channel.
+queries and keys in a plane of its own (SVG). Panel's widgets and Bokeh's figures for the same were a hundred
+Bokeh models, built and sent for each learner who opened the tab (their cost: bench/HISTORY.md); this is one
+component, its data and its stylesheet, and one channel.
 
 What the page sends:
 
 - where it is in the run, only when a learner presses Play or Pause, lets go of the scrub slider, or stops
   stepping: a row ``{step, playing, seq}`` written into :attr:`TrainLink.report`, a
   :class:`~link.row.OneRow` of its own. A change of one property reaches :meth:`TrainLink._on_report` directly
-  (a message through Panel's event handling cost the server 2.2 ms before any of our code ran, the row 0.2 ms).
+  (a message through Panel's event handling costs the server many times as much before any of our code runs:
+  bench/HISTORY.md).
   What follows from it (the state's step, the address, a presented room) is taken paced: the newest report
   of a page, at most one every :data:`REPORT_GAP` seconds or as long as the last one took, through the
   process's queue of reports (``server/train_queue.py``, at most a quarter of the loop). Sixty learners pressing
@@ -49,6 +50,9 @@ from server.train_queue import get_queue, get_report_queue
 from session.training import LEARNING_RATES, TEMPERATURES, TrainingState
 
 HERE = Path(__file__).resolve().parent
+#: The Train tab's scripts, in the order the page runs them as one module.
+TRAIN_SCRIPTS = ("attention.js", "shared.js", "train.js")
+TRAIN_JS = "\n".join((HERE / name).read_text() for name in TRAIN_SCRIPTS)
 #: The tab's look, in its shadow root (sizes and colours from the page's custom properties).
 TRAIN_CSS = (HERE.parent / "static" / "train.css").read_text()
 #: The shortest time (s) between two reports of one page that the server takes (a learner presses Play or Pause a
@@ -130,7 +134,13 @@ class TrainLink(pn.custom.JSComponent):
     colors = param.List(default=[], doc="Each token's colour, as every plot of the page draws it.")
     palette = param.List(default=list(Cividis256[::8]), doc="The weights' colours, 0 to 1 (the Matrix tab's Cividis).")
 
-    _esm = HERE / "train.js"
+    ink_threshold = param.Number(default=None, allow_None=True, bounds=(0, 1), constant=True, doc=(
+        "A weight's cell is written in dark ink from this weight up, light below: the Matrix tab's threshold "
+        "(widgets/matrix.py), which the view gives."))
+
+    # The script (link/train.js), read once per process, after the page's one number format (link/attention.js's
+    # fmt, link/shared.js's fmtL and fmtShortL, checked with the server's under node: tests/js/).
+    _esm = TRAIN_JS
     _stylesheets = [TRAIN_CSS]
 
     def __init__(self, training: TrainingState, **params):

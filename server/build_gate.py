@@ -1,9 +1,9 @@
 """How much of this server process's event loop building new pages may take.
 
-A page's build (its document, made when its address is first opened: about 0.09–0.15 s of the loop) runs on the
-process's one event loop, and nothing else runs meanwhile. A hundred pages opened within 20 s, by a class or by
-one student's script, kept the loop busy most of the time, and a key pressed on a page already open waited behind
-several builds (the presenter's key p95 2.5–4 s, ``bench/RESULTS.md``). Panel and Bokeh offer nothing to space
+A page's build (its document, made when its address is first opened: a long turn of the loop) runs on the
+process's one event loop, and nothing else runs meanwhile. A hundred pages opened within seconds, by a
+class or by one student's script, kept the loop busy most of the time, and a key pressed on a page already open
+waited behind several builds (``bench/RESULTS.md``, ``bench/HISTORY.md``). Panel and Bokeh offer nothing to space
 them: Panel's ``--num-threads`` runs a page's callbacks in threads, not its build; Bokeh builds an app made from a
 script on the loop's own thread, and a build is Python holding the GIL, so a thread would not free the loop.
 
@@ -17,9 +17,9 @@ once. Pacing only bites when builds would take more than their share.
 
 The gaps are for pages in use. While no page open for more than a few seconds has sent a message for half a minute,
 and no page's message is being handled, a build starts as soon as the loop is idle (work-conserving): a class
-opening the page together, before anyone drags, otherwise left the loop idle in most gaps (60 learners connected
-in 14-15 s, 9-11 s without the gaps). The websocket guard (server/transport.py) tells the gate which messages
-it is handling and which are a person's.
+opening the page together, before anyone drags, otherwise left the loop idle in most gaps (a class connected
+markedly slower than with its pages built back to back: ``bench/HISTORY.md``). The websocket guard
+(server/transport.py) tells the gate which messages it is handling and which are a person's.
 
 The gate is installed on Bokeh's session creation (:func:`pace_page_builds`), the one place every page's document
 is made: an HTTP GET of the page, a websocket whose session had been discarded, the liveness check.
@@ -69,8 +69,8 @@ class BuildGate:
     #: before that they are its script's, loading the page (Panel's onload, the page's address, its channels).
     IN_USE_AFTER = 3.0
     #: Builds keep to their share until no page in use has sent a message for this long (seconds): a learner
-    #: reading between two keys still uses the page (at 1 s, a key every 1.5 s while pages opened waited up to
-    #: 0.9 s behind builds run back to back).
+    #: reading between two keys still uses the page (a quiet time shorter than a learner's pause between keys let
+    #: builds run back to back ahead of the next key).
     QUIET = 30.0
     #: A turn of the loop shorter than this (seconds) had nothing else to run: the loop is idle.
     IDLE = 0.0005
@@ -106,9 +106,9 @@ class BuildGate:
         """Whether a build may start before its share allows: no page is in use and the loop is idle.
 
         The share's gaps keep the loop free for a key pressed on a page in use; when nobody uses one (a class
-        opening the page together, before anyone drags), they only left the loop idle: 60 learners connected in
-        14-15 s where the same pages built back to back took 9 to 11. A key pressed on a page in use after
-        :attr:`QUIET` seconds without one may wait one build; the next builds keep their share again.
+        opening the page together, before anyone drags), they only left the loop idle: a class took markedly longer
+        to connect than with the same pages built back to back (``bench/HISTORY.md``). A key pressed on a page in
+        use after :attr:`QUIET` seconds without one may wait one build; the next builds keep their share again.
         """
         if self.messages or self.clock() - self.used_at < self.QUIET:
             return False

@@ -2,8 +2,8 @@
 
 While a presenter drags, the only thing that changes in the room's view is the query. A
 follower's page can compute everything else itself (``link/drag.js``), so its server
-need not recompute and re-render the page for each move: that costs tens of ms per page and
-left a class of 60 seconds behind. Instead each following page opens this websocket,
+need not recompute and re-render the page for each move: that costs each page's server its
+own update, and left a class far behind (``bench/HISTORY.md``). Instead each following page opens this websocket,
 ``room-live?room=CODE`` beside Bokeh's own, and the room writes one short JSON text to all of
 them: each pointer move of the presenter as it reaches the server
 (:meth:`server.rooms.RoomRegistry.publish_hand`), and each view of the room that is not such a

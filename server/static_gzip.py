@@ -1,11 +1,11 @@
 """gzip for HTTP responses, with each static file compressed once per process instead of once per page.
 
-A page loads about 2.8 MB of BokehJS and Panel JavaScript from the server's ``static/`` routes; Tornado's gzip
-(``compress_response``) compresses it again for every page, about 100 ms of the server's loop each time, the same
-0.8 MB every time (``python -m bench.static_gzip``). :class:`StaticGZip` is Tornado's ``GZipContentEncoding`` that
-keeps the compressed body of a whole ``static/`` file it has compressed, keyed by the file's path, ``Etag`` (a hash
-of its content), modification time and length (a changed file is a new key), and sends the kept body to the next
-page that asks.
+A page loads megabytes of BokehJS and Panel JavaScript from the server's ``static/`` routes; Tornado's gzip
+(``compress_response``) compresses them again for every page, a long turn of the server's loop each time, to the
+same bytes every time (``python -m bench.static_gzip``; its figures in ``bench/RESULTS.md``). :class:`StaticGZip`
+is Tornado's ``GZipContentEncoding`` that keeps the compressed body of a whole ``static/`` file it has compressed,
+keyed by the file's path, ``Etag`` (a hash of its content), modification time and length (a changed file is a new
+key), and sends the kept body to the next page that asks.
 
 A path's query string is not part of the key (``?v=`` names a version, the ``Etag`` tells it), so requests for one
 file with ever new query strings keep one body, and what is kept is bounded: bodies of whole, successful
@@ -19,9 +19,9 @@ from tornado.web import GZipContentEncoding
 
 __all__ = ["MAX_BODY", "MAX_KEPT", "StaticGZip"]
 
-#: The largest compressed body kept (BokehJS's is about 0.6 MB).
+#: The largest compressed body kept: several times BokehJS's, the largest a page loads.
 MAX_BODY = 4 * 1024 * 1024
-#: All kept bodies together stay under this (a page's files are about 0.8 MB compressed).
+#: All kept bodies together stay under this: many times a page's files, compressed.
 MAX_KEPT = 32 * 1024 * 1024
 
 

@@ -252,8 +252,8 @@ def check_page_events(events: list, doc, unoffered: list | None = None) -> str |
 def _offered(model, attr: str, value) -> bool:
     """Whether ``value``, of the right type for ``model.attr``, is one the page's control offers: a tab, a choice or a
     slider's position that exists. Bokeh checks only the type, and Panel then looked up a tab or a choice past the
-    end (an IndexError, logged with its traceback, each time: 2,000 such writes on one connection, 30 kB of log) or
-    took -1 as the last."""
+    end (an IndexError, logged with its traceback, each time: bench/RESULTS.md, "hostile messages") or took -1 as
+    the last."""
 
     def indices(values, count):
         return all(isinstance(i, int) and 0 <= i < count for i in values)
@@ -580,8 +580,8 @@ def later_turn(doc, work, after: float) -> bool:
     session's share (:func:`server.pacing.once_a_page`: a tab's first showing, which a page does once).
 
     The turns between are other pages': a tab's first showing built its views and their Bokeh models in one turn
-    of 150-250 ms served, during which every other page's answer waited; built in one turn and put in the page
-    in the next, each is about half, and other pages' answers come between (``widgets/tabs.py``).
+    long enough served that every other page's answer waited visibly (``bench/HISTORY.md``); built in one turn and
+    put in the page in the next, each is about half, and other pages' answers come between (``widgets/tabs.py``).
     Returns False, and runs nothing, outside a served page (a test, a notebook): the caller does the work at once.
     """
     if doc is None or doc.session_context is None:
@@ -602,7 +602,7 @@ def walk_models_once(doc):
 
     Bokeh walks the whole document after each change of a property that holds models (a layout's children) unless
     the document is frozen, and Panel freezes it around each layout it updates; a click that replaced several
-    layouts had it walked once for each (about 60 ms each on a page with every tab built). Bokeh's own
+    layouts had it walked once for each, the longer the more tabs the page had built. Bokeh's own
     ``doc.models.freeze()`` walks once at its end whether or not anything changed, which would add a walk to every
     row key and drag release. Inside a block already frozen, nothing changes: the outer one walks.
     ``tests/test_transport.py`` fails if Bokeh's names move.
@@ -640,8 +640,8 @@ def skip_link_walks_without_links() -> None:
     walked the changed page after each change of any of its layouts (every Panel object, then every Bokeh model
     under the change, the whole page for a tab shown the first time), even in a page with no link, and with the
     registry empty again. This app makes no Panel link (its discrete sliders name their option in their own title:
-    ``widgets/base.py``), so the walks found nothing, and took 50–85 ms of a tab's first showing on a page with its
-    other tabs built. With a link registered, Panel's hook runs as before. Idempotent;
+    ``widgets/base.py``), so the walks found nothing, and took a good part of a tab's first showing on a page with
+    its other tabs built (``bench/HISTORY.md``). With a link registered, Panel's hook runs as before. Idempotent;
     ``tests/test_transport.py`` fails if Panel's names move.
     """
     from panel.links import Callback

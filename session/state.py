@@ -232,7 +232,7 @@ class AttentionState(HeadsState, param.Parameterized):
     def _run_experiment(self):
         if self.scaling is None:  # nobody shows it
             return
-        # One draw at d_k = 1024 is 60 ms of NumPy, several hundred on a loaded server: a served page's draw is
+        # One draw at d_k = 1024 is a long turn of NumPy, longer on a loaded server: a served page's draw is
         # made off the loop (the scheduler's worker thread) and shown in the page's turn; a page that sends d_k
         # and "New random draw" as fast as it can waits for one draw at a time
         if self.experiment_scheduler is None:

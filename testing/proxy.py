@@ -36,24 +36,27 @@ def _nodelay(writer: asyncio.StreamWriter) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float) -> None:
-    loop = asyncio.get_running_loop()
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: float, *, clock=None,
+                sleep=asyncio.sleep) -> None:
+    """Copy ``reader`` to ``writer``, each chunk ``delay`` seconds after it arrived; ``clock`` (the loop's time) and
+    ``sleep`` are a test's own."""
+    clock = clock or asyncio.get_running_loop().time
     queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
 
     async def read() -> None:
         try:
             while chunk := await reader.read(_CHUNK):
-                queue.put_nowait((loop.time() + delay, chunk))
+                queue.put_nowait((clock() + delay, chunk))
         except (ConnectionError, OSError):
             pass
-        queue.put_nowait((loop.time() + delay, b""))  # end of stream, delayed like the data before it
+        queue.put_nowait((clock() + delay, b""))  # end of stream, delayed like the data before it
 
     async def write() -> None:
         try:
             while True:
                 due, chunk = await queue.get()
-                if (wait := due - loop.time()) > 0:
-                    await asyncio.sleep(wait)
+                if (wait := due - clock()) > 0:
+                    await sleep(wait)
                 if not chunk:
                     if writer.can_write_eof():
                         writer.write_eof()

@@ -1,10 +1,15 @@
 """Write ``tests/data/golden_attention.json``: the cases the page's scripts and the server are both checked on.
 
-The page mirrors parts of the server in JavaScript (``link/attention.js``, ``link/shared.js``, ``link/drag.js``,
-``widgets/labels.js``); each mirror and its Python original are tested against the same cases, stored here, by
-pytest (``tests/test_golden.py``) and by ``node --test tests/js/``. The expected values come from ``core/`` (the
-formula, ``core.report.fmt``) and from the server's own rules (the grab, the clamp, the geometry, the labels'
-sides). To regenerate, from the repository's root::
+The page mirrors rules of the server in JavaScript: the formula and the number format (``link/attention.js``,
+``link/shared.js``), the readout's text, the grab and the geometry of a drag's preview (``link/drag.js``), the
+Projections tab's self-attention and its line of outputs (``link/projections.js``), the Train tab's forward pass
+(``link/train.js``), an arrow key's nudge and q in the address (``link/browser.js``), a poll card's browser id
+(``widgets/poll.js``) and the labels' sides (``widgets/labels.js``). Each mirror is checked against cases the
+server's own code writes here, by ``node --test tests/js/``; ``tests/test_golden.py`` checks the server's side and
+that the file holds what its code writes now. So each rule is written once in Python and once in the page's
+JavaScript, and nowhere else: the expected values come from ``core/`` and from the views and channels themselves,
+and the constants the page is sent come from where the server keeps them. To regenerate, from the repository's
+root::
 
     .venv/bin/python -m tests.golden_reference
 
@@ -70,39 +75,192 @@ def fmt_cases() -> list[list]:
 
 
 def grab_cases() -> list[dict]:
-    """What a press at ``at`` picks up (link/drag.py's rule): the nearest key within ``radius`` unless q is at
-    least as close (null: the query). Positions beyond the plane are clamped to it first (``clamped``)."""
-    from link.drag import GRAB_RADIUS
-    from widgets.query_plot import PLANE
+    """What a press at ``at`` picks up, as the server decides it (``link.drag.grab``: null for the query), and
+    where a position beyond the plane is clamped to (the server's own drag: ``clamped``)."""
+    from link.drag import GRAB_RADIUS, DragChannel, grab
+    from session.state import AttentionState
+    from widgets.query_plot import PLANE, QueryPlot
+    from widgets.steps import Readout
+    from widgets.weights import WeightBars
 
     keys = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
     out = []
     for query, at in [((0.0, 1.0), (1.05, 0.02)), ((0.0, 1.0), (0.0, 1.05)), ((0.0, 1.0), (1.0, 1.2)),
                       ((0.0, 1.0), (0.5, 0.5)), ((1.0, 1.0), (1.0, 1.05)), ((0.9, 0.0), (1.0, 0.0)),
                       ((0.0, 0.0), (1.0 + GRAB_RADIUS, 0.0)), ((0.0, 0.0), (9.0, -9.0))]:
-        lo, hi = PLANE
-        clamped = [min(max(c, lo), hi) for c in at]
-        d = [math.hypot(k[0] - at[0], k[1] - at[1]) for k in keys]
-        j = d.index(min(d))
-        picked = j if d[j] <= GRAB_RADIUS and d[j] < math.hypot(query[0] - at[0], query[1] - at[1]) else None
-        out.append(dict(keys=keys, query=list(query), at=list(at), radius=GRAB_RADIUS, picked=picked,
-                        plane=list(PLANE), clamped=clamped))
+        state = AttentionState()
+        state.move_query(*query)
+        channel = DragChannel(QueryPlot(state=state), Readout(state=state), WeightBars(state=state), state=state)
+        channel.receive(*at, seq=1, start=True, end=True)  # a tap moves q, clamped to the plane
+        out.append(dict(keys=keys, query=list(query), at=list(at), radius=GRAB_RADIUS, picked=grab(keys, query, at),
+                        plane=list(PLANE), clamped=list(state.query)))
     return out
+
+
+def readout_cases() -> list[dict]:
+    """The readout's text as the server writes it (``widgets.steps.Readout.text``) for states in every language,
+    both presets, each row, the mask, the scaling and the step-through at each step, beside what the page's
+    script reads for the same state: the drag's inputs row and q (``link.drag.DragChannel``'s ``inputs`` and
+    ``confirmed``), as they reach the page."""
+    from link.drag import DragChannel
+    from session.i18n import LANGUAGES
+    from session.state import AttentionState
+    from widgets.query_plot import QueryPlot
+    from widgets.steps import Readout
+    from widgets.weights import WeightBars
+
+    rng = np.random.default_rng(5)
+    out = []
+    for i in range(36):
+        s = AttentionState(lang=list(LANGUAGES)[i % len(LANGUAGES)])
+        if i % 2:
+            s.preset = "Module 2: vector values"
+        s.select_row(int(rng.integers(0, 3)))
+        s.causal = bool(i % 3 == 0)
+        s.scale = bool(i % 5)
+        if i % 4 == 1:  # the step-through, at each step
+            s.guided, s.step = True, int(rng.integers(1, 4))
+        s.move_query(*(np.round(rng.uniform(-1.5, 2.5, size=2), int(rng.integers(1, 6)))))
+        channel = DragChannel(QueryPlot(state=s), Readout(state=s), WeightBars(state=s), state=s)
+        confirmed = channel.confirmed.data
+        out.append(dict(lang=s.lang, inputs={k: list(v) for k, v in channel.inputs.data.items()},
+                        q=[confirmed["x"][0], confirmed["y"][0]], text=Readout.text(s)))
+    return out
+
+
+def number_cases() -> list[dict]:
+    """Numbers and vectors as each language writes them (``session.i18n.Translator``'s ``num``, ``short``, ``vec``
+    and ``entry``), beside the number format the page's scripts get (``Translator.number_format``)."""
+    from session.i18n import LANGUAGES, translator
+
+    xs = [0.0, -0.0, 0.5, -0.25, 4.406699, 0.125, 2.5, -1e-9, 1234.5678, -math.inf]
+    out = []
+    for lang in LANGUAGES:
+        tr = translator(lang)
+        out.append(dict(lang=lang, format=tr.number_format(), masked=tr._("masked"),
+                        num=[[x, d, tr.num(x, d)] for x in xs if math.isfinite(x) for d in (2, 3, 4)],
+                        short=[[x, d, tr.short(x, d)] for x in xs + [0.005, 1.0, -1.5, 0.1 + 0.2]
+                               if math.isfinite(x) for d in (4, 6)],
+                        vec=[[[x, -x / 3], d, tr.vec([x, -x / 3], d)] for x in xs if math.isfinite(x) for d in (2, 3)],
+                        entry=[[x if math.isfinite(x) else "-inf", tr.entry(x)] for x in xs]))
+    return out
+
+
+def sqrt_cases() -> list[list]:
+    """[d_k, text]: the divisor as the readout writes it (``core.report.sqrt_text``)."""
+    from core.report import sqrt_text
+
+    return [[d, sqrt_text(d)] for d in (1, 2, 3, 4, 8, 9, 16, 64, 100, 1000, 1024)]
+
+
+def train_cases() -> dict:
+    """Short training runs as the Train tab's page gets them (``link.train.run_payload``), and at some of their
+    steps what the core computed: each head's weights, their average, the outputs, the loss, the loss with W_Q
+    and W_K swapped, and Q = X W_Q, K = X W_K (``core.training``); with the scripts the page runs as one module
+    (``link.train.TRAIN_SCRIPTS``) and the threshold of a cell's dark ink the view gives it."""
+    from core.training import TRAINING_PRESETS, swapped_loss, train
+    from link.train import TRAIN_SCRIPTS, run_payload
+    from widgets.matrix import INK_THRESHOLD
+
+    def plain(a):
+        return np.asarray(a).tolist() if isinstance(a, np.ndarray) else a
+
+    runs = []
+    for preset, kw in [("attend to the previous token", dict(heads=1)), ("retrieve the value", dict(heads=1)),
+                       ("retrieve the value", dict(heads=2)),
+                       ("everyone attends to NLP", dict(heads=2, seed=7, scale=False, temperature=0.5,
+                                                        learning_rate=0.2))]:
+        run = train(TRAINING_PRESETS[preset], seed=kw.pop("seed", 0), steps=30, **kw)
+        X = run.task.X
+        steps = []
+        for k in (0, 1, 13, 30):
+            outputs = run.outputs[k] if run.outputs[k].ndim == 2 else run.outputs[k][:, None]
+            steps.append(dict(step=k, loss=float(run.loss[k]), swapped=swapped_loss(run, k),
+                              weights=plain(run.weights[k]), heads=plain(run.head_weights[k]), outputs=plain(outputs),
+                              Q=[plain(X @ W) for W in run.W_Q[k]], K=[plain(X @ W) for W in run.W_K[k]]))
+        runs.append(dict(preset=preset, run={k: plain(v) for k, v in run_payload(run).items()}, steps=steps))
+    return dict(scripts=[f"link/{name}" for name in TRAIN_SCRIPTS], ink_threshold=INK_THRESHOLD, runs=runs)
+
+
+def projection_cases() -> list[dict]:
+    """The Projections tab's preview: what its script reads for a state (the drag's inputs row,
+    ``link.projections.ProjectionChannel``) and what the core computes for it (``core.projections.self_attention``
+    at the state's temperature, ``core.scaling.saturation``), with the outputs' line the server writes
+    (``link.projections.projection_status``), at rest and for a handle being dragged, in every language."""
+    from core.projections import self_attention
+    from core.scaling import saturation
+    from link.projections import handle_names, projection_status
+    from session.i18n import LANGUAGES
+    from session.state import AttentionState
+    from widgets.projections import ProjectionsView
+
+    rng = np.random.default_rng(11)
+    out = []
+    for i in range(12):
+        s = AttentionState(lang=list(LANGUAGES)[i % len(LANGUAGES)])
+        view = ProjectionsView(state=s)
+        if i:
+            s.embeddings = np.round(rng.uniform(-1.5, 1.5, size=(3, 2)), 3)
+            s.temperature = [0.25, 0.5, 1.0, 2.0][i % 4]
+        view.channel.role = i % 3
+        X, W = np.asarray(s.embeddings, float), np.asarray(s.projections[s.head], float)
+        r = self_attention(X, W[0], W[1], W[2], temperature=s.temperature)
+        sat = saturation(r.attention.weights)
+        plane, index = ("x", i % 3) if i % 2 else ("w", i % 2)
+        at = [round(float(c), 2) for c in rng.uniform(-1, 1, size=2)]
+        a = r.attention
+        out.append(dict(lang=s.lang, inputs={k: list(v) for k, v in view.channel.inputs.data.items()},
+                        Q=r.projections.Q.tolist(), K=r.projections.K.tolist(), V=r.projections.V.tolist(),
+                        dots=a.dots.tolist(), scores=a.scores.tolist(), weights=a.weights.tolist(),
+                        output=a.output.tolist(), max_weight=sat.max_weight.tolist(), entropy=sat.entropy.tolist(),
+                        status=projection_status(r, tr=s.tr), handle=handle_names(view.channel.role)[plane][index],
+                        at=at, dragged=projection_status(r, handle_names(view.channel.role)[plane][index], at, s.tr)))
+    return out
+
+
+def browser_cases() -> dict:
+    """The page bridge's rules (``link/browser.js``): where an arrow key moves q (``link.browser.handle_key``, which
+    the page previews: q nudged, rounded to 9 decimals, clamped to the plane), and q as the address writes it
+    (Python's ``repr``, ``session/address.py``); with the constants the server writes before the script
+    (``link.browser.SCRIPT_CONSTANTS``)."""
+    from link.browser import SCRIPT_CONSTANTS, handle_key
+    from session.state import AttentionState
+    from widgets.query_plot import PLANE
+
+    nudges = []
+    for q in [(0.0, 1.0), (0.1, 0.2), (2.45, -1.45), (2.5, 2.5), (-1.5, -1.5), (0.3, 0.7), (1.23456789, -0.98765)]:
+        for key in ("ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown"):
+            for shift in (False, True):
+                state = AttentionState()
+                state.move_query(*q)
+                handle_key(state, key, shift)
+                nudges.append(dict(q=list(q), key=key, shift=shift, moved=list(state.query)))
+    floats = [0.0, -0.0, 1.0, 0.1 + 0.2, 1e-5, 0.0001, 1e16, 1e15 + 0.5, 123.456, -2.5, 1 / 3, 5e-324,
+              1.7976931348623157e308, 2.4999999999999996, -1e-7]
+    return dict(constants=SCRIPT_CONSTANTS, plane=list(PLANE), nudges=nudges, repr=[[x, repr(x)] for x in floats])
+
+
+def poll_cases() -> dict:
+    """A follower's poll card (``widgets/poll.js``): the constants the server writes before it
+    (``FollowerCard.SCRIPT_CONSTANTS``), and browser ids the server takes or refuses (``widgets.poll.BROWSER_ID``)."""
+    from widgets.poll import BROWSER_ID, FollowerCard
+
+    ids = ["A" * 24, "abc-_XYZ0123456789abcdef", "A" * 23, "A" * 25, "A" * 23 + "+", "A" * 23 + "=", "", "é" * 24]
+    return dict(constants=FollowerCard.SCRIPT_CONSTANTS, ids=[[i, BROWSER_ID.fullmatch(i) is not None] for i in ids])
 
 
 def geometry_cases() -> dict:
     """The sizes the server draws a weight with and the page's preview draws again."""
-    from widgets.matrix import INK_THRESHOLD
-    from widgets.query_plot import MAX_LINE_WIDTH
-    from widgets.weights import BAR_LABEL_GAP, VALUE_SIZE
+    from widgets.matrix import INK_THRESHOLD, ink
+    from widgets.query_plot import MAX_LINE_WIDTH, line_width
+    from widgets.weights import BAR_LABEL_GAP, VALUE_SIZE, bar_y, value_size
 
     weights = [0.0, 0.1978, 0.4011, 0.5, 0.549999, 0.55, 0.5035, 1.0]
-    lo, hi = VALUE_SIZE
+    top, bottom = 26, 146  # a chart's, as the Weights tab draws it in the normal mode
     return dict(max_width=MAX_LINE_WIDTH, value_size=list(VALUE_SIZE), ink_threshold=INK_THRESHOLD,
-                bar=dict(top=26, bottom=146, gap=BAR_LABEL_GAP),
-                cases=[dict(weight=w, line_width=1 + (MAX_LINE_WIDTH - 1) * w, value_size=lo + (hi - lo) * w,
-                            ink="white" if w < INK_THRESHOLD else "black", bar_y=146 - w * (146 - 26))
-                       for w in weights])
+                bar=dict(top=top, bottom=bottom, gap=BAR_LABEL_GAP),
+                cases=[dict(weight=w, line_width=line_width(w), value_size=value_size(w), ink=ink(w),
+                            bar_y=bar_y(w, top, bottom)) for w in weights])
 
 
 def label_cases() -> list[dict]:
@@ -121,7 +279,9 @@ def label_cases() -> list[dict]:
 
 def golden() -> dict:
     return dict(attention=attention_cases(), fmt=fmt_cases(), grab=grab_cases(), geometry=geometry_cases(),
-                labels=label_cases())
+                labels=label_cases(), readout=readout_cases(), numbers=number_cases(), sqrt=sqrt_cases(),
+                train=train_cases(), projections=projection_cases(), browser=browser_cases(),
+                poll=poll_cases())
 
 
 if __name__ == "__main__":

@@ -211,6 +211,73 @@ def test_gradients_of_one_head_with_a_W_O_and_of_2_d_outputs():
 
 # --- the presets ---------------------------------------------------------------------------
 
+def _decimal_softmax_backward(S, dA, digits=60):
+    """dS of the softmax at scores S (float64, read exactly) for the weights' gradient dA, in ``digits``-digit decimal
+    arithmetic (the standard library's, independent of NumPy): the reference for float64's forms."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = digits
+        out = []
+        for s_row, g_row in zip(S, dA, strict=True):
+            top = max(Decimal(float(x)) for x in s_row)
+            e = [(Decimal(float(x)) - top).exp() for x in s_row]
+            z = sum(e)
+            a = [x / z for x in e]
+            mean = sum(ai * Decimal(float(g)) for ai, g in zip(a, g_row, strict=True))
+            out.append([ai * (Decimal(float(g)) - mean) for ai, g in zip(a, g_row, strict=True)])
+        return out
+
+
+def test_the_softmax_backward_keeps_a_saturated_rows_gradient():
+    """A low temperature saturates a row: one weight within rounding of 1, the others e^-38 to e^-70. The gradient of
+    the scores is then made of those small weights alone; ``A * (dA - rowsum(dA * A))`` lost it in the difference of
+    two nearly equal numbers (all of it, at the largest weight), and Adam scales whatever is left to a full step.
+    Every entry agrees with 60-digit decimal arithmetic to 1e-12 of itself."""
+    S = np.array([[0.0, -45.0, -60.0, -40.0], [-38.0, 0.0, -0.5, -70.0], [3.0, 2.0, 1.0, 0.0]])
+    dA = np.array([[1.3, -0.7, 2.1, 0.4], [0.25, 1.75, -1.0, 3.0], [0.1, -0.2, 0.3, 0.05]])
+    E = np.exp(S - S.max(axis=1, keepdims=True))
+    A = E / E.sum(axis=1, keepdims=True)
+    want = _decimal_softmax_backward(S, dA)
+
+    def worst(dS):  # the largest error relative to the entry itself
+        return max(abs(float((got - w) / w)) for row, w_row in zip(dS.tolist(), want, strict=True)
+                   for got, w in zip(map(type(w_row[0]), map(repr, row)), w_row, strict=True))
+
+    assert worst(training._softmax_backward(A, dA)) < 1e-12
+    usual = A * (dA - (dA * A).sum(axis=1, keepdims=True))
+    assert worst(usual) > 0.5  # the form used before: the saturated entries' gradient lost
+
+
+def _adam(gradients, lr=1.0, b1=0.9, b2=0.999, eps=1e-8):
+    """Each update of Kingma & Ba's (2015) Algorithm 1, written as the paper writes it: bias-corrected moments."""
+    m = v = 0.0
+    for t, g in enumerate(gradients, 1):
+        m = b1 * m + (1 - b1) * g
+        v = b2 * v + (1 - b2) * g * g
+        yield lr * (m / (1 - b1 ** t)) / (math.sqrt(v / (1 - b2 ** t)) + eps)
+
+
+def test_an_adam_step_is_bounded_by_a_bound_that_grows_with_the_step_and_is_met():
+    """Kingma & Ba's (1 - beta1) / sqrt(1 - beta2) = 3.2 is not a bound on a step: gradients that grow by beta2 / beta1
+    a step (as a saturating softmax's can) move an entry by more, up to 7.27 learning rates; the bound at each step
+    is met by exactly those gradients, and no run of train moves an entry further."""
+    b1, b2 = 0.9, 0.999
+    steps = list(_adam([1e6 * (b2 / b1) ** t for t in range(2000)]))  # large: eps counts for nothing
+    for t in (1, 10, 100, 300, 1000, 2000):
+        assert steps[t - 1] == pytest.approx(training.adam_step_bound(t), rel=1e-9), t
+    assert steps[299] > 3.6 > (1 - b1) / math.sqrt(1 - b2)  # past Sec. 2.1's 3.2 from step 300 or so
+    limit = (1 - b1) / math.sqrt((1 - b2) * (1 - b1 ** 2 / b2))
+    assert training.adam_step_bound(10 ** 9) == pytest.approx(limit) == pytest.approx(7.2703, abs=1e-4)
+    assert all(training.adam_step_bound(t) <= training.adam_step_bound(t + 1) for t in range(1, 2000))
+    # a run at the largest rate, four heads, the coldest softmax: each step's largest move within its bound
+    run = train(TRAINING_PRESETS["retrieve the value"], seed=3, steps=400, heads=4, learning_rate=1.0,
+                temperature=0.01)
+    flat = np.concatenate([W.reshape(W.shape[0], -1) for W in (run.W_Q, run.W_K, run.W_V, run.W_O)], axis=1)
+    moves = np.abs(np.diff(flat, axis=0)).max(axis=1)
+    assert all(move <= training.adam_step_bound(t) * (1 + 1e-12) for t, move in enumerate(moves, 1))
+
+
 def test_the_presets_sentences_and_targets():
     assert list(TRAINING_PRESETS) == ["attend to the previous token", "attend to yourself",
                                       "everyone attends to NLP", "retrieve the value"]

@@ -1,6 +1,7 @@
 """The server's side of the golden cases (tests/data/golden_attention.json): the core, core.report.fmt, the drag's
 grab and clamp, the views' geometry and the labels' sides agree with the file, which the page's scripts are
-checked on too (tests/js/). Regenerate the file with ``.venv/bin/python -m tests.golden_reference``."""
+checked on too (tests/js/); and every case in the file is what the server's code writes now. Regenerate the file
+with ``.venv/bin/python -m tests.golden_reference``."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def _number(x):
 
 
 def test_the_file_holds_the_course_numbers():
-    # Section 6: q_love = k_love = (0, 1), scalar values (1, 4, 7): weights 0.1978, 0.4011, 0.4011 and output 4.4067
+    # Section 6: q_love = k_love = (0, 1), scalar values (2, 6, 4): weights 0.1978, 0.4011, 0.4011 and output 4.4067
     love = GOLDEN["attention"][0]
     assert love["q"] == [0.0, 1.0] and love["weights"] == pytest.approx([0.1978, 0.4011, 0.4011], abs=5e-5)
     assert love["output"] == pytest.approx([4.4067], abs=5e-5)
@@ -83,3 +84,29 @@ def test_the_views_geometry_agrees_with_the_golden_cases():
 @pytest.mark.parametrize("case", GOLDEN["labels"], ids=lambda c: str(c["keys"]))
 def test_label_sides_agree_with_the_golden_cases(case):
     assert label_sides(np.array(case["keys"]), np.array(case["keys"])).tolist() == case["sides"]
+
+
+def _same(written, stored, where="") -> list[str]:
+    """Where ``written`` and ``stored`` (JSON values) differ: texts, keys and lengths exactly, numbers to 1e-9 (the
+    last bits of a float may differ from one machine's arithmetic to another's)."""
+    if isinstance(stored, dict) and isinstance(written, dict):
+        if written.keys() != stored.keys():
+            return [f"{where}: keys {sorted(written)} against {sorted(stored)}"]
+        return [d for k in stored for d in _same(written[k], stored[k], f"{where}.{k}")]
+    if isinstance(stored, list) and isinstance(written, list):
+        if len(written) != len(stored):
+            return [f"{where}: {len(written)} entries against {len(stored)}"]
+        return [d for i, (w, s) in enumerate(zip(written, stored, strict=True)) for d in _same(w, s, f"{where}[{i}]")]
+    if isinstance(stored, float) and isinstance(written, (int, float)) and not isinstance(written, bool):
+        return [] if written == pytest.approx(stored, rel=1e-9, abs=1e-12) else [f"{where}: {written} against {stored}"]
+    return [] if written == stored and type(written) is type(stored) else [f"{where}: {written!r} against {stored!r}"]
+
+
+def test_the_file_holds_what_the_servers_code_writes_now():
+    """A rule changed on the server's side (a text, a number format, the grab, a constant the page is sent) fails
+    here until the file is written again, and then the page's mirror is checked against the new cases (tests/js/)."""
+    from tests.golden_reference import golden
+
+    stale = _same(json.loads(json.dumps(golden(), allow_nan=False)), GOLDEN)
+    assert not stale, "tests/data/golden_attention.json is stale (python -m tests.golden_reference): " + "; ".join(
+        stale[:10])

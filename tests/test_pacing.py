@@ -49,7 +49,14 @@ def test_a_page_that_closes_mid_drag_drops_out():
     assert budget.dragging == 0
 
 
-def test_a_drag_is_counted_from_the_press_to_the_release_and_spaced_by_the_budget():
+def cost_held(budget, monkeypatch, cost=0.005):
+    """Hold ``budget``'s cost of an update at ``cost``: what the updates here take on this machine (more under load)
+    would otherwise move the gap the test checks."""
+    monkeypatch.setattr(budget, "cost", cost)
+    monkeypatch.setattr(budget, "record", lambda seconds: None)
+
+
+def test_a_drag_is_counted_from_the_press_to_the_release_and_spaced_by_the_budget(monkeypatch):
     state = AttentionState()
     channel = drag_channel(state)
     budget = get_budget()
@@ -57,7 +64,7 @@ def test_a_drag_is_counted_from_the_press_to_the_release_and_spaced_by_the_budge
     others = [Page() for _ in range(59)]  # the rest of a class of sixty, dragging too
     for page in others:
         budget.start(page)
-    budget.cost = 0.005
+    cost_held(budget, monkeypatch)
     try:
         channel.receive(0.0, 1.0, seq=1, **PRESS)
         assert channel in budget and budget.dragging == 60
@@ -65,10 +72,10 @@ def test_a_drag_is_counted_from_the_press_to_the_release_and_spaced_by_the_budge
         channel.receive(0.5, 1.5, seq=2, **MOVE)
         after = time.perf_counter()
         assert state.query == (0.5, 1.5)
-        # sixty pages at about 5 ms an update within a quarter of the loop: this page's next update waits ~1.2 s
-        assert budget.gap() == pytest.approx(1.2, rel=0.3)
+        # sixty pages at 5 ms an update within a quarter of the loop: this page's next update waits 1.2 s
+        assert budget.gap() == pytest.approx(60 * 0.005 / DragBudget.SHARE) == pytest.approx(1.2)
         # counted from the move's arrival, however long the move took on a loaded machine
-        assert before - 0.01 <= channel._next_flush - budget.gap() <= after + 0.01
+        assert before <= channel._next_flush - budget.gap() <= after
         channel.receive(1.0, 1.0, seq=3, **RELEASE)
         assert channel not in budget and state.query == (1.0, 1.0)  # the release is taken at once
     finally:
@@ -76,7 +83,7 @@ def test_a_drag_is_counted_from_the_press_to_the_release_and_spaced_by_the_budge
             budget.end(page)
 
 
-def test_a_projections_drag_is_paced_by_the_same_budget_as_the_querys_once_it_sends_positions():
+def test_a_projections_drag_is_paced_by_the_same_budget_as_the_querys_once_it_sends_positions(monkeypatch):
     """The page sends a Projections drag's press and release only, so a press alone takes no share of the loop
     from the others; a page that sends positions between them is paced as a dragging q: the same share, the same
     spacing."""
@@ -89,16 +96,17 @@ def test_a_projections_drag_is_paced_by_the_same_budget_as_the_querys_once_it_se
     others = [Page() for _ in range(59)]
     for page in others:
         budget.start(page)
-    budget.cost = 0.005
+    cost_held(budget, monkeypatch)
     try:
         channel.receive(0.0, 1.0, plane="x", seq=1, start=True)  # on x_love
         assert channel not in budget and budget.dragging == 59
+        before = time.perf_counter()
         channel.receive(0.5, 0.25, plane="x", seq=2)
-        now = time.perf_counter()
+        after = time.perf_counter()
         assert channel in budget and budget.dragging == 60
         assert channel.confirmed.data["seq"] == [2]
-        assert channel._next_flush - now == pytest.approx(budget.gap(), abs=0.05)
-        assert budget.gap() == pytest.approx(1.2, rel=0.3)
+        assert budget.gap() == pytest.approx(1.2)
+        assert before <= channel._next_flush - budget.gap() <= after
         channel.receive(0.5, 0.25, plane="x", seq=3, end=True)
         assert channel not in budget and list(view.state.embeddings[1]) == [0.5, 0.25]
         # a press on nothing is not a drag; a release in the other plane still ends one
@@ -128,8 +136,11 @@ def test_the_spacing_does_not_carry_its_own_wait_or_an_old_drag_into_the_next_up
     channel = drag_channel(state)
     channel._requested = time.perf_counter() - 5.0  # a position scheduled 5 s ago, in an earlier drag
     channel.receive(0.0, 1.0, seq=1, **PRESS)
+    before = time.perf_counter()
     channel.receive(0.5, 1.5, seq=2, **RELEASE)
-    assert channel._next_flush - time.perf_counter() < 0.2
+    after = time.perf_counter()
+    # the pause is at most what the release's update took (however long a loaded machine made it), not 5 s more
+    assert channel._next_flush <= after + max(channel.MIN_GAP, after - before)
 
 
 def test_a_drag_that_sends_no_position_for_a_while_takes_no_share():

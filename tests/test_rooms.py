@@ -180,6 +180,15 @@ class Sink:
         self.closed = code or True
 
 
+async def until(condition, what: str, timeout: float = 30.0) -> None:
+    """Let the event loop run until ``condition()`` holds (what the registry writes on the loop has been written),
+    however long a loaded machine takes; fails after ``timeout`` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, f"never: {what}"
+        await asyncio.sleep(0.01)
+
+
 def channel(registry, code, key, sink):
     """Page ``key`` follows room ``code`` and opens its live channel ``sink`` with its ticket, as its script does."""
     registry.follow(code, key, lambda *offer: None)
@@ -195,9 +204,10 @@ def test_live_channels_get_each_view_once_written_for_the_whole_room(registry):
         registry.unwatch(room.code, gone)
         registry.publish(room.code, token, {"query": (0.5, 2.0)}, query_only=True)
         registry.publish(room.code, token, {"query": (1.0, 0.0), "selected": 0})
-        await asyncio.sleep(0.05)  # written on the event loop, never in the publisher's thread
+        # written on the event loop, never in the publisher's thread; every channel of a view in the same turn
+        await until(lambda: len(a.texts) == 2 and len(b.texts) == 2, "both views written")
         registry.end(room.code, token)
-        await asyncio.sleep(0.05)
+        await until(lambda: a.closed and b.closed, "the channels closed with the room")
         with pytest.raises(RoomError):
             registry.watch(room.code, registry.live_ticket(room.code, "page-0"), Sink())  # ended
         with pytest.raises(RoomError):
@@ -219,12 +229,13 @@ def test_the_presenters_hand_reaches_live_channels_first_coalesced_to_one_text_a
         registry.publish_hand(room.code, token, (float("nan"), 0.0))
         for i in range(5):  # five moves within one frame: the first now, the newest one frame later
             registry.publish_hand(room.code, token, (0.1 * i, 1.0))
-        await asyncio.sleep(0.1)
+        await until(lambda: len(sink.texts) >= 2, "the hand's first and newest positions written")
         # the presenter's server then makes a position the hand has passed the room's view: not written
         registry.publish(room.code, token, {"query": (0.1, 1.0)}, query_only=True)
         clock.now += 1.0  # the hand rests: a view of another kind, or a later move by keyboard, is written
         registry.publish(room.code, token, {"query": (0.5, 0.5)}, query_only=True)
-        await asyncio.sleep(0.05)
+        # written in order on the loop: once the later view is in, the passed one would have come before it
+        await until(lambda: {"version": 2, "query": [0.5, 0.5]} in sink.texts, "the later view written")
         return sink.texts
 
     assert asyncio.run(scenario()) == [

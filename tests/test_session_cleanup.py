@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 import weakref
 from pathlib import Path
 
@@ -11,6 +12,9 @@ import panel as pn
 
 from testing.protocol_client import Learner
 from tests.ui.conftest import free_port
+
+#: Seconds to wait for Bokeh and Panel to let a closed page go: a wait for it, however loaded the machine.
+WAIT = 60
 
 
 def _page_classes() -> int:
@@ -50,14 +54,14 @@ def _open_and_close(learners: int, script: bool = False) -> dict:
             result["opened"], result["states"] = len(documents), len(states)
             for page in pages:
                 page.close()
-            for _ in range(40):  # up to 10 s for Bokeh to discard them
+            deadline = time.monotonic() + WAIT  # for Bokeh to discard them, however slowly a loaded machine runs
+            while context.sessions and time.monotonic() < deadline:
                 await asyncio.sleep(0.25)
-                if not context.sessions:
-                    break
             result["sessions_left"] = len(context.sessions)
-            # Panel's own clean-up runs after the session is destroyed: up to 10 s on a loaded machine
-            for _ in range(20):
-                await asyncio.sleep(0.5)
+            # Panel's own clean-up runs after the session is destroyed
+            deadline = time.monotonic() + WAIT
+            while time.monotonic() < deadline:
+                await asyncio.sleep(0.25)
                 gc.collect()
                 result["documents_alive"] = sum(ref() is not None for ref in documents)
                 result["states_alive"] = sum(ref() is not None for ref in states)

@@ -99,6 +99,10 @@ def test_the_tab_is_one_component_the_page_draws():
                             "heads": 1}
     assert tab.words["targets"]["paint"] == "Paint your own" and tab.words["play"] == "Play"
     assert "What was learned" in tab.summary and "data-swap" in tab.summary
+    # the constant the page shares with the server comes with it too: the matrix's ink, in one place
+    from widgets.matrix import INK_THRESHOLD
+
+    assert tab.ink_threshold == INK_THRESHOLD and model.data.ink_threshold == INK_THRESHOLD
 
 
 def test_a_served_pages_reports_are_taken_paced_the_newest_once_a_turn(monkeypatch):

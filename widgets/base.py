@@ -38,7 +38,7 @@ class DiscreteSlider(pn.widgets.DiscreteSlider):
     Panel's own writes it into a text above the slider, through a Panel link. Panel keeps its links in one
     registry for the whole process, and while any link is registered, any change of any layout in any page made
     Panel walk that page (each Panel object, each Bokeh model under the change) to look for links: a tab's first
-    showing took 50–85 ms longer once a page had opened a tab with a discrete slider, on every page of the server
+    showing took longer once a page had opened a tab with a discrete slider, on every page of the server
     (``bench/HISTORY.md``). And the page wrote the new text into the text's model, which the server refuses from a
     page (one "Ignored a page's writes" log line for each learner who moved the slider). Here the registry stays
     empty (``server.patches`` skips the walk while it is), and the page writes nothing but the slider's value.

@@ -27,7 +27,7 @@ PRESET_MAX_WIDTH = 440
 #: The table has boxes for at least this many entries of a key and of a value (d_k, d_v), hidden where an example
 #: has fewer: every example the page loads has 2-D keys, and 1-D or 2-D values, so one table serves them all. Built
 #: for the 1-D values of Section 6, the table was built anew at the first example with 2-D ones ("Module 2",
-#: "Explore head"): one turn of 110-130 ms of the server's loop, which every other page waited behind.
+#: "Explore head"): one long turn of the server's loop, which every other page waited behind (bench/HISTORY.md).
 TABLE_AT_LEAST = (2, 2)
 # The columns' widths follow the mode (static/theme.css): a projector's 20 px digits need wider boxes.
 EDITOR_CSS = """

@@ -168,7 +168,7 @@ class HeadsView(View):
     def _build_w_o(self, rows: int, relabel: bool = False) -> None:
         """Show W_O's boxes for ``rows`` rows. New boxes only for more rows than built so far (or for new labels):
         fewer hide the rest, as a page alternating head counts would otherwise rebuild them at each change (a
-        model per box; 240-450 ms of the loop under a flood)."""
+        model per box, a long turn of the loop under a flood: bench/HISTORY.md)."""
         if relabel or rows > len(self._w_o_rows):
             def label(html):
                 return styled(pn.pane.HTML(f"<span class='label'>{escape(html)}</span>", width=110, margin=(6, 3)))

@@ -37,6 +37,12 @@ MATRIX_CSS = ":host { mix-blend-mode: var(--ae-over-shadow, normal); }"
 INK_THRESHOLD = 0.55
 
 
+def ink(w) -> str:
+    """The colour of a cell's number at weight ``w``: "white" on Cividis's dark end, "black" on its light one (the
+    page's drag preview: link/drag.js, inkOn; the Train tab's cells: link/train.js)."""
+    return "white" if w < INK_THRESHOLD else "black"
+
+
 def cell_decimals(mode: str) -> int:
     return CELL_DECIMALS[mode]
 
@@ -199,7 +205,7 @@ class AttentionMatrix(View):
         self._cells.data = dict(
             x=cols[allowed].tolist(), y=rows[allowed].tolist(), weight=ok.tolist(),
             label=[tr.num(a, dec) for a in ok],
-            text_color=["white" if a < INK_THRESHOLD else "black" for a in ok],
+            text_color=[ink(a) for a in ok],
         )
         self._masked.data = dict(x=cols[~allowed].tolist(), y=rows[~allowed].tolist(),
                                  label=[tr._("masked")] * int((~allowed).sum()))

@@ -1,5 +1,5 @@
 // The page's end of a poll card (widgets/poll.py). widgets/poll.py puts the constants it shares with the
-// server before it (BROWSER_KEY, ANSWER_KEY, MAX_NUMBER_CHARS).
+// server before it (BROWSER_KEY, ANSWER_KEY, MAX_NUMBER_CHARS, BROWSER_ID).
 // This browser's id, kept in localStorage with its progress: a reloaded page is the same browser, which a
 // room's poll lets answer once. Without storage (blocked), the page's own, so a reload is a new browser.
 function browserId() {
@@ -7,7 +7,7 @@ function browserId() {
     .split("+").join("-").split("/").join("_")
   try {
     let id = localStorage.getItem(BROWSER_KEY)
-    if (!/^[A-Za-z0-9_-]{24}$/.test(id || "")) {
+    if (!new RegExp(`^(?:${BROWSER_ID})$`).test(id || "")) {
       id = mint()
       localStorage.setItem(BROWSER_KEY, id)
     }

@@ -218,6 +218,10 @@ class FollowerCard(pn.custom.JSComponent):
     #: Where the browser keeps its id (what a room knows it by, for its polls) and its last poll answer.
     BROWSER_KEY = "attention-explorer.browser.v1"
     ANSWER_KEY = "attention-explorer.poll.v1"
+    #: The constants the card's script shares with the server, written before it as ``const NAME = value``: the
+    #: browser's id it keeps is one the server takes (:data:`BROWSER_ID`, a JavaScript regular expression too).
+    SCRIPT_CONSTANTS = {"BROWSER_KEY": BROWSER_KEY, "ANSWER_KEY": ANSWER_KEY, "MAX_NUMBER_CHARS": MAX_NUMBER_CHARS,
+                        "BROWSER_ID": BROWSER_ID.pattern}
 
     #: What the card shows, as one value so that each change is one update of the page: ``id`` (the room's poll;
     #: a new one shows itself, even if hidden), ``title``, ``prompt``, ``kind`` ("choice" or "number"),
@@ -230,9 +234,8 @@ class FollowerCard(pn.custom.JSComponent):
 
     # The script (widgets/poll.js), read once per process (Panel reads a path's file again for every page); the
     # constants it shares with the server go before it.
-    _esm = "".join(f"const {name} = {json.dumps(value)}\n" for name, value in (
-        ("BROWSER_KEY", BROWSER_KEY), ("ANSWER_KEY", ANSWER_KEY), ("MAX_NUMBER_CHARS", MAX_NUMBER_CHARS),
-    )) + (Path(__file__).resolve().parent / "poll.js").read_text()
+    _esm = "".join(f"const {name} = {json.dumps(value)}\n" for name, value in SCRIPT_CONSTANTS.items()) + (
+        Path(__file__).resolve().parent / "poll.js").read_text()
 
     def __init__(self, **params):
         super().__init__(**params)

@@ -22,6 +22,12 @@ PLANE = (-1.5, 2.5)
 MAX_LINE_WIDTH = 14
 
 
+def line_width(w):
+    """The width (px) of the line from q to a key that takes weight ``w`` (a number or an array): 1 at 0,
+    :data:`MAX_LINE_WIDTH` at 1 (the page's drag preview draws it the same: link/drag.js, lineWidth)."""
+    return 1 + (MAX_LINE_WIDTH - 1) * w
+
+
 def edge_point(x: float, y: float) -> tuple[tuple[float, float], float | None]:
     """Where the query plot draws q = (x, y): at q, or where the line from the plane's centre to q leaves the
     plane, with the angle (radians, counter-clockwise from up) of an arrow pointing on to q; None inside.
@@ -182,5 +188,5 @@ class QueryPlot(View):
                                 marker=["circle" if angle is None else "triangle"], angle=[angle or 0.0])
         self._lines.data = dict(
             xs=[[qx, k[0]] for k in K], ys=[[qy, k[1]] for k in K],
-            width=(1 + (MAX_LINE_WIDTH - 1) * w).tolist(), color=[token_color(i) for i in range(len(K))],
+            width=line_width(w).tolist(), color=[token_color(i) for i in range(len(K))],
         )

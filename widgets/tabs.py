@@ -35,7 +35,7 @@ class LazyTabs(pn.Tabs):
 
     Not ``dynamic``: Panel's dynamic tabs take a hidden tab's models out of the document and put them back
     when it is shown again, so every switch to a built tab had the server walk and send all of them anew
-    (40–70 ms of its CPU in process, 0.1–0.3 s served, during which every other page's answer waits). A
+    (``bench/HISTORY.md``), during which every other page's answer waits. A
     built tab stays in the page, hidden by Panel with visibility, and showing it again changes the tabs'
     ``active`` only.
     """
@@ -111,9 +111,8 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
         with once_a_page():  # not counted against the page's share of the server's loop: it cannot be repeated
             built = build()
         # A tab the learner shows is put in the page in a later turn of the server's loop, after as long as its
-        # views took to build, and other pages' answers come between: in one turn, the two took 150-250 ms on a
-        # served page, which every other page waited behind (bench/HISTORY.md). The page's first tab is in it as
-        # it loads.
+        # views took to build, and other pages' answers come between: in one turn, the two held every other page
+        # waiting (bench/HISTORY.md). The page's first tab is in it as it loads.
         if event is None or not later_turn(pn.state.curdoc, functools.partial(place, i, built),
                                            time.perf_counter() - start):
             with once_a_page():

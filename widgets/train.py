@@ -29,6 +29,7 @@ from server.train_queue import scheduler_for
 from session.i18n import N_, Translator
 from session.state import AttentionState
 from session.training import PAINT, PAINT_SENTENCES, TrainingState
+from widgets.matrix import INK_THRESHOLD
 from widgets.style import TOKEN_COLORS
 
 #: The targets as the page names them; the core's names are its English data.
@@ -148,7 +149,8 @@ class TrainView(pn.viewable.Viewer):
             t.scheduler = scheduler_for(doc)
         # the whole tab, scrolling inside it (static/train.css) like the other tabs: the page itself never scrolls
         self.player = TrainLink(t, words=tab_words(s.tr), colors=list(TOKEN_COLORS), name="train",
-                                css_classes=["train-tab"], sizing_mode="stretch_both", margin=(0, 0, 0, 5))
+                                css_classes=["train-tab"], sizing_mode="stretch_both", margin=(0, 0, 0, 5),
+                                ink_threshold=INK_THRESHOLD)
         self.player.on_download = self._file
         if served:
             self.player.attach(doc)

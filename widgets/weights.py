@@ -29,6 +29,18 @@ BAR_LABEL_GAP = 6
 VALUE_SIZE = (8, 24)
 
 
+def value_size(w):
+    """A value's marker size (px) at weight ``w`` (a number or an array): :data:`VALUE_SIZE`, linear between (the
+    page's drag preview: link/drag.js, valueSize)."""
+    return VALUE_SIZE[0] + (VALUE_SIZE[1] - VALUE_SIZE[0]) * w
+
+
+def bar_y(w, top, bottom):
+    """The top (px) of the bar of weight ``w`` in a chart whose bars stand on ``bottom`` and reach ``top`` at weight 1
+    (the page's drag preview: link/drag.js, barY)."""
+    return bottom - w * (bottom - top)
+
+
 def _x(j: int, n: int) -> float:
     """Centre of bar ``j`` of ``n``, in % of the chart's width."""
     return 100 * (j + 0.5) / n
@@ -80,10 +92,10 @@ class WeightBars(View):
         for j, (token, a) in enumerate(zip(s.tokens, w, strict=True)):
             x = _x(j, n)
             if revealed:
-                h = a * (bottom - top)
+                y = bar_y(a, top, bottom)
                 parts += [f'<rect class="bar" data-j="{j}" data-weight="{float(a)!r}" x="{x - width / 2:.3f}%" '
-                          f'width="{width:.3f}%" y="{bottom - h:.2f}" height="{h:.2f}" fill="{token_color(j)}"/>',
-                          f'<text class="value" data-j="{j}" x="{x:.3f}%" y="{bottom - h - BAR_LABEL_GAP:.2f}" '
+                          f'width="{width:.3f}%" y="{y:.2f}" height="{bottom - y:.2f}" fill="{token_color(j)}"/>',
+                          f'<text class="value" data-j="{j}" x="{x:.3f}%" y="{y - BAR_LABEL_GAP:.2f}" '
                           f'text-anchor="middle">{tr.num(a)}</text>']
             else:  # the step-through: a "?" stands where each bar will be, so the picture gives nothing away
                 parts.append(f'<text class="unknown" x="{x:.3f}%" y="{(top + bottom) / 2:.0f}" text-anchor="middle" '
@@ -234,7 +246,7 @@ class ValuePlane(View):
         self._values.data = dict(
             x=V[:, 0].tolist(), y=V[:, 1].tolist(), x0=[0.0] * len(V), y0=[0.0] * len(V),
             color=[token_color(i) for i in range(len(V))],
-            size=(VALUE_SIZE[0] + (VALUE_SIZE[1] - VALUE_SIZE[0]) * w).tolist(),
+            size=value_size(w).tolist(),
             label=[f"v {t} {tr.vec(v, 4, isolate=False, short=True)}" for t, v in zip(tokens, V, strict=True)],
             dx=[10] * n, dy=[-4] * n, align=["left"] * n, baseline=["bottom"] * n,
         )

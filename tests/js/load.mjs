@@ -7,12 +7,18 @@ import { fileURLToPath } from "node:url";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 
-export function load(files, names) {
-  const code = files.map((f) => fs.readFileSync(path.join(ROOT, f), "utf8")).join("\n");
-  const context = vm.createContext({});
+export function load(files, names, { prelude = "", globals = {} } = {}) {
+  // a module's exports (link/train.js is one, for a JSComponent) become plain declarations of the one scope;
+  // `prelude`: what the server writes before the scripts (its constants), `globals`: the page's (window)
+  const code = prelude + files.map((f) => fs.readFileSync(path.join(ROOT, f), "utf8").replace(/^export /gm, ""))
+    .join("\n");
+  const context = vm.createContext({ ...globals });
   vm.runInContext(code, context, { filename: files.join("+") });
   return vm.runInContext(`({${names.join(", ")}})`, context);
 }
+
+// A script's text, as the page gets it.
+load.source = (file) => fs.readFileSync(path.join(ROOT, file), "utf8");
 
 const raw = JSON.parse(fs.readFileSync(path.join(ROOT, "tests", "data", "golden_attention.json"), "utf8"));
 const number = (x) => (x === "inf" ? Infinity : x === "-inf" ? -Infinity : x);

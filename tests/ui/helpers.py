@@ -102,6 +102,73 @@ def wait_for_readout(page, pattern: str, timeout: float = PATIENCE) -> str:
     return readout(page)
 
 
+#: The readout's text as the page shows it (what :func:`readout` reads), in the page.
+READOUT_TEXT = "() => Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('readout'))?.markup_el?.textContent"
+
+
+def wait_for_new_readout(page, before: str, timeout: float = PATIENCE) -> str:
+    """Until the readout shows something other than ``before`` (the page has handled what changes it: a move of
+    the hand previews at once, a server's answer replaces the text); its text."""
+    page.wait_for_function(f"(before) => {{ const text = ({READOUT_TEXT})(); return text != null && text !== before }}",
+                           arg=before, timeout=timeout)
+    return readout(page)
+
+
+#: The readout's text as the server last sent it (the page's preview of a drag or a nudge writes the element, never the
+#: model): when it changes, the server has answered.
+SERVER_READOUT = "() => Bokeh.documents[0].get_model_by_name('readout').text"
+
+
+def wait_for_server_readout(page, pattern: str, timeout: float = PATIENCE) -> str:
+    """Until the readout's text as the server sent it matches ``pattern`` (a regular expression JavaScript reads
+    as Python does: no named groups); that text. The server takes a page's events in order, so once it has
+    answered one, it has taken every event the page sent before."""
+    try:
+        page.wait_for_function(f"(pattern) => new RegExp(pattern).test(({SERVER_READOUT})())", arg=pattern,
+                               timeout=timeout)
+    except PlaywrightTimeoutError:
+        raise AssertionError(f"the server's readout never matched {pattern!r} in {timeout / 1000:g} s; "
+                             f"it reads {page.evaluate(SERVER_READOUT)!r}") from None
+    return page.evaluate(SERVER_READOUT)
+
+
+def move_seen(page, x: float, y: float, **move) -> str:
+    """Move the mouse to page pixel (x, y) and wait until the readout has followed (the drag's preview draws each
+    position as it comes); its text. A hand moving at the page's pace, however slow the machine."""
+    before = readout(page)
+    page.mouse.move(x, y, **move)
+    return wait_for_new_readout(page, before)
+
+
+#: True once every drag of q on the page is over and answered: no hand down, no position waiting or in flight,
+#: the preview handed back to the server's numbers (link/drag.js's and link/outbox.js's own state).
+DRAG_SETTLED = """() => [...(window.attentionExplorerDrag?.values() ?? [])].every(st => !st.pressed && !st.dragging
+  && st.outbox.length === 0 && st.inFlight === 0 && st.q == null)"""
+
+
+def wait_for_drag_settled(page, timeout: float = PATIENCE) -> None:
+    """Until the server has answered the page's last drag position (its release) and the page shows its numbers."""
+    page.wait_for_function(DRAG_SETTLED, timeout=timeout)
+
+
+def after_page_timers(page, ms: float) -> None:
+    """Until every timer the page has set to run within ``ms`` from now has run, and two frames after: a timer of
+    the page's own set now fires after them. So a test that checks nothing more happens waits on the page's clock,
+    which a loaded machine slows as it slows the page, never on its own."""
+    page.evaluate("(ms) => new Promise(r => setTimeout(() => requestAnimationFrame(() => requestAnimationFrame(r)),"
+                  " ms))", ms)
+
+
+#: BokehJS takes a second tap within this many ms of the first for a double tap, not a tap.
+DOUBLE_TAP_MS = 300
+
+
+def past_double_tap(page) -> None:
+    """Let BokehJS's double-tap window close before the next tap, on the page's clock (BokehJS times taps by their
+    events' time stamps): a pause between two inputs, as a hand makes, which a loaded machine only lengthens."""
+    after_page_timers(page, DOUBLE_TAP_MS + 100)
+
+
 #: Every element in the page, through shadow roots (Panel and Bokeh render into them).
 #: A JavaScript function ``shownTab()`` for a script to begin with: the explorer's tabs' element and the scrolling area
 #: of the tab shown (a tab opened before stays in the page, hidden).
@@ -133,12 +200,12 @@ def settle(page, mode: str = "normal", theme: str = "light") -> None:
 
 
 def wait_for_drawn(page) -> None:
-    """Until every figure shown has drawn, the page's labels are placed and its fonts (KaTeX's, loaded when a
-    formula first needs them) have loaded, twice over two frames: a layout that moved a box is drawn on the
-    frame after."""
+    """Until every figure shown has drawn (in every document: a notebook's page has one per display), the page's
+    labels are placed and its fonts (KaTeX's, loaded when a formula first needs them) have loaded, twice over two
+    frames: a layout that moved a box is drawn on the frame after."""
     for _ in range(2):
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-        page.wait_for_function("""() => [...Bokeh.documents[0].all_models].filter(m => m.type === 'Figure')
+        page.wait_for_function("""() => Bokeh.documents.flatMap(d => [...d.all_models]).filter(m => m.type === 'Figure')
             .map(m => Bokeh.index.find_one(m)).every(v => v == null || !v.el.isConnected || v.has_finished())
             && (window.attentionExplorerLabels ?? new Set()).size === 0 && document.fonts.status === 'loaded'""",
                                timeout=PATIENCE, polling="raf")
@@ -195,7 +262,8 @@ def text_sizes(page) -> list[dict]:
 
 def slow_touch_drag(page, cdp, x: float, y: float, pixels: int = 12) -> float:
     """A finger from page pixel (x, y) moving right one pixel per event, ``pixels`` times, 30 ms apart (through
-    ``cdp``, the page's Chrome DevTools session); returns where it let go (x)."""
+    ``cdp``, the page's Chrome DevTools session); returns where it let go (x). The pauses are the finger's
+    slowness, what is tested (a loaded machine only makes it slower), not a wait for the page."""
     cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x, "y": y}]})
     for _ in range(pixels):
         x += 1

@@ -25,11 +25,14 @@ from tests.ui.helpers import (
 from tests.ui.helpers import (
     READOUT,
     controls,
+    move_seen,
     open_app,
+    past_double_tap,
     settle,
     show_tab,
     text_sizes,
     to_page,
+    wait_for_drawn,
     wait_for_readout,
     weights,
 )
@@ -277,8 +280,7 @@ def test_the_tasks_tick_on_a_real_drag_and_real_clicks_on_each_matrix_row(open_p
     page.mouse.move(*to_page(page, "query-plot", 0.0, 1.0))
     page.mouse.down()
     for x in (0.25, 0.5, 0.75, 1.0):
-        page.mouse.move(*to_page(page, "query-plot", x, 1.0), steps=4)
-        page.wait_for_timeout(30)
+        move_seen(page, *to_page(page, "query-plot", x, 1.0), steps=4)
     page.mouse.up()
     wait_for_readout(page, r"q = \((?:0\.99|1\.00)\d, (?:0\.99|1\.00)\d\)", WAIT)
     show_tab(page, "Matrix", "attention-matrix")
@@ -287,7 +289,7 @@ def test_the_tasks_tick_on_a_real_drag_and_real_clicks_on_each_matrix_row(open_p
         page.mouse.click(*to_page(page, "attention-matrix", 1, row))
         wait_for_readout(page, f'Query of "{token}"', WAIT)
         rows[token] = weights(page)
-        page.wait_for_timeout(400)  # BokehJS takes a second tap within 300 ms for a double tap, not a tap
+        past_double_tap(page)
     open_check(page)
     nlp = pane(page, "task-nlp")
     nlp.filter(has_text="Task 1 — done").wait_for(timeout=WAIT)
@@ -327,7 +329,7 @@ def test_the_check_tab_in_projector_mode_is_large_and_fits(open_page, size):
     open_check(page)
     page.get_by_role("button", name="Open the practice problems").click()
     card(page, PRACTICE[0].id).wait_for(timeout=WAIT)
-    page.wait_for_timeout(300)
+    wait_for_drawn(page)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=SCREENSHOTS / f"check-projector-{size}.png")
     # as on the other tabs (test_classroom_page.py): KaTeX's index letters are the only smaller text

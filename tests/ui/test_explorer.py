@@ -5,7 +5,19 @@ from __future__ import annotations
 import pytest
 
 from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import open_app, output, readout, show_tab, to_page, wait_for_readout, weights
+from tests.ui.helpers import (
+    PATIENCE,
+    move_seen,
+    open_app,
+    output,
+    readout,
+    show_tab,
+    to_page,
+    wait_for_drawn,
+    wait_for_readout,
+    wait_for_server_readout,
+    weights,
+)
 
 
 def test_first_view_shows_the_love_query(page):
@@ -21,13 +33,11 @@ def test_drag_updates_numbers_before_release_and_ends_at_nlp(page):
     page.mouse.move(x0, y0)
     page.mouse.down()
     seen = set()
-    for i in range(1, 21):
-        page.mouse.move(x0 + (x1 - x0) * i / 20, y0 + (y1 - y0) * i / 20)
-        page.wait_for_timeout(30)
-        seen.add(readout(page).splitlines()[0])
+    for i in range(1, 21):  # each move waits for the readout to follow it: a drawn preview, not a time
+        seen.add(move_seen(page, x0 + (x1 - x0) * i / 20, y0 + (y1 - y0) * i / 20).splitlines()[0])
     # still holding the button: the page already shows the query at k_NLP
     text = wait_for_readout(page, r"q = \(1\.000, 1\.000\)")
-    assert len(seen) >= 5, f"the readout followed only {len(seen)} of 20 moves: {seen}"
+    assert len(seen) == 20, f"the readout followed only {len(seen)} of 20 moves: {seen}"
     assert weights(page) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
     assert output(page) == pytest.approx(4.0, abs=1e-4)
     assert "Dot products q·k: I 1.0000, love 1.0000, NLP 2.0000" in text
@@ -60,7 +70,9 @@ def test_clicking_the_selected_row_keeps_it_selected(page):
     page.mouse.click(*to_page(page, "attention-matrix", 0, 2))
     wait_for_readout(page, 'Query of "NLP"')
     page.mouse.click(*to_page(page, "attention-matrix", 1, 2))
-    page.wait_for_timeout(300)
+    # a key after the click: once its answer is in, the server has taken the click (a page's events in order)
+    page.keyboard.press("ArrowUp")
+    wait_for_server_readout(page, r'q = \(1\.000, 1\.100\)')
     assert 'Query of "NLP"' in readout(page)
     highlight = page.evaluate("""() => Bokeh.documents[0].get_model_by_name('attention-matrix')
         .renderers[3].data_source.data.y[0]""")
@@ -83,9 +95,12 @@ def test_two_pages_are_independent(browser, server, page):
     wait_for_readout(page, 'Query of "I"')
     other.mouse.click(*to_page(other, "query-plot", 1.0, 1.0))
     wait_for_readout(other, r"q = \(1\.000, 1\.000\)")
-    page.wait_for_timeout(300)
     assert 'Query of "I": q = (1.000, 0.000)' in readout(page)
     assert 'Query of "love": q = (1.000, 1.000)' in readout(other)
+    # the first page's own query of "love", after the other's move was taken: still the example's
+    page.keyboard.press("2")
+    wait_for_readout(page, 'Query of "love"')
+    assert 'Query of "love": q = (0.000, 1.000)' in readout(page)
     # a fresh page starts from the example, whatever others did
     third = browser.new_context().new_page()
     open_app(third, server)
@@ -172,10 +187,23 @@ def test_a_change_of_mode_lays_the_page_out_once(page):
     page.evaluate(COUNT_LAYOUTS, "")
     page.get_by_label("Projector").check()
     page.wait_for_function("() => document.documentElement.dataset.mode === 'projector'")
-    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-    page.wait_for_timeout(300)
+    # the server's change came in one message with the mode; the relayout runs on the next frame, and what it
+    # moved is drawn on the frame after
+    wait_for_drawn(page)
     layouts = page.evaluate("() => window.wholeLayouts")
     assert 1 <= layouts <= 12, f"the page was laid out {layouts} times for a change of mode"
+
+
+#: Counts, from now on, the resizes the page's root views take (BokehJS's after_resize: they lay their trees out).
+COUNT_ROOT_RESIZES = """() => {
+  window.rootResizes = 0
+  for (const m of Bokeh.documents[0].roots()) {
+    const v = Bokeh.index.find_one(m)
+    if (v == null) continue
+    const resized = v.after_resize
+    v.after_resize = function () { window.rootResizes += 1; return resized.call(this) }
+  }
+}"""
 
 
 def test_a_tab_switch_lays_out_only_the_tab_it_shows(page):
@@ -186,8 +214,10 @@ def test_a_tab_switch_lays_out_only_the_tab_it_shows(page):
     page.evaluate(COUNT_LAYOUTS, "projection-w")
     show_tab(page, "Weights")
     show_tab(page, "Matrix", "attention-matrix")
+    page.evaluate(COUNT_ROOT_RESIZES)
     page.set_viewport_size({"width": 1024, "height": 768})
-    page.wait_for_timeout(500)
+    page.wait_for_function("() => window.rootResizes > 0", timeout=PATIENCE)  # the page took the resize
+    wait_for_drawn(page)
     assert page.evaluate("() => window.figureLayouts") == 0, "a hidden tab's figure was laid out"
     show_tab(page, "Projections", "projection-w")
     assert page.evaluate("() => window.figureLayouts") > 0, "the figure of the tab shown was not laid out"

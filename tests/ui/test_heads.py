@@ -15,6 +15,8 @@ import pytest
 
 from core import saturation, self_attention
 from core.report import fmt
+from link.projections import OUTPUTS
+from session.i18n import translator
 from tests.loop_reference import attention as loop_attention
 from tests.ui.conftest import SCREENSHOTS
 from tests.ui.helpers import (
@@ -42,9 +44,13 @@ PAGE_FUNCTIONS = """(cases) => {
   const {selfAttention, statusText} = new Function(lib + '; return {selfAttention, statusText};')();
   return cases.map((c) => {
     const r = selfAttention(c.X, c.WQ, c.WK, c.WV, c.T);
-    return {r, text: c.tokens ? statusText(c.tokens, r, c.handle, c.at) : null};
+    return {r, text: c.tokens ? statusText(c.tokens, r, c.handle, c.at, c.words) : null};
   });
 }"""
+
+
+#: The English words the server sends the tab's script (link/projections.py, ProjectionChannel's inputs).
+ENGLISH_WORDS = {**translator("en").number_format(), "outputs": translator("en")(OUTPUTS)}
 
 
 def random_cases(n_cases=200, seed=19):
@@ -69,7 +75,8 @@ def test_the_pages_projections_and_attention_agree_with_the_core(page):
     # the tab's text of the outputs, during a drag and at rest
     for i, (p, c) in enumerate(zip(payload, cases, strict=True)):
         if c["X"].shape == (3, 2) and c["WV"].shape == (2, 2):
-            p.update(tokens=["I", "love", "NLP"], handle="x love" if i % 4 == 1 else "", at=[0.125, -1.5])
+            p.update(tokens=["I", "love", "NLP"], handle="x love" if i % 4 == 1 else "", at=[0.125, -1.5],
+                     words=ENGLISH_WORDS)
     got = page.evaluate(PAGE_FUNCTIONS, payload)
     assert len(got) == len(cases) >= 200
     for c, p, g in zip(cases, payload, got, strict=True):
@@ -141,7 +148,7 @@ def test_a_drag_of_an_embedding_is_drawn_by_the_page_and_taken_by_the_server_at_
     X = [[1.0, 0.0], at, [1.0, 1.0]]  # Q = K = V = X: the first head projects nothing
     _, want, out = loop_attention(X, X, X)
     page.wait_for_function("""() => Bokeh.documents[0].get_model_by_name('projection-confirmed').data.seq[0]
-                              >= [...window.attentionExplorerProjections.values()][0].seq""", timeout=20_000)
+                              >= [...window.attentionExplorerProjections.values()][0].seq""", timeout=PATIENCE)
     assert page.evaluate(STATUS_ON_PAGE) == f"x love ({fmt(at[0], 2)}, {fmt(at[1], 2)}) → " + outputs_text(out)
     for j in range(3):
         assert page.evaluate(CELL, ["weights", 1, j]) == fmt(want[1][j])
@@ -150,10 +157,10 @@ def test_a_drag_of_an_embedding_is_drawn_by_the_page_and_taken_by_the_server_at_
     assert page.evaluate(SERVER_X) == [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
     assert page.evaluate("() => window.dragLog.server") == []
     page.mouse.up()
-    page.wait_for_function(f"() => ({SERVER_X})()[1][1] !== 1", timeout=20_000)
+    page.wait_for_function(f"() => ({SERVER_X})()[1][1] !== 1", timeout=PATIENCE)
     assert page.evaluate(SERVER_X)[1] == at
     page.wait_for_function(f"""() => Bokeh.documents[0].get_model_by_name('projection-status').text ===
-                               ({STATUS_ON_PAGE})()""", timeout=20_000)
+                               ({STATUS_ON_PAGE})()""", timeout=PATIENCE)
     assert page.evaluate(STATUS_ON_PAGE) == outputs_text(out)
     for j in range(3):
         assert page.evaluate(CELL, ["weights", 1, j]) == fmt(want[1][j])
@@ -169,31 +176,31 @@ def test_typed_numbers_in_the_projections_boxes_reach_the_server_and_a_bad_one_i
     box = page.locator(".field-x-1-0 input")  # x_love[1]
     box.fill("0.5")
     box.press("Enter")
-    page.wait_for_function(f"() => ({SERVER_X})()[1][0] === 0.5", timeout=20_000)
+    page.wait_for_function(f"() => ({SERVER_X})()[1][0] === 0.5", timeout=PATIENCE)
     X = [[1.0, 0.0], [0.5, 1.0], [1.0, 1.0]]  # Q = K = V = X
     _, want, _ = loop_attention(X, X, X)
-    page.wait_for_function(f"() => ({CELL})(['weights', 1, 0]) === '{fmt(want[1][0])}'", timeout=20_000)
+    page.wait_for_function(f"() => ({CELL})(['weights', 1, 0]) === '{fmt(want[1][0])}'", timeout=PATIENCE)
     box.fill("zero")  # Playwright scrolls the tab down to the box first
     scrolled = page.evaluate(TAB_SCROLL)
     assert scrolled > 100, "the box should be far down the tab"
     box.press("Enter")
-    page.locator(".field-message").filter(has_text="x_love[1] refused").wait_for(timeout=20_000)
+    page.locator(".field-message").filter(has_text="x_love[1] refused").wait_for(timeout=PATIENCE)
     assert "'zero' is not a number" in page.locator(".field-message").text_content()
-    page.wait_for_function(MARKED, timeout=20_000)
+    page.wait_for_function(MARKED, timeout=PATIENCE)
     # the refusal leaves the tab where it was, the box in sight (the page's notice and relayout had scrolled the
     # tab back to its top); at most the notice's height further down, so the box stays in view. The notice
     # pushes the box down at once and the relayout that brings it back comes later: wait for it, however late
     page.wait_for_function("(b) => { const r = b.getBoundingClientRect(); "
                            "return r.top >= 0 && r.bottom <= innerHeight + 1 }",
-                           arg=box.element_handle(), timeout=20_000)
+                           arg=box.element_handle(), timeout=PATIENCE)
     assert abs(page.evaluate(TAB_SCROLL) - scrolled) < 120, (page.evaluate(TAB_SCROLL), scrolled)
     assert page.evaluate(SERVER_X)[1] == [0.5, 1.0]  # nothing else changed
     assert page.evaluate(CELL, ["weights", 1, 0]) == fmt(want[1][0])
     # a good number after a bad one is taken, and the box is no longer marked
     box.fill("0.25")
     box.press("Enter")
-    page.wait_for_function(f"() => ({SERVER_X})()[1][0] === 0.25", timeout=20_000)
-    page.wait_for_function(f"() => !({MARKED})()", timeout=20_000)
+    page.wait_for_function(f"() => ({SERVER_X})()[1][0] === 0.25", timeout=PATIENCE)
+    page.wait_for_function(f"() => !({MARKED})()", timeout=PATIENCE)
 
 
 def test_a_slow_finger_drags_an_embedding(open_page):
@@ -209,7 +216,7 @@ def test_a_slow_finger_drags_an_embedding(open_page):
         x = slow_touch_drag(page, cdp, x, y)
         # the session's state takes each release: x_love moved right, 12 px a drag, and stayed at height 1
         page.wait_for_function(f"""() => {{ const X = ({SERVER_X})();
-            return X[1][0] > {0.02 * attempt} && Math.abs(X[1][1] - 1) < 0.02 }}""", timeout=20_000)
+            return X[1][0] > {0.02 * attempt} && Math.abs(X[1][1] - 1) < 0.02 }}""", timeout=PATIENCE)
 
 
 # --- heads ---------------------------------------------------------------------------------------------------------
@@ -218,14 +225,14 @@ def test_two_heads_attend_to_different_tokens_and_one_is_shown_in_the_explorer(p
     show_tab(page, "Heads", "cost-time")
     page.get_by_role("button", name="Two heads: previous token, itself").click()
     figures = page.locator("[data-head]")
-    figures.nth(1).wait_for(timeout=20_000)
+    figures.nth(1).wait_for(timeout=PATIENCE)
     assert figures.nth(0).locator("figcaption").text_content() == "Head 1: previous token"
     assert figures.nth(1).locator("figcaption").text_content() == "Head 2: itself"
     # love's query in head 1 is 2.5 x_I; the keys are 2 x_j, 60 degrees apart: scores 5 / sqrt(2) (1, 1/2, -1/2)
     e = [math.exp(5 / math.sqrt(2) * c) for c in (1.0, 0.5, -0.5)]
     love = [x / sum(e) for x in e]
     page.get_by_role("button", name="Explore head 1").click()
-    wait_for_readout(page, r'Query of "love": q = \(2\.500, 0\.000\)', timeout=20_000)
+    wait_for_readout(page, r'Query of "love": q = \(2\.500, 0\.000\)', timeout=PATIENCE)
     assert weights(page) == pytest.approx(love, abs=5e-5)
     assert "Dot products q·k: I 5.0000, love 2.5000, NLP -2.5000" in readout(page)
 
@@ -255,7 +262,7 @@ def test_another_learner_is_served_while_n_4096_is_measured(open_page):
     measuring = page.locator(".cost-progress p", has_text="Measuring n = 4,096")
     measuring.wait_for(timeout=60_000)
     other.keyboard.press("3")  # another learner chooses NLP's query: its server's numbers arrive meanwhile
-    wait_for_readout(other, r'Query of "NLP": q = \(1\.000, 1\.000\)', timeout=20_000)
+    wait_for_readout(other, r'Query of "NLP": q = \(1\.000, 1\.000\)', timeout=PATIENCE)
     assert weights(other) == pytest.approx([0.2483, 0.2483, 0.5035], abs=5e-5)
     assert measuring.is_visible()  # still measuring when the other learner had its numbers
     done = page.get_by_text(re.compile(r"On this server, n = 4,096: computing attention once took"))

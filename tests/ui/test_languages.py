@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from session.i18n import pseudo
 from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import PATIENCE, READOUT, readout, show_tab
+from tests.ui.helpers import PATIENCE, READOUT, readout, show_tab, wait_for_drawn
 
 #: The tabs whose every text comes from the catalogs, by their titles in the pseudo-language.
 CHECKED_TABS = (*(pseudo(t) for t in ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap")), "√d_k",
@@ -123,7 +123,8 @@ def test_a_language_asked_for_in_upper_case_gets_the_page_in_that_language(open_
 @pytest.mark.parametrize("lang", ["en", "fr", "es", "de", "zh", "ar"])
 def test_screenshot_per_language(open_page, lang):
     page = open_page(f"?lang={lang}&row=NLP", viewport={"width": 1024, "height": 768})
-    page.wait_for_timeout(500)
+    page.wait_for_function(f"() => document.documentElement.lang === {lang!r}", timeout=PATIENCE)
+    wait_for_drawn(page)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"language-{lang}-1024x768.png"))
     show_tab(page, {"en": "Edit", "fr": "Modifier", "es": "Editar", "de": "Bearbeiten", "zh": "编辑",

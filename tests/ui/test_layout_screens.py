@@ -173,7 +173,8 @@ def test_every_tab_fits_the_screen_in_each_language(open_page, lang, device, mod
     _every_tab_fits(open_page, screens, mode, theme, lang)
 
 
-#: A teacher's lesson link (README "In the classroom"): four tabs, whose titles keep 20 px on an 800×600 projector.
+#: A teacher's lesson link (docs/classroom.md, "Lesson links"): four tabs, whose titles keep 20 px on an 800×600
+#: projector.
 LESSON = ("weights,matrix,steps,check", ("Weights", "Matrix", "All steps", "Check"))
 #: Each tab title's font size and whether it lies whole inside the tabs' header (none cut off or scrolled away).
 TAB_TITLES = """() => {

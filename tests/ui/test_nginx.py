@@ -14,7 +14,7 @@ import pytest
 
 from testing.nginx import Stack
 from tests.ui.conftest import CLOSED_SOCKET
-from tests.ui.helpers import open_app, readout, show_tab, to_page, wait_for_readout, weights
+from tests.ui.helpers import move_seen, open_app, show_tab, to_page, wait_for_readout, weights
 from tests.ui.test_offline import is_loopback
 
 # a busy shared machine can take seconds per round trip: wait long, still before the button is released
@@ -55,12 +55,10 @@ def test_drag_through_nginx_updates_live_before_release(browser, stack):
         page.mouse.move(x0, y0)
         page.mouse.down()
         seen = set()
-        for i in range(1, 21):
-            page.mouse.move(x0 + (x1 - x0) * i / 20, y0 + (y1 - y0) * i / 20)
-            page.wait_for_timeout(30)
-            seen.add(readout(page).splitlines()[0])
+        for i in range(1, 21):  # each move once the page has drawn the last
+            seen.add(move_seen(page, x0 + (x1 - x0) * i / 20, y0 + (y1 - y0) * i / 20).splitlines()[0])
         wait_for_readout(page, r"q = \(1\.000, 1\.000\)", timeout=LOADED)  # button still held
-        assert len(seen) >= 5, f"the readout followed only {len(seen)} of 20 moves through nginx: {seen}"
+        assert len(seen) == 20, f"the readout followed only {len(seen)} of 20 moves through nginx: {seen}"
         assert weights(page) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
         page.mouse.up()
         assert not page.foreign, page.foreign
@@ -143,7 +141,7 @@ def answering_process(stack, query: str, route: str | None = None) -> str:
                                      headers={"Cookie": f"explorer_route={route}"} if route else {})
     with urllib.request.urlopen(request, timeout=60) as r:
         assert r.status == 200
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # nginx writes its log line after the answer: a loaded machine, later
     while len(lines := liveness_lines(stack)) <= before:
         assert time.monotonic() < deadline, "nginx logged no request for /liveness"
         time.sleep(0.05)
@@ -189,7 +187,9 @@ def test_present_keeps_an_edited_example_when_the_room_lives_on_the_other_proces
     """Keys and values from the address, the causal mask switched on the page: Present reloads on the room's process."""
     from tests.ui.test_follow import WAIT, present
 
-    for attempt in range(8):  # the room's code is random: until it lands on the other process
+    # the room's code is random, and lands on the other process about every other time: 24 tries in a row on the
+    # first process would be one run in 16 million (eight were one in 256, and a run of the suite met one)
+    for attempt in range(24):
         route = f"editor-{attempt}"
         teacher = new_page(browser, route=route)
         try:
@@ -214,4 +214,4 @@ def test_present_keeps_an_edited_example_when_the_room_lives_on_the_other_proces
             return
         finally:
             teacher.context.close()
-    pytest.fail("eight rooms in a row landed on their presenter's first process")
+    pytest.fail("24 rooms in a row landed on their presenter's first process")

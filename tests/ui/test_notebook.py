@@ -22,7 +22,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from testing.notebooks import execute
 from tests.ui.conftest import ROOT, SCREENSHOTS
-from tests.ui.helpers import KATEX_FONTS, PATIENCE, failed_requests
+from tests.ui.helpers import KATEX_FONTS, PATIENCE, failed_requests, wait_for_drawn
 
 CELLS = [
     "from app import NOTEBOOK_HEIGHT, create_app",
@@ -130,7 +130,7 @@ def test_a_notebook_cell_shows_the_whole_explorer_with_nothing_from_outside(brow
     a_query, b_query, height = json.loads(printed)
     assert a_query == [0.0, 1.0] and b_query == [1.0, 1.0]  # each display has its own state
     with _opened(browser, url) as (page, outside, errors):
-        page.wait_for_timeout(500)
+        wait_for_drawn(page)
         SCREENSHOTS.mkdir(exist_ok=True)
         page.screenshot(path=SCREENSHOTS / "notebook.png", full_page=True)
         shown = page.evaluate(DISPLAYS)

@@ -9,20 +9,26 @@ are refused, as on an offline network, and listed in the failure.
 from __future__ import annotations
 
 import ipaddress
-import time
 from urllib.parse import urlsplit
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from server import serve
+from testing.browser import APP_LOADED
 from tests.ui.helpers import (
     KATEX_FONTS,
+    QUERY_PLOT_READY,
     failed_requests,
+    move_seen,
     open_app,
+    past_double_tap,
     readout,
     show_tab,
     to_page,
+    wait_for_drag_settled,
+    wait_for_drawn,
     wait_for_readout,
     weights,
 )
@@ -61,6 +67,13 @@ def _use_every_control(page) -> int:
     Using one control can re-render others (a preset rebuilds the editor), so each is looked up again
     by position just before use, and one that has gone meanwhile is passed over.
     """
+    def drawn() -> None:  # what the control changed is drawn; a control that opened another page: that page
+        try:
+            wait_for_drawn(page)
+        except PlaywrightError:  # the page navigated meanwhile (Present opens the presenter's link)
+            page.wait_for_function(APP_LOADED, timeout=LOADED)
+            wait_for_drawn(page)
+
     def each(selector: str, use) -> int:
         done = 0
         for i in range(page.locator(selector).count()):
@@ -69,7 +82,7 @@ def _use_every_control(page) -> int:
                 use(element)
             except PlaywrightTimeout:
                 continue
-            page.wait_for_timeout(150)
+            drawn()
             done += 1
         return done
 
@@ -125,12 +138,9 @@ def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
     page = context.new_page()
     sockets, sent = [], []
 
-    last_frame = [time.monotonic()]
-
     def on_socket(ws):
         sockets.append(ws.url)
         ws.on("framesent", lambda payload: sent.append(len(payload)))
-        ws.on("framereceived", lambda _: last_frame.__setitem__(0, time.monotonic()))
 
     page.on("websocket", on_socket)
     errors = []
@@ -143,8 +153,7 @@ def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
         page.mouse.move(*to_page(page, "query-plot", 0.0, 1.0))
         page.mouse.down()
         for i in range(1, 11):
-            page.mouse.move(*to_page(page, "query-plot", i / 10, 1.0))
-            page.wait_for_timeout(30)
+            move_seen(page, *to_page(page, "query-plot", i / 10, 1.0))
         wait_for_readout(page, r"q = \(1\.000, 1\.000\)", timeout=LOADED)
         page.mouse.up()
         assert weights(page) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
@@ -152,7 +161,7 @@ def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
         # the readout shows "love" after the drag: each click below changes it, so each wait means something
         show_tab(page, "Matrix", "attention-matrix")
         for row, token in [(2, "NLP"), (0, "I"), (1, "love")]:
-            page.wait_for_timeout(400)  # Bokeh reads a second tap within 300 ms as a double tap, not a tap
+            past_double_tap(page)
             page.mouse.click(*to_page(page, "attention-matrix", 0, row))
             wait_for_readout(page, f'Query of "{token}"', timeout=LOADED)
 
@@ -162,10 +171,12 @@ def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
         used = _use_every_control(page)
         assert used >= 1, "found no control on the page: the selectors no longer match the page's widgets"
         assert readout(page), "the readout disappeared after using the controls"
-        # let the server finish its replies: closing the page mid-message makes Tornado log a traceback
-        deadline = time.monotonic() + 30
-        while time.monotonic() - last_frame[0] < 1.5 and time.monotonic() < deadline:
-            page.wait_for_timeout(250)
+        # let the server finish its replies (closing the page mid-message makes Tornado log a traceback): they are
+        # all in once it has answered one more thing the page sends, a tap on the query plot, taken in order
+        page.wait_for_function(APP_LOADED, timeout=LOADED)
+        page.wait_for_function(QUERY_PLOT_READY, timeout=LOADED)
+        page.mouse.click(*to_page(page, "query-plot", 0.5, 0.5))
+        wait_for_drag_settled(page, timeout=LOADED)
     finally:
         context.close()
 

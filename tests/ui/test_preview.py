@@ -11,7 +11,15 @@ from core import scaled_dot_product_attention
 from session.i18n import LANGUAGES
 from session.state import AttentionState
 from tests.ui.conftest import serve_script
-from tests.ui.helpers import PATIENCE, open_app, readout, to_page, wait_for_readout
+from tests.ui.helpers import (
+    PATIENCE,
+    after_page_timers,
+    open_app,
+    readout,
+    to_page,
+    wait_for_drag_settled,
+    wait_for_readout,
+)
 from widgets.steps import Readout, readout_script_words
 
 # The preview's functions exactly as the page received them: the code of the drag script's callback on the
@@ -131,7 +139,10 @@ def test_server_numbers_replace_the_preview(browser, forced_server):
     texts = page.evaluate("() => window.readoutTexts")
     assert "Output Σ aᵢvᵢ = 4.0000 ≈ 4.00" in texts, texts  # the preview showed the core's number first
     assert texts.index("Output Σ aᵢvᵢ = 4.0000 ≈ 4.00") < len(texts) - 1
-    page.wait_for_timeout(1500)  # and it stays the server's
+    # and it stays the server's: the page has ended its preview, and every timer it set meanwhile to run within
+    # 1.5 s has run (a preview once came back a second after the release)
+    wait_for_drag_settled(page)
+    after_page_timers(page, 1500)
     assert readout(page).endswith("Output Σ aᵢvᵢ = 4.5000 ≈ 4.50")
     page.context.close()
 
@@ -160,19 +171,21 @@ def test_preview_follows_the_pointer_before_its_frame_aligned_move(page):
     x0, y0 = to_page(page, "query-plot", 0.0, 1.0)
     page.mouse.move(x0, y0)
     page.mouse.down()
-    page.mouse.move(x0 + 12, y0)  # the drag starts (Bokeh's PanStart): from here the preview runs
-    page.wait_for_timeout(300)
+    page.mouse.move(x0 + 12, y0)  # the drag starts: from here the preview runs
+    page.wait_for_function("() => [...window.attentionExplorerDrag.values()].some(st => st.dragging)")
     page.evaluate("() => { window.dispatchLog = []; }")
     targets = [(0.1 * i, 1.0 - 0.05 * i) for i in range(1, 21)]
-    for x, y in targets:
+    for i, (x, y) in enumerate(targets, 1):
         page.mouse.move(*to_page(page, "query-plot", x, y))
-        page.wait_for_timeout(60)
+        # the move's pointermove (dispatched on the next frame) has come: one move at a time, at the page's pace
+        page.wait_for_function("(n) => window.dispatchLog.filter(m => m.move !== null).length >= n", arg=i,
+                               timeout=PATIENCE)
     page.mouse.up()
     log = page.evaluate("() => window.dispatchLog")
     assert len(log) >= 20, log
     moved = [m for m in log if m["move"] is not None]
     # each move's new query is on screen when its pointermove arrives, never only after
-    assert len(moved) >= 18, log
+    assert len(moved) >= 20, log
     for x, y in targets[-3:]:
         assert any(f"q = ({x:.3f}, {y:.3f})" in m["move"] for m in moved), (x, y, moved[-3:])
     changed_first = [m for m in moved if m["move"] != m["raw"]]
@@ -193,7 +206,10 @@ def test_a_row_chosen_just_after_a_drag_is_shown(page):
     page.mouse.up()
     page.keyboard.press("1")
     wait_for_readout(page, r'Query of "I": q = \(1\.000, 0\.000\)', timeout=PATIENCE)
-    page.wait_for_timeout(1200)  # and it stays: no preview comes back
+    # and it stays: no preview comes back, once the drag is over and every timer the page set meanwhile to run
+    # within 1.2 s has run
+    wait_for_drag_settled(page)
+    after_page_timers(page, 1200)
     assert readout(page).splitlines()[0] == 'Query of "I": q = (1.000, 0.000)'
     assert page.evaluate("() => { const d = Bokeh.documents[0].get_model_by_name('query-plot').renderers"
                          ".map((r) => r.data_source.data).find((d) => d.label && String(d.label[0]).startsWith('q '));"
@@ -256,7 +272,8 @@ def test_during_a_drag_the_server_sends_the_text_and_the_plots_data_at_the_relea
     press_and_move(page, (0.0, 1.0), (1.0, 1.0), 8)
     # the button is still held when the server's text for the last position arrives
     page.wait_for_function(SERVER_TEXT + " === 'Query of \"love\": q = (1.000, 1.000)'", timeout=PATIENCE)
-    page.wait_for_timeout(300)
+    # the server sends each update's every change in one message (link/updates.py): had this one carried the
+    # plots' data, it would be in by now
     assert page.evaluate("() => window.plotDataChanges") == []
     assert page.evaluate(BARS) == pytest.approx([0.2483, 0.2483, 0.5035], abs=5e-5)  # the preview's drawing
     page.mouse.up()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 from PIL import Image
 
 from tests.ui.conftest import SCREENSHOTS
-from tests.ui.helpers import open_app, readout, show_tab, to_page, wait_for_readout, weights
+from tests.ui.helpers import PATIENCE, open_app, readout, show_tab, to_page, wait_for_drawn, wait_for_readout, weights
 
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -53,12 +54,13 @@ def test_bad_coordinate_shows_a_message_and_keeps_the_numbers(page):
     message = page.locator(".field-message").filter(has_text="k_love[1] refused")
     message.wait_for()
     assert "'abc' is not a number" in message.text_content()
-    page.wait_for_timeout(300)
+    # the message is the server's answer to the typed text, in the same message as anything else it changed
     assert readout(page) == before
-    assert weights(page) == pytest.approx([0.1978, 0.4011, 0.4011], abs=1e-4)
     type_into(page, "field-k-1-0", "1e9")
     page.locator(".field-message").filter(has_text="outside ±1e+06").wait_for()
+    # and the second answer comes after everything the first typing did
     assert readout(page) == before
+    assert weights(page) == pytest.approx([0.1978, 0.4011, 0.4011], abs=1e-4)
 
 
 def test_a_token_named_like_html_is_text_and_runs_nothing(page):
@@ -69,7 +71,7 @@ def test_a_token_named_like_html_is_text_and_runs_nothing(page):
     message = page.locator(".field-message").filter(has_text="name of token 1 refused")
     message.wait_for()
     assert XSS in message.text_content()  # shown literally, as typed
-    page.wait_for_timeout(500)
+    wait_for_drawn(page)  # the page has drawn what the server sent with the message
     assert page.locator("img[src=x]").count() == 0  # css locators pierce the shadow roots
     assert dialogs == []
     assert 'Query of "love"' in readout(page) and "I 0.1978" in readout(page)
@@ -86,7 +88,7 @@ def test_causal_mask_greys_the_upper_triangle(page):
     cells = {(2, 0): "masked", (1, 0): "masked", (2, 1): "masked", (0, 1): "weight", (0, 0): "weight"}
     # a patch off each cell's centre (where its label is); positions first: to_page scrolls
     spots = {c: to_page(page, "attention-matrix", c[0] - 0.3, c[1] - 0.3) for c in cells}
-    page.wait_for_timeout(300)
+    wait_for_drawn(page)
     shot = Image.open(io.BytesIO(page.screenshot())).convert("RGB")
     for cell, kind in cells.items():
         px, py = spots[cell]
@@ -134,8 +136,10 @@ def test_the_dk_panel_fits_a_1024_screen_and_scrolls_within_its_tab(browser, ser
     page.mouse.move(700, 600)
     for _ in range(10):
         page.mouse.wheel(0, 300)
-        page.wait_for_timeout(100)
-    box = table.bounding_box()
-    assert box["y"] + box["height"] <= 768, box  # reached by scrolling the tab
+    # reached by scrolling the tab: the wheel's scrolling runs in the page's own time, looked at frame by frame
+    deadline = time.monotonic() + PATIENCE / 1000
+    while (box := table.bounding_box())["y"] + box["height"] > 768:
+        assert time.monotonic() < deadline, box
+        page.evaluate("() => new Promise(r => requestAnimationFrame(r))")
     assert page.evaluate("() => [scrollX, scrollY, document.scrollingElement.scrollHeight]") == [0, 0, 768]
     page.context.close()
