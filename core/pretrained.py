@@ -103,7 +103,7 @@ class SentenceAttention:
     unknown: int
 
     def scores(self, layer: int, head: int, row: int) -> np.ndarray:
-        """(n,) float64: s_j = q_row·k_j/√d_k for one head's query ``row``, the numbers its weights are the softmax of."""
+        """(n,) float64: s_j = q_row·k_j/√d_k of one head's query ``row``: its weights are their softmax."""
         q = self.queries[layer, head, row].astype(np.float64)
         return self.keys[layer, head].astype(np.float64) @ q / math.sqrt(D_K)
 
@@ -140,7 +140,7 @@ class HeadBehaviour:
 
 
 def model_folder() -> Path | None:
-    """Where the model's files are: ``$EXPLORER_MODEL_DIR``, else the installed package's ``model`` folder, else None."""
+    """The model's folder: ``$EXPLORER_MODEL_DIR``, else the installed package's ``model`` folder, else None."""
     chosen = os.environ.get(FOLDER_VARIABLE)
     if chosen:
         return Path(chosen)
