@@ -48,7 +48,7 @@ def compute(sentence: str):
     try:
         return sentence, _sentence_attention(sentence), None
     except SentenceTooLong as e:
-        return sentence, None, N_("This sentence has {count} word pieces: the Model tab takes at most {limit}. "
+        return sentence, None, N_("This sentence has {count} word pieces: the Real model tab takes at most {limit}. "
                                   "Shorten it.", count=e.count, limit=e.limit)
     except ModelUnavailable as e:  # the rest of the page runs: the tab says what is missing
         return sentence, None, N_("The model could not be loaded: {why}", why=str(e))
@@ -104,7 +104,7 @@ class ModelState(param.Parameterized):
             self.model_message = N_("Type a sentence first (in English: the model was trained on English text).")
             return False
         if len(text) > MAX_SENTENCE_CHARS:
-            self.model_message = N_("This sentence has {count} characters: the Model tab takes at most {limit}.",
+            self.model_message = N_("This sentence has {count} characters: the Real model tab takes at most {limit}.",
                                     count=len(text), limit=MAX_SENTENCE_CHARS)
             return False
         self._ask(text)
