@@ -237,7 +237,8 @@ class CheckTab(pn.custom.JSComponent):
     model_intro = param.String(default="", doc="HTML: the Real model tab's questions' heading and their own score.")
     tasks = param.List(default=[], doc="[task id, HTML] for each task, in order.")
     questions = param.List(default=[], doc=(
-        "Each question, in order: {id, title, kind, counts, group ('section', 'train', 'model' or 'practice'), prompt (HTML), "
+        "Each question, in order: {id, title, kind, counts, group ('section', 'train', 'model' or 'practice'), "
+        "prompt (HTML), "
         "choices}."))
     records = param.List(default=[], doc=(
         "Each question's record as the card shows it, in the order of ``questions``: {feedback (HTML), value (the "

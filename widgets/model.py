@@ -64,9 +64,9 @@ class ModelView(View):
         self.box.param.watch(lambda e: s.set_sentence(e.new), "value")  # Enter, or the box left
         self.run = styled(pn.widgets.Button(button_type="primary", css_classes=["model-run"]))
         self.run.on_click(lambda _: s.set_sentence(self.box.value))
-        self.message = styled(pn.pane.HTML("", name="model-message", sizing_mode="stretch_width", margin=(0, 5)))
-        self.tokens = styled(pn.pane.HTML("", name="model-tokens", sizing_mode="stretch_width", margin=(0, 5)))
-        self.behaviour = styled(pn.pane.HTML("", name="model-behaviour", sizing_mode="stretch_width", margin=(0, 5)))
+        self.message = self._pane("model-message")
+        self.tokens = self._pane("model-tokens")
+        self.behaviour = self._pane("model-behaviour")
         self.finds = {}
         for kind in HeadBehaviour.KINDS:
             button = styled(pn.widgets.Button(css_classes=[f"model-find-{kind}", "wraps"]))
@@ -83,7 +83,7 @@ class ModelView(View):
         self.grid, self._maps, self._chosen = self._grid_figure()
         self.matrix, self._cells, self._row, self._hover = self._matrix_figure()
         self.heading = text_pane()
-        self.inspector = styled(pn.pane.HTML("", name="model-inspector", sizing_mode="stretch_width", margin=(0, 5)))
+        self.inspector = self._pane("model-inspector")
         self.csv = styled(pn.widgets.FileDownload(callback=lambda: io.StringIO(self.to_csv()), filename="head.csv",
                                                   css_classes=["model-csv"], button_type="default"))
         self.json = styled(pn.widgets.FileDownload(callback=lambda: io.StringIO(self.to_json()), filename="head.json",
@@ -91,12 +91,13 @@ class ModelView(View):
         self._layout = pn.Column(
             self.intro,
             pn.FlexBox(self.box, self.run, align_items="center", sizing_mode="stretch_width"),
-            self.message, self.tokens, self.behaviour,
-            pn.FlexBox(*self.finds.values(), self.train, align_items="center", sizing_mode="stretch_width"),
+            self.message, self.tokens,
             pn.pane.Bokeh(self.grid, sizing_mode="stretch_width", max_width=760),
+            pn.FlexBox(*self.finds.values(), self.train, align_items="center", sizing_mode="stretch_width"),
+            self.behaviour,
             self.heading,
             pn.FlexBox(self.layer, self.head, self.csv, self.json, align_items="end", sizing_mode="stretch_width"),
-            pn.pane.Bokeh(self.matrix, sizing_mode="stretch_width", max_width=760),
+            pn.Column(self.matrix, css_classes=["scroll-x"], sizing_mode="stretch_width"),
             self.inspector,
             name="model", css_classes=["model-tab"], sizing_mode="stretch_both", scroll=True,
         )
@@ -114,6 +115,10 @@ class ModelView(View):
         self._render()
         self._render_message()
         s.require_model()
+
+    @staticmethod
+    def _pane(name: str) -> pn.pane.HTML:
+        return styled(pn.pane.HTML("", name=name, css_classes=[name], sizing_mode="stretch_width", margin=(0, 5)))
 
     # --- figures ----------------------------------------------------------------------------------------------------
     def _grid_figure(self):
@@ -140,9 +145,8 @@ class ModelView(View):
     def _matrix_figure(self):
         cells = ColumnDataSource(data=dict(x=[], y=[], weight=[], query=[], key=[], label=[]))
         row = ColumnDataSource(data=dict(x=[], y=[], width=[]))
-        fig = figure(name="model-matrix", width=640, height=640, tools="save", toolbar_location="below",
-                     x_range=Range1d(-0.5, 5.5), y_range=Range1d(5.5, -0.5), x_axis_location="above",
-                     sizing_mode="scale_width", min_border=4)
+        fig = figure(name="model-matrix", width=400, height=400, tools="save", toolbar_location="below",
+                     x_range=Range1d(-0.5, 5.5), y_range=Range1d(5.5, -0.5), x_axis_location="above", min_border=4)
         fig.toolbar.logo = None
         mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
         rects = draw(fig, Rect, cells, "x", "y", 1, 1, fill_color={"field": "weight", "transform": mapper},
@@ -228,6 +232,10 @@ class ModelView(View):
             head=[tr._("head {head}", head=h + 1) for _ in range(LAYERS) for h in range(HEADS)])
         self.matrix.x_range.update(start=-0.5, end=n - 0.5)
         self.matrix.y_range.update(start=n - 0.5, end=-0.5)
+        # a cell of 12 to 36 px: a sentence of 48 word pieces scrolls sideways on a phone, and a short one stays small
+        cell = max(12, min(36, 480 // n))
+        labels = 14 * max(len(t) for t in r.tokens) * 0.6 + 60
+        self.matrix.update(width=round(labels + n * cell), height=round(labels + n * cell + 40))
         names = {i: t for i, t in enumerate(r.tokens)}
         for axis in (self.matrix.xaxis, self.matrix.yaxis):
             axis.ticker = FixedTicker(ticks=list(range(n)))
