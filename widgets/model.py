@@ -36,6 +36,8 @@ from widgets.glyphs import draw
 from widgets.projections import STATIC, styled, text_pane
 
 MODEL_CSS = (STATIC / "model.css").read_text()
+#: The side of one head's map in the grid (CSS px).
+MAP_PX = 34
 #: The space between two maps of the grid, in maps.
 GAP = 0.18
 #: What a behaviour's button says, by HeadBehaviour's kinds.
@@ -62,7 +64,7 @@ class ModelView(View):
                                                css_classes=["model-sentence"], sizing_mode="stretch_width",
                                                min_width=200))
         self.box.param.watch(lambda e: s.set_sentence(e.new), "value")  # Enter, or the box left
-        self.run = styled(pn.widgets.Button(button_type="primary", css_classes=["model-run"]))
+        self.run = styled(pn.widgets.Button(color="primary", css_classes=["model-run"]))
         self.run.on_click(lambda _: s.set_sentence(self.box.value))
         self.message = self._pane("model-message")
         self.tokens = self._pane("model-tokens")
@@ -85,14 +87,14 @@ class ModelView(View):
         self.heading = text_pane()
         self.inspector = self._pane("model-inspector")
         self.csv = styled(pn.widgets.FileDownload(callback=lambda: io.StringIO(self.to_csv()), filename="head.csv",
-                                                  css_classes=["model-csv"], button_type="default"))
+                                                  css_classes=["model-csv"]))
         self.json = styled(pn.widgets.FileDownload(callback=lambda: io.StringIO(self.to_json()), filename="head.json",
-                                                   css_classes=["model-json"], button_type="default"))
+                                                   css_classes=["model-json"]))
         self._layout = pn.Column(
             self.intro,
             pn.FlexBox(self.box, self.run, align_items="center", sizing_mode="stretch_width"),
             self.message, self.tokens,
-            pn.pane.Bokeh(self.grid, sizing_mode="stretch_width", max_width=760),
+            pn.Column(self.grid, css_classes=["scroll-x"], sizing_mode="stretch_width"),
             pn.FlexBox(*self.finds.values(), self.train, align_items="center", sizing_mode="stretch_width"),
             self.behaviour,
             self.heading,
@@ -101,7 +103,7 @@ class ModelView(View):
             self.inspector,
             name="model", css_classes=["model-tab"], sizing_mode="stretch_both", scroll=True,
         )
-        for pane in (self.tokens, self.inspector):
+        for pane in (self.tokens, self.inspector, self.box):
             pane.stylesheets = [*pane.stylesheets, MODEL_CSS]
         doc = pn.state.curdoc
         if doc is not None and doc.session_context is not None:  # a served page: its sentences wait their turn
@@ -124,10 +126,11 @@ class ModelView(View):
     def _grid_figure(self):
         maps = ColumnDataSource(data=dict(image=[], x=[], y=[], dw=[], dh=[], layer=[], head=[]))
         chosen = ColumnDataSource(data=dict(x=[], y=[]))
-        width, height = _slot(HEADS) + 0.6, _slot(LAYERS) + 0.6
-        fig = figure(name="model-grid", width=720, height=round(720 * height / width), tools="", toolbar_location=None,
+        # each map MAP_PX square: the twelve heads of a layer fit an 800x600 projector's tab, and scroll on a phone
+        fig = figure(name="model-grid", frame_width=round((_slot(HEADS) + 0.6) * MAP_PX),
+                     frame_height=round((_slot(LAYERS) + 0.6 - GAP) * MAP_PX), tools="", toolbar_location=None,
                      x_range=Range1d(-0.6, _slot(HEADS)), y_range=Range1d(-GAP, _slot(LAYERS) + 0.6 - GAP),
-                     x_axis_location="above", sizing_mode="scale_width", min_border=4)
+                     x_axis_location="above", min_border=4)
         mapper = LinearColorMapper(palette=Cividis256, low=0.0, high=1.0)
         images = draw(fig, Image, maps, image="image", x="x", y="y", dw="dw", dh="dh", color_mapper=mapper)
         draw(fig, Rect, chosen, "x", "y", 1 + GAP / 2, 1 + GAP / 2, fill_alpha=0, line_color="#D55E00", line_width=4)
@@ -234,8 +237,7 @@ class ModelView(View):
         self.matrix.y_range.update(start=n - 0.5, end=-0.5)
         # a cell of 12 to 36 px: a sentence of 48 word pieces scrolls sideways on a phone, and a short one stays small
         cell = max(12, min(36, 480 // n))
-        labels = 14 * max(len(t) for t in r.tokens) * 0.6 + 60
-        self.matrix.update(width=round(labels + n * cell), height=round(labels + n * cell + 40))
+        self.matrix.update(frame_width=n * cell, frame_height=n * cell)
         names = {i: t for i, t in enumerate(r.tokens)}
         for axis in (self.matrix.xaxis, self.matrix.yaxis):
             axis.ticker = FixedTicker(ticks=list(range(n)))
