@@ -167,3 +167,4 @@ def test_the_downloads_hold_the_head_and_write_tokens_as_text(view):
     s_row = np.array(data["scores"][1])
     np.testing.assert_allclose(np.array(data["queries"][1]) @ np.array(data["keys"]).T / math.sqrt(32), s_row,
                                rtol=1e-9)
+

@@ -63,7 +63,8 @@ class ModelView(View):
         self.box = styled(pn.widgets.TextInput(value=s.sentence, max_length=MAX_SENTENCE_CHARS,
                                                css_classes=["model-sentence"], sizing_mode="stretch_width",
                                                min_width=200))
-        self.box.param.watch(lambda e: s.set_sentence(e.new), "value")  # Enter, or the box left
+        # Enter, or the box left; not the sentence shown coming back to the box (the state's own, a room's)
+        self.box.param.watch(lambda e: e.new == s.sentence or s.set_sentence(e.new), "value")
         self.run = styled(pn.widgets.Button(color="primary", css_classes=["model-run"]))
         self.run.on_click(lambda _: s.set_sentence(self.box.value))
         self.message = self._pane("model-message")
