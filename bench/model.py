@@ -140,7 +140,7 @@ class ModelLearner(TrainLearner):
         return self.box is not None and self.tokens_id is not None
 
     async def type_sentence(self, text: str) -> None:
-        self.typed = text
+        self.typed_at = self.clock()
         await self.set_property(self.box, "value", text)
 
 
@@ -179,7 +179,7 @@ async def model_class(url: str, n: int, rounds: int, server: Processes, within: 
                 got = await wait_for(lambda lr=lr, k=k: lr.shown_at[k][1] if len(lr.shown_at) > k else None,
                                      max(0.1, typed + ROUND_WAIT_S - time.perf_counter()))
                 if got is not None:
-                    waits.append(got - typed)
+                    waits.append(got - lr.typed_at)
             await asyncio.sleep(1.0)
         cpu = server.cpu() - cpu0 - quiet_cores * (time.perf_counter() - t0)
     for learner in [observer, *learners]:
@@ -191,8 +191,7 @@ async def model_class(url: str, n: int, rounds: int, server: Processes, within: 
             "tab_open_s": round(opened - started, 2),
             "key_while_typing_ms": summary_ms([x for x in typing if x is not None]),
             "lost_keys": sum(x is None for x in typing),
-            # from the round's start: a sentence typed late in the spread waits less than this says
-            "round_start_to_tokens_ms": summary_ms(waits), "sentences": len(waits), "sentences_asked": asked,
+            "typed_to_tokens_ms": summary_ms(waits), "sentences": len(waits), "sentences_asked": asked,
             "server_cpu_ms_per_sentence": round(1e3 * cpu / max(len(waits), 1), 1),
             "load_avg": [round(x, 2) for x in os.getloadavg()]}
 

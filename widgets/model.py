@@ -111,13 +111,14 @@ class ModelView(View):
             from server.train_queue import scheduler_for
 
             s.model_scheduler = scheduler_for(doc)
+        s.require_model()  # at once outside a served page (its result is rendered below), else in the page's turn
         s.param.watch(self._render, ["model_result", "lang"])
         s.param.watch(self._render_message, ["model_message", "lang"])
         s.param.watch(self._render_choice, ["model_layer", "model_head", "model_row"])
         s.param.watch(lambda e: self.box.param.update(value=e.new), "sentence")
+        self.box.value = s.sentence
         self._render()
         self._render_message()
-        s.require_model()
 
     @staticmethod
     def _pane(name: str) -> pn.pane.HTML:
@@ -161,6 +162,7 @@ class ModelView(View):
         fig.add_tools(hover)
         fig.grid.visible = False
         fig.axis.major_label_text_font_size = "14px"
+        fig.xaxis.ticker, fig.yaxis.ticker = FixedTicker(ticks=[]), FixedTicker(ticks=[])
         fig.xaxis.major_label_orientation = math.pi / 2
         fig.on_event(events.Tap, self._on_matrix_tap)
         return fig, cells, row, hover
@@ -240,8 +242,8 @@ class ModelView(View):
         cell = max(12, min(36, 480 // n))
         self.matrix.update(frame_width=n * cell, frame_height=n * cell)
         names = {i: t for i, t in enumerate(r.tokens)}
-        for axis in (self.matrix.xaxis, self.matrix.yaxis):
-            axis.ticker = FixedTicker(ticks=list(range(n)))
+        for axis in (self.matrix.xaxis, self.matrix.yaxis):  # the tickers changed in place: a new model would
+            axis.ticker.ticks = list(range(n))                   # have Bokeh walk the whole page
             axis.major_label_overrides = names
         self._render_choice()
 
