@@ -73,7 +73,11 @@ def type_sentence(page, sentence: str) -> None:
 
 
 def test_a_learner_finds_the_previous_token_head_and_reads_one_row_s_recipe(open_page):
-    page = open_model(open_page)
+    page = open_page()
+    asked = []  # every request of the tab's use: a school network may have no internet
+    page.on("request", lambda request: asked.append(request.url))
+    show_tab(page, "Real model", figure="model-grid")
+    wait_pane(page, "model-tokens", "[SEP]")
     type_sentence(page, SENTENCE)
     wait_pane(page, "model-tokens", "mat")
     tokens = REFERENCE["tokens"][SENTENCE]
@@ -103,6 +107,8 @@ def test_a_learner_finds_the_previous_token_head_and_reads_one_row_s_recipe(open
                            timeout=PATIENCE)
     assert {k: address(page).get(k) for k in ("sentence", "model_layer", "model_head", "model_row")} == {
         "sentence": SENTENCE, "model_layer": None, "model_head": "3", "model_row": str(row)}
+    origin = page.url.split("/", 3)[:3]
+    assert asked and all(url.split("/", 3)[:3] == origin for url in asked), asked
 
 
 def test_a_click_on_the_grid_opens_that_head_and_the_address_reopens_it(open_page):
