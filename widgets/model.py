@@ -28,6 +28,7 @@ from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from core.pretrained import D_K, HEADS, LAYERS, MAX_TOKENS, MODEL_NAME, HeadBehaviour, head_behaviour
+from server.train_queue import scheduler_for
 from session.i18n import N_
 from session.model import MAX_SENTENCE_CHARS
 from widgets.base import View
@@ -52,8 +53,8 @@ def _slot(i: int) -> float:
 
 
 class ModelView(View):
-    """The tab's one view over the page's state (session/model.py). ``on_train()`` opens the Train tab with its
-    "previous token" target (app.py gives it); ``on_build(figures)`` lets the page restyle the figures."""
+    """The tab's one view over the page's state (session/model.py). ``on_train()`` opens the Train tab, on its
+    "previous token" target (app.py gives it; without it the tab has no such button)."""
 
     def __init__(self, on_train=None, **params):
         super().__init__(**params)
@@ -84,7 +85,7 @@ class ModelView(View):
         self.layer.param.watch(lambda e: s.show_head(e.new, s.model_head), "value")
         self.head.param.watch(lambda e: s.show_head(s.model_layer, e.new), "value")
         self.grid, self._maps, self._chosen = self._grid_figure()
-        self.matrix, self._cells, self._row, self._hover = self._matrix_figure()
+        self.matrix, self._cells, self._row = self._matrix_figure()
         self.heading = text_pane()
         self.inspector = self._pane("model-inspector")
         self.csv = styled(pn.widgets.FileDownload(callback=lambda: io.StringIO(self.to_csv()), filename="head.csv",
@@ -108,8 +109,6 @@ class ModelView(View):
             pane.stylesheets = [*pane.stylesheets, MODEL_CSS]
         doc = pn.state.curdoc
         if doc is not None and doc.session_context is not None:  # a served page: its sentences wait their turn
-            from server.train_queue import scheduler_for
-
             s.model_scheduler = scheduler_for(doc)
         s.require_model()  # at once outside a served page (its result is rendered below), else in the page's turn
         s.param.watch(self._render, ["model_result", "lang"])
@@ -158,14 +157,13 @@ class ModelView(View):
                      line_color="white", line_width=1)
         draw(fig, Rect, row, "x", "y", "width", 0.96, fill_alpha=0, line_color="#D55E00", line_width=4,
              level="overlay")
-        hover = HoverTool(renderers=[rects], tooltips=[("", "@query → @key"), ("", "@label")])
-        fig.add_tools(hover)
+        fig.add_tools(HoverTool(renderers=[rects], tooltips=[("", "@query → @key"), ("", "@label")]))
         fig.grid.visible = False
         fig.axis.major_label_text_font_size = "14px"
         fig.xaxis.ticker, fig.yaxis.ticker = FixedTicker(ticks=[]), FixedTicker(ticks=[])
         fig.xaxis.major_label_orientation = math.pi / 2
         fig.on_event(events.Tap, self._on_matrix_tap)
-        return fig, cells, row, hover
+        return fig, cells, row
 
     # --- the learner's clicks ---------------------------------------------------------------------------------------
     def _on_grid_tap(self, event) -> None:
