@@ -204,13 +204,16 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                           css_classes=["scroll-x"], stylesheets=[APP_CSS]),
         inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
         lambda: projections_tab(state, styler), lambda: heads_tab(state, styler), lambda: train_tab(state, styler),
-        lambda: model_tab(state, styler, on_train=lambda: open_tab("train")),
+        lambda: model_tab(state, styler, on_train=(lambda: open_tab("train")) if has_tab("train") else None),
         lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: KeysHelp(state=state)), strict=True))
 
     def shown_tabs():  # the lesson link's tabs (every tab without one)
         return [(name, title) for name, title in TABS if name in state.tabs] or TABS
 
-    def open_tab(name):  # a tab's button that leads to another tab (the Model tab's to the Train tab)
+    def has_tab(name):
+        return any(n == name for n, _ in shown_tabs())
+
+    def open_tab(name):  # a tab's button that leads to another tab (the Real model tab's to the Train tab)
         names = [n for n, _ in shown_tabs()]
         if name in names:
             tabs.active = names.index(name)

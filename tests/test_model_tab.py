@@ -168,3 +168,15 @@ def test_the_downloads_hold_the_head_and_write_tokens_as_text(view):
     np.testing.assert_allclose(np.array(data["queries"][1]) @ np.array(data["keys"]).T / math.sqrt(32), s_row,
                                rtol=1e-9)
 
+
+
+def test_the_previous_token_head_leads_to_the_train_tab_s_previous_token_target():
+    state, opened = AttentionState(), []
+    state.training.target = "yourself"
+    view = ModelView(state=state, on_train=lambda: opened.append(True))
+    state.set_sentence(CAT)
+    assert view.train.visible
+    view._open_train()
+    assert opened == [True] and state.training.target == "previous"
+    assert (state.model_layer, state.model_head) == (0, 2)  # the reference's previous-token head
+    assert not ModelView(state=AttentionState()).train.visible  # no Train tab to lead to (a lesson without it)
