@@ -108,7 +108,7 @@ def test_a_learner_finds_the_previous_token_head_and_reads_one_row_s_recipe(open
     assert {k: address(page).get(k) for k in ("sentence", "model_layer", "model_head", "model_row")} == {
         "sentence": SENTENCE, "model_layer": None, "model_head": "3", "model_row": str(row)}
     origin = page.url.split("/", 3)[:3]
-    assert asked and all(url.split("/", 3)[:3] == origin for url in asked), asked
+    assert all(url.split("/", 3)[:3] == origin for url in asked if not url.startswith(("data:", "blob:"))), asked
 
 
 def test_a_click_on_the_grid_opens_that_head_and_the_address_reopens_it(open_page):
