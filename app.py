@@ -33,6 +33,7 @@ from widgets.header import title_html as _title  # noqa: F401  (its name in test
 from widgets.heads import heads_tab
 from widgets.keys import KeysHelp
 from widgets.matrix import AttentionMatrix
+from widgets.model import model_tab
 from widgets.projections import projections_tab
 from widgets.query_plot import QueryPlot
 from widgets.recipe import Formula
@@ -120,7 +121,8 @@ def _stretch(view, **kw):
 #: every language; session/lesson.py) and its title. A new tab adds its row here and its build in create_app.
 TABS = (("weights", N_("Weights")), ("matrix", N_("Matrix")), ("steps", N_("All steps")), ("recipe", N_("Recipe")),
         ("edit", N_("Edit")), ("trap", N_("Trap")), ("dk", "√d_k"), ("projections", N_("Projections")),
-        ("heads", N_("Heads · n²")), ("train", N_("Train")), ("check", N_("Check")), ("export", N_("Export")),
+        ("heads", N_("Heads · n²")), ("train", N_("Train")), ("model", N_("Real model")),
+        ("check", N_("Check")), ("export", N_("Export")),
         ("keys", N_("Keys")))
 TAB_NAMES = tuple(name for name, _ in TABS)
 #: Up to this many tabs keep full-size titles on a short screen (an 800×600 projector): a lesson's few tabs fit.
@@ -205,10 +207,19 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
                           css_classes=["scroll-x"], stylesheets=[APP_CSS]),
         inspector, teaching("formula"), teaching("editor"), teaching("trap"), teaching("dk"),
         lambda: projections_tab(state, styler), lambda: heads_tab(state, styler), lambda: train_tab(state, styler),
+        lambda: model_tab(state, styler, on_train=(lambda: open_tab("train")) if has_tab("train") else None),
         lambda: CheckView(learner=learner), lambda: Export(state=state), lambda: KeysHelp(state=state)), strict=True))
 
     def shown_tabs():  # the lesson link's tabs (every tab without one)
         return [(name, title) for name, title in TABS if name in state.tabs] or TABS
+
+    def has_tab(name):
+        return any(n == name for n, _ in shown_tabs())
+
+    def open_tab(name):  # a tab's button that leads to another tab (the Real model tab's to the Train tab)
+        names = [n for n, _ in shown_tabs()]
+        if name in names:
+            tabs.active = names.index(name)
 
     def explorer_tabs():  # a tab not shown is never built
         shown = shown_tabs()

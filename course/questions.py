@@ -532,7 +532,40 @@ TRAIN_QUESTIONS: tuple[Question, ...] = (
     ),
 )
 
-ALL_QUESTIONS: tuple[Question, ...] = QUESTIONS + PRACTICE + TRAIN_QUESTIONS
+# The Model tab: Section 6's recipe inside a real pretrained model (all-MiniLM-L6-v2). Scored on their own, like the
+# Train tab's. The numbers are the model's, as the reference implementation gives them (tests/test_check_questions.py).
+MODEL_QUESTIONS: tuple[Question, ...] = (
+    Question(
+        "model-previous", 1, "choice",
+        N_("On the Real model tab, type “The cat sat on the mat.” Which head attends to the previous token: for "
+           "each word, most of its weight on the word just before it?"),
+        answer=1,
+        choices=(
+            Choice(N_("Layer 5, head 6."),
+                   N_("That head puts 0.92 of each word’s weight on [CLS], the “no-op” where a head parks its "
+                      "attention: press the [CLS] button to see it.")),
+            Choice(N_("Layer 1, head 3.")),
+            Choice(N_("Layer 2, head 9."),
+                   N_("That head looks the other way: 0.68 of each word’s weight on the next word. Its queries match "
+                      "the keys of the token after them.")),
+        ),
+        hint=N_("The tab’s “Previous token” button opens the head that does it most; its map has a bright line just "
+                "below the diagonal."),
+        why=N_("Layer 1, head 3 puts 1.00 of each word’s weight on the word before it (cat → the, sat → cat, …): "
+               "the pattern the Train tab’s “Attend to the previous token” teaches one head, in a real model."),
+    ),
+    Question(
+        "model-scale", 2, "number",
+        N_("The model has d_model = 384 numbers per token and 12 heads per layer, so each head’s queries and keys "
+           "have d_k = 384 / 12 = 32 numbers. By what number does every head divide q·k before the softmax? Round "
+           "to 3 decimal places."),
+        answer="5.657", decimals=3, exact="5.65685424949238",
+        hint=N_("The scores are q·k/√d_k, as in Section 6."),
+        why=N_("s = q·k/√d_k with d_k = 32: √32 ≈ 5.657. The inspector’s column s is its column q·k divided by it."),
+    ),
+)
+
+ALL_QUESTIONS: tuple[Question, ...] = QUESTIONS + PRACTICE + TRAIN_QUESTIONS + MODEL_QUESTIONS
 #: Every question by id; read-only, like all module-level data here (every learner's page shares it).
 BY_ID = MappingProxyType({q.id: q for q in ALL_QUESTIONS})
 if len(BY_ID) != len(ALL_QUESTIONS):

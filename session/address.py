@@ -34,6 +34,7 @@ from session.heads import (
 from session.i18n import LANGUAGES, N_, languages, ngettext
 from session.inputs import MAX_ABS_COORD, parse_coordinate, shown
 from session.lesson import HEADERS, parse_tabs
+from session.model import MODEL_ARGUMENTS, model_address, parse_model_address
 from session.state import (
     CUSTOM,
     DEFAULT_PRESET,
@@ -59,7 +60,7 @@ HEAD_ARGUMENT_PARAMS = ("embeddings", "projections", "heads", "head", "w_o", "te
                         "projection_seed")
 #: Query arguments the page understands, in the order they are written.
 ARGUMENTS = ("preset", "tokens", "keys", "values", "scale", "causal", "trap", "q", "row", "step", "mode", "theme",
-             "lang", "tabs", "header", *PROJECTION_ARGUMENTS, *TRAIN_ARGUMENTS)
+             "lang", "tabs", "header", *PROJECTION_ARGUMENTS, *TRAIN_ARGUMENTS, *MODEL_ARGUMENTS)
 #: The largest seed the address takes (a NumPy seed can be larger; no page draws that many times).
 MAX_SEED = 2 ** 31 - 1
 #: The switches and the word for each of their states.
@@ -133,9 +134,12 @@ def parse_address(args: Mapping[str, Iterable], tokens: list[str], tab_names: Se
     if training:
         settings["training"] = training  # the Train tab's settings and step (session/training.py)
     problems += training_problems
+    model, model_problems = parse_model_address(values_of)  # the Model tab's (session/model.py)
+    settings.update(model)
+    problems += model_problems
     tokens = settings.get("tokens", tokens)
     for name, value in values_of.items():
-        if name in ("preset", "tokens", "keys", "values", *PROJECTION_ARGUMENTS, *TRAIN_ARGUMENTS):
+        if name in ("preset", "tokens", "keys", "values", *PROJECTION_ARGUMENTS, *TRAIN_ARGUMENTS, *MODEL_ARGUMENTS):
             continue  # read above, together
         if name in SWITCHES:
             words = SWITCHES[name]
@@ -435,6 +439,7 @@ def address_of(state: AttentionState) -> dict[str, str]:
         out["header"] = state.header
     out.update(_heads_address(state))
     out.update(train_address(state.training))
+    out.update(model_address(state))
     return out
 
 

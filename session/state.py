@@ -21,6 +21,7 @@ from core.scaling import MAX_D_K
 from session.heads import COST_SIZES, DEFAULT_TEMPERATURE, HeadsState, same_value  # noqa: F401  (tests' names)
 from session.i18n import LANGUAGES, N_, PSEUDO, Translator, translator
 from session.inputs import MAX_ABS_COORD, parse_coordinate, refuse, set_typed, shown  # noqa: F401  (tests' names)
+from session.model import ModelState
 from session.training import TrainingState
 
 #: Presentation choices; the first of each is the default.
@@ -51,7 +52,7 @@ def set_together(obj: param.Parameterized, **values) -> None:
             setattr(obj, name, value)
 
 
-class AttentionState(HeadsState, param.Parameterized):
+class AttentionState(HeadsState, ModelState, param.Parameterized):
     """Everything one learner's page shows, and nothing else.
 
     The sentence's tokens, keys K : (n, d_k) and values V : (n,) are the data;
@@ -117,11 +118,12 @@ class AttentionState(HeadsState, param.Parameterized):
     #: other param is the page's own (``LOCAL_PARAMS``); a new param must be added to exactly one list.
     SHARED_PARAMS = ("preset", "tokens", "keys", "values", "selected", "query", "scale", "causal", "trap",
                      "guided", "step", "dk_experiment", "dk_seed", "embeddings", "projections", "heads", "head", "w_o",
-                     "temperature", "projection_seed", "cost_n", "training_view", "tabs", "header")
+                     "temperature", "projection_seed", "cost_n", "training_view", "tabs", "header", "sentence",
+                     "model_layer", "model_head", "model_row")
     #: Params never followed: derived ones, feedback about the page's own input or address, and the page's
     #: own look (a follower chooses projector mode and theme for their own screen).
     LOCAL_PARAMS = ("name", "message", "message_field", "notice", "result", "trap_result", "trap_error",
-                    "scaling", "mode", "theme", "lang")
+                    "scaling", "mode", "theme", "lang", "model_result", "model_message")
 
     #: Whether ``lang`` was chosen on the page or by its link (the address then keeps it), not by the browser.
     lang_chosen = False

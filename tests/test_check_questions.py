@@ -561,3 +561,33 @@ def test_the_train_tabs_questions_say_what_the_core_does():
     assert "x_NLP = x_I + x_love" in floor.choices[floor.answer].text
     p, _ = Progress().answer(floor, "2")
     assert p.of("train-floor").credit and p.score() == (0, 14) and p.score(TRAIN_QUESTIONS) == (1, 2)
+
+
+def test_the_real_model_questions_hold_the_reference_implementation_s_numbers():
+    """Their answers and explanations quote all-MiniLM-L6-v2's heads on "The cat sat on the mat." as transformers gave
+    them (tests/data/minilm_reference.*), and √32."""
+    import json
+    import math
+    from pathlib import Path
+
+    import numpy as np
+
+    from core.pretrained import head_behaviour
+    from course.questions import BY_ID, MODEL_QUESTIONS, Progress
+
+    data = Path(__file__).with_name("data")
+    reference = json.loads((data / "minilm_reference.json").read_text())
+    sentence = "The cat sat on the mat."
+    i = reference["attention"].index(sentence)
+    b = head_behaviour(reference["tokens"][sentence], np.load(data / "minilm_reference.npz")[f"attention_{i}"])
+    previous, question = BY_ID["model-previous"], BY_ID["model-previous"].choices
+    assert sentence in previous.prompt
+    layer, head, mean = b.strongest("previous")
+    assert question[previous.answer].text == f"Layer {layer + 1}, head {head + 1}." and f"{mean:.2f}" in previous.why
+    assert question[0].text == "Layer 5, head 6." and f"{b.cls[4, 5]:.2f}" in question[0].feedback
+    assert question[2].text == "Layer 2, head 9." and f"{b.next[1, 8]:.2f}" in question[2].feedback
+    assert b.strongest("cls")[:2] == (4, 5) and b.strongest("next")[:2] == (1, 8)
+    scale = BY_ID["model-scale"]
+    assert scale.grade(f"{math.sqrt(384 / 12):.3f}").ok and not scale.grade("5.66").ok
+    p, _ = Progress().answer(scale, "5.657")
+    assert p.score() == (0, 14) and p.score(MODEL_QUESTIONS) == (1, 2)

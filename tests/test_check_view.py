@@ -19,7 +19,15 @@ from bokeh.document import Document
 from bokeh.models import Div
 from panel.models.esm import ReactiveESM
 
-from course.questions import BY_ID, PRACTICE, QUESTIONS, RIGHT_AFTER_UNREADABLE, TRAIN_QUESTIONS, Progress
+from course.questions import (
+    BY_ID,
+    MODEL_QUESTIONS,
+    PRACTICE,
+    QUESTIONS,
+    RIGHT_AFTER_UNREADABLE,
+    TRAIN_QUESTIONS,
+    Progress,
+)
 from link.browser import BrowserBridge
 from session.state import AttentionState
 from widgets.check import (
@@ -84,13 +92,14 @@ def task(view, task_id) -> str:
 
 # --- questions, as the page sends its answers ---------------------------------------------------------------------
 def test_every_question_is_sent_to_the_page_in_order(view):
-    assert [q["id"] for q in view.tab.questions] == [q.id for q in QUESTIONS + PRACTICE + TRAIN_QUESTIONS]
-    for q, shown in zip(QUESTIONS + PRACTICE + TRAIN_QUESTIONS, view.tab.questions, strict=True):
-        train = q in TRAIN_QUESTIONS
+    every = QUESTIONS + PRACTICE + TRAIN_QUESTIONS + MODEL_QUESTIONS
+    assert [q["id"] for q in view.tab.questions] == [q.id for q in every]
+    for q, shown in zip(every, view.tab.questions, strict=True):
+        train, model = q in TRAIN_QUESTIONS, q in MODEL_QUESTIONS
         assert shown["kind"] == q.kind and shown["counts"] == q.counts
-        assert shown["group"] == ("train" if train else "section" if q.counts else "practice")
-        title = (f"Train tab, question {q.number}" if train else f"Question {q.number}" if q.counts
-                 else f"Practice problem {q.number}")
+        assert shown["group"] == ("train" if train else "model" if model else "section" if q.counts else "practice")
+        title = (f"Train tab, question {q.number}" if train else f"Real model tab, question {q.number}" if model
+                 else f"Question {q.number}" if q.counts else f"Practice problem {q.number}")
         assert shown["title"] == title
         assert f"<h4>{title}</h4>" in shown["prompt"] and escape(q.prompt) in shown["prompt"]
         assert shown["choices"] == [c.text for c in q.choices]

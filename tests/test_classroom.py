@@ -461,7 +461,7 @@ def test_a_tab_is_built_when_first_shown_and_its_figures_follow_the_projector(mo
     assert built == [1]  # built once
     # and every tab keeps its own title
     assert tabs._names == ["Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections",
-                           "Heads · n²", "Train", "Check", "Export", "Keys"]
+                           "Heads · n²", "Train", "Real model", "Check", "Export", "Keys"]
 
 
 def test_dark_theme_recolours_figures_in_place(state):

@@ -14,7 +14,8 @@ from widgets.room import RoomControls
 
 TOKENS = ["I", "love", "NLP"]
 #: The tabs' names in a lesson link, as the issue lists them (with the Train tab), in the page's order.
-NAMES = ["weights", "matrix", "steps", "recipe", "edit", "trap", "dk", "projections", "heads", "train", "check",
+NAMES = ["weights", "matrix", "steps", "recipe", "edit", "trap", "dk", "projections", "heads", "train", "model",
+         "check",
          "export", "keys"]
 LESSON = "weights,matrix,steps,check"
 

@@ -31,7 +31,7 @@ from session.training import RUN_STEPS
 from widgets.tabs import LazyTabs
 
 TITLES = ["Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Train",
-          "Check", "Export", "Keys"]
+          "Real model", "Check", "Export", "Keys"]
 
 
 class ServedDoc(Document):

@@ -39,6 +39,8 @@ export function render({ model, data }) {
   const questions = make("div", "check-questions")
   const [trainIntro, trainIntroBody] = html("check-train")
   const trainQuestions = make("div", "check-train-questions")
+  const [modelIntro, modelIntroBody] = html("check-model")
+  const modelQuestions = make("div", "check-model-questions")
   const [practiceIntro, practiceIntroBody] = html("check-practice")
   const practiceToggle = make("button", "check-practice-toggle")
   practiceToggle.type = "button"
@@ -51,7 +53,8 @@ export function render({ model, data }) {
   for (const b of [start, confirm, keep]) b.type = "button"
   restart.append(start, confirm, keep)
   const [lab, labBody] = html("check-lab")
-  root.append(intro, notice, score, own, tasksIntro, tasks, questions, trainIntro, trainQuestions, practiceIntro,
+  root.append(intro, notice, score, own, tasksIntro, tasks, questions, trainIntro, trainQuestions, modelIntro,
+              modelQuestions, practiceIntro,
               practiceToggle, practice, restart, lab)
 
   let cards = {}  // question id -> its elements
@@ -122,6 +125,7 @@ export function render({ model, data }) {
     const group = (g) => built.filter(([q]) => q.group === g).map(([, c]) => c.section)
     questions.replaceChildren(...group("section"))
     trainQuestions.replaceChildren(...group("train"))
+    modelQuestions.replaceChildren(...group("model"))
     practice.replaceChildren(...group("practice"))
     fill()
   }
@@ -160,6 +164,7 @@ export function render({ model, data }) {
     own.textContent = words.own_record
     tasksIntroBody.innerHTML = model.tasks_intro
     trainIntroBody.innerHTML = model.train_intro
+    modelIntroBody.innerHTML = model.model_intro
     practiceIntroBody.innerHTML = model.practice_intro
     labBody.innerHTML = model.lab
     practiceToggle.textContent = model.practice_open ? words.close_practice : words.open_practice
@@ -183,7 +188,7 @@ export function render({ model, data }) {
   model.on("questions", build)
   model.on(["records", "restarts"], fill)
   model.on("tasks", drawTasks)
-  model.on(["words", "intro", "notice", "score", "tasks_intro", "train_intro", "practice_intro", "lab", "practice_open", "asking"],
+  model.on(["words", "intro", "notice", "score", "tasks_intro", "train_intro", "model_intro", "practice_intro", "lab", "practice_open", "asking"],
            () => { texts(); fill() })
   texts()
   drawTasks()

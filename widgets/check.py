@@ -29,6 +29,7 @@ from course.questions import (
     ALL_QUESTIONS,
     BY_ID,
     MAX_NUMBER_CHARS,
+    MODEL_QUESTIONS,
     PRACTICE,
     PRECISION_RULE,
     QUESTIONS,
@@ -122,11 +123,15 @@ def title_of(q: Question) -> Text:
     """How a question is named: "Question 5", "Practice problem 2" or "Train tab, question 1"."""
     if q in TRAIN_QUESTIONS:
         return N_("Train tab, question {n}", n=q.number)
+    if q in MODEL_QUESTIONS:
+        return N_("Real model tab, question {n}", n=q.number)
     return N_("Question {n}", n=q.number) if q.counts else N_("Practice problem {n}", n=q.number)
 
 
 def group_of(q: Question) -> str:
     """Where the tab puts a question: with Section 6's ("section"), the Train tab's ("train"), or the practice."""
+    if q in MODEL_QUESTIONS:
+        return "model"
     return "train" if q in TRAIN_QUESTIONS else "section" if q.counts else "practice"
 
 
@@ -229,9 +234,11 @@ class CheckTab(pn.custom.JSComponent):
     score = param.String(default="", doc="HTML: the score line.")
     tasks_intro = param.String(default="", doc="HTML: when the tasks count.")
     train_intro = param.String(default="", doc="HTML: the Train tab's questions' heading and their own score.")
+    model_intro = param.String(default="", doc="HTML: the Real model tab's questions' heading and their own score.")
     tasks = param.List(default=[], doc="[task id, HTML] for each task, in order.")
     questions = param.List(default=[], doc=(
-        "Each question, in order: {id, title, kind, counts, group ('section', 'train' or 'practice'), prompt (HTML), "
+        "Each question, in order: {id, title, kind, counts, group ('section', 'train', 'model' or 'practice'), "
+        "prompt (HTML), "
         "choices}."))
     records = param.List(default=[], doc=(
         "Each question's record as the card shows it, in the order of ``questions``: {feedback (HTML), value (the "
@@ -404,6 +411,9 @@ class CheckView(pn.viewable.Viewer):
             "Two questions on Module 2's claim that training gives W_Q, W_K and W_V their roles: train on the Train "
             "tab first. They are scored on their own: {score}.",
             score=tr(self.learner.progress.score_text(TRAIN_QUESTIONS)))) + "</p>")
+        self.tab.model_intro = (f"<h3>{escape(tr._('On the Real model tab'))}</h3><p>" + escape(tr._(
+            "Two questions on Section 6's recipe inside a real pretrained model. They are scored on their own: "
+            "{score}.", score=tr(self.learner.progress.score_text(MODEL_QUESTIONS)))) + "</p>")
 
     def _render_notice(self, *_):
         self.tab.notice = unreadable_html(self.learner.unreadable, self.learner.state.tr)

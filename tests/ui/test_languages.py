@@ -13,14 +13,14 @@ from tests.ui.helpers import PATIENCE, READOUT, readout, show_tab, wait_for_draw
 
 #: The tabs whose every text comes from the catalogs, by their titles in the pseudo-language.
 CHECKED_TABS = (*(pseudo(t) for t in ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap")), "√d_k",
-                pseudo("Projections"), pseudo("Heads · n²"), pseudo("Train"), pseudo("Check"), pseudo("Export"),
-                pseudo("Keys"))
+                pseudo("Projections"), pseudo("Heads · n²"), pseudo("Train"), pseudo("Real model"), pseudo("Check"),
+                pseudo("Export"), pseudo("Keys"))
 
 #: Visible text that is not a message (a paragraph read whole, so a subscript joins its letter: a<sub>i</sub> is
 #: "ai"): token names, the maths' symbols, units, numbers, NumPy's float64 (letters of any script outside the ⟦…⟧ of
-#: a message count as hard-coded text).
+#: a message count as hard-coded text); the Real model tab's tokens of "I love NLP" as the model sees them.
 ALLOWED = re.compile(r"^(?:I|love|NLP|attention|is|all|you|need|t\d|q|k|v|s|a|e|i|j|m|o|x|X|T|n|d|exp|max|softmax|"
-                     r"d_k|d_v|Σ|PNG|CSV|JSON|"
+                     r"d_k|d_v|Σ|PNG|CSV|JSON|CLS|SEP|nl|p|"
                      r"W_Q|W_K|W_V|W_O|WQ|WK|WV|WO|float|Q|K|V|H|x_I|x_love|x_NLP|bits?|xx|ai|ki|si|vi|dk|dv|"
                      r"English|Français|Español|Deutsch|简体中文|العربية|R)$")
 

@@ -39,7 +39,7 @@ from tests.ui.helpers import (
 
 CHECKS = (Path(__file__).parent / "layout_checks.js").read_text()
 TABS = ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Train",
-        "Check", "Export", "Keys")
+        "Real model", "Check", "Export", "Keys")
 #: name: (viewport, browser context options)
 SCREENS = {
     "800x600": ({"width": 800, "height": 600}, {}),
