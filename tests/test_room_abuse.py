@@ -92,6 +92,10 @@ class Page:
     async def send(self, **msg) -> None:
         await self.learner._send_event(_map(model={"id": self.card}, data=_map(**msg)), name="data_event")
 
+    async def hello(self, browser: str) -> None:
+        """What the card's script sends as it loads: the browser it runs in."""
+        await self.send(hello=browser)
+
     async def draw(self, browser: str, mine=None) -> None:
         """What the card's script sends once the question is on the screen."""
         await self.send(drawn=self.poll["id"], nonce=self.poll["nonce"], browser=browser, mine=mine)
@@ -120,8 +124,9 @@ def test_only_a_page_that_drew_the_question_on_its_own_socket_answers_once_per_b
 
         async def scenario():
             early = [await Page(server, code).open() for _ in range(2)]
-            for page in early:
+            for page, name in zip(early, ("browser-of-the-first-one", "browser-of-the-other-one"), strict=True):
                 await page.until(lambda page=page: page.card, "the poll card is added once the page has loaded")
+                await page.hello(browser(name))
             await on_loop(presenter, presenter.open_poll(LABELS["key-role"]))
             first, second = early
             await first.until(lambda: first.poll.get("can_answer"), "the question")
@@ -162,7 +167,7 @@ def test_only_a_page_that_drew_the_question_on_its_own_socket_answers_once_per_b
             time.sleep(0.05)
         card = presenter.cards[-1]
         assert "<strong>2</strong> answers" in card, card
-        assert "1 of them from a page that joined after the question was asked" in card, card
+        assert "1 of them from a page that joined, or named its browser, after the question was asked" in card, card
     finally:
         presenter.close()
 

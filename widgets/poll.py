@@ -111,10 +111,11 @@ def counts_html(q: Question, counts: PollCounts | None, revealed: bool, tr: Tran
     head = (f'<p class="poll-total" role="status"><strong>{answers}</strong> '
             + escape(tr.ngettext("answer", "answers", answers)) + " · "
             + escape(tr.ngettext("{n} page following", "{n} pages following", pages)) + "</p>")
-    if counts.late:  # a class is there before the question; pages opened only to answer it come after
+    if counts.late:  # a class is there before the question; pages opened, or browsers made up, to answer it come after
         head += ('<p class="poll-late">' + escape(tr.ngettext(
-            "{n} of them from a page that joined after the question was asked",
-            "{n} of them from pages that joined after the question was asked", counts.late)) + "</p>")
+            "{n} of them from a page that joined, or named its browser, after the question was asked",
+            "{n} of them from pages that joined, or named their browser, after the question was asked",
+            counts.late)) + "</p>")
     if q.kind == "choice":
         rows = [(choice_label(q, i, tr), n, i == q.answer) for i, n in enumerate(counts.choices)]
     else:
@@ -204,8 +205,9 @@ class FollowerCard(pn.custom.JSComponent):
     """A follower's poll card, drawn by the page itself from the few texts below: one Bokeh model.
 
     Panel's widgets for the same card are about 28 Bokeh models, which the server built for every page when a
-    question was asked: a whole class waited for all of them. The card sends two messages to its
-    own session only: once it has drawn a question it may answer (two animation frames after it came, which a
+    question was asked: a whole class waited for all of them. The card sends three messages to its
+    own session only: as it loads, the browser it runs in, ``{"hello": this browser's id}``, passed to ``on_hello``;
+    once it has drawn a question it may answer (two animation frames after it came, which a
     browser runs only while the page is shown), ``{"drawn": id, "nonce": the nonce it came with, "browser": this
     browser's id, "mine": this browser's remembered answer to it, or null}``, passed to ``on_drawn``; then the
     learner's answer ``{"poll": id, "answer": choice index or typed text}``, passed to ``on_answer`` (plain
@@ -236,13 +238,16 @@ class FollowerCard(pn.custom.JSComponent):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.on_answer = self.on_drawn = None  # plain attributes: set by FollowerPoll
+        self.on_answer = self.on_drawn = self.on_hello = None  # plain attributes: set by FollowerPoll
 
     def _handle_msg(self, msg) -> None:
         # whatever the page sends: only a dict is looked at, and the registry judges its poll and its answer
         if not isinstance(msg, dict):
             return
-        if "drawn" in msg:
+        if "hello" in msg:
+            if self.on_hello is not None:
+                self.on_hello(msg.get("hello"))
+        elif "drawn" in msg:
             if self.on_drawn is not None:
                 self.on_drawn(msg.get("drawn"), msg.get("nonce"), msg.get("browser"), msg.get("mine"))
         elif self.on_answer is not None:
@@ -314,7 +319,7 @@ class FollowerPoll(pn.viewable.Viewer):
         # no width here: the page's CSS sizes the card (a Bokeh width would fix its inside at that width)
         self.card = FollowerCard(css_classes=["room-poll", "poll-follower"], stylesheets=[POLL_CSS], margin=0,
                                  visible=False)
-        self.card.on_answer, self.card.on_drawn = self._on_answer, self._on_drawn
+        self.card.on_answer, self.card.on_drawn, self.card.on_hello = self._on_answer, self._on_drawn, self._on_hello
         if self._on_build is not None:
             self._on_build()
 
@@ -378,6 +383,12 @@ class FollowerPoll(pn.viewable.Viewer):
             # what the page's report of the question drawn must carry: sent to this page only, with the question
             nonce=self._nonces.setdefault(view.id, secrets.token_urlsafe(12)) if can_answer else None,
             key=f"{self._code}/{view.id}", mine=mine)
+
+    def _on_hello(self, browser) -> None:
+        """The card has loaded and names the browser it runs in (``{"hello": id}``), before any question: the room
+        keeps it as the page's browser. Anything else is ignored."""
+        if isinstance(browser, str) and BROWSER_ID.fullmatch(browser) and not self.on_page.closed:
+            self._registry.name_browser(self._code, self._key, browser)
 
     def _on_drawn(self, poll_id, nonce, browser, mine=None) -> None:
         """The page's card has drawn poll ``poll_id``'s question (as its script reports it): from now on, on this
