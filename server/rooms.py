@@ -385,8 +385,7 @@ class RoomRegistry(LiveChannels, RoomPolls):
         now = self._clock()
         with self._lock:
             done = self._due_to_end(now)
-            gone = [r for r in self._rooms.values()
-                    if r.left_at is not None and not r.gone and r.version and now - r.left_at >= PRESENCE_GRACE]
+            gone = self._due_gone(now)
             for room in gone:
                 room.gone = True
         for room in done:
@@ -405,6 +404,12 @@ class RoomRegistry(LiveChannels, RoomPolls):
     def _due_to_end(self, now: float) -> list[Room]:
         """The rooms whose presenter has been gone ``end_after`` seconds. Under the lock."""
         return [r for r in self._rooms.values() if r.left_at is not None and now - r.left_at >= self.end_after]
+
+    def _due_gone(self, now: float) -> list[Room]:
+        """The presented rooms whose presenter has been gone :data:`PRESENCE_GRACE` seconds, their followers not yet
+        told. Under the lock."""
+        return [r for r in self._rooms.values()
+                if r.left_at is not None and not r.gone and r.version and now - r.left_at >= PRESENCE_GRACE]
 
     def _end(self, room: Room) -> None:
         with self._lock:
@@ -459,12 +464,29 @@ def make_registry(environ=None) -> RoomRegistry:
     settings = dict(end_after=end_after_from_env(),
                     settle_after=seconds_from_env("ROOM_SETTLE_AFTER", DEFAULT_SETTLE_AFTER),
                     secret=RoomSecret.from_env(environ))
-    url = environ.get(REDIS_ENV, "").strip()
+    url = redis_url_from_env(environ)
     if not url:
         return RoomRegistry(**settings)
     from server.rooms_redis import RedisRoomRegistry
 
     return RedisRoomRegistry(url, **settings)
+
+
+def redis_url_from_env(environ=None) -> str:
+    """``EXPLORER_REDIS_URL``, checked: "" when unset; ValueError for a value that names no Redis server."""
+    from urllib.parse import urlsplit
+
+    url = (os.environ if environ is None else environ).get(REDIS_ENV, "").strip()
+    if url and not (urlsplit(url).scheme in ("redis", "rediss", "unix") and (urlsplit(url).hostname
+                                                                            or urlsplit(url).path)):
+        raise ValueError(f"{REDIS_ENV} must name a Redis server, such as redis://127.0.0.1:6379/0, not {url!r}")
+    return url
+
+
+def start_rooms() -> None:
+    """Start this process's rooms on the running event loop: with Redis, its connection is made now, so that a
+    Redis that cannot be reached is said as the server starts, not when the first page asks."""
+    get_registry().start_sweeping()
 
 
 def get_registry() -> RoomRegistry:
