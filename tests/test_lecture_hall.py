@@ -129,7 +129,6 @@ def test_redis_restarted_mid_drag_every_follower_ends_on_the_presenters_final_vi
                 wait(lambda g=group, i=i: g.first_time_shown(i, final, 0) is not None,
                      "a follower shows the presenter's final position")
                 late.append(group.first_time_shown(i, final, 0) - back)
-        print("seconds after Redis answered again:", late)
         assert max(late) <= 2.0, f"seconds after Redis answered again: {late}"
         for group in followers:  # and its server's numbers for it, once the room rests
             for page in group.pages:
