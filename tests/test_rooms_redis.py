@@ -22,6 +22,7 @@ from server.rooms import RoomRegistry, RoomSecret, RoomsUnavailable
 from server.rooms_redis import RedisRoomRegistry
 from testing.redis import RedisServer
 
+pytestmark = pytest.mark.server  # each starts a redis-server
 WAIT = 30.0  # seconds: a loaded machine is slow, never wrong
 
 
