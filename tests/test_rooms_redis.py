@@ -269,7 +269,7 @@ def test_an_ended_room_ends_on_every_process_and_its_code_is_not_given_again(red
         assert await client.exists(f"explorer:ended:{room.code}")
         assert not await client.exists(f"explorer:room:{room.code}")
         drawn = iter([room.code, room.code, "ABCDEF"])  # the ended code comes up first: another is claimed
-        monkeypatch.setattr("server.rooms_redis.draw_code", lambda: next(drawn, None) or draw_code())
+        monkeypatch.setattr("server.rooms_redis_writes.draw_code", lambda: next(drawn, None) or draw_code())
         await until(lambda: not b._claiming, "b's own claims done")
         b._pool.clear()
         await b._claim_codes()
