@@ -73,6 +73,7 @@ class RedisRoomRegistry(RedisWrites, RoomRegistry):
         self._wake: asyncio.Event | None = None
         self._broken: asyncio.Event | None = None
         self._tasks: list[asyncio.Task] = []
+        self._background: set[asyncio.Task] = set()
         self._ops: dict[tuple, object] = {}  # the outbox (server/rooms_redis_writes.py)
         self._serial = 0
         self._epoch: str | None = None
@@ -117,6 +118,15 @@ class RedisRoomRegistry(RedisWrites, RoomRegistry):
         for run in (self._connection, self._pump, self._ticker):
             self._tasks.append(contextvars.Context().run(self._aio.create_task, run()))
 
+    def _spawn(self, coro) -> None:
+        """Run ``coro`` on the registry's loop, from any thread, kept until it is done (a task nobody holds may be
+        collected before it ends)."""
+        def start():
+            task = contextvars.Context().run(self._aio.create_task, coro)
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        self._aio.call_soon_threadsafe(start)
+
     async def close(self) -> None:
         """Stop (tests): the tasks, then the connection."""
         for task in self._tasks:
@@ -153,8 +163,12 @@ class RedisRoomRegistry(RedisWrites, RoomRegistry):
                 self._set_connected(True)
                 while not self._broken.is_set():
                     got = await pubsub.get_message(timeout=0.5)
-                    if got is not None:
+                    if got is None:
+                        continue
+                    try:
                         self._on_message(got["data"])
+                    except Exception:  # one message this process cannot take (another version's?) stops nothing
+                        log.exception("rooms: a message from Redis could not be taken")
             except (RedisError, OSError) as exc:
                 self._lost(exc)
             except asyncio.CancelledError:
@@ -298,7 +312,7 @@ class RedisRoomRegistry(RedisWrites, RoomRegistry):
             return
         if room is None:
             if kind in ("open", "view"):
-                self._aio.create_task(self._fetch(code))
+                self._spawn(self._fetch(code))
             return
         if kind in ("open", "view"):
             self._take_message_view(room, m)
@@ -328,7 +342,7 @@ class RedisRoomRegistry(RedisWrites, RoomRegistry):
         elif self._bases.get(room.code) == int(m["b"]) and room.snapshot is not None:  # the query alone
             self.take_view(room, version, {**room.snapshot, "query": tuple(m["q"])}, True)
         else:  # this process missed the view the query belongs to
-            self._aio.create_task(self._fetch(room.code))
+            self._spawn(self._fetch(room.code))
 
     def _take_poll(self, room: Room, poll_id: int, question: str, state: str, gen: str) -> None:
         with self._lock:

@@ -110,7 +110,7 @@ class RedisWrites:
         if not self._connected:
             raise RoomsUnavailable("Rooms are unavailable: this server cannot reach Redis.")
         if self._aio is not None:
-            self._aio.call_soon_threadsafe(lambda: self._aio.create_task(self._claim_codes()))
+            self._spawn(self._claim_codes())
         while self._pool:
             code, claimed = self._pool.pop(0)
             if time.monotonic() - claimed < CLAIM_S / 2 and code not in self._rooms:
@@ -183,7 +183,7 @@ class RedisWrites:
                 self._whole.add(code)
                 self._opened(room)
             elif result == 0:  # another process presents it too, and is ahead: read what it wrote
-                self._aio.create_task(self._fetch(code))
+                self._spawn(self._fetch(code))
 
         _queue(pipe, lua.VIEW, [self._key("room:", code)],
               [version, base, view if whole else "", query, self._channel(code), text])

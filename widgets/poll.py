@@ -429,7 +429,8 @@ class FollowerPoll(pn.viewable.Viewer):
         try:
             if poll_id in self._drawn and not self._same_connection(poll_id):
                 raise PollRefused("Only a page that shows the question answers it: reload the page.")
-            self._registry.answer_poll(self._code, self._key, poll_id, given)
+            self._registry.answer_poll(self._code, self._key, poll_id, given,
+                                       refused=lambda e, poll_id=poll_id: self._refused_later(poll_id, e))
         except PollRefused as e:
             with pn.io.hold():
                 self._render(note=refusal(e, self._tr()))
@@ -437,6 +438,24 @@ class FollowerPoll(pn.viewable.Viewer):
         self._mine[poll_id] = given  # the poll the room counted it for
         with pn.io.hold():
             self._render()
+
+    def _refused_later(self, poll_id: int, error: PollRefused) -> None:
+        """The room refused an answer after all (rooms shared through Redis: this browser answered on another
+        process a moment before, or the poll closed meanwhile): the page says so, in its own session."""
+        doc = self._doc
+
+        def show():
+            self._mine.pop(poll_id, None)
+            if str(error) == "This browser has already answered this poll.":
+                self._elsewhere.add(poll_id)  # no second try: the room has this browser's answer
+            if doc is not None and self.view is not None and self.view.id == poll_id:
+                with set_curdoc(doc), pn.io.hold(doc):
+                    self._render(note=refusal(error, self._tr()))
+
+        if doc is not None and doc.session_context is not None:
+            doc.add_next_tick_callback(show)
+        else:
+            show()
 
     def close(self) -> None:
         """The page has gone: stop watching the room's poll."""
