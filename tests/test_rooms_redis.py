@@ -168,6 +168,33 @@ def test_a_poll_counts_every_answer_once_whichever_process_takes_it(redis_server
     asyncio.run(asyncio.wait_for(scenario(), 4 * WAIT))
 
 
+def test_one_browser_answering_on_two_processes_at_once_is_counted_once_and_the_other_page_told(redis_server):
+    """Two pages of one browser on two processes answer in the same instant: neither process has heard of the
+    other's answer, so both take it; the script counts one and refuses the other, whose page is told."""
+    async def scenario():
+        a, b, c = await processes(redis_server.url, 3)
+        room, token = a.create(view(0.0, 1.0))
+        a.enter_as_presenter(room.code, token, "teacher")
+        await until(lambda: b.get(room.code) and c.get(room.code), "the room reaches every process")
+        same = "one-browser-two-pages---"
+        pages = [Follower(b, room.code, "on-b", browser=same), Follower(c, room.code, "on-c", browser=same)]
+        a.ask(room.code, token, "key-role")
+        await until(lambda: b.poll(room.code) and c.poll(room.code), "the question on both")
+        refused = []
+        for page in pages:
+            page.registry.poll_drawn(room.code, page.key, 1, same)
+        for page, choice in zip(pages, (1, 2), strict=True):  # no await between: neither hears of the other
+            page.registry.answer_poll(room.code, page.key, 1, choice, refused=refused.append)
+        await until(lambda: refused, "the second answer refused")
+        await until(lambda: a.poll_counts(room.code, token).answers == 1, "one answer counted")
+        await asyncio.sleep(0.5)
+        assert a.poll_counts(room.code, token).answers == 1
+        assert [str(e) for e in refused] == ["This browser has already answered this poll."]
+        await close(a, b, c)
+
+    asyncio.run(asyncio.wait_for(scenario(), 4 * WAIT))
+
+
 def test_followers_elsewhere_hear_that_the_presenters_process_has_gone_and_keep_their_view(redis_server,
                                                                                           monkeypatch):
     monkeypatch.setattr(rooms_redis, "PRESENCE_GRACE", 0.5)
