@@ -4,8 +4,7 @@
 role comes from the page's link:
 
 - no ``room``: a "Present" button. Pressing it opens a room and reloads the page
-  as the presenter link ``?room=CODE&token=TOKEN`` (reloading lets a proxy route
-  the presenter by the code, like its followers);
+  as the presenter link ``?room=CODE&token=TOKEN`` (the link the teacher can reopen on any process);
 - ``room`` and the room's ``token``: the presenter. Every change to the state's
   ``SHARED_PARAMS`` is published to the room; the page shows the code, the join
   link and its QR code;
@@ -304,10 +303,9 @@ class RoomControls(pn.viewable.Viewer):
     def _reload_with_code(self, code: str) -> bool:
         """Reload the page as ``?room=CODE`` (the code as the server writes it); False where that cannot be done.
 
-        A proxy routes a room by the code as typed (``deploy/nginx.conf`` hashes ``room``, and nginx cannot
-        change its case): ``k7m-4qx`` may reach another process than ``K7M4QX``, where the room is not.
-        So a page never joins under another spelling; it comes back under the one its presenter's
-        process was reached with.
+        So a page's address, which it writes back and a learner may share, names the room as the presenter's
+        card does. (A proxy routing by the code as typed once needed it too: every process shares rooms through
+        Redis now, and ``deploy/nginx.conf`` routes by the page's cookie.)
         """
         if self._doc is None or self._doc.session_context is None or self.browser is None:
             return False
@@ -339,9 +337,9 @@ class RoomControls(pn.viewable.Viewer):
             self._set_role("presenter", room.code)
             self._show_presenter()
             return
-        # Reload as the presenter link so that a proxy routing by room code sends this page where the room lives.
-        # The room's process may be another one, which knows the page only from its address: the address
-        # carries the whole view (session/address.py), as it is now, not as the page was opened.
+        # Reload as the presenter link, the one the teacher reopens on any process (the page's own, behind a proxy
+        # routing by cookie). A process knows the page only from its address: the address carries the whole view
+        # (session/address.py), as it is now, not as the page was opened.
         self.browser.navigate = "?" + urlencode({"room": room.code, "token": token, **address_of(self.state)})
 
     def _publish(self, query_only: bool = False) -> None:
