@@ -2,7 +2,8 @@
 
 It keeps nothing on disk (``--save '' --appendonly no``): a restart starts it empty, the hardest case for the
 processes sharing rooms through it (``server/rooms_redis.py`` puts back what they hold). ``restart()`` stops it and
-starts it again on the same port; ``stop()`` and ``kill()`` leave it stopped.
+starts it again on the same port; ``stop()`` and ``kill()`` leave it stopped. :func:`redis_server` is the pytest
+fixture of one for a test.
 """
 
 from __future__ import annotations
@@ -91,3 +92,17 @@ class RedisServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def redis_server_fixture(tmp_path):
+    """A test's own Redis, stopped after it (``redis_server``, below, is the fixture a test module imports)."""
+    with RedisServer(tmp_path / "redis") as server:
+        yield server
+
+
+try:  # the fixture, where pytest is installed (the tests); the benchmarks use RedisServer alone
+    import pytest
+
+    redis_server = pytest.fixture(redis_server_fixture, name="redis_server")
+except ImportError:  # pragma: no cover
+    pass

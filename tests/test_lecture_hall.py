@@ -19,6 +19,7 @@ from testing.hall import Hall
 from testing.poll_page import Page, browser
 from testing.poll_presenter import Presenter
 from testing.protocol_client import Learner, ProtocolPresenter, find_objects
+from testing.server import wait_for_http
 from tests.ui.conftest import CLOSED_SOCKET
 from widgets.poll import question_options
 
@@ -91,24 +92,19 @@ def wait(predicate, what: str, timeout: float = WAIT) -> None:
         time.sleep(0.02)
 
 
-@pytest.fixture
-def hall(tmp_path):
-    made = []
-
-    def make(**kwargs) -> Hall:
-        made.append(Hall(tmp_path, **kwargs))
-        return made[-1]
-
-    yield make
-    for h in made:
-        no_traceback(h.close())
+@pytest.fixture(scope="module")
+def hall(tmp_path_factory):
+    """Redis and three app processes, for the module's tests (each with rooms of its own)."""
+    h = Hall(tmp_path_factory.mktemp("hall"), processes=3)
+    yield h
+    no_traceback(h.close())
 
 
 def test_redis_restarted_mid_drag_every_follower_ends_on_the_presenters_final_view_within_2_s(hall):
     """Redis dies (and comes back empty) while the presenter drags, the drag ends while it is away: once it answers
     again, every follower on the other processes shows the presenter's last position within 2 s, then its server's
     numbers for it."""
-    h = hall(processes=3)
+    h = hall
     presenter = ProtocolPresenter(h.urls[0])
     followers = []
     try:
@@ -139,8 +135,15 @@ def test_redis_restarted_mid_drag_every_follower_ends_on_the_presenters_final_vi
         presenter.close()
 
 
-def test_redis_unreachable_at_start_is_one_log_line_and_present_says_rooms_are_unavailable(hall):
-    h = hall(processes=1, start_redis=False)
+def test_redis_unreachable_at_start_is_one_log_line_and_present_says_rooms_are_unavailable(tmp_path):
+    h = Hall(tmp_path, processes=1, start_redis=False)
+    try:
+        _unreachable_at_start(h)
+    finally:
+        no_traceback(h.close())
+
+
+def _unreachable_at_start(h: Hall) -> None:
 
     async def present_once() -> str:
         page = Learner(h.ws(0), keep_patches=True)
@@ -181,8 +184,10 @@ async def _follower_notice(h: Hall, code: str) -> str:
 
 
 def test_the_presenters_process_killed_followers_keep_the_last_view_and_say_the_presenter_is_gone(hall):
-    h = hall(processes=2)
-    presenter = ProtocolPresenter(h.urls[0])
+    h = hall
+    doomed = h.start_process()  # the presenter's process, killed below: a fourth, the others go on
+    wait_for_http(h.urls[doomed] + "liveness", h.procs[doomed], timeout=180)
+    presenter = ProtocolPresenter(h.urls[doomed])
     followers = None
     try:
         code = presenter.start()
@@ -191,7 +196,7 @@ def test_the_presenters_process_killed_followers_keep_the_last_view_and_say_the_
         last = ("1.500", "-0.500")
         for page in followers.pages:
             wait(lambda p=page: p.shown and p.shown[-1][0] == last, "each follower shows the presenter's view")
-        h.kill(0)
+        h.kill(doomed)
         for i in range(len(followers.pages)):
             wait(lambda i=i: followers.said(i, "The presenter has gone"), "each follower says the presenter is gone")
         assert all(page.shown[-1][0] == last for page in followers.pages)  # the last view stays
@@ -202,7 +207,7 @@ def test_the_presenters_process_killed_followers_keep_the_last_view_and_say_the_
 
 
 def test_a_poll_answered_across_a_redis_restart_is_counted_once(hall):
-    h = hall(processes=2)
+    h = hall
     presenter = Presenter(h.urls[0])
     try:
         code = presenter.run(presenter.present())

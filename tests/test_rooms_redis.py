@@ -20,16 +20,12 @@ from server.polls import PollCounts, PollView
 from server.room_codes import draw_code
 from server.rooms import RoomRegistry, RoomSecret, RoomsUnavailable
 from server.rooms_redis import RedisRoomRegistry
+from testing import redis as real_redis
 from testing.redis import RedisServer
 
 pytestmark = pytest.mark.server  # each starts a redis-server
+redis_server = real_redis.redis_server  # the fixture: a test's own Redis on a free loopback port
 WAIT = 30.0  # seconds: a loaded machine is slow, never wrong
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    with RedisServer(tmp_path / "redis") as server:
-        yield server
 
 
 async def until(predicate, what: str, timeout: float = WAIT):
