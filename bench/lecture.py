@@ -165,15 +165,17 @@ def main() -> None:
         presenter = Presenter(hall.urls[0])
         code = presenter.run(presenter.present())
         ws = ",".join(hall.ws(i) for i in range(args.processes))
+        procs = [psutil.Process(p.pid) for p in hall.procs]
+        join0 = [p.cpu_times() for p in procs]
         per = [args.followers // args.clients + (i < args.followers % args.clients) for i in range(args.clients)]
         first = 0
         for n in filter(None, per):
             followers.start(__file__, "--_follower", ws, code, str(n), str(first))
             first += n
         followers.wait_ready(timeout=900)
+        join1 = [p.cpu_times() for p in procs]
         time.sleep(2.0)  # the last pages' first views settle before the clock starts
 
-        procs = [psutil.Process(p.pid) for p in hall.procs]
         cpu0 = [p.cpu_times() for p in procs]
         n = int(args.rate * args.seconds)
         points = [path_point(i, n) for i in range(n + 1)]
@@ -215,6 +217,7 @@ def main() -> None:
         server = [(t, float(x), float(y)) for t, x, y in r["shown"] if t >= last_move]
         server_finals += bool(server and (server[-1][1], server[-1][2]) == final)
     counts = [c for _, c, _, _ in presenter.counts]
+    join_cpu = sum(b.user + b.system - a.user - a.system for a, b in zip(join0, join1, strict=True))
     procs_cpu = [round((b.user + b.system - a.user - a.system) / drag_wall * 100, 1) for a, b in zip(cpu0, cpu1,
                                                                                                      strict=True)]
     result = {
@@ -222,11 +225,12 @@ def main() -> None:
         "joined": f"{len(joined)}/{len(records)}",
         "all_joined_within_s": round(max(joined), 1) if joined else None,
         "joined_s_p50": round(percentile(joined, 0.5), 1),
+        "server_cpu_ms_per_joined_page": round(1000 * join_cpu / max(len(joined), 1), 1),
         "moves": len(moves), "rate_per_s": round(len(moves) / drag_wall, 1),
         "position_latency_ms_p50": round(percentile(latencies, 0.5), 1),
         "position_latency_ms_p95": round(percentile(latencies, 0.95), 1),
         "position_latency_ms_max": round(max(latencies, default=float("nan")), 1),
-        "positions_shown": len(latencies),
+        "positions_shown": f"{len(latencies)} of {len(moves) * len(records)}",
         "final_position_reached": f"{finals}/{len(records)}",
         "final_server_numbers": f"{server_finals}/{len(records)}",
         "server_cpu_pct_of_one_core_during_drag": procs_cpu,
