@@ -48,6 +48,12 @@ class LiveChannels:
                 room._tickets[ticket] = key
             return ticket
 
+    def is_ticket(self, code: str | None, ticket: str | None) -> bool:
+        """Whether ``ticket`` is a following page's for room ``code`` (a try that is no guess)."""
+        with self._lock:
+            room = self.get(code)
+            return room is not None and isinstance(ticket, str) and ticket in room._tickets
+
     def live_channels(self) -> int:
         """Live channels this process holds, every room's together."""
         with self._lock:

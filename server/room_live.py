@@ -23,9 +23,9 @@ following page's ticket or when it names no running room (4403 for both, with on
 which codes are in use), when the page's newer channel replaces it (4409; the page does not try again after any
 of these), or when this process holds as many channels as it accepts (4429; the page tries again later). A client
 whose tries keep failing is refused (HTTP 429) before its handshake, a try every few seconds at most once it has
-failed :data:`FAILED_TRIES` times (:class:`FailedTries`): guessing codes through the channel was 338 tries a
-second. It is pinged, so a page that vanished without closing is dropped, and a page that reads slowly gets the
-newest query rather than a backlog.
+failed :data:`FAILED_TRIES` times (:class:`FailedTries`), unless it comes with a following page's ticket: guessing
+codes through the channel was 338 tries a second. It is pinged, so a page that vanished without closing is
+dropped, and a page that reads slowly gets the newest query rather than a backlog.
 """
 
 from __future__ import annotations
@@ -65,17 +65,18 @@ class FailedTries:
         left, then = self._left.get(client, (FAILED_TRIES, now))
         return min(FAILED_TRIES, left + (now - then) / FAILED_TRY_EVERY_S)
 
-    def allowed(self, client: str) -> bool:
-        """Whether ``client`` may try now: it has a failed try left."""
-        with self._lock:
-            return self._now_left(client, self._clock()) >= 1
-
-    def failed(self, client: str) -> None:
+    def take(self, client: str) -> bool:
+        """One try of ``client`` that will fail (it has no following page's ticket), taken before its handshake, so
+        that tries made at once count as much as tries one after another; False if it has none left."""
         now = self._clock()
         with self._lock:
-            self._left[client] = (self._now_left(client, now) - 1, now)
+            left = self._now_left(client, now)
+            if left < 1:
+                return False
+            self._left[client] = (left - 1, now)
             if len(self._left) > MAX_CLIENTS:
                 self._left = {c: v for c, v in self._left.items() if self._now_left(c, now) < FAILED_TRIES}
+            return True
 
 
 def failed_tries() -> FailedTries:
@@ -113,11 +114,18 @@ class RoomLiveHandler(WebSocketHandler):
         return None
 
     async def get(self, *args, **kwargs) -> None:
-        if not failed_tries().allowed(self.request.remote_ip):  # before the handshake: nothing looked up
+        # Before the handshake. A page's own ticket always gets through (a class shares one address with whoever
+        # guesses behind it); any other try is one that will fail, room or no room, and takes one of the client's.
+        if not get_registry().is_ticket(self.get_query_argument("room", ""), self._offered_ticket()) and \
+                not failed_tries().take(self.request.remote_ip):
             self.set_status(429)
             self.finish("Too many tries for a room's live channel: wait a little.")
             return
         await super().get(*args, **kwargs)
+
+    def _offered_ticket(self) -> str | None:
+        offered = [p.strip() for p in self.request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        return offered[1] if len(offered) == 2 and offered[0] == SUBPROTOCOL else None
 
     def open(self) -> None:
         self._queue = []
@@ -128,7 +136,6 @@ class RoomLiveHandler(WebSocketHandler):
             self.close(4429, "this server has as many live channels as it accepts")
             return
         except RoomError:  # no such room, or no page of it: one answer for both
-            failed_tries().failed(self.request.remote_ip)
             self.close(4403, "only a page following a running room opens its live channel")
             return
         self.set_nodelay(True)  # one small text per move: send it now (see server/transport.py)

@@ -588,8 +588,13 @@ def test_a_live_channel_tells_no_one_which_rooms_run_and_a_client_that_keeps_gue
         except HTTPClientError as e:
             stopped = e.code
         honest = await open_(room.code, ticket, client="10.0.0.7")  # a page of the class, at another address
+        # and one behind the same address as the guesser (a school's network): its ticket is no guess
+        registry.follow(room.code, "page behind the same address", lambda *offer: None)
+        behind = await open_(room.code, registry.live_ticket(room.code, "page behind the same address"),
+                             client="10.0.0.66")
         server.stop()
         honest.close()
+        behind.close()
         return running, absent, stopped
 
     running, absent, stopped = asyncio.run(guesses())
