@@ -77,7 +77,14 @@ class Hall:
         return log
 
     def close(self) -> str:
-        """Stop every process, then Redis; returns the processes' logs."""
-        stop(*[p for p in self.procs if p.poll() is None])
+        """Stop every process, once its pages' websockets have closed (a process stopped while one is open logs
+        Bokeh's AssertionError), then Redis; returns the processes' logs."""
+        running = [i for i, p in enumerate(self.procs) if p.poll() is None]
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and any(
+                (log := self.log(i)).count("WebSocket connection opened") > log.count("WebSocket connection closed")
+                for i in running):
+            time.sleep(0.1)
+        stop(*[self.procs[i] for i in running])
         self.redis.stop()
         return "".join(path.read_text() for path in self.log_paths)
