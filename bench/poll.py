@@ -90,12 +90,15 @@ def run_followers(ws_url: str, code: str, count: int, first: int, spread: float,
                                                                                     answer=record["answer"])),
                                        name="data_event")
 
-            async def on_patch(events, when, record=record, ids=ids, answer=answer):
+            async def on_patch(events, when, record=record, ids=ids, answer=answer, page=page, i=i):
                 if "card" not in ids:  # added, hidden, once the page has loaded
                     card = next((obj for obj in find_objects(events, "") if "poll-follower" in
                                  (obj.get("attributes", {}).get("css_classes") or [])), None)
                     if card is not None:
                         ids.update(card=card["id"], data=card["attributes"]["data"]["id"])
+                        # as the card's script, once it has loaded: the browser it runs in
+                        await page._send_event(_map(model={"id": ids["card"]}, data=_map(
+                            hello=f"{code}-following-{first + i:07d}")), name="data_event")
                 for ev in events:  # the question: the card's `poll`, which its page draws
                     if (record["seen"] is None and ev.get("kind") == "ModelChanged" and ev.get("attr") == "poll"
                             and ev.get("model", {}).get("id") == ids.get("data") and _entry(ev["new"], "can_answer")):

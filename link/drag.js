@@ -378,7 +378,7 @@ function onLive(a, st) {
 }
 
 // These close codes say asking again would be refused again: a page that wrote (4400), no following page's
-// ticket (4403), no such room (4404), replaced by this page's newer channel (4409).
+// ticket, or no such room (4403), the page has left the room (4404), replaced by this page's newer channel (4409).
 const LIVE_FINAL = new Set([4400, 4403, 4404, 4409]);
 
 function connectLive(a, st, room, path, ticket) {

@@ -115,6 +115,7 @@ class Poll:
         self._numbers: Counter[str] = Counter()
         self._right = 0
         self._late = 0
+        self._total: int | None = None  # answers counted elsewhere (take_counts); None: this poll counts them
 
     @property
     def view(self) -> PollView:
@@ -122,8 +123,8 @@ class Poll:
 
     def counts(self, pages: int) -> PollCounts:
         numbers = tuple(sorted(self._numbers.items(), key=lambda kv: Decimal(kv[0])))
-        return PollCounts(self.id, len(self._answered), pages, self._right, tuple(self._choices), numbers,
-                          self._late)
+        answers = len(self._answered) if self._total is None else self._total
+        return PollCounts(self.id, answers, pages, self._right, tuple(self._choices), numbers, self._late)
 
     def drawn(self, key, poll_id: int, browser: str) -> bool:
         """Page ``key``, in the browser ``browser``, has shown poll ``poll_id``'s question; True if that browser
@@ -134,10 +135,11 @@ class Poll:
         browser = self._drawn.setdefault(key, browser)
         return browser in self._browsers
 
-    def answer(self, key, poll_id: int, given, late: bool = False) -> None:
-        """Count ``given`` from the page ``key`` for poll ``poll_id``; PollRefused (and nothing counted) unless
-        this poll is open, the page has shown its question (:meth:`drawn`), neither the page nor its browser has
-        answered it yet, and ``given`` is one of its answers. ``late``: the page joined after the question."""
+    def judge(self, key, poll_id: int, given) -> str:
+        """The count ``given`` from page ``key`` goes to, if poll ``poll_id`` takes it: ``"c:<i>"`` for choice i,
+        ``"n:<bin>"`` for a number's bin (:func:`number_bin`). PollRefused (its message is for the learner) unless this
+        poll is open, the page has shown its question (:meth:`drawn`), neither the page nor its browser has answered
+        it yet, and ``given`` is one of its answers."""
         if poll_id != self.id:
             raise PollRefused("That poll is over: the presenter has asked another question.")
         if self.state != OPEN:
@@ -149,13 +151,42 @@ class Poll:
         if self._drawn[key] in self._browsers:
             raise PollRefused("This browser has already answered this poll.")
         if self.question.kind == "choice":
-            self._choices[choice_answer(self.question, given)] += 1
-        else:
-            self._numbers[number_bin(self.question, given)] += 1
-        self._right += bool(self.question.grade(given).ok)
-        self._late += bool(late)
+            return f"c:{choice_answer(self.question, given)}"
+        return f"n:{number_bin(self.question, given)}"
+
+    def mark(self, key) -> str:
+        """Page ``key`` and its browser have answered (counted elsewhere: the Redis script); returns the browser."""
+        browser = self._drawn[key]
         self._answered.add(key)
-        self._browsers.add(self._drawn[key])
+        self._browsers.add(browser)
+        return browser
+
+    def count(self, key, where: str, right: bool, late: bool) -> None:
+        """Count an answer :meth:`judge` took into ``where``; ``right`` by the Check tab's rules, ``late`` from a page
+        that joined (or named its browser) after the question was asked."""
+        kind, _, value = where.partition(":")
+        if kind == "c":
+            self._choices[int(value)] += 1
+        else:
+            self._numbers[value] += 1
+        self._right += bool(right)
+        self._late += bool(late)
+        self.mark(key)
+
+    def answer(self, key, poll_id: int, given, late: bool = False) -> None:
+        """Count ``given`` from the page ``key`` for poll ``poll_id`` (:meth:`judge`, then :meth:`count`);
+        PollRefused, and nothing counted, for an answer the poll does not take."""
+        where = self.judge(key, poll_id, given)
+        self.count(key, where, bool(self.question.grade(given).ok), late)
+
+    def take_counts(self, answers: dict[str, int], browsers=()) -> None:
+        """The poll's totals as counted elsewhere (Redis): ``answers`` maps ``"c:<i>"``, ``"n:<bin>"``, ``"right"``
+        and ``"late"`` to counts; ``browsers``: the browsers that have answered it, so far as this process heard."""
+        self._choices = [int(answers.get(f"c:{i}", 0)) for i in range(len(self.question.choices))]
+        self._numbers = Counter({k[2:]: int(n) for k, n in answers.items() if k.startswith("n:") and int(n)})
+        self._right, self._late = int(answers.get("right", 0)), int(answers.get("late", 0))
+        self._total = int(answers.get("answers", 0))
+        self._browsers.update(browsers)
 
     def close(self) -> None:
         if self.state == OPEN:

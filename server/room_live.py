@@ -19,24 +19,71 @@ So the room's slots are held by its pages only, never by sockets anyone can open
 
 The channel is read-only: it carries only what every follower of the room may see, accepts the
 same origins as Bokeh's websocket, and closes on any message from the page (code 4400), without a
-following page's ticket (4403), when it names no running room (4404), when the page's newer channel
-replaces it (4409; the page does not try again after any of these), or when the room has as many channels
-as it accepts (4429; the page tries again later). It is pinged, so a page that
-vanished without closing is dropped, and a page that reads slowly gets the newest query rather
-than a backlog.
+following page's ticket or when it names no running room (4403 for both, with one reason: a channel tells nobody
+which codes are in use), when the page's newer channel replaces it (4409; the page does not try again after any
+of these), or when this process holds as many channels as it accepts (4429; the page tries again later). A client
+whose tries keep failing is refused (HTTP 429) before its handshake, a try every few seconds at most once it has
+failed :data:`FAILED_TRIES` times (:class:`FailedTries`), unless it comes with a following page's ticket: guessing
+codes through the channel was 338 tries a second. It is pinged, so a page that vanished without closing is
+dropped, and a page that reads slowly gets the newest query rather than a backlog.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+
 from bokeh.server.views.ws import WSHandler
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from server.rooms import NotFollowing, RoomError, RoomFull, get_registry
+from server.rooms import RoomError, RoomFull, get_registry
 
 #: The channel's path, under the server's prefix; pages open it relative to their own address.
 ROUTE = "/room-live"
 #: The subprotocol a page asks for, followed by its ticket.
 SUBPROTOCOL = "explorer-live"
+#: Failed tries a client (an address) may make at once; after them, one more each :data:`FAILED_TRY_EVERY_S`. A
+#: page's channel fails only when its page has left the room or its server restarted, so a class behind one address
+#: (a school's network) stays far inside it.
+FAILED_TRIES = 20
+FAILED_TRY_EVERY_S = 3.0
+#: Clients remembered at most; past it those whose tries have all come back are forgotten.
+MAX_CLIENTS = 10_000
+CACHE_KEY = "attention-explorer.live-tries"
+
+
+class FailedTries:
+    """Each client's failed tries to open a live channel, as a bucket of :data:`FAILED_TRIES` refilled one each
+    :data:`FAILED_TRY_EVERY_S`. One per process (``pn.state.cache``); thread-safe."""
+
+    def __init__(self, clock=time.monotonic):
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._left: dict[str, tuple[float, float]] = {}  # client -> (tries left, when counted)
+
+    def _now_left(self, client: str, now: float) -> float:
+        left, then = self._left.get(client, (FAILED_TRIES, now))
+        return min(FAILED_TRIES, left + (now - then) / FAILED_TRY_EVERY_S)
+
+    def take(self, client: str) -> bool:
+        """One try of ``client`` that will fail (it has no following page's ticket), taken before its handshake, so
+        that tries made at once count as much as tries one after another; False if it has none left."""
+        now = self._clock()
+        with self._lock:
+            left = self._now_left(client, now)
+            if left < 1:
+                return False
+            self._left[client] = (left - 1, now)
+            if len(self._left) > MAX_CLIENTS:
+                self._left = {c: v for c, v in self._left.items() if self._now_left(c, now) < FAILED_TRIES}
+            return True
+
+
+def failed_tries() -> FailedTries:
+    import panel as pn
+
+    tries = pn.state.cache.get(CACHE_KEY)
+    return tries if tries is not None else pn.state.cache.setdefault(CACHE_KEY, FailedTries())
 
 
 class RoomLiveHandler(WebSocketHandler):
@@ -66,19 +113,30 @@ class RoomLiveHandler(WebSocketHandler):
             return SUBPROTOCOL
         return None
 
+    async def get(self, *args, **kwargs) -> None:
+        # Before the handshake. A page's own ticket always gets through (a class shares one address with whoever
+        # guesses behind it); any other try is one that will fail, room or no room, and takes one of the client's.
+        if not get_registry().is_ticket(self.get_query_argument("room", ""), self._offered_ticket()) and \
+                not failed_tries().take(self.request.remote_ip):
+            self.set_status(429)
+            self.finish("Too many tries for a room's live channel: wait a little.")
+            return
+        await super().get(*args, **kwargs)
+
+    def _offered_ticket(self) -> str | None:
+        offered = [p.strip() for p in self.request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        return offered[1] if len(offered) == 2 and offered[0] == SUBPROTOCOL else None
+
     def open(self) -> None:
         self._queue = []
         self.code = self.get_query_argument("room", "")
         try:
             get_registry().watch(self.code, self._ticket, self)
         except RoomFull:  # the page tries again later, less and less often
-            self.close(4429, "this room has as many live channels as it accepts")
+            self.close(4429, "this server has as many live channels as it accepts")
             return
-        except NotFollowing:
-            self.close(4403, "only a page following the room opens its live channel")
-            return
-        except RoomError:
-            self.close(4404, "no such room")
+        except RoomError:  # no such room, or no page of it: one answer for both
+            self.close(4403, "only a page following a running room opens its live channel")
             return
         self.set_nodelay(True)  # one small text per move: send it now (see server/transport.py)
 

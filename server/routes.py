@@ -8,6 +8,7 @@ from __future__ import annotations
 from server.katex_fonts import font_patterns
 from server.pages import install_link_limit
 from server.room_live import live_patterns
+from server.rooms import start_rooms
 from server.static_gzip import StaticGZip
 
 
@@ -21,4 +22,8 @@ def add_routes(server_kwargs: dict) -> dict:
     # a room's live channel to its followers' pages (server/room_live.py); KaTeX's fonts, where Panel's bundled
     # KaTeX stylesheet looks for them (server/katex_fonts.py)
     server_kwargs["extra_patterns"] = [*server_kwargs.get("extra_patterns", []), *live_patterns(), *font_patterns()]
+    # the rooms of this process as the server starts (with Redis, its connection: server/rooms_redis.py)
+    from tornado.ioloop import IOLoop
+
+    IOLoop.current().add_callback(start_rooms)
     return server_kwargs

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.rooms import RoomSecret
+from server.rooms import RoomSecret, redis_url_from_env
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 APP_ENDPOINT = "/" + APP.stem
@@ -119,6 +119,7 @@ def serve_argv(environ: Mapping[str, str] = os.environ) -> list[str]:
             raise SettingError(f"{s.env} {e}") from None
     try:  # a presenter link must not be minted under a secret the school meant to be something else
         RoomSecret.from_env(environ)
+        redis_url_from_env(environ)  # nor rooms kept apart when the school meant them shared
     except ValueError as e:
         raise SettingError(str(e)) from None
     if sys.platform == "win32" and values["--num-procs"] != "1":

@@ -1,7 +1,8 @@
 """``deploy/nginx.conf`` in front of several app processes on loopback: for the reverse-proxy test and benchmarks.
 
 nginx runs in the foreground with a temporary prefix, on free ports; the app processes are ``python app.py``
-with the settings docs/operations.md gives for running behind a proxy.
+with the settings docs/operations.md gives for running behind a proxy, sharing rooms through a Redis of their own
+(``testing/redis.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from testing.redis import RedisServer
 from testing.server import ROOT, free_port, stop, wait_for_http
 
 CONFIG = ROOT / "deploy" / "nginx.conf"
@@ -36,7 +38,7 @@ def site_config(listen: int, backends: list[int], sticky: bool = True) -> str:
     text, n_up = re.subn(r"(    server 127\.0\.0\.1:\d+;\n)+", servers, text)
     assert (n_listen, n_up) == (1, 1), "deploy/nginx.conf no longer has the `listen 80;` / upstream lines"
     if not sticky:
-        text, n_hash = re.subn(r"\n\s*hash \$explorer_key consistent;", "", text)
+        text, n_hash = re.subn(r"\n\s*hash \$explorer_route consistent;", "", text)
         assert n_hash == 1
     return text
 
@@ -59,22 +61,25 @@ http {{
 
 
 class Stack:
-    """Two app processes behind nginx, all on loopback; stopped by ``close``."""
+    """Two app processes behind nginx, and the Redis they share rooms through, all on loopback; stopped by
+    ``close``."""
 
     def __init__(self, tmp: Path, sticky: bool = True, processes: int = 2, env: dict[str, str] | None = None):
         self.procs: list[subprocess.Popen] = []
         self.logs = []
+        self.redis = RedisServer(tmp / "redis")
         self.listen = free_port()
         self.backends = [free_port() for _ in range(processes)]
         self.url = f"http://127.0.0.1:{self.listen}/"
-        # every process signs and checks presenter links with the same key, as docs/operations.md tells a school:
-        # nginx sends a presenter link to the room code's process, which need not be the one that made the room
+        # every process signs and checks presenter links with the same key, as docs/operations.md tells a school: a
+        # presenter link may reach any process
         secret = secrets.token_urlsafe(32)
         try:
+            self.redis.start()
             for port in self.backends:
                 settings = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1",
                             "BOKEH_ALLOW_WS_ORIGIN": f"127.0.0.1:{self.listen}", "EXPLORER_USE_XHEADERS": "1",
-                            "EXPLORER_ROOM_SECRET": secret, **(env or {})}
+                            "EXPLORER_ROOM_SECRET": secret, "EXPLORER_REDIS_URL": self.redis.url, **(env or {})}
                 log = open(tmp / f"app-{port}.log", "w+")
                 self.logs.append(log)
                 self.procs.append(subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=settings,
@@ -123,6 +128,7 @@ class Stack:
         # a process stopped while it still holds a websocket logs an AssertionError from Bokeh's shutdown
         self.wait_for_sessions(lambda counts: not any(counts))
         stop(*apps)
+        self.redis.stop()
         text = ""
         for log in self.logs:
             log.seek(0)

@@ -83,9 +83,11 @@ class Presenter:
                 if name not in self.found and (label is None or obj["attributes"].get("label") == label):
                     self.found[name] = obj["id"]
         for ev in events:
-            if (ev.get("kind") == "ModelChanged" and ev.get("attr") == "text"
-                    and ev.get("model", {}).get("id") == self.me.readout_id):
+            model = ev.get("model", {}).get("id")
+            if ev.get("kind") == "ModelChanged" and ev.get("attr") == "text" and model == self.me.readout_id:
                 self.lines.append((ev["new"].split("\n", 1)[0], when))
+            elif ev.get("attr") == "data" and model == self.me.confirmed_id:  # a drag's next position may go
+                await self.me.confirmed(ev, when)
         for text in texts(events):
             m = COUNT_LINE.search(text)
             if m:

@@ -264,13 +264,17 @@ class Learner:
                     data = ev.get("data", ev.get("new"))
                     self.live = {k: (_entry(data, k) or [None])[0] for k in ("room", "path", "ticket", "version")}
                 elif ev.get("attr") == "data" and model == self.confirmed_id:
-                    # a data source's new data: a ColumnDataChanged event, or a ModelChanged one
-                    seq = _entry(ev.get("data", ev.get("new")), "seq")
-                    if seq:
-                        self.answered.append((int(seq[0]), now))
-                        if self._in_flight and seq[0] >= self._in_flight:
-                            self._in_flight = 0
-                            await self._pump()
+                    await self.confirmed(ev, now)
+
+    async def confirmed(self, ev: dict, now: float) -> None:
+        """The server's answer to a position (``drag-confirmed``'s new data): the next one may go."""
+        # a data source's new data: a ColumnDataChanged event, or a ModelChanged one
+        seq = _entry(ev.get("data", ev.get("new")), "seq")
+        if seq:
+            self.answered.append((int(seq[0]), now))
+            if self._in_flight and seq[0] >= self._in_flight:
+                self._in_flight = 0
+                await self._pump()
 
     async def live_channel(self, timeout: float = 60.0):
         """Open the page's live channel (``server/room_live.py``) with the ticket its server sent, as its script does.

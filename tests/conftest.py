@@ -40,7 +40,7 @@ SLOW_FIRST = (
     "ui/test_follow.py", "ui/test_reliability.py", "ui/test_heads.py", "ui/test_train.py", "ui/test_classroom_page.py",
     "ui/test_poll.py", "ui/test_check.py", "ui/test_room_secret.py", "ui/test_nginx.py", "ui/test_preview.py",
     "ui/test_languages.py", "ui/test_drag_channel.py", "test_housekeeping.py", "ui/test_explorer.py",
-    "test_hostile_traffic.py", "ui/test_notebook.py",
+    "test_hostile_traffic.py", "ui/test_notebook.py", "test_lecture_hall.py", "ui/test_follow_across_processes.py",
 )
 
 #: Modules of many independent tests, each opening pages of its own on the worker's served app: handed out one

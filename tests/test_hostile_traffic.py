@@ -202,7 +202,7 @@ def test_a_rooms_live_channel_is_read_only_and_for_the_pages_origin_only(app_ser
             assert await channel.read_message() is None
             return channel.close_code
 
-        assert run(no_such_room()) == 4404
+        assert run(no_such_room()) == 4403  # as for a running room without a page's ticket: no code told
 
         async def follow_a_move():
             page = Learner(ws_url(port) + f"?room={code}")  # a page following the room opens its channel

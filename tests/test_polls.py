@@ -29,12 +29,15 @@ def registry():
 
 
 class Page:
-    """A follower page's ends of a room: its view listener and its poll listener, recording what they hear."""
+    """A follower page's ends of a room: its view listener and its poll listener, recording what they hear. As its
+    poll card loads, it names its browser (``browser``; False: a page that names none, as a script's)."""
 
-    def __init__(self, registry, code, key):
+    def __init__(self, registry, code, key, browser=None):
         self.key, self.polls = key, []
         registry.follow(code, key, lambda *offer: None)
         registry.watch_poll(code, key, lambda view, counts: self.polls.append((view, counts)))
+        if browser is not False:
+            registry.name_browser(code, key, browser or f"browser-of-{key}")
 
 
 def answer(registry, code, key, poll_id, given, browser=None):
@@ -253,8 +256,8 @@ def send(poll, answer, poll_id=None):
 def test_a_followers_card_sets_text_as_text_and_sends_only_its_answer():
     esm = FollowerCard._esm
     assert "innerHTML" not in esm and "insertAdjacentHTML" not in esm and "textContent" in esm
-    # its report of the question drawn, and its answer
-    assert esm.count("send_msg(") == 2 and "fetch" not in esm and "WebSocket" not in esm
+    # the browser it runs in, its report of the question drawn, and its answer
+    assert esm.count("send_msg(") == 3 and "fetch" not in esm and "WebSocket" not in esm
 
 
 def test_a_followers_card_is_one_model_of_its_page(classroom):
@@ -389,39 +392,46 @@ def test_only_a_page_that_has_shown_the_question_answers_it(registry, room):
 def test_a_browser_answers_once_also_from_a_reloaded_page(registry, room):
     code, token, _, pages = room
     view = registry.ask(code, token, "key-role")
-    answer(registry, code, pages[0].key, view.id, 1, browser="browser-a")
-    reloaded = Page(registry, code, "page-0-reloaded")  # a new session, the same browser
-    assert registry.poll_drawn(code, reloaded.key, view.id, "browser-a") is True
+    answer(registry, code, pages[0].key, view.id, 1)
+    # a new session, the same browser
+    reloaded = Page(registry, code, "page-0-reloaded", browser=f"browser-of-{pages[0].key}")
+    assert registry.poll_drawn(code, reloaded.key, view.id, f"browser-of-{pages[0].key}") is True
     with pytest.raises(PollRefused, match="This browser has already answered this poll"):
         registry.answer_poll(code, reloaded.key, view.id, 2)
     # a page keeps the browser it named first: naming another one afterwards does not help it
     assert registry.poll_drawn(code, reloaded.key, view.id, "browser-z") is True
     with pytest.raises(PollRefused, match="This browser has already answered this poll"):
         registry.answer_poll(code, reloaded.key, view.id, 2)
-    answer(registry, code, pages[1].key, view.id, 2, browser="browser-b")  # another browser answers as usual
+    answer(registry, code, pages[1].key, view.id, 2)  # another browser answers as usual
     assert registry.poll_counts(code, token).choices == (0, 1, 1, 0)
 
 
 def test_the_presenter_is_told_how_many_answers_came_from_pages_that_joined_after_the_question():
+    """Pages there before the question that named no browser as they joined, each minting one to answer (a script's
+    pages), were counted with no note; they count among the new ones now, with pages that joined after it."""
     clock = type("Clock", (), {"now": 1000.0, "__call__": lambda self: self.now})()
     registry = RoomRegistry(end_after=120, clock=clock)
     room, token = registry.create()
     code = room.code
     present = Page(registry, code, "there-before")
+    scripted = [Page(registry, code, f"scripted-{i}", browser=False) for i in range(2)]
     clock.now += 1
     view = registry.ask(code, token, "key-role")
     clock.now += 1
     late = [Page(registry, code, f"joined-after-{i}") for i in range(3)]
-    for page in (present, *late):
-        answer(registry, code, page.key, view.id, 1)
+    for i, page in enumerate((present, *scripted, *late)):
+        answer(registry, code, page.key, view.id, 1, browser=f"fresh-browser-{i}")
     counts = registry.poll_counts(code, token)
-    assert (counts.answers, counts.late, counts.pages) == (4, 3, 4)
+    assert (counts.answers, counts.late, counts.pages) == (6, 5, 6)
     shown = text(counts_html(BY_ID["key-role"], counts, revealed=False))
-    assert shown.startswith("4 answers · 4 pages following "
-                            "3 of them from pages that joined after the question was asked")
+    assert shown.startswith("6 answers · 6 pages following "
+                            "5 of them from pages that joined, or named their browser, after the question was asked")
     one = text(counts_html(BY_ID["key-role"], PollCounts(1, 2, 2, 0, (0, 2, 0, 0), late=1), revealed=False))
-    assert "1 of them from a page that joined after the question was asked" in one
-    assert "joined after" not in text(counts_html(BY_ID["key-role"], PollCounts(1, 2, 2, 0, (0, 2, 0, 0)), False))
+    assert "1 of them from a page that joined, or named its browser, after the question was asked" in one
+    assert "after the question" not in text(counts_html(BY_ID["key-role"], PollCounts(1, 2, 2, 0, (0, 2, 0, 0)),
+                                                        False))
+    # the page there before answered in the browser it named as it joined, not the one it named afterwards
+    assert registry.get(code).poll._drawn["there-before"] == "browser-of-there-before"
 
 
 def test_the_presenter_hears_of_pages_joining_and_leaving_an_open_poll(registry, room):

@@ -308,6 +308,39 @@ def test_a_room_ends_end_after_seconds_after_its_presenter_left(registry, clock)
     assert registry.get(room.code) is None and room.ended
 
 
+def test_followers_are_told_when_the_presenter_has_gone_and_when_it_is_back(registry, clock):
+    """A presenter's page that went away left the class following a room that said nothing until it ended, 5 minutes
+    later; now its followers are told once it has been gone a few seconds (a reload is back sooner), and again when
+    it is back, and keep the view they had."""
+    from server.rooms import PRESENCE_GRACE
+
+    presenter = RoomControls(state=AttentionState(), registry=registry)
+    presenter._on_present(None)
+    code, token = presenter.code, presenter._token
+    presenter.state.move_query(0.5, 1.5)
+    follower = RoomControls(state=AttentionState(), registry=registry)
+    follower._enter(code, None)
+    heard = []
+    registry.follow(code, "another page", lambda *offer: None, presence=heard.append)
+    registry.presenter_left(code, presenter._session)
+    clock.now += PRESENCE_GRACE - 0.5
+    registry.sweep()
+    assert heard == [] and follower.notice == ""  # a presenter reloading the page is back by now
+    clock.now += 1
+    registry.sweep()
+    registry.sweep()
+    assert heard == [False] and "The presenter has gone" in follower.notice
+    assert follower.following and follower.state.query == (0.5, 1.5)  # the last view stays
+    late = []
+    registry.follow(code, "a page joining now", lambda *offer: None, presence=late.append)
+    assert late == [False]
+    registry.enter_as_presenter(code, token, "the presenter's new page")
+    assert heard == [False, True] and follower.notice == ""
+    registry.presenter_left(code, "the presenter's new page")
+    clock.now += registry.end_after
+    assert registry.sweep() == [code] and "has ended" in follower.notice
+
+
 def test_a_presenter_who_comes_back_in_time_resumes(registry, clock):
     room, token = registry.create({"query": (2.0, 2.0)})
     registry.enter_as_presenter(room.code, token, "s1")
@@ -337,7 +370,7 @@ def test_an_ended_code_can_be_reopened_only_by_its_presenter_and_is_not_given_ou
     registry.end(room.code, token)
     # a new room never gets a code ended the same day: its old presenter's link would drive it
     drawn = iter(room.code + "ABCDEF")
-    monkeypatch.setattr("server.rooms.secrets.choice", lambda _: next(drawn))
+    monkeypatch.setattr("server.room_codes.secrets.choice", lambda _: next(drawn))
     assert registry.create()[0].code == "ABCDEF"
 
 
@@ -448,77 +481,137 @@ def test_a_follower_takes_a_preset_and_the_edits_made_after_it():
     np.testing.assert_allclose(student.result.weights, teacher.result.weights, rtol=0, atol=0)
 
 
-@pytest.mark.server
-def test_a_rooms_live_channels_are_its_following_pages_one_each(monkeypatch):
-    """server/room_live.py on a real tornado server. One client opened 600 channels and held all 500 of a room's
-    slots: a page following the room then got 4429. Now a channel needs a following page's ticket (4403 without),
-    a page's newer channel replaces its old one (4409), and leaving the room closes it; 4404 for no such room,
-    4429 for a room whose pages fill it."""
+def live_server(monkeypatch, registry):
+    """server/room_live.py's routes on a real tornado server, over ``registry``; trusting X-Real-IP as a proxy's
+    (the tests' clients each name their address). Returns (server, channel url prefix, open_, refused)."""
     import panel as pn
     from tornado.httpserver import HTTPServer
     from tornado.testing import bind_unused_port
     from tornado.web import Application
     from tornado.websocket import websocket_connect
 
-    from server import rooms
+    from server import room_live, rooms
     from server.room_live import SUBPROTOCOL, live_patterns
 
-    monkeypatch.setattr(rooms, "MAX_LIVE_CHANNELS", 2)
-    registry = RoomRegistry()
     monkeypatch.setitem(pn.state.cache, rooms.CACHE_KEY, registry)
+    monkeypatch.setitem(pn.state.cache, room_live.CACHE_KEY, room_live.FailedTries())
+    sock, port = bind_unused_port()
+    server = HTTPServer(Application(live_patterns()), xheaders=True)  # no Origin header: no origin check
+    server.add_sockets([sock])
+    url = f"ws://127.0.0.1:{port}/room-live?room="
+
+    async def open_(code, ticket=None, client="10.0.0.1"):
+        from tornado.httpclient import HTTPRequest
+
+        request = HTTPRequest(url + code, headers={"X-Real-IP": client})
+        return await websocket_connect(request, subprotocols=[SUBPROTOCOL, ticket] if ticket is not None else None)
+
+    async def refused(channel):
+        try:  # a channel the server keeps would hold the test forever
+            assert await asyncio.wait_for(channel.read_message(), 10) is None
+        except asyncio.TimeoutError:
+            return "kept open"
+        return channel.close_code, channel.close_reason
+
+    return server, open_, refused
+
+
+NOT_FOLLOWING = (4403, "only a page following a running room opens its live channel")
+
+
+@pytest.mark.server
+def test_a_rooms_live_channels_are_its_following_pages_one_each(monkeypatch):
+    """server/room_live.py on a real tornado server. One client opened 600 channels and held all 500 of a room's
+    slots: a page following the room then got 4429. Now a channel needs a following page's ticket (4403 without),
+    a page's newer channel replaces its old one (4409), and leaving the room closes it; 4429 once the process holds
+    as many channels as it accepts, whichever rooms they follow."""
+    from server import room_hand
+
+    monkeypatch.setattr(room_hand, "MAX_LIVE_CHANNELS", 3)
+    registry = RoomRegistry()
     room, token = registry.create()
+    other, _ = registry.create()
     for key in ("a", "b", "c"):
         registry.follow(room.code, key, lambda *offer: None)
+    registry.follow(other.code, "d", lambda *offer: None)
     ticket = {key: registry.live_ticket(room.code, key) for key in "abc"}
-    assert len(set(ticket.values())) == 3 and registry.live_ticket(room.code, "stranger") is None
+    ticket["d"] = registry.live_ticket(other.code, "d")
+    assert len(set(ticket.values())) == 4 and registry.live_ticket(room.code, "stranger") is None
 
     async def channels():
-        sock, port = bind_unused_port()
-        server = HTTPServer(Application(live_patterns()))  # no Origin header: the origin check does not apply
-        server.add_sockets([sock])
-        url = f"ws://127.0.0.1:{port}/room-live?room="
-
-        async def open_(code, *protocols):
-            return await websocket_connect(url + code, subprotocols=list(protocols) or None)
-
-        async def refused(channel):
-            try:  # a channel the server keeps would hold the test forever
-                assert await asyncio.wait_for(channel.read_message(), 10) is None
-            except asyncio.TimeoutError:
-                return "kept open"
-            return channel.close_code, channel.close_reason
-
+        server, open_, refused = live_server(monkeypatch, registry)
         # a hostile client's sockets, without a ticket or with one it made up: none takes a slot
-        hostile = [await open_(room.code) for _ in range(30)] + [
-            await open_(room.code, SUBPROTOCOL, made_up) for made_up in ("x" * 24, ticket["a"][:-1], "")]
+        hostile = [await open_(room.code, client="10.0.0.66") for _ in range(5)] + [
+            await open_(room.code, made_up, client="10.0.0.66") for made_up in ("x" * 24, ticket["a"][:-1], "")]
         why = {await refused(c) for c in hostile}
-        a = await open_(room.code, SUBPROTOCOL, ticket["a"])
-        b = await open_(room.code, SUBPROTOCOL, ticket["b"])
-        full = await refused(await open_(room.code, SUBPROTOCOL, ticket["c"]))
-        again = await open_(room.code, SUBPROTOCOL, ticket["a"])  # page a's newer channel: a's old one goes
+        d = await open_(other.code, ticket["d"])  # another room's page: the process's channels, not the room's
+        a = await open_(room.code, ticket["a"])
+        b = await open_(room.code, ticket["b"])
+        full = await refused(await open_(room.code, ticket["c"]))
+        again = await open_(room.code, ticket["a"])  # page a's newer channel: a's old one goes
         replaced = await refused(a)
         registry.publish(room.code, token, {"query": (0.5, 0.5)}, query_only=True)
         got = json.loads(await again.read_message()), json.loads(await b.read_message())
         registry.unfollow(room.code, "b")  # page b leaves the room: its channel closes, and c gets a slot
         left = await refused(b)
-        c = await open_(room.code, SUBPROTOCOL, ticket["c"])
-        stale = await refused(await open_(room.code, SUBPROTOCOL, ticket["b"]))
-        missing = await refused(await open_("ZZZZZZ", SUBPROTOCOL, ticket["c"]))
+        c = await open_(room.code, ticket["c"])
+        stale = await refused(await open_(room.code, ticket["b"]))
+        missing = await refused(await open_("ZZZZZZ", ticket["c"]))
         registry.publish(room.code, token, {"query": (1.0, 0.5)}, query_only=True)
         latest = json.loads(await c.read_message())
-        for kept in (again, c):
+        for kept in (again, c, d):
             kept.close()
         server.stop()
         return why, full, replaced, got, left, stale, missing, latest
 
     why, full, replaced, got, left, stale, missing, latest = asyncio.run(channels())
-    assert why == {(4403, "only a page following the room opens its live channel")}
-    assert full == (4429, "this room has as many live channels as it accepts")
+    assert why == {NOT_FOLLOWING}
+    assert full == (4429, "this server has as many live channels as it accepts")
     assert replaced == (4409, "replaced by this page's newer live channel")
     assert got == ({"version": 1, "query": [0.5, 0.5]},) * 2
     assert left == (4404, "this page has left the room")
-    assert stale[0] == 4403 and missing == (4404, "no such room")
+    assert stale == missing == NOT_FOLLOWING
     assert latest == {"version": 2, "query": [1.0, 0.5]}
+
+
+@pytest.mark.server
+def test_a_live_channel_tells_no_one_which_rooms_run_and_a_client_that_keeps_guessing_is_refused(monkeypatch):
+    """/room-live answered 4404 for no room and 4403 for a running room, at 338 tries a second with no limit: a
+    code's room could be told from no room. Now both get one answer, and a client whose tries keep failing is
+    refused before its handshake, while another client's page opens its channel as usual."""
+    from tornado.httpclient import HTTPClientError
+
+    from server.room_live import FAILED_TRIES
+
+    registry = RoomRegistry()
+    room, _ = registry.create()
+    registry.follow(room.code, "page", lambda *offer: None)
+    ticket = registry.live_ticket(room.code, "page")
+
+    async def guesses():
+        server, open_, refused = live_server(monkeypatch, registry)
+        running = [await refused(await open_(room.code, guess, client="10.0.0.66"))
+                   for guess in [None, "x" * 24] * (FAILED_TRIES // 4)]
+        absent = [await refused(await open_("ZZZZZZ", guess, client="10.0.0.66"))
+                  for guess in [None, "x" * 24] * (FAILED_TRIES // 4)]
+        try:
+            await open_(room.code, "x" * 24, client="10.0.0.66")
+            stopped = "handshake made"
+        except HTTPClientError as e:
+            stopped = e.code
+        honest = await open_(room.code, ticket, client="10.0.0.7")  # a page of the class, at another address
+        # and one behind the same address as the guesser (a school's network): its ticket is no guess
+        registry.follow(room.code, "page behind the same address", lambda *offer: None)
+        behind = await open_(room.code, registry.live_ticket(room.code, "page behind the same address"),
+                             client="10.0.0.66")
+        server.stop()
+        honest.close()
+        behind.close()
+        return running, absent, stopped
+
+    running, absent, stopped = asyncio.run(guesses())
+    assert set(running) == set(absent) == {NOT_FOLLOWING}
+    assert stopped == 429
 
 
 def test_a_page_has_one_running_room_given_back_each_time_it_presses_present(registry, clock):
@@ -571,7 +664,7 @@ def test_an_ended_room_leaves_four_bytes_for_a_day(registry, clock):
     # not given to a new room for 24 h, whatever the draw
     drawn = iter(codes[-1] + codes[0] + "ABCDEF")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("server.rooms.secrets.choice", lambda _: next(drawn))
+        mp.setattr("server.room_codes.secrets.choice", lambda _: next(drawn))
         assert registry.create()[0].code == "ABCDEF"
     clock.now += 24 * 3600 - 1
     registry.sweep()

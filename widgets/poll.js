@@ -113,6 +113,8 @@ export function render({ model }) {
   send.addEventListener("click", answer)
   input.addEventListener("keydown", (e) => { if (e.key === "Enter") answer() })
   model.on("poll", draw)
+  // the browser this page runs in, named as the card loads: a page there before the question names it before it
+  model.send_msg({hello: browserId()})
   draw()
   return card
 }

@@ -111,10 +111,11 @@ def counts_html(q: Question, counts: PollCounts | None, revealed: bool, tr: Tran
     head = (f'<p class="poll-total" role="status"><strong>{answers}</strong> '
             + escape(tr.ngettext("answer", "answers", answers)) + " · "
             + escape(tr.ngettext("{n} page following", "{n} pages following", pages)) + "</p>")
-    if counts.late:  # a class is there before the question; pages opened only to answer it come after
+    if counts.late:  # a class is there before the question; pages opened, or browsers made up, to answer it come after
         head += ('<p class="poll-late">' + escape(tr.ngettext(
-            "{n} of them from a page that joined after the question was asked",
-            "{n} of them from pages that joined after the question was asked", counts.late)) + "</p>")
+            "{n} of them from a page that joined, or named its browser, after the question was asked",
+            "{n} of them from pages that joined, or named their browser, after the question was asked",
+            counts.late)) + "</p>")
     if q.kind == "choice":
         rows = [(choice_label(q, i, tr), n, i == q.answer) for i, n in enumerate(counts.choices)]
     else:
@@ -204,8 +205,9 @@ class FollowerCard(pn.custom.JSComponent):
     """A follower's poll card, drawn by the page itself from the few texts below: one Bokeh model.
 
     Panel's widgets for the same card are about 28 Bokeh models, which the server built for every page when a
-    question was asked: a whole class waited for all of them. The card sends two messages to its
-    own session only: once it has drawn a question it may answer (two animation frames after it came, which a
+    question was asked: a whole class waited for all of them. The card sends three messages to its
+    own session only: as it loads, the browser it runs in, ``{"hello": this browser's id}``, passed to ``on_hello``;
+    once it has drawn a question it may answer (two animation frames after it came, which a
     browser runs only while the page is shown), ``{"drawn": id, "nonce": the nonce it came with, "browser": this
     browser's id, "mine": this browser's remembered answer to it, or null}``, passed to ``on_drawn``; then the
     learner's answer ``{"poll": id, "answer": choice index or typed text}``, passed to ``on_answer`` (plain
@@ -239,13 +241,16 @@ class FollowerCard(pn.custom.JSComponent):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.on_answer = self.on_drawn = None  # plain attributes: set by FollowerPoll
+        self.on_answer = self.on_drawn = self.on_hello = None  # plain attributes: set by FollowerPoll
 
     def _handle_msg(self, msg) -> None:
         # whatever the page sends: only a dict is looked at, and the registry judges its poll and its answer
         if not isinstance(msg, dict):
             return
-        if "drawn" in msg:
+        if "hello" in msg:
+            if self.on_hello is not None:
+                self.on_hello(msg.get("hello"))
+        elif "drawn" in msg:
             if self.on_drawn is not None:
                 self.on_drawn(msg.get("drawn"), msg.get("nonce"), msg.get("browser"), msg.get("mine"))
         elif self.on_answer is not None:
@@ -317,7 +322,7 @@ class FollowerPoll(pn.viewable.Viewer):
         # no width here: the page's CSS sizes the card (a Bokeh width would fix its inside at that width)
         self.card = FollowerCard(css_classes=["room-poll", "poll-follower"], stylesheets=[POLL_CSS], margin=0,
                                  visible=False)
-        self.card.on_answer, self.card.on_drawn = self._on_answer, self._on_drawn
+        self.card.on_answer, self.card.on_drawn, self.card.on_hello = self._on_answer, self._on_drawn, self._on_hello
         if self._on_build is not None:
             self._on_build()
 
@@ -382,6 +387,12 @@ class FollowerPoll(pn.viewable.Viewer):
             nonce=self._nonces.setdefault(view.id, secrets.token_urlsafe(12)) if can_answer else None,
             key=f"{self._code}/{view.id}", mine=mine)
 
+    def _on_hello(self, browser) -> None:
+        """The card has loaded and names the browser it runs in (``{"hello": id}``), before any question: the room
+        keeps it as the page's browser. Anything else is ignored."""
+        if isinstance(browser, str) and BROWSER_ID.fullmatch(browser) and not self.on_page.closed:
+            self._registry.name_browser(self._code, self._key, browser)
+
     def _on_drawn(self, poll_id, nonce, browser, mine=None) -> None:
         """The page's card has drawn poll ``poll_id``'s question (as its script reports it): from now on, on this
         websocket, the page may answer it. ``browser``: the id the browser keeps; if the room says that browser
@@ -421,7 +432,8 @@ class FollowerPoll(pn.viewable.Viewer):
         try:
             if poll_id in self._drawn and not self._same_connection(poll_id):
                 raise PollRefused("Only a page that shows the question answers it: reload the page.")
-            self._registry.answer_poll(self._code, self._key, poll_id, given)
+            self._registry.answer_poll(self._code, self._key, poll_id, given,
+                                       refused=lambda e, poll_id=poll_id: self._refused_later(poll_id, e))
         except PollRefused as e:
             with pn.io.hold():
                 self._render(note=refusal(e, self._tr()))
@@ -429,6 +441,24 @@ class FollowerPoll(pn.viewable.Viewer):
         self._mine[poll_id] = given  # the poll the room counted it for
         with pn.io.hold():
             self._render()
+
+    def _refused_later(self, poll_id: int, error: PollRefused) -> None:
+        """The room refused an answer after all (rooms shared through Redis: this browser answered on another
+        process a moment before, or the poll closed meanwhile): the page says so, in its own session."""
+        doc = self._doc
+
+        def show():
+            self._mine.pop(poll_id, None)
+            if str(error) == "This browser has already answered this poll.":
+                self._elsewhere.add(poll_id)  # no second try: the room has this browser's answer
+            if doc is not None and self.view is not None and self.view.id == poll_id:
+                with set_curdoc(doc), pn.io.hold(doc):
+                    self._render(note=refusal(error, self._tr()))
+
+        if doc is not None and doc.session_context is not None:
+            doc.add_next_tick_callback(show)
+        else:
+            show()
 
     def close(self) -> None:
         """The page has gone: stop watching the room's poll."""

@@ -4,8 +4,7 @@
 role comes from the page's link:
 
 - no ``room``: a "Present" button. Pressing it opens a room and reloads the page
-  as the presenter link ``?room=CODE&token=TOKEN`` (reloading lets a proxy route
-  the presenter by the code, like its followers);
+  as the presenter link ``?room=CODE&token=TOKEN`` (the link the teacher can reopen on any process);
 - ``room`` and the room's ``token``: the presenter. Every change to the state's
   ``SHARED_PARAMS`` is published to the room; the page shows the code, the join
   link and its QR code;
@@ -53,7 +52,7 @@ from link.row import OneRow
 from link.updates import one_message
 from server.network import ClassAddress, class_address_of
 from server.room_live import ROUTE as LIVE_ROUTE
-from server.rooms import RoomError, RoomRegistry, TooManyRooms, get_registry, normalize_code
+from server.rooms import RoomError, RoomRegistry, RoomsUnavailable, TooManyRooms, get_registry, normalize_code
 from server.sessions import connection_count
 from session.address import address_of
 from session.i18n import N_, translator
@@ -61,6 +60,11 @@ from session.state import AttentionState
 from widgets.poll import FollowerPoll, PresenterPoll
 
 ROOM_CSS = (Path(__file__).parent.parent / "static" / "room.css").read_text()
+#: Rooms are shared through Redis (server/rooms_redis.py) and this server cannot reach it now.
+UNAVAILABLE = N_("Rooms are unavailable right now: this server cannot reach the store it shares rooms through. "
+                 "Try again in a minute.")
+#: A follower's notice while the room has no presenter (the presenter's page, or its server, has gone).
+PRESENTER_GONE = N_("The presenter has gone. You keep the last view, and follow again when they come back.")
 #: "Copy this lesson's link": the page's address as the address bar shows it now (the whole view, with a lesson
 #: link's tabs and header), less the room's arguments, so it opens the same lesson on its own. Without the
 #: clipboard (no permission, or a page served over plain http) the link is shown selected, to copy by hand.
@@ -305,6 +309,9 @@ class RoomControls(pn.viewable.Viewer):
         if token:
             try:
                 room = self._registry.enter_as_presenter(code, token, self._session)
+            except RoomsUnavailable:
+                self.notice = UNAVAILABLE
+                return
             except RoomError:
                 # the registry says why in English; the page says it in the learner's language
                 refused = [N_("This presenter link is not valid for room {code} on this server.", code=code)]
@@ -333,8 +340,11 @@ class RoomControls(pn.viewable.Viewer):
                 if room is None or room.ended:
                     raise RoomError(f"There is no room {code} running on this server.")
             else:
-                room = self._registry.follow(code, self._session, self._offer)
+                room = self._registry.follow(code, self._session, self._offer, self._on_presence)
         except RoomError:
+            if not self._registry.available:
+                self.notice = UNAVAILABLE
+                return
             self.notice = N_("{refused} There is no room {code} on this server: it may have ended. This is the "
                              "explorer on its own.", refused=refused, code=code) if refused else N_(
                 "There is no room {code} on this server: it may have ended. This is the explorer on its own.",
@@ -359,7 +369,7 @@ class RoomControls(pn.viewable.Viewer):
         if self._closed:
             return
         try:
-            self._room = self._registry.follow(self.code, self._session, self._offer)
+            self._room = self._registry.follow(self.code, self._session, self._offer, self._on_presence)
         except RoomError:
             self._on_room_ended()
             return
@@ -369,10 +379,9 @@ class RoomControls(pn.viewable.Viewer):
     def _reload_with_code(self, code: str) -> bool:
         """Reload the page as ``?room=CODE`` (the code as the server writes it); False where that cannot be done.
 
-        A proxy routes a room by the code as typed (``deploy/nginx.conf`` hashes ``room``, and nginx cannot
-        change its case): ``k7m-4qx`` may reach another process than ``K7M4QX``, where the room is not.
-        So a page never joins under another spelling; it comes back under the one its presenter's
-        process was reached with.
+        So a page's address, which it writes back and a learner may share, names the room as the presenter's
+        card does. (A proxy routing by the code as typed once needed it too: every process shares rooms through
+        Redis now, and ``deploy/nginx.conf`` routes by the page's cookie.)
         """
         if self._doc is None or self._doc.session_context is None or self.browser is None:
             return False
@@ -395,15 +404,18 @@ class RoomControls(pn.viewable.Viewer):
             self.notice = N_("This page has started several rooms in the last minute. Wait a minute, then press "
                              "Present again.")
             return
+        except RoomsUnavailable:  # rooms are shared through Redis, which this server cannot reach now
+            self.notice = UNAVAILABLE
+            return
         if self.browser is None:  # no page around it (component tests): present in place
             self._registry.enter_as_presenter(room.code, token, self._session)
             self._token = token
             self._set_role("presenter", room.code)
             self._show_presenter()
             return
-        # Reload as the presenter link so that a proxy routing by room code sends this page where the room lives.
-        # The room's process may be another one, which knows the page only from its address: the address
-        # carries the whole view (session/address.py), as it is now, not as the page was opened.
+        # Reload as the presenter link, the one the teacher reopens on any process (the page's own, behind a proxy
+        # routing by cookie). A process knows the page only from its address: the address carries the whole view
+        # (session/address.py), as it is now, not as the page was opened.
         self.browser.navigate = "?" + urlencode({"room": room.code, "token": token, **address_of(self.state)})
 
     def _publish(self, query_only: bool = False) -> None:
@@ -536,6 +548,23 @@ class RoomControls(pn.viewable.Viewer):
 
     _next_take = _requested = 0.0
     _closed = False
+
+    def _on_presence(self, here: bool) -> None:
+        """The room's listener of its presenter; runs in another page's callback, so it only schedules."""
+        doc = self._doc
+        if doc is not None and doc.session_context is not None:
+            doc.add_next_tick_callback(lambda: self._show_presence(here))
+        else:
+            self._show_presence(here)
+
+    def _show_presence(self, here: bool) -> None:
+        if self._closed or self.role != "follower":
+            return
+        with set_curdoc(self._doc):
+            if not here:
+                self.notice = PRESENTER_GONE
+            elif self.notice == PRESENTER_GONE:
+                self.notice = ""
 
     def _take_pending(self) -> None:
         with self._lock:
