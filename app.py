@@ -39,7 +39,7 @@ from widgets.recipe import Formula
 from widgets.room import RoomControls
 from widgets.stepper import StepThrough
 from widgets.steps import Announcer, Inspector, Readout
-from widgets.style import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler, katex_fonts_inline_css
+from widgets.style import APP_CSS, KATEX_FONTS_CSS, PAGE_CSS, ClassroomDesign, FigureStyler, katex_fonts_inline_css
 from widgets.tabs import lazy_tabs, retitle
 from widgets.train import train_tab
 from widgets.trap import TrapPanel
@@ -76,9 +76,10 @@ elif not in_notebook():
 
 # In a notebook, BokehJS, Panel and KaTeX (its fonts too) go into the cell's output instead of coming from a CDN: a
 # classroom's notebook works with no internet, and saved with its outputs it opens anywhere. A served page has them
-# from its own server already (KaTeX's fonts: server/katex_fonts.py).
+# from its own server already (KaTeX's fonts: server/katex_fonts.py), KaTeX's script once a formula needs it.
 pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign,
-             **({"inline": True, "global_css": [katex_fonts_inline_css()]} if in_notebook() else {}))
+             **({"inline": True, "global_css": [katex_fonts_inline_css()]} if in_notebook()
+                else {"global_css": [KATEX_FONTS_CSS]}))
 
 # --- teaching panels: presets and editing, the formula, the trap, why √d_k -------------
 #: The views beyond the running example, by name: ``formula``, the recipe with live numbers; ``editor``,

@@ -15,7 +15,9 @@ import when it is served). Each is idempotent, and each is the process's, never 
 - :func:`server.transport.skip_link_walks_without_links`: no walk of a page for Panel links after a change of a
   layout while no link is registered (this app makes none);
 - :func:`server.build_gate.pace_page_builds`: page builds take their share of the loop, not all of it, and
-  :func:`server.build_gate.charge_page_loads`: a loaded page's ``onload`` work counts towards that share.
+  :func:`server.build_gate.charge_page_loads`: a loaded page's ``onload`` work counts towards that share;
+- :func:`server.page_scripts.leave_out_unused_bundles`: a page's scripts without BokehJS's WebGL bundle, which no
+  figure of the page runs.
 
 What needs the server's own settings (gzip, the link limit, the routes of a room's live channel and of KaTeX's
 fonts) is added where the server is made: :func:`server.routes.add_routes`, which only ``python -m server`` and
@@ -27,6 +29,7 @@ from __future__ import annotations
 from server.bokeh_defaults import install as keep_stable_defaults
 from server.build_gate import charge_page_loads, pace_page_builds
 from server.logs import install_log_redaction
+from server.page_scripts import leave_out_unused_bundles
 from server.transport import (
     hold_page_events,
     install_websocket_guard,
@@ -49,3 +52,4 @@ def install() -> None:
     skip_link_walks_without_links()
     pace_page_builds()
     charge_page_loads()
+    leave_out_unused_bundles()
