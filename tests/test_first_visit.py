@@ -12,7 +12,7 @@ from bokeh.plotting import figure
 
 import app
 from server.page_scripts import leave_out_unused_bundles
-from testing.server import serve
+from testing.server import serve, ws_url
 from widgets.tabs import LazyTabs
 
 
@@ -57,3 +57,27 @@ def test_no_figure_of_any_tab_draws_in_webgl():
     plots = [m for m in doc.models if isinstance(m, Plot)]
     assert len(plots) >= 10, len(plots)
     assert {p.output_backend for p in plots} == {"canvas"}
+
+
+def test_the_page_s_own_css_is_in_its_head_once_not_in_every_component():
+    # Panel copies pn.extension's raw_css into every component's shadow root, where the page's document-level CSS
+    # (custom properties on <html>, the page frame) matches nothing: 20 copies, 85 kB of the page's document
+    import asyncio
+    import json
+
+    from testing.protocol_client import Learner
+    from widgets.style import PAGE_CSS
+
+    async def document(url):
+        page = Learner(ws_url(url))
+        await page.connect(keep_doc=True)
+        page.close()
+        return json.dumps(page.doc)
+
+    with serve() as (url, _proc):
+        html = urllib.request.urlopen(url, timeout=120).read().decode()
+        doc = asyncio.run(asyncio.wait_for(document(url), 120))
+    marker = PAGE_CSS.strip().splitlines()[0]
+    assert html.count(marker) == 1
+    assert json.dumps(marker)[1:-1] not in doc
+    assert "--ae-formula" in html  # the custom properties every component reads, inherited from <html>
