@@ -5,8 +5,9 @@ A served Panel page lists its scripts in ``panel.io.server.server_html_page_for_
 table and no MathJax, but always sends ``bokeh-gl.min.js`` (274 kB, 78 kB in gzip), which only a figure with
 ``output_backend="webgl"`` runs (Bokeh's own standalone pages leave it out likewise: ``bokeh.embed.bundle._use_gl``).
 No figure of this app asks for WebGL (``tests/test_first_visit.py`` checks every tab's), so the page is sent without
-it, unless a document's figure at load asks for it. Panel 1.10.0 (``tests/test_first_visit.py`` fails if its names
-move). The notebook's output (``panel.io.notebook``) is left as it is.
+it, unless a document's figure at load asks for it. Panel 1.10.0 (holoviz/panel#2796 asked for the server's page to
+leave out unused bundles; Panel 1.10 leaves out the tables and MathJax ones only; ``tests/test_first_visit.py`` fails
+if its names move). The notebook's output (``panel.io.notebook``) is left as it is.
 
 Panel's extensions are already declared per page (``pn.extension()`` in app.py: without it, every imported
 extension's scripts came with the page), and KaTeX is loaded by Panel's own lazy path, when a formula is first shown
