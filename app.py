@@ -41,7 +41,7 @@ from widgets.room import RoomControls
 from widgets.stage import Stage
 from widgets.stepper import StepThrough
 from widgets.steps import Announcer, Inspector, Readout
-from widgets.style import APP_CSS, PAGE_CSS, ClassroomDesign, FigureStyler, katex_fonts_inline_css
+from widgets.style import APP_CSS, KATEX_FONTS_CSS, PAGE_CSS, ClassroomDesign, FigureStyler, katex_fonts_inline_css
 from widgets.tabs import lazy_tabs, retitle
 from widgets.train import train_tab
 from widgets.trap import TrapPanel
@@ -78,11 +78,16 @@ elif not in_notebook():
 
 # In a notebook, BokehJS, Panel and KaTeX (its fonts too) go into the cell's output instead of coming from a CDN: a
 # classroom's notebook works with no internet, and saved with its outputs it opens anywhere. A served page has them
-# from its own server already (KaTeX's fonts: server/katex_fonts.py).
+# from its own server already (KaTeX's fonts: server/katex_fonts.py), KaTeX's script once a formula needs it.
 # (BokehJS and Panel stored once in the saved notebook, not twice: server/notebook.py)
+# A served page's document-level CSS goes into the page's head alone (global_css): Panel copies raw_css into every
+# component's shadow root too, where it matches nothing (85 kB of a page's document, 11 kB compressed). Panel's
+# signatures of its classes are for a notebook's completion; worked out again by every call, they cost a served
+# page measurable server CPU (bench/HISTORY.md).
 with notebook.bundle_once():
-    pn.extension(raw_css=[PAGE_CSS], design=ClassroomDesign,
-                 **({"inline": True, "global_css": [katex_fonts_inline_css()]} if in_notebook() else {}))
+    pn.extension(design=ClassroomDesign,
+                 **({"inline": True, "raw_css": [PAGE_CSS], "global_css": [katex_fonts_inline_css()]} if in_notebook()
+                    else {"global_css": [PAGE_CSS, KATEX_FONTS_CSS], "apply_signatures": False}))
 
 # --- teaching panels: presets and editing, the formula, the trap, why √d_k -------------
 #: The views beyond the running example, by name: ``formula``, the recipe with live numbers; ``editor``,

@@ -1,14 +1,18 @@
 """First page load: bytes over the wire and time until the page answers, compressed and not.
 
 Runs ``python app.py`` with its default settings and counts every byte between Chromium and the
-server with a TCP relay (HTTP and the websocket, as sent: gzip and permessage-deflate included).
+server with a TCP relay (HTTP and the websocket, as sent: Brotli or gzip and permessage-deflate included).
 "Uncompressed" is the same page with ``Accept-Encoding: identity`` and websocket compression off.
 Time to interactive: from navigation start until the page has connected its websocket and a click on
 the matrix came back from the server in the readout.
 
-    .venv/bin/python bench/first_load.py [--runs 5] [--no-write]
+The server is warmed first: one page load (not counted), then until its scripts come in Brotli, which the
+server makes once per process on a worker thread after a script's first request (server/static_gzip.py); a
+process's very first visitor gets them in gzip.
 
-Writes the "First load" section of bench/RESULTS.md (other sections are left alone).
+    .venv/bin/python -m bench.first_load [--runs 5]
+
+Prints its section; the figures go into bench/RESULTS.md and bench/HISTORY.md by hand, as every benchmark's.
 """
 
 from __future__ import annotations
@@ -16,8 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -32,11 +34,10 @@ sys.path.insert(0, str(ROOT))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
 
-from testing.browser import CHROMIUM_ARGS  # noqa: E402
+from testing.browser import BROWSER_FIRST, CHROMIUM_ARGS, chromium  # noqa: E402
 from tests.ui.conftest import free_port, wait_for_http  # noqa: E402
 from tests.ui.helpers import open_app, show_tab, to_page, wait_for_readout  # noqa: E402
 
-RESULTS = ROOT / "bench" / "RESULTS.md"
 HEADING = "## First load"
 
 
@@ -98,8 +99,14 @@ def load_once(browser, url: str, relay: CountingRelay, identity: bool) -> dict:
                                   extra_http_headers={"Accept-Encoding": "identity"} if identity else None)
     page = context.new_page()
     per_kind: dict[str, int] = defaultdict(int)
-    page.on("requestfinished", lambda r: per_kind.__setitem__(
-        kind(r.url), per_kind[kind(r.url)] + max(r.sizes()["responseBodySize"], 0)))
+    encodings: dict[str, str] = {}
+
+    def finished(r):
+        per_kind[kind(r.url)] += max(r.sizes()["responseBodySize"], 0)
+        response = r.response()
+        if response is not None and kind(r.url).endswith(".js"):
+            encodings[kind(r.url)] = response.headers.get("content-encoding") or "none"
+    page.on("requestfinished", finished)
     relay.reset()
     t0 = time.perf_counter()
     open_app(page, url)
@@ -108,7 +115,7 @@ def load_once(browser, url: str, relay: CountingRelay, identity: bool) -> dict:
     wait_for_readout(page, 'Query of "NLP"')
     tti = time.perf_counter() - t0
     page.wait_for_timeout(1000)  # late stylesheets and the click's reply
-    result = {"down": relay.down, "up": relay.up, "tti": tti, "kinds": dict(per_kind)}
+    result = {"down": relay.down, "up": relay.up, "tti": tti, "kinds": dict(per_kind), "encodings": encodings}
     context.close()
     return result
 
@@ -130,6 +137,8 @@ def measure(browser, env_extra: dict[str, str], identity: bool, runs: int) -> di
     try:
         url = f"http://127.0.0.1:{relay.port}/"
         load_once(browser, url, relay, identity)  # warm the server's caches; not counted
+        if not identity:
+            wait_for_brotli(f"http://127.0.0.1:{proc.port}/static/js/bokeh.min.js")
         samples = [load_once(browser, url, relay, identity) for _ in range(runs)]
     finally:
         proc.terminate()
@@ -140,7 +149,22 @@ def measure(browser, env_extra: dict[str, str], identity: bool, runs: int) -> di
         "tti": statistics.median(s["tti"] for s in samples),
         "tti_max": max(s["tti"] for s in samples),
         "kinds": samples[-1]["kinds"],
+        "encodings": samples[-1]["encodings"],
     }
+
+
+def wait_for_brotli(url: str, timeout: float = 300) -> None:
+    """Until the server answers ``url`` (a script the page loads) in Brotli: its worker thread has made it."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        request = urllib.request.Request(url, headers={"Accept-Encoding": "br, gzip"})
+        with urllib.request.urlopen(request, timeout=60) as r:
+            if r.headers.get("Content-Encoding") == "br":
+                return
+        time.sleep(0.5)
+    raise TimeoutError(f"{url} never came in Brotli")
 
 
 def kb(n: float) -> str:
@@ -172,46 +196,32 @@ def report(compressed: dict, plain: dict, runs: int, load: tuple[float, float, f
         "| file | compressed | uncompressed |",
         "| --- | ---: | ---: |",
     ]
-    lines += [f"| {k} | {kb(compressed['kinds'].get(k, 0))} | {kb(plain['kinds'].get(k, 0))} |" for k in rows]
+    lines += [f"| {k} | {kb(compressed['kinds'].get(k, 0))} ({compressed['encodings'].get(k, '-')}) | "
+              f"{kb(plain['kinds'].get(k, 0))} |" for k in rows]
     lines += [
         "",
-        "Compressed: Tornado gzips pages, scripts and styles (`compress_response`, set by `server/serve.py`); the",
-        "websocket uses permessage-deflate (`--websocket-compression-level 6`). Uncompressed: the same server",
-        "asked with `Accept-Encoding: identity` and started with `EXPLORER_WS_COMPRESSION_LEVEL=0`.",
-        "",
-        "The page uses no table, yet `tabulator.min.js`, `luxon.min.js` and `es-module-shims.min.js` are sent:",
-        "an app that never calls `pn.extension()` gets the scripts of every Panel extension imported. A copy",
-        "of `app.py` calling `pn.extension()` at import measured 780 kB of HTTP instead of 911 kB (one load).",
+        "Compressed: each static script in Brotli once the server has made it, else gzip (server/static_gzip.py),",
+        "the page itself in gzip; the websocket uses permessage-deflate (`--websocket-compression-level 6`).",
+        "Uncompressed: the same server asked with `Accept-Encoding: identity` and started with",
+        "`EXPLORER_WS_COMPRESSION_LEVEL=0`.",
         "",
     ]
     return "\n".join(lines)
 
 
-def write_section(text: str, path: Path = RESULTS) -> None:
-    """Replace this benchmark's section of RESULTS.md (or add it), leaving the others as they are."""
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    pattern = re.compile(rf"^{re.escape(HEADING)}\n.*?(?=^## |\Z)", re.S | re.M)
-    new = pattern.sub(lambda _: text + "\n", old) if pattern.search(old) else old.rstrip("\n") + "\n\n" + text
-    path.write_text(new.rstrip("\n") + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--no-write", action="store_true", help="print only; leave RESULTS.md alone")
     args = parser.parse_args()
-    chromium = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-    if not chromium:
+    path = chromium(BROWSER_FIRST)
+    if not path:
         sys.exit("no Chromium found: install Debian's `chromium` or set $CHROMIUM")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         compressed = measure(browser, {}, identity=False, runs=args.runs)
         plain = measure(browser, {"EXPLORER_WS_COMPRESSION_LEVEL": "0"}, identity=True, runs=args.runs)
         browser.close()
-    text = report(compressed, plain, args.runs, os.getloadavg())
-    print(text)
-    if not args.no_write:
-        write_section(text)
+    print(report(compressed, plain, args.runs, os.getloadavg()))
 
 
 if __name__ == "__main__":

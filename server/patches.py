@@ -22,6 +22,9 @@ import when it is served). Each is idempotent, and each is the process's, never 
 - :func:`server.liveness.build_pages_for_health_checks_sparingly`: the health check builds a page at most once in a
   while, at the build gate, however many ask.
 
+- :func:`server.page_scripts.leave_out_unused_bundles`: a page's scripts without BokehJS's WebGL bundle, which no
+  figure of the page runs.
+
 What needs the server's own settings (gzip, the link limit, the routes of a room's live channel and of KaTeX's
 fonts) is added where the server is made: :func:`server.routes.add_routes`, which only ``python -m server`` and
 ``python app.py`` run.
@@ -35,6 +38,8 @@ from server.housekeeping import sweep_sessions_paced
 from server.liveness import build_pages_for_health_checks_sparingly
 from server.logs import install_log_redaction
 from server.teardown import note_page_objects
+
+from server.page_scripts import leave_out_unused_bundles
 from server.transport import (
     hold_page_events,
     install_websocket_guard,
@@ -60,3 +65,5 @@ def install() -> None:
     note_page_objects()
     sweep_sessions_paced()
     build_pages_for_health_checks_sparingly()
+
+    leave_out_unused_bundles()

@@ -1,6 +1,6 @@
-"""What a server made by ``python -m server`` or ``python app.py`` adds to Panel's: gzip (each static file compressed
-once per process), the link limit, and the routes of a room's live channel and of KaTeX's fonts. A bare ``panel
-serve app.py`` has none of them (the README says what it lacks); the patches every entry point installs are
+"""What a server made by ``python -m server`` or ``python app.py`` adds to Panel's: Brotli or gzip (each static
+file compressed once per process), the link limit, and the routes of a room's live channel and of KaTeX's fonts. A
+bare ``panel serve app.py`` has none of them (the README says what it lacks); the patches every entry point installs are
 :mod:`server.patches`."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from server.katex_fonts import font_patterns
 from server.pages import install_link_limit
 from server.room_live import live_patterns
 from server.rooms import start_rooms
-from server.static_gzip import StaticGZip
+from server.static_gzip import StaticCompression
 
 
 def add_routes(server_kwargs: dict) -> dict:
     """Add to ``server_kwargs`` (Bokeh ``Server``'s keyword arguments, as ``panel serve``'s ``customize_kwargs``
     makes them) what this app's server needs beyond Panel's; returns them."""
-    # gzip on HTTP responses (panel serve has no flag for it), as Tornado's compress_response, but each static file
-    # compressed once per process, not once per page
-    server_kwargs["transforms"] = [StaticGZip]
+    # Brotli or gzip on HTTP responses (panel serve has no flag for it), as Tornado's compress_response, but each
+    # static file compressed once per process, not once per page (Brotli on a worker thread)
+    server_kwargs["transforms"] = [StaticCompression]
     install_link_limit(server_kwargs)
     # a room's live channel to its followers' pages (server/room_live.py); KaTeX's fonts, where Panel's bundled
     # KaTeX stylesheet looks for them (server/katex_fonts.py)

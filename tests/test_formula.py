@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import panel as pn
 import pytest
 
 from session.state import AttentionState
@@ -47,3 +48,30 @@ def test_bad_step_and_view_updates():
     view = Formula(state=s)
     s.select_row(2)
     assert "= 4.0000" in view._panes[3].object and view._panes[3].object.startswith("$$")
+
+
+def test_the_recipe_a_page_shows_first_is_katex_s_own_html_of_today_s_formula():
+    # the step-through's recipe is drawn from KaTeX's HTML kept in static/katex/recipe.html, so a first visit loads
+    # no KaTeX script: a changed formula or another KaTeX must write it anew (python -m testing.katex)
+    from testing.katex import render
+    from widgets.stepper import RECIPE_HTML, RECIPE_LATEX, StepThrough
+
+    assert RECIPE_HTML.read_text() == render(RECIPE_LATEX)
+    step_through = StepThrough(state=AttentionState())
+    assert step_through.formula.object == RECIPE_HTML.read_text() and "softmax" in step_through.formula.object
+    assert not isinstance(step_through.formula, pn.pane.LaTeX)
+
+
+def test_the_first_step_shown_puts_katex_s_pane_in_the_recipe_s_place():
+    from widgets.stepper import RECIPE_LATEX, StepThrough
+
+    state = AttentionState()
+    step_through = StepThrough(state=state)
+    layout = step_through.__panel__()
+    state.guided = True
+    assert isinstance(layout[2], pn.pane.LaTeX) and layout[2] is step_through.formula
+    assert r"\sqrt{2} &= (0.0000,\ 0.7071,\ 0.7071)" in layout[2].object
+    state.guided = False
+    assert layout[2].object == RECIPE_LATEX
+    guided = StepThrough(state=AttentionState(guided=True))  # a link to a step: the pane from the start
+    assert isinstance(guided.__panel__()[2], pn.pane.LaTeX)

@@ -1,4 +1,5 @@
-"""server/static_gzip.py: a static file is gzip-compressed once per process, and every page gets the same bytes."""
+"""server/static_gzip.py: a static file is compressed once per process (gzip, and Brotli for a browser that accepts it),
+and every page gets the same bytes."""
 
 from __future__ import annotations
 
@@ -6,17 +7,18 @@ import gzip
 import os
 import tempfile
 
+import brotli
 import tornado.web
 from tornado.testing import AsyncHTTPTestCase
 
 import server.static_gzip as static_gzip
-from server.static_gzip import StaticGZip
+from server.static_gzip import StaticCompression
 
 #: a JavaScript file of about BokehJS's shape: 300 kB, compressible, written in several of Tornado's 64 kB chunks
 SCRIPT = b"".join(b"function f%d(a, b) { return a * %d + b; }\n" % (i, i) for i in range(8000))
 
 
-class Counting(StaticGZip):
+class Counting(StaticCompression):
     """Counts the gzip streams the transform opens (one per response it compresses itself)."""
 
     opened = 0
@@ -28,12 +30,12 @@ class Counting(StaticGZip):
         return result
 
 
-class StaticGZipTest(AsyncHTTPTestCase):
+class StaticCompressionTest(AsyncHTTPTestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp()
         with open(os.path.join(self.dir, "app.js"), "wb") as f:
             f.write(SCRIPT)
-        StaticGZip.kept.clear()
+        StaticCompression.kept.clear()
         Counting.opened = 0
         super().setUp()
 
@@ -53,7 +55,8 @@ class StaticGZipTest(AsyncHTTPTestCase):
         assert {r.headers["Vary"] for r in bodies} == {"Accept-Encoding"}
         assert [int(r.headers["Content-Length"]) for r in bodies[1:]] == [len(bodies[0].body)] * 2
         assert Counting.opened == 1
-        assert [key[:2] for key in StaticGZip.kept] == [("/static/app.js", bodies[0].headers["Etag"])]
+        assert [(*key[:2], key[-1]) for key in StaticCompression.kept] == [("/static/app.js", bodies[0].headers["Etag"],
+                                                                            "gzip")]
 
     def test_a_changed_file_is_compressed_again(self):
         first = self.get("/static/app.js")
@@ -81,4 +84,45 @@ class StaticGZipTest(AsyncHTTPTestCase):
                 assert gzip.decompress(self.get("/static/app.js").body) == SCRIPT
         finally:
             static_gzip.MAX_KEPT = old
-        assert StaticGZip.kept == {} and Counting.opened == 3
+        assert StaticCompression.kept == {} and Counting.opened == 3
+
+    def wait_for_brotli(self):
+        """The worker thread's Brotli bodies, done (the test waits on their futures, not on a clock)."""
+        for future in list(StaticCompression.pending.values()):
+            future.result(timeout=120)
+
+    def test_a_browser_that_accepts_brotli_gets_it_once_it_is_made_once_and_others_gzip(self):
+        compress = static_gzip.brotli.compress
+        calls = []
+        static_gzip.brotli.compress = lambda data, **kw: calls.append(len(data)) or compress(data, **kw)
+        try:
+            accept = "gzip, deflate, br, zstd"  # Chromium's
+            first = self.get("/static/app.js?v=1", **{"Accept-Encoding": accept})  # gzip while Brotli is made
+            self.wait_for_brotli()
+            later = [self.get(f"/static/app.js?v={v}", **{"Accept-Encoding": accept}) for v in (1, 2)]
+            gzip_only = self.get("/static/app.js")
+            refused = self.get("/static/app.js", **{"Accept-Encoding": "gzip, br;q=0"})
+            brotli_only = self.fetch("/static/app.js", headers={"Accept-Encoding": "br"}, decompress_response=False)
+        finally:
+            static_gzip.brotli.compress = compress
+        assert first.headers["Content-Encoding"] == "gzip" and gzip.decompress(first.body) == SCRIPT
+        for r in [*later, brotli_only]:
+            assert r.code == 200 and r.headers["Content-Encoding"] == "br" and r.headers["Vary"] == "Accept-Encoding"
+            assert brotli.decompress(r.body) == SCRIPT and int(r.headers["Content-Length"]) == len(r.body)
+        assert len(later[0].body) < len(first.body)  # the point of it
+        for r in (gzip_only, refused):
+            assert r.headers["Content-Encoding"] == "gzip" and r.body == first.body
+        assert calls == [len(SCRIPT)]  # the whole file, compressed once
+        assert Counting.opened == 1  # gzip once too
+        assert sorted(key[-1] for key in StaticCompression.kept) == ["br", "gzip"]
+
+    def test_a_plain_client_that_accepts_brotli_gets_the_file_then_brotli(self):
+        first = self.fetch("/static/app.js", headers={"Accept-Encoding": "br"}, decompress_response=False)
+        self.wait_for_brotli()
+        second = self.fetch("/static/app.js", headers={"Accept-Encoding": "br"}, decompress_response=False)
+        assert first.body == SCRIPT and "Content-Encoding" not in first.headers
+        assert second.headers["Content-Encoding"] == "br" and brotli.decompress(second.body) == SCRIPT
+
+    def test_no_brotli_for_what_is_not_a_whole_static_file(self):
+        self.get("/static/app.js", Range="bytes=0-99", **{"Accept-Encoding": "gzip, br"})
+        assert StaticCompression.pending == {} and StaticCompression.kept == {}

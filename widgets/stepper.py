@@ -10,7 +10,7 @@ import panel as pn
 from session.i18n import N_, Translator
 from session.state import STEPS, AttentionState
 from widgets.base import View
-from widgets.style import APP_CSS, KATEX_CSS
+from widgets.style import APP_CSS, KATEX_CSS, STATIC
 
 TITLES = {1: N_("Step 1 of 3 · score"), 2: N_("Step 2 of 3 · normalise"), 3: N_("Step 3 of 3 · combine")}
 
@@ -67,6 +67,11 @@ N_("Step through")  # STEP_THROUGH, for the catalogs
 #: Shown when the step-through is off: the whole recipe, symbols only, one equation a line.
 RECIPE_LATEX = (r"$$\begin{aligned} s_i &= q \cdot k_i / \sqrt{d_k} \\ a &= \operatorname{softmax}(s) \\ "
                 r"o &= \textstyle\sum_i a_i v_i \end{aligned}$$")
+#: KaTeX's own HTML for :data:`RECIPE_LATEX`, rendered once with Panel's bundled KaTeX (``python -m testing.katex``;
+#: ``tests/test_formula.py`` checks it is KaTeX's HTML of today's formula): the recipe a page shows first, drawn
+#: without KaTeX's script, which the page then loads only when a formula with numbers is shown.
+RECIPE_HTML = STATIC / "katex" / "recipe.html"
+_RECIPE_SHOWN = RECIPE_HTML.read_text() if RECIPE_HTML.exists() else ""  # python -m testing.katex writes it
 
 
 class StepThrough(View):
@@ -74,7 +79,8 @@ class StepThrough(View):
 
     Every view hides the numbers of the steps not yet reached (``state.revealed``);
     this one shows the current step's formula. Rendered by Panel's ``LaTeX`` pane
-    with KaTeX, which Panel serves itself (no request leaves the page's host).
+    with KaTeX, which Panel serves itself (no request leaves the page's host); until the first step is shown, the
+    recipe is KaTeX's HTML kept from one rendering (:data:`RECIPE_HTML`), and the page loads no KaTeX script.
     """
 
     def __init__(self, **params):
@@ -90,9 +96,10 @@ class StepThrough(View):
         self.next.on_click(lambda _: s.next_step())
         self.title = pn.pane.HTML("", css_classes=["step-title"], margin=(0, 10), sizing_mode="stretch_width",
                                   stylesheets=[APP_CSS])
-        self.formula = pn.pane.LaTeX(RECIPE_LATEX, renderer="katex", css_classes=["formula"], margin=(0, 10),
-                                     sizing_mode="stretch_width", stylesheets=[KATEX_CSS, APP_CSS],
-                                     styles={"height": "calc(var(--ae-formula) * 4.9)"})  # 3 lines: steps never shift
+        # the recipe, symbols only, drawn from KaTeX's HTML kept beside its fonts; the first step shown puts a LaTeX
+        # pane in its place for good (a first visit loads no KaTeX script: Panel loads it for the first LaTeX pane)
+        self.formula = pn.pane.HTML(_RECIPE_SHOWN, **self._formula_params())
+        self._latex: pn.pane.LaTeX | None = None
         s.param.watch(self._render, ["guided", "step", "lang"])
         # the formula carries numbers only in the step-through: otherwise a new result changes nothing here
         s.param.watch(lambda _: s.guided and self._render(), "result")
@@ -111,7 +118,24 @@ class StepThrough(View):
         self.next.disabled = s.guided and s.step == len(STEPS)
         if s.guided:
             self.title.object = f"<h2>{tr(TITLES[s.step])}</h2>"
-            self.formula.object = step_latex(s, s.step)
+            self._show_latex(step_latex(s, s.step))
         else:
             self.title.object = f"<h2>{tr._('The recipe · Next or Space walks through it')}</h2>"
-            self.formula.object = RECIPE_LATEX
+            if self._latex is not None:
+                self._latex.object = RECIPE_LATEX
+
+    @staticmethod
+    def _formula_params() -> dict:
+        return dict(css_classes=["formula"], margin=(0, 10), sizing_mode="stretch_width",
+                    stylesheets=[KATEX_CSS, APP_CSS],
+                    styles={"height": "calc(var(--ae-formula) * 4.9)"})  # 3 lines: the steps never shift
+
+    def _show_latex(self, latex: str) -> None:
+        """``latex`` in the LaTeX pane, which takes the place of the recipe's HTML the first time."""
+        if self._latex is None:
+            self._latex = pn.pane.LaTeX(latex, renderer="katex", **self._formula_params())
+            self.formula = self._latex
+            if hasattr(self, "_layout"):
+                self._layout[2] = self._latex
+        else:
+            self._latex.object = latex

@@ -99,6 +99,29 @@ def katex_fonts_inline_css() -> str:
     names = "".join(f"--ae-{family}:{INLINE_FAMILY.format(family)};" for family in families)
     return ":root{" + names + "}" + "".join(inline(rule) for rule in re.finditer(r"@font-face\{[^}]*\}", css))
 
+#: Where a served page finds KaTeX's fonts (server/katex_fonts.py serves them there), relative to the page as Panel's
+#: own scripts are: the very files katex.min.css names, so a page that loads it later fetches none twice.
+KATEX_FONTS_URL = f"static/extensions/panel/bundled/katex/katex@{KATEX_VERSION}/dist/fonts/"
+
+
+def katex_fonts_css() -> str:
+    """KaTeX's ``@font-face`` rules for a served page's document, each its woff2 file at :data:`KATEX_FONTS_URL`.
+
+    A formula the page draws from KaTeX's kept HTML (the step-through's recipe, widgets/stepper.py) is shown before
+    KaTeX's script and stylesheet are loaded, which Panel does only for the first LaTeX pane; its fonts are
+    fetched as a formula asks for them, not with the page.
+    """
+    def woff2_only(rule: re.Match) -> str:
+        name = re.search(r"url\(fonts/(KaTeX_[A-Za-z0-9_-]+)\.woff2\)", rule.group(0)).group(1)
+        return re.sub(r"src:[^;}]*", f'src:url({KATEX_FONTS_URL}{name}.woff2) format("woff2")', rule.group(0))
+
+    return "".join(woff2_only(rule) for rule in re.finditer(r"@font-face\{[^}]*\}", KATEX_STYLESHEET.read_text()))
+
+
+#: KaTeX's fonts for a served page's document (see :func:`katex_fonts_css`), made once per process.
+KATEX_FONTS_CSS = katex_fonts_css()
+
+
 #: Colours of each theme. Text on the background has contrast >= 7:1 (WCAG AAA) in both.
 PALETTES = {
     "light": dict(bg="#ffffff", fg="#111111", muted="#3d3d3d", grid="#d9d9d9", outline="#8c8c8c",
