@@ -37,9 +37,8 @@ from server.build_gate import charge_page_loads, pace_page_builds
 from server.housekeeping import sweep_sessions_paced
 from server.liveness import build_pages_for_health_checks_sparingly
 from server.logs import install_log_redaction
-from server.teardown import note_page_objects
-
 from server.page_scripts import leave_out_unused_bundles
+from server.teardown import note_page_objects
 from server.transport import (
     hold_page_events,
     install_websocket_guard,

@@ -3,9 +3,9 @@
 A page loads megabytes of BokehJS and Panel JavaScript from the server's ``static/`` routes; Tornado's gzip
 (``compress_response``) compresses them again for every page, a long turn of the server's loop each time, to the
 same bytes every time (``python -m bench.static_gzip``; its figures in ``bench/RESULTS.md``).
-:class:`StaticCompression` is Tornado's ``GZipContentEncoding`` that keeps the compressed body of a whole ``static/`` file it has compressed,
-keyed by the file's path, ``Etag`` (a hash of its content), modification time and length (a changed file is a new
-key) and the encoding, and sends the kept body to the next page that asks.
+:class:`StaticCompression` is Tornado's ``GZipContentEncoding`` that keeps the compressed body of a whole
+``static/`` file it has compressed, keyed by the file's path, ``Etag`` (a hash of its content), modification time,
+length (a changed file is a new key) and the encoding, and sends the kept body to the next page that asks.
 
 Brotli (RFC 7932, the ``brotli`` package) at its densest setting makes the scripts smaller than gzip does, but takes
 far longer for BokehJS: never on the server's loop. The first response of a file to a browser that accepts ``br``

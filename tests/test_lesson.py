@@ -130,7 +130,7 @@ def test_the_presenter_card_offers_the_lesson_s_link_in_the_page_s_language():
     state = AttentionState(lang="de")
     controls = RoomControls(state=state, registry=RoomRegistry())
     controls._on_present(None)
-    card = controls._card.object
+    card = controls._join_pane.object  # the presenter's bar, under its code
     assert "Link zu dieser Lektion kopieren" in card and 'class="lesson-link"' in card
     # the link is the address bar's, less the room's arguments (the browser test checks the copied text)
     assert "searchParams.delete" in card and "&#x27;token&#x27;" in card

@@ -276,7 +276,7 @@ def test_a_poll_from_the_presenters_card_to_the_followers_cards_and_back(classro
     assert all(s._poll is not None and not s._poll.built for s in students)  # nothing built before a question
     teacher._poll_toggle.value = True
     card = teacher._poll
-    assert isinstance(card, PresenterPoll) and card.__panel__() in teacher._presenter_controls
+    assert isinstance(card, PresenterPoll) and card.__panel__() in teacher.bar
     card._pick.value = "why-scale"
     card._ask.clicks += 1
     q = BY_ID["why-scale"]
