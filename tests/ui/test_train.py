@@ -1,7 +1,7 @@
 """The Train tab in a real browser: pick a target and play; pause, step and scrub; what was learned and the swap;
 a painted target one head cannot learn, and two heads; the page's mirror of the core; the address; Present; Export.
 
-Expected numbers come from the NumPy core (core/training.py, itself checked against finite differences and the
+Expected numbers come from the NumPy core (core/training/, itself checked against finite differences and the
 course's claims in tests/test_core_training.py) and from the course: "I love NLP"'s embeddings make NLP's scores
 the sum of I's and love's, so "attend to the previous token" on them stops at log 2 for one head.
 """
@@ -109,7 +109,7 @@ def test_a_preset_played_brings_the_loss_down_and_the_weights_onto_the_target(op
     play_to_end(page)
     end = shown(page)
     assert end["step"] == 500
-    # the course's promise for this preset (core/training.py's table): under 0.01 by step 200
+    # the course's promise for this preset (core/training/__init__.py's table): under 0.01 by step 200
     assert end["loss"] < 0.01 < start["loss"]
     assert np.all(np.diag(weights_of(end, 3)) > 0.95)  # each token on itself, as the target asks
     steps = page.evaluate("() => [...window.trainSteps]")
