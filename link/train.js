@@ -250,10 +250,10 @@ export function render({model, el, view}) {
     box.append(text, input, out);
     row2.append(box);
     sliders[name] = {box, text, input, out, held: false};
-    input.addEventListener("input", () => { sliders[name].held = true; out.textContent = short(stop(name), words()); });
+    input.addEventListener("input", () => { sliders[name].held = true; out.textContent = short(stopOf(name), words()); });
     input.addEventListener("change", () => {  // let go, or a key: the server takes the stop
       sliders[name].held = false;
-      model.send_msg({action: name, value: stop(name)});
+      model.send_msg({action: name, value: stopOf(name)});
     });
   }
   const scaleBox = el_("label", {class: "train-scale"});
@@ -265,7 +265,7 @@ export function render({model, el, view}) {
   const message = el_("div", {class: "field-message", role: "alert"});
   newSeed.addEventListener("click", () => model.send_msg({action: "seed"}));
 
-  function stop(name) {
+  function stopOf(name) {  // a slider's stop (not stop(send) below, which pauses the player)
     const stops = (model.stops || {})[name] || [];
     return stops[Math.max(0, Math.min(stops.length - 1, Number(sliders[name].input.value)))];
   }

@@ -254,6 +254,21 @@ def test_the_pages_forward_pass_agrees_with_the_core(open_page, address, preset,
         np.testing.assert_allclose(g["K"], X @ run.W_K[k], rtol=1e-12, atol=1e-12)
 
 
+def test_the_rate_and_temperature_sliders_send_the_stop_they_show(open_page):
+    """A slider's key moves it one stop (session/training.py's LEARNING_RATES, TEMPERATURES); the page shows the
+    stop and the server trains with it."""
+    page = open_train(open_page)
+    for box, key, text, part in ((".train-rate", "ArrowRight", "0.1", "lr=0.1"),
+                                 (".train-temperature", "ArrowLeft", "0.5", "train_t=0.5")):
+        before = runs(page)
+        page.locator(f"{box} input").focus()
+        page.keyboard.press(key)
+        assert page.locator(f"{box} output").text_content() == text
+        wait_new_run(page, before)
+        wait_address(page, part)
+        assert page.locator(".train-root .field-message").text_content() == ""
+
+
 # --- the address, Present, Export ---------------------------------------------------------------------------------
 
 def test_a_link_reopens_the_same_run_at_the_same_step_and_bad_values_get_a_notice(open_page):
