@@ -200,7 +200,7 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=2, help="follower client processes")
     ap.add_argument("--spread", type=float, default=4.0,
                     help="seconds over which the followers answer, each after the question reached its page")
-    ap.add_argument("--question", default="key-role", help="a question id of course/questions.py")
+    ap.add_argument("--question", default="key-role", help="a question id of course/questions/bank.py")
     ap.add_argument("--wait", type=float, default=30.0, help="seconds to wait for every answer to be counted")
     ap.add_argument("--stuff", type=int, default=0, help="pages that join after the question only to answer it")
     ap.add_argument("--within", type=float, default=20.0, help="seconds over which the --stuff pages start")

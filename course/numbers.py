@@ -12,7 +12,7 @@ tab's answers.
 - An exponent (``3e-2``) only where asked: coordinates take one, the Check tab's answers, judged by their
   decimal places, do not.
 
-Standard library only, so the Check tab's grading (``course/questions.py``) shares it.
+Standard library only, so the Check tab's grading (``course/questions/grading.py``) shares it.
 """
 
 from __future__ import annotations

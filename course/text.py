@@ -1,6 +1,6 @@
 """A marked text: a ``str`` that reads as its English message and remembers it, for a page to translate.
 
-Standard library only, so that modules which must stay free of Panel, NumPy and Babel (``course/questions.py``)
+Standard library only, so that modules which must stay free of Panel, NumPy and Babel (``course/questions/``)
 can mark their texts for the catalogs too; :mod:`session.i18n` translates them.
 """
 

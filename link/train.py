@@ -50,8 +50,11 @@ from server.train_queue import get_queue, get_report_queue
 from session.training import LEARNING_RATES, TEMPERATURES, TrainingState
 
 HERE = Path(__file__).resolve().parent
-#: The Train tab's scripts, in the order the page runs them as one module.
-TRAIN_SCRIPTS = ("attention.js", "shared.js", "train.js")
+#: The Train tab's scripts, in the order the page runs them as one module: the page's number format, the mirror of
+#: the core's forward pass, the heads' planes, the tab's parts, a run's parts and a step's numbers, then the player and
+#: the link (``render``). One scope: each file's top-level names are the others'.
+TRAIN_SCRIPTS = ("attention.js", "shared.js", "train_mirror.js", "train_plane.js", "train_parts.js", "train_steps.js",
+                 "train.js")
 TRAIN_JS = "\n".join((HERE / name).read_text() for name in TRAIN_SCRIPTS)
 #: The tab's look, in its shadow root (sizes and colours from the page's custom properties).
 TRAIN_CSS = (HERE.parent / "static" / "train.css").read_text()
@@ -138,8 +141,8 @@ class TrainLink(pn.custom.JSComponent):
         "A weight's cell is written in dark ink from this weight up, light below: the Matrix tab's threshold "
         "(widgets/matrix.py), which the view gives."))
 
-    # The script (link/train.js), read once per process, after the page's one number format (link/attention.js's
-    # fmt, link/shared.js's fmtL and fmtShortL, checked with the server's under node: tests/js/).
+    # The scripts (TRAIN_SCRIPTS, link/train.js last), read once per process, after the page's one number format
+    # (link/attention.js's fmt, link/shared.js's fmtL and fmtShortL, checked with the server's under node: tests/js/).
     _esm = TRAIN_JS
     _stylesheets = [TRAIN_CSS]
 

@@ -7,7 +7,7 @@
   handed back through :meth:`StoredProgress.receive`. On a page, ``widgets.check.ProgressStore`` keeps it in the
   browser's ``localStorage`` (no accounts); on its own (tests, a notebook) it is kept here.
 
-The questions and their rules are the course's (``course/questions.py``).
+The questions and their rules are the course's (``course/questions/``).
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ PRESET_SLUGS = {"previous": "attend to the previous token", "yourself": "attend 
 #: The target that is a learner's own pattern.
 PAINT = "paint"
 TARGETS = (*PRESET_SLUGS, PAINT)
-#: Updates in a run: enough for every preset to reach its goal with the defaults (core/training.py's table).
+#: Updates in a run: enough for every preset to reach its goal with the defaults (core/training/'s table).
 RUN_STEPS = 500
 #: The page's learning rates and temperatures: a slider's stops.
 LEARNING_RATES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)

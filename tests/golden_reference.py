@@ -3,7 +3,7 @@
 The page mirrors rules of the server in JavaScript: the formula and the number format (``link/attention.js``,
 ``link/shared.js``), the readout's text, the grab and the geometry of a drag's preview (``link/drag.js``), the
 Projections tab's self-attention and its line of outputs (``link/projections.js``), the Train tab's forward pass
-(``link/train.js``), an arrow key's nudge and q in the address (``link/browser.js``), a poll card's browser id
+(``link/train_mirror.js``), an arrow key's nudge and q in the address (``link/browser.js``), a poll card's browser id
 (``widgets/poll.js``) and the labels' sides (``widgets/labels.js``). Each mirror is checked against cases the
 server's own code writes here, by ``node --test tests/js/``; ``tests/test_golden.py`` checks the server's side and
 that the file holds what its code writes now. So each rule is written once in Python and once in the page's

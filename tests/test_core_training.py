@@ -28,6 +28,7 @@ from core.training import (
     train,
     weights_task,
 )
+from core.training.model import _softmax_backward
 from tests.loop_reference import attention as loop_attention
 from tests.loop_reference import random_mask
 
@@ -244,7 +245,7 @@ def test_the_softmax_backward_keeps_a_saturated_rows_gradient():
         return max(abs(float((got - w) / w)) for row, w_row in zip(dS.tolist(), want, strict=True)
                    for got, w in zip(map(type(w_row[0]), map(repr, row)), w_row, strict=True))
 
-    assert worst(training._softmax_backward(A, dA)) < 1e-12
+    assert worst(_softmax_backward(A, dA)) < 1e-12
     usual = A * (dA - (dA * A).sum(axis=1, keepdims=True))
     assert worst(usual) > 0.5  # the form used before: the saturated entries' gradient lost
 

@@ -27,7 +27,8 @@ from server.rooms import (
     seconds_from_env,
 )
 from session.state import AttentionState
-from widgets.room import RoomControls, qr_svg
+from widgets.room import RoomControls
+from widgets.room_view import qr_svg
 
 
 class FakeClock:

@@ -4,7 +4,7 @@ reports in server/train_queue.py), without a browser.
 What is expected comes from the tab's contract, not from the code: the page draws the tab (so the server holds one
 component, its data and its stylesheets, and no figure or widget); a report the page writes is taken later, the
 newest of a page's reports once per turn, and never before what the page sent ahead of it; a download holds the
-core's own run (core/training.py), full precision.
+core's own run (core/training/), full precision.
 """
 
 from __future__ import annotations

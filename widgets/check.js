@@ -2,7 +2,7 @@
 // for the whole tab instead of about a hundred Panel widgets and panes. Native form controls, so every card works
 // with the keyboard (Tab, the arrows within a choice, Enter in a number box, Space and Enter on a button).
 //
-// The server sends HTML it has escaped (the texts of course/questions.py and what it says about an answer), and
+// The server sends HTML it has escaped (the texts of course/questions/ and what it says about an answer), and
 // plain texts, which are set as text. The page sends only messages to its own session:
 //   {check: id, answer: choice index, null or the typed text}, {show: id}, {practice: open?},
 //   {restart: "ask" | "keep" | "confirm"}.

@@ -39,7 +39,7 @@ INK_THRESHOLD = 0.55
 
 def ink(w) -> str:
     """The colour of a cell's number at weight ``w``: "white" on Cividis's dark end, "black" on its light one (the
-    page's drag preview: link/drag.js, inkOn; the Train tab's cells: link/train.js)."""
+    page's drag preview: link/drag.js, inkOn; the Train tab's cells: link/train_steps.js)."""
     return "white" if w < INK_THRESHOLD else "black"
 
 

@@ -48,7 +48,7 @@ TARGET_NOTES = {
     PAINT: N_("Click a cell of the target to switch it on or off: row i is what token i should attend to (its "
               "cells share the row's attention equally). Will one head learn it?"),
 }
-#: What a head's plane shows, for a screen reader (the page draws the plane: link/train.js).
+#: What a head's plane shows, for a screen reader (the page draws the plane: link/train_plane.js).
 PLANE_LABEL = N_("The queries (●) and keys (■) of head {n} at the step shown, with the values (▲) when W_V learns")
 #: A swap that raises the loss by more than this (nats, or squared units) shows that the roles have parted.
 ROLES_APART = 0.1

@@ -1,5 +1,5 @@
-// link/train.js's mirror of the core's forward pass (stepWeights, forward) and its numbers, run as the page runs it
-// (after link/attention.js and link/shared.js, link/train.py's TRAIN_SCRIPTS), against short runs of
+// The Train tab's mirror of the core's forward pass (link/train_mirror.js: stepWeights, forward) and its numbers,
+// run as the page runs it (link/train.py's TRAIN_SCRIPTS, concatenated in their order), against short runs of
 // core.training and what the core computed at some of their steps, stored in the golden cases.
 import { test } from "node:test";
 import assert from "node:assert/strict";

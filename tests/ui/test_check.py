@@ -1,7 +1,7 @@
 """The Check tab in a real browser: every question answered through the page, the number rule, the credit rules,
 the score, progress kept in the browser's localStorage, the two tasks done on the explorer, and the lab download.
 
-Expected texts are the course's rules as the page words them (course/questions.py); the numbers of the tasks are
+Expected texts are the course's rules as the page words them (course/questions/grading.py); the numbers of the tasks are
 read off the page's own readout at the moment the task was done.
 """
 

@@ -1,7 +1,7 @@
 """The Train tab in a real browser: pick a target and play; pause, step and scrub; what was learned and the swap;
 a painted target one head cannot learn, and two heads; the page's mirror of the core; the address; Present; Export.
 
-Expected numbers come from the NumPy core (core/training.py, itself checked against finite differences and the
+Expected numbers come from the NumPy core (core/training/, itself checked against finite differences and the
 course's claims in tests/test_core_training.py) and from the course: "I love NLP"'s embeddings make NLP's scores
 the sum of I's and love's, so "attend to the previous token" on them stops at log 2 for one head.
 """
@@ -109,7 +109,7 @@ def test_a_preset_played_brings_the_loss_down_and_the_weights_onto_the_target(op
     play_to_end(page)
     end = shown(page)
     assert end["step"] == 500
-    # the course's promise for this preset (core/training.py's table): under 0.01 by step 200
+    # the course's promise for this preset (core/training/__init__.py's table): under 0.01 by step 200
     assert end["loss"] < 0.01 < start["loss"]
     assert np.all(np.diag(weights_of(end, 3)) > 0.95)  # each token on itself, as the target asks
     steps = page.evaluate("() => [...window.trainSteps]")
@@ -252,6 +252,21 @@ def test_the_pages_forward_pass_agrees_with_the_core(open_page, address, preset,
         np.testing.assert_allclose(g["outputs"], outputs, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(g["Q"], X @ run.W_Q[k], rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(g["K"], X @ run.W_K[k], rtol=1e-12, atol=1e-12)
+
+
+def test_the_rate_and_temperature_sliders_send_the_stop_they_show(open_page):
+    """A slider's key moves it one stop (session/training.py's LEARNING_RATES, TEMPERATURES); the page shows the
+    stop and the server trains with it."""
+    page = open_train(open_page)
+    for box, key, text, part in ((".train-rate", "ArrowRight", "0.1", "lr=0.1"),
+                                 (".train-temperature", "ArrowLeft", "0.5", "train_t=0.5")):
+        before = runs(page)
+        page.locator(f"{box} input").focus()
+        page.keyboard.press(key)
+        assert page.locator(f"{box} output").text_content() == text
+        wait_new_run(page, before)
+        wait_address(page, part)
+        assert page.locator(".train-root .field-message").text_content() == ""
 
 
 # --- the address, Present, Export ---------------------------------------------------------------------------------
