@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from server.transport import SCREENED
+from server.guard import SCREENED
 from testing.browser import CHROMIUM_ARGS, chromium
 from testing.server import free_port, stop, wait_for_http  # noqa: F401  (the tests' server helpers too)
 
@@ -89,7 +89,7 @@ def server():
         # A browser closing its page while the server writes to it is not a server error.
         text = re.sub(CLOSED_SOCKET, "", text)
         assert "Traceback" not in text, f"the server logged a traceback:\n{text}"
-        # every page these tests drive writes only what a page may (server/transport.py's screen_page_patch)
+        # every page these tests drive writes only what a page may (server/guard.py's screen_page_patch)
         screened = [line for line in text.splitlines() if SCREENED in line]
         assert not screened, "the server screened out what a page of ours sent:\n" + "\n".join(screened)
 
