@@ -91,6 +91,13 @@ def test_a_changed_upstream_function_is_reported_and_its_patch_left_out(upstream
     assert "server.patches.standin not applied" in said[0] and "written for stand-in 1.0" in said[0]
     assert "standin_upstream:scores CHANGED" in said[0] and "standin_upstream:Head.softmax MISSING" in said[0]
     assert "CHANGED" in patches.report(patch.check()) and "does not fit" in patches.report(patch.check())
+    # a patch whose code lives with the views, with no fallback, is said all the same
+    caplog.clear()
+    kept = dataclasses.replace(patch, name="standin_kept", leaves_out=False, apply=None)
+    with caplog.at_level(logging.ERROR, logger="server.patches"):
+        assert kept.fits() is False
+    said = [r.getMessage() for r in caplog.records if r.name == "server.patches"]
+    assert len(said) == 1 and "standin_kept no longer fits" in said[0] and "used as it is" in said[0]
 
 
 def test_a_patch_that_fits_is_applied_once_and_still_fits_once_in_place(upstream):

@@ -80,7 +80,8 @@ class Patch:
     replaces, wraps or relies on with their fingerprints when it was written (``targets``), the versions it was
     written for (``written_for``), the upstream issue about it (``upstream``: ``"owner/repo#N"``, or what says there
     is none) and ``apply``, which makes the change (idempotent; None for a patch used where its code runs, not
-    installed: a subclass, a context manager).
+    installed: a subclass, a context manager). ``leaves_out`` False: a patch whose code cannot be left out from here
+    (a subclass the views define themselves); one that no longer fits is then said in the log all the same.
 
     ``name`` is the module that holds it (``server.patches.<name>``).
     """
@@ -91,6 +92,7 @@ class Patch:
     written_for: str
     upstream: str
     apply: Callable[[], object] | None = None
+    leaves_out: bool = True
     _fits: bool | None = field(default=None, init=False, repr=False)
 
     def check(self) -> list[Found]:
@@ -112,9 +114,11 @@ class Patch:
             misfits = [r for r in self.check() if r.status != OK]
             self._fits = not misfits
             if misfits:
-                log.error("Patch server.patches.%s not applied (%s; written for %s): %s; the library's own code runs "
-                          "instead (python -m server --check-patches)", self.name, self.changes, self.written_for,
-                          "; ".join(r.describe() for r in misfits))
+                what = ("not applied", "the library's own code runs instead") if self.leaves_out else (
+                    "no longer fits", "it is used as it is: check it against the installed library")
+                log.error("Patch server.patches.%s %s (%s; written for %s): %s; %s (python -m server --check-patches)",
+                          self.name, what[0], self.changes, self.written_for, "; ".join(r.describe() for r in misfits),
+                          what[1])
         return self._fits
 
     def install(self) -> bool:
