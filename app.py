@@ -1,7 +1,7 @@
 """Attention Explorer: scaled dot-product attention on "I love NLP", live in the browser.
 
 ``python app.py`` (or ``python -m server``) serves it with the server's settings and routes (server/serve.py);
-``panel serve app.py`` serves it too, with every patch (server/patches.py) but without what needs the server's
+``panel serve app.py`` serves it too, with every patch (server/patches/) but without what needs the server's
 own settings (server/routes.py: gzip, the link limit, a room's live channel, KaTeX's fonts). Each browser session
 gets its own :class:`~session.state.AttentionState`.
 """
@@ -65,7 +65,7 @@ def in_notebook() -> bool:
 
 
 # `panel serve` runs this file as a module named bokeh_app_…, once per page (pn.state.served checks the same name
-# through inspect.stack(), which cost every page build a few ms). Every patch to Bokeh and Panel (server/patches.py:
+# through inspect.stack(), which cost every page build a few ms). Every patch to Bokeh and Panel (server/patches/:
 # the websocket guard, events held and paced, bounded logs, ...) is in force from the first page of a bare `panel
 # serve app.py` on, as under `python app.py`, which installs them as the server starts. Elsewhere, outside a
 # notebook (whose kernel is the learner's own, and a page or two there gain nothing from it), only Bokeh's stable

@@ -80,6 +80,7 @@ def run(build: float, after: float, pages: int, within: float, class_size: int, 
     from bokeh.server.contexts import ApplicationContext
 
     from server import build_gate
+    from server.patches import bokeh_create_session
 
     original = ApplicationContext._create_session
     with tempfile.TemporaryDirectory() as tmp:
@@ -88,7 +89,7 @@ def run(build: float, after: float, pages: int, within: float, class_size: int, 
         context = ApplicationContext(Application(ScriptHandler(filename=str(script))))
         try:
             if gated:
-                build_gate.pace_page_builds()
+                bokeh_create_session.install()
             import panel as pn
 
             def fresh_gate():

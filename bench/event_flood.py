@@ -9,7 +9,7 @@ buttons to be in the page), tab after tab, with the header's buttons and writes 
 
 - ``alone``: the learner alone;
 - ``batched``: messages of ``--batch`` events (300: the issue's attack);
-- ``largest``: messages of the most events a page may send (``server.transport.PAGE_MESSAGE_EVENTS``).
+- ``largest``: messages of the most events a page may send (``server.guard.PAGE_MESSAGE_EVENTS``).
 
 Reported per phase: the learner's row key (key to the readout naming that row) and tap (to the readout showing
 that q) p50 / p95 / max, the longest wait for any answer, answers lost (none within ``LOST_AFTER_S``); the
@@ -238,7 +238,7 @@ def table(results: list[dict]) -> str:
 
 
 def main(argv=None) -> list[dict]:
-    from server.transport import PAGE_MESSAGE_EVENTS
+    from server.guard import PAGE_MESSAGE_EVENTS
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--duration", type=float, default=20.0, help="seconds per phase (default 20)")

@@ -39,6 +39,19 @@ function previewNudge(doc, key, shift, inPlot) {
   preview({event_name: "tap", x: round9(q.x[0] + dx * h), y: round9(q.y[0] + dy * h), preview_only: true})
 }
 
+// The page's changes to BokehJS below replace or wrap names of BokehJS 3.10.2 (the version Bokeh 3.10.2 serves,
+// pinned in requirements.txt). Each looks its name up as the page loads; a name BokehJS no longer has is said once in
+// the browser's console, naming it, and the change is left out (BokehJS's own behaviour runs): never silently.
+// server/patches/ does the same for the server's changes to Bokeh's and Panel's Python code.
+const LAYOUT_STEPS = ["invalidate_layout", "update_layout", "update_style", "after_layout"]
+const missingSaid = new Set()
+function missingInBokehJS(name) {
+  if (missingSaid.has(name)) return
+  missingSaid.add(name)
+  console.warn(`Attention Explorer: BokehJS has no ${name} (the page's change to it was written for BokehJS 3.10.2); ` +
+               "left out, BokehJS's own behaviour runs")
+}
+
 // BokehJS restyles a layout from scratch whenever the page is laid out again (a notice shown above, a figure
 // resized), and on the way the shown tab's scrolling contents went back to their top, away from the box a
 // learner had just typed in. The tabs and the layouts around them keep that place through their restyling.
@@ -74,9 +87,9 @@ function keepTabsScroll(doc) {
   for (let v = tabs; v != null; v = v.parent) {
     if (v.keepsTabsScroll) continue
     v.keepsTabsScroll = true
-    for (const name of ["invalidate_layout", "update_layout", "update_style", "after_layout"]) {
+    for (const name of LAYOUT_STEPS) {
       const step = v[name]
-      if (typeof step !== "function") continue
+      if (typeof step !== "function") { missingInBokehJS(`${v.constructor?.name ?? "a layout view"}.${name}`); continue }
       v[name] = function (...args) {
         const out = step.apply(this, args)
         const area = shown(), place = area && scrolled.get(area)
@@ -101,9 +114,12 @@ function keepTabsScroll(doc) {
 // for them): a switch between built tabs costs the same however many tabs a learner has opened.
 function layOutShownTabOnly(tabs) {
   if (Object.prototype.hasOwnProperty.call(tabs, "layoutable_views")) return
-  const all = Object.getOwnPropertyDescriptor(window.Bokeh.require("models/layouts/layout_dom").LayoutDOMView.prototype,
-                                              "layoutable_views")?.get
-  if (all == null) return  // another BokehJS
+  let all = null
+  try {
+    all = Object.getOwnPropertyDescriptor(window.Bokeh.require("models/layouts/layout_dom").LayoutDOMView.prototype,
+                                          "layoutable_views")?.get
+  } catch {}
+  if (all == null) { missingInBokehJS("LayoutDOMView.prototype.layoutable_views"); return }  // another BokehJS
   Object.defineProperty(tabs, "layoutable_views", {configurable: true, get() {
     const shown = this.model.tabs[this.normalized_active]?.child
     return all.call(this).filter((v) => v.model === shown || !v.has_finished())
@@ -118,9 +134,10 @@ const ownDocuments = new WeakSet()
 function paintFromModels(doc) {
   ownDocuments.add(doc)
   let proto = null
-  try { proto = window.Bokeh.require("core/visuals/visual").VisualProperties.prototype } catch { return }  // another BokehJS
-  const lookup = proto._get_css_value
-  if (typeof lookup !== "function" || lookup.original != null) return
+  try { proto = window.Bokeh.require("core/visuals/visual").VisualProperties.prototype } catch {}
+  const lookup = proto?._get_css_value
+  if (typeof lookup !== "function") { missingInBokehJS("VisualProperties.prototype._get_css_value"); return }
+  if (lookup.original != null) return
   const fromModels = function (name) {
     // by the root view's document: a colour bar's own axis and title are models of no document
     return ownDocuments.has((this.obj?.root ?? this.obj)?.model?.document) ? "" : lookup.call(this, name)

@@ -21,7 +21,7 @@ from bokeh.models import Div
 from course.questions import MAX_JSON_CHARS
 from link.shown import PlotsShown
 from link.updates import one_message
-from server.transport import SCREENED, refuse_page
+from server.guard import SCREENED, refuse_page
 from session.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
 from session.i18n import N_, menu_languages
 from session.model import MODEL_PARAMS

@@ -19,14 +19,14 @@ The gaps are for pages in use. While no page open for more than a few seconds ha
 and no page's message is being handled, a build starts as soon as the loop is idle (work-conserving): a class
 opening the page together, before anyone drags, otherwise left the loop idle in most gaps (a class connected
 markedly slower than with its pages built back to back: ``bench/HISTORY.md``). The websocket guard
-(server/transport.py) tells the gate which messages it is handling and which are a person's.
+(server/guard.py) tells the gate which messages it is handling and which are a person's.
 
-The gate is installed on Bokeh's session creation (:func:`pace_page_builds`), the one place every page's document
-is made: an HTTP GET of the page, a websocket whose session had been discarded, the liveness check.
+The gate is installed on Bokeh's session creation (``server/patches/bokeh_create_session.py``), the one place every
+page's document is made: an HTTP GET of the page, a websocket whose session had been discarded, the liveness check.
 
 A page's work once it has loaded (Panel's ``onload`` callbacks: a joining page's room, its header and its poll
-card, about a tenth of a second each) is charged to the same bucket (:func:`charge_page_loads`): it cannot wait,
-the page is open, but the next build waits for it. A hundred pages joining a room within 20 s otherwise did
+card, about a tenth of a second each) is charged to the same bucket (``server/patches/panel_on_load.py``): it cannot
+wait, the page is open, but the next build waits for it. A hundred pages joining a room within 20 s otherwise did
 their room work in the gaps the gate keeps for the open pages, and the presenter's key waited again.
 """
 
@@ -210,49 +210,3 @@ def get_gate() -> BuildGate:
     if gate is None:
         gate = pn.state.cache.setdefault(CACHE_KEY, BuildGate())
     return gate
-
-
-def pace_page_builds() -> None:
-    """Make every page's build wait its turn at the process's :class:`BuildGate`.
-
-    Wraps Bokeh's ``ApplicationContext._create_session`` (the coroutine that makes a session's document, run once
-    per session whoever asked for it): the wait comes before the document is made, and the time charged is the
-    build's alone. Idempotent; ``tests/test_build_gate.py`` fails if Bokeh's name moves.
-    """
-    from bokeh.server.contexts import ApplicationContext
-
-    original = ApplicationContext._create_session
-    if getattr(original, "_paced", False):
-        return
-
-    async def paced(self, session_id, request=None, token=None):
-        async with get_gate().turn():
-            return await original(self, session_id, request, token)
-
-    paced._paced = True
-    paced.__wrapped__ = original
-    ApplicationContext._create_session = paced
-
-
-def charge_page_loads() -> None:
-    """Charge each page's ``onload`` work (Panel's ``state._on_load``, run on the loop when its page reports it has
-    loaded) to the process's :class:`BuildGate`, so that builds and it together take at most its share of the loop.
-    Idempotent."""
-    import panel as pn
-
-    cls = type(pn.state)
-    original = cls._on_load
-    if getattr(original, "_charged", False):
-        return
-
-    def charged(self, doc=None):
-        gate = get_gate()
-        start = gate.clock()
-        try:
-            return original(self, doc)
-        finally:
-            gate.charge(gate.clock() - start, start)
-
-    charged._charged = True
-    charged.__wrapped__ = original
-    cls._on_load = charged

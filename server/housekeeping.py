@@ -26,7 +26,8 @@ a session closes. So:
   reach for good (``gc.freeze()``, Python's documented way for a server's start-up objects; it also keeps them
   shared after ``--num-procs`` forks) and leaves the full passes to the round: the collector makes only its young
   passes on its own, which never pass over a page open a while;
-- a closed page is taken apart as Bokeh discards its session (:func:`sweep_sessions_paced`, ``server/teardown.py``):
+- a closed page is taken apart as Bokeh discards its session (``server/patches/bokeh_cleanup_sessions.py``,
+  ``server/teardown.py``):
   its cycles cut, nearly all of its memory comes back by reference counting, one page per turn of the loop, with a
   rest as long as it took before the next (Bokeh discarded every closed session of a class in one turn: 0.4 s and
   more for 60 pages);
@@ -162,26 +163,6 @@ def settle_collector() -> None:
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, NEVER)
     COLLECTOR.settled = True
-    leave_full_passes_to_the_round()
-
-
-def leave_full_passes_to_the_round() -> None:
-    """Panel makes a full pass of the collector five seconds after the last session it saw discarded
-    (``panel.io.document._garbage_collect``, written for Panel 1.10.0; no upstream issue): in a settled process the
-    round makes it, when it is short. Idempotent; ``tests/test_housekeeping.py`` fails if Panel's name moves."""
-    from panel.io import document
-
-    original = document._garbage_collect
-    if getattr(original, "left_to_the_round", False):
-        return
-
-    def garbage_collect():
-        if not COLLECTOR.settled:
-            original()
-
-    garbage_collect.left_to_the_round = True
-    garbage_collect.__wrapped__ = original
-    document._garbage_collect = garbage_collect
 
 
 class Housekeeping:
@@ -285,57 +266,6 @@ def get_housekeeping() -> Housekeeping:
     return pn.state.as_cached("housekeeping", Housekeeping)
 
 
-def _collect_if_short() -> None:
+def collect_if_short() -> None:
+    """The process's round makes a full pass now if one is due and short (:meth:`Housekeeping.collect_if_short`)."""
     get_housekeeping().collect_if_short()
-
-
-def sweep_sessions_paced() -> None:
-    """Bokeh discards the sessions of closed pages one at a time, each page taken apart as it goes
-    (``server/teardown.py``), with a rest as long as it took before the next.
-
-    Bokeh's ``ApplicationContext._cleanup_sessions`` (written for Bokeh 3.10.2; no upstream issue asks for the sweep
-    to yield yet) discards every session past its unused lifetime in one turn of the loop, each with Panel's clean-up:
-    a class of 40 leaving held every other page for its whole length. Here each discard is a turn of its own, its
-    page's objects are taken apart in the next, and the sweep rests so as to take at most :data:`SWEEP_SHARE` of the
-    loop. Idempotent; ``tests/test_housekeeping.py`` fails if Bokeh's
-    names move.
-    """
-    from bokeh.server.contexts import ApplicationContext
-
-    from server import teardown
-
-    original = ApplicationContext._cleanup_sessions
-    if getattr(original, "paced", False):
-        return
-
-    async def cleanup_sessions(self, unused_session_linger_milliseconds: int) -> None:
-        def unused(session) -> bool:
-            return session.connection_count == 0 and (
-                session.milliseconds_since_last_unsubscribe > unused_session_linger_milliseconds
-                or session.expiration_requested)
-
-        discarded = 0
-        for session in [s for s in self._sessions.values() if unused(s) and not s.expiration_blocked]:
-            if not unused(session) or session.expiration_blocked:  # a page came back while the sweep rested
-                continue
-            start = time.perf_counter()
-            doc = getattr(session, "_document", None)
-            await self._discard_session(session, unused)
-            await asyncio.sleep(0)
-            if session.destroyed and doc is not None:
-                objects = teardown.get_page_objects().pop(doc)
-                del doc
-                teardown.take_apart(objects)  # in a turn of its own: a page's are a few hundred, freeing 9,000
-                del objects
-                discarded += 1
-                if discarded % PASS_EVERY_PAGES == 0:
-                    await asyncio.sleep(0)
-                    _collect_if_short()
-            took = time.perf_counter() - start
-            await asyncio.sleep(took * (1 - SWEEP_SHARE) / SWEEP_SHARE)
-        if discarded % PASS_EVERY_PAGES:
-            _collect_if_short()
-
-    cleanup_sessions.paced = True
-    cleanup_sessions.__wrapped__ = original
-    ApplicationContext._cleanup_sessions = cleanup_sessions

@@ -13,8 +13,8 @@ needs to know that a page can be built, not to build one for each asker. So here
   waits for that one build; the page is then taken apart (``server/teardown.py``) as a closed page is;
 - an endpoint the server does not serve gets 400 with a short answer that does not repeat it.
 
-Installed by ``server/patches.py`` on Panel's handler itself (written for Panel 1.10.0; no upstream issue), so a
-bare ``panel serve app.py --liveness`` gets it too.
+Installed on Panel's handler itself (``server/patches/panel_liveness.py``), so a bare ``panel serve app.py
+--liveness`` gets it too.
 """
 
 from __future__ import annotations
@@ -98,8 +98,8 @@ def get_health_check() -> HealthCheck:
     return check
 
 
-async def _get(self) -> None:
-    """``LivenessHandler.get``: see the module's docstring."""
+async def answer(self) -> None:
+    """Answer Panel's ``LivenessHandler.get`` (``self``: the handler): see the module's docstring."""
     endpoint = self.get_argument("endpoint", default=None)
     self.set_header("Content-Type", "application/json")
     self.set_header("Cache-Control", "no-store")
@@ -116,15 +116,3 @@ async def _get(self) -> None:
         self.finish({endpoint: False})
         return
     self.write({endpoint: True})
-
-
-def build_pages_for_health_checks_sparingly() -> None:
-    """Answer Panel's health check with :func:`_get` from now on. Idempotent; ``tests/test_liveness.py`` fails if
-    Panel's name moves."""
-    from panel.io.liveness import LivenessHandler
-
-    if getattr(LivenessHandler.get, "sparing", False):
-        return
-    _get.sparing = True
-    _get.__wrapped__ = LivenessHandler.get
-    LivenessHandler.get = _get

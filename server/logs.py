@@ -41,7 +41,7 @@ QUIET_S = 600.0
 MAX_URI_CHARS = 160
 #: The loggers whose lines a client can make again and again with HTTP requests: Tornado's access log (each answer)
 #: and its general log (a request it cannot read, an error's reason), Bokeh's websocket handshake's (a bad token).
-#: (The websocket guard, ``server/transport.py``, logs one line for a connection, which a handshake costs.)
+#: (The websocket guard, ``server/guard.py``, logs one line for a connection, which a handshake costs.)
 CLIENT_LOGGERS = ("tornado.access", "tornado.general", "bokeh.server.views.ws")
 
 

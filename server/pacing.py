@@ -23,7 +23,7 @@ A page's other events (a click, a key, a widget's change, a message of its own) 
 (:class:`SessionEvents`): they run at once while the session has used little of the loop lately, and otherwise
 wait their turn, so that one session's events take at most half of the loop however many it sends (one
 message of 300 clicks on "New random draw" at d_k = 1024 froze every other page while it ran). The websocket's guard
-(``server/transport.py``) applies a page's messages one event at a time through it.
+(``server/guard.py``) applies a page's messages one event at a time through it.
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ class SessionEvents:
         self._later = later
         self._queue: collections.deque = collections.deque()
         self._draining = False
-        self.pulled = False  # the page's document has been sent once (server/transport.py)
+        self.pulled = False  # the page's document has been sent once (server/guard.py)
 
     def _leak(self) -> None:
         now = self.clock()

@@ -144,7 +144,7 @@ def _serve_command():
 
     class CompressedServe(Serve):
         """Panel's ``serve`` with this app's routes and settings (server/routes.py) and every patch
-        (server/patches.py)."""
+        (server/patches/)."""
 
         def customize_kwargs(self, args, server_kwargs):
             from server import patches

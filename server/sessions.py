@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import weakref
 
+from server.patches.bokeh_session_connections import session_connections
+
 
 def page_connection(doc) -> object | None:
     """The one websocket connection (Bokeh's ``ServerConnection``) serving ``doc``'s session, or None.
 
     None when the session has no connection, or more than one (a second socket opened on the page's session id),
-    or ``doc`` is not a served page's (a test's document). Bokeh keeps the connections of a session in
-    ``ServerSession._subscribed_connections`` and shows only their number (``connection_count``); this reads
-    the set, and ``tests/test_polls.py`` fails if Bokeh's names move.
+    or ``doc`` is not a served page's (a test's document). Bokeh shows only their number (``connection_count``);
+    ``server/patches/bokeh_session_connections.py`` reads them.
     """
-    connections = getattr(_server_session(doc), "_subscribed_connections", None)
-    if not connections or len(connections) != 1:
-        return None
-    return next(iter(connections))
+    connections = session_connections(doc)
+    return connections[0] if len(connections) == 1 else None
 
 
 def connection_count(doc) -> int | None:
@@ -34,8 +33,8 @@ def connection_count(doc) -> int | None:
 
 
 def _server_session(doc) -> object | None:
-    """Bokeh's ``ServerSession`` of ``doc`` (its session context keeps it as ``_session``), or None."""
-    return getattr(getattr(doc, "session_context", None), "_session", None)
+    """Bokeh's ``ServerSession`` of ``doc`` (its session context's public ``session``), or None."""
+    return getattr(getattr(doc, "session_context", None), "session", None)
 
 
 #: Where the process keeps the documents of pages whose websocket has closed.
@@ -52,7 +51,7 @@ def _left() -> weakref.WeakSet:
 
 
 def page_has_left(doc) -> None:
-    """``doc``'s page has left: its websocket closed (the guard says so, ``server/transport.py``). Bokeh keeps the
+    """``doc``'s page has left: its websocket closed (the guard says so, ``server/guard.py``). Bokeh keeps the
     session for a minute more (its unused lifetime); what the page queued meanwhile is of use to nobody."""
     if doc is not None:
         _left().add(doc)

@@ -9,14 +9,14 @@ the page for the collector. But the collector finds a cycle only by passing over
 sits in, the pages still open included: a class of 40 leaving cost the class that stayed a pause of 1 s or more
 (``bench/memory.py --close-all``), during which no page was answered.
 
-So each object a page made is noted as it is made (:func:`note_page_objects`: the Bokeh models and param objects
-made while the page's document is Panel's current one), and once the page's session has been discarded
+So each object a page made is noted as it is made (``server/patches/object_inits.py``: the Bokeh models and param
+objects made while the page's document is Panel's current one), and once the page's session has been discarded
 (:func:`take_apart`, called by the sweep of ``server/housekeeping.py``) its models' property values and the state of
 its param objects are cleared: the cycles are cut, and reference counting frees nearly all of the page there and
 then, a few milliseconds of the loop per page. The functions ``pn.bind`` made for the page's views and the
 reactive expressions (``.rx``) of its params are cut likewise when a view taken apart holds them (each refers to
 itself through the display hooks param gives it), and the watchers param keeps for a reactive expression; and the
-websocket guard cuts a closed connection's (``server/transport.py``). What is left, about 70 objects of the 9,000
+websocket guard cuts a closed connection's (``server/guard.py``). What is left, about 70 objects of the 9,000
 (the expressions param makes inside a reactive expression, Bokeh's config of the document), waits for the
 collector's next full pass (``server/housekeeping.py``).
 
@@ -31,7 +31,6 @@ the first page and keeps for every page), and anything made outside a page.
 from __future__ import annotations
 
 import contextlib
-import functools
 import weakref
 
 #: Where the process keeps its pages' objects.
@@ -69,33 +68,6 @@ def get_page_objects() -> PageObjects:
     if pages is None:
         pages = pn.state.cache.setdefault(CACHE_KEY, PageObjects())
     return pages
-
-
-def note_page_objects() -> None:
-    """From now on, note every Bokeh model and param object made while a served page's document is Panel's current
-    one (``pn.state.curdoc``), in the process's :class:`PageObjects`.
-
-    Wraps ``bokeh.model.Model.__init__`` and ``param.Parameterized.__init__`` (written for Bokeh 3.10.2 and param
-    2.4.2; no upstream issue): neither library has a hook for objects being made. Idempotent;
-    ``tests/test_teardown.py`` fails if the names move.
-    """
-    import param
-    from bokeh.model import Model
-    from panel.io.state import state
-
-    pages = get_page_objects()
-
-    def noting(original):
-        @functools.wraps(original)
-        def init(self, *args, **kwargs):
-            original(self, *args, **kwargs)
-            pages.note(self, state.curdoc)
-        init.notes_page_objects = True
-        return init
-
-    for cls in (Model, param.Parameterized):
-        if not getattr(cls.__init__, "notes_page_objects", False):
-            cls.__init__ = noting(cls.__init__)
 
 
 @contextlib.contextmanager

@@ -1,4 +1,4 @@
-"""A bare ``panel serve app.py``, as app.py advertises it, has every patch to Bokeh and Panel (server/patches.py).
+"""A bare ``panel serve app.py``, as app.py advertises it, has every patch to Bokeh and Panel (server/patches/).
 
 Until app.py installed them itself, only ``python app.py`` and ``python -m server`` did: under ``panel serve
 app.py`` a message of a thousand clicks was applied in one turn of the loop, and a page's events that arrived

@@ -1,4 +1,5 @@
-"""Bokeh's stable property defaults, kept once per process (server/bokeh_defaults.py): same values, fewer reads."""
+"""Bokeh's stable property defaults, kept once per process (server/patches/bokeh_property_descriptor.py,
+bokeh_has_props.py, bokeh_serializer.py): same values, fewer reads."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from bokeh.models import CDSView, ColumnDataSource, Div, GlyphRenderer, Plot, Sc
 from bokeh.themes import Theme
 
 import app
-from server.bokeh_defaults import install
+from server.patches import bokeh_has_props, bokeh_property_descriptor, bokeh_serializer
 
 
 def _bokeh_default(descriptor, obj):
@@ -26,7 +27,8 @@ def _bokeh_default(descriptor, obj):
 
 def test_installed_once():
     assert PropertyDescriptor._get_default.keeps_stable_defaults
-    assert install() is False  # already in place since the app was imported: not wrapped twice
+    # already in place since the app was imported: not wrapped twice
+    assert [m.install() for m in (bokeh_property_descriptor, bokeh_has_props, bokeh_serializer)] == [False] * 3
 
 
 def test_a_stable_default_is_worked_out_once_per_class():
@@ -150,10 +152,8 @@ def _patch_json() -> str:
 
 def test_a_patch_serialises_as_with_bokehs_own_code():
     """Bokeh's own serialiser makes a reference for every model of the document first: the same message."""
-    from server.bokeh_defaults import _LazyRefs
-
     ours = _patch_json()
     with mock.patch.object(Serializer, "__init__", Serializer.__init__.original):
         bokehs = _patch_json()
     assert '"changed"' in ours and '"attributes":{"text":"new"}' in ours and ours == bokehs
-    assert isinstance(Serializer(references={Div()})._references, _LazyRefs)
+    assert isinstance(Serializer(references={Div()})._references, bokeh_serializer.LazyRefs)

@@ -13,7 +13,9 @@ from bokeh.application.handlers.script import ScriptHandler
 from bokeh.document import Document
 from bokeh.server.contexts import ApplicationContext
 
-from server.build_gate import CACHE_KEY, BuildGate, charge_page_loads, pace_page_builds
+from server.build_gate import CACHE_KEY, BuildGate
+from server.patches.bokeh_create_session import install as pace_page_builds
+from server.patches.panel_on_load import install as charge_page_loads
 
 #: A page whose build holds the loop for 40 ms, as the app's does for 90–150 ms, and writes when it ran.
 SLOW_PAGE = """

@@ -11,7 +11,7 @@ from bokeh.models import Plot
 from bokeh.plotting import figure
 
 import app
-from server.page_scripts import leave_out_unused_bundles
+from server.patches.panel_bundle_resources import install as leave_out_unused_bundles
 from testing.server import serve, ws_url
 from widgets.tabs import LazyTabs
 

@@ -85,8 +85,8 @@ def test_typed_numbers_go_to_the_state_and_bad_ones_are_marked(view, state):
 @pytest.mark.parametrize("which", ["temperature", "n"])
 def test_a_discrete_sliders_option_is_shown_by_the_slider_without_a_panel_link(state, which):
     """Panel's DiscreteSlider shows its option in a text above it through a Panel link, and from the first link in
-    the process Panel walked every page after each change of a layout (server/transport.py,
-    skip_link_walks_without_links); the page also wrote that text, which the server refuses. Here no link is
+    the process Panel walked every page after each change of a layout
+    (server/patches/panel_link_callbacks.py); the page also wrote that text, which the server refuses. Here no link is
     registered, and the slider's own title shows the option, formatted in the page from the options' labels,
     also for new labels (another language)."""
     from panel.links import Callback

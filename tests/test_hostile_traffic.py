@@ -341,7 +341,7 @@ async def _switch_and_click(port: int) -> tuple[list[str], tuple[str, str]]:
 
 def test_a_switch_and_buttons_pressed_at_once_are_all_taken_and_the_page_lives_on(app_server):
     """A page's events that arrive while another is pending run without the session's lock (Panel's design);
-    every change they make to the page must still reach it (server/transport.py hold_page_events).
+    every change they make to the page must still reach it (server/patches/panel_syncable_events.py).
     Without that, Bokeh refused the first such change, logged a traceback per event and the page froze."""
     port, log_path = app_server
     lines, shown = run(_switch_and_click(port))

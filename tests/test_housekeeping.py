@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from server import housekeeping
+from server.patches import panel_garbage_collect
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -227,8 +228,8 @@ def test_panels_own_full_pass_after_a_discard_is_left_to_a_settled_rounds(monkey
     calls = []
     monkeypatch.setattr(document, "_garbage_collect", lambda: calls.append(1))
     monkeypatch.setattr(housekeeping.COLLECTOR, "settled", False)
-    housekeeping.leave_full_passes_to_the_round()
-    housekeeping.leave_full_passes_to_the_round()  # twice: wrapped once
+    panel_garbage_collect.install()
+    panel_garbage_collect.install()  # twice: wrapped once
     document._garbage_collect()
     assert calls == [1]  # unsettled: Panel's pass, as before
     monkeypatch.setattr(housekeeping.COLLECTOR, "settled", True)

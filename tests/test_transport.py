@@ -76,7 +76,7 @@ def test_sessions_run_on_the_event_loop_once_the_server_says_so():
 
     from bokeh.server import session
 
-    from server.transport import run_sessions_on_the_loop
+    from server.patches.bokeh_session_executor import install as run_sessions_on_the_loop
 
     # the names this relies on: if Bokeh moves them, this fails before anything else does
     assert callable(session._run_in_executor) and callable(session.ServerSession._run_in_executor)
@@ -95,7 +95,7 @@ def test_a_pages_events_are_processed_in_a_hold_once_the_server_says_so():
     """server/serve.py wraps Panel's processing of a page's events in a hold; the names it relies on are Panel's."""
     from panel.io.document import hold  # noqa: F401  (what the wrapper holds with)
 
-    from server.transport import hold_page_events
+    from server.patches.panel_syncable_events import hold_page_events
 
     _wraps_panels_handlers_once(hold_page_events, "holds_document")
 
@@ -107,7 +107,7 @@ def _panels_own_handlers():
     back what was there before."""
     from panel.reactive import Syncable
 
-    from server.transport import PAGE_EVENT_HANDLERS
+    from server.patches.panel_syncable_events import PAGE_EVENT_HANDLERS
 
     before = {name: getattr(Syncable, name) for name in PAGE_EVENT_HANDLERS}
     panels = {name: inspect.unwrap(method) for name, method in before.items()}
@@ -133,7 +133,7 @@ def _wraps_panels_handlers_once(install, flag: str) -> None:
 
 
 def test_a_pages_patch_keeps_only_what_a_page_writes():
-    from server.transport import PAGE_WRITE_BYTES, screen_page_patch
+    from server.guard import PAGE_WRITE_BYTES, screen_page_patch
 
     def changed(attr, new, model="p1"):
         return {"kind": "ModelChanged", "model": {"id": model}, "attr": attr, "new": new}
@@ -168,7 +168,7 @@ def _document(*models):
 
 
 def test_a_message_with_more_events_than_a_page_sends_is_refused():
-    from server.transport import PAGE_MESSAGE_EVENTS, screen_page_patch
+    from server.guard import PAGE_MESSAGE_EVENTS, screen_page_patch
 
     click = {"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
         "type": "event", "name": "button_click", "values": {"type": "map", "entries": [["model", {"id": "p1"}]]}}}
@@ -183,7 +183,7 @@ def test_a_message_with_more_events_than_a_page_sends_is_refused():
 
 
 def test_a_model_of_the_document_written_out_in_full_is_read_as_its_reference():
-    from server.transport import screen_page_patch
+    from server.guard import screen_page_patch
 
     button = {"type": "object", "name": "panel.models.widgets.Button", "id": "p7", "attributes": {"label": "x"}}
     content = {"events": [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
@@ -198,7 +198,7 @@ def test_what_bokeh_could_not_apply_is_found_before_anything_is_applied():
     the whole message three times; a property the model does not have, once a write."""
     from bokeh.models import Button, CheckboxGroup, Div
 
-    from server.transport import check_page_events
+    from server.guard import check_page_events
 
     choice, div, button = CheckboxGroup(labels=["a", "b"]), Div(text="t"), Button(label="b")
     doc = _document(choice, div, button)
@@ -230,7 +230,7 @@ def test_a_tab_a_choice_or_a_position_a_control_does_not_offer_is_found_for_drop
     drop it and say so once; a page's own values are not."""
     from bokeh.models import CheckboxGroup, RadioButtonGroup, Select, Slider, TabPanel, Tabs
 
-    from server.transport import check_page_events
+    from server.guard import check_page_events
 
     choice, radio = CheckboxGroup(labels=["a", "b"]), RadioButtonGroup(labels=["1", "2", "3"])
     tabs = Tabs(tabs=[TabPanel(child=Div(), title="one"), TabPanel(child=Div(), title="two")])
@@ -260,11 +260,11 @@ def test_a_tab_a_choice_or_a_position_a_control_does_not_offer_is_found_for_drop
 
 
 def test_the_guard_reads_pages_as_bokeh_does():
-    """server/transport.py replaces two of Bokeh's Deserializer methods and wraps two of Panel's: if they move, this
-    fails."""
+    """server/patches/bokeh_deserializer.py replaces two of Bokeh's Deserializer methods and
+    server/patches/panel_syncable_events.py wraps two of Panel's: if they move, this fails."""
     from bokeh.core.serialization import Deserializer
 
-    from server.transport import pace_page_events
+    from server.patches.panel_syncable_events import pace_page_events
 
     assert callable(Deserializer._decode_ref) and callable(Deserializer._decode_object_ref)
     _wraps_panels_handlers_once(pace_page_events, "paced")
@@ -318,12 +318,12 @@ def test_a_message_the_browser_bridge_cannot_use_is_ignored_and_said_once(caplog
 def test_a_page_event_that_changes_several_layouts_walks_the_document_once():
     """Bokeh finds a document's models by walking all of it, after every change of a layout's children unless the
     document is frozen; with every tab built, those walks were most of a costly click's time. Within the hold
-    of :func:`server.transport.hold_page_events` (:func:`server.transport.walk_models_once`): one walk, at the
+    of ``server/patches/panel_syncable_events.py`` (``server/patches/bokeh_model_walks.py``): one walk, at the
     event's end, and none for an event that changed no layout."""
     from bokeh.document import Document
     from bokeh.events import ButtonClick
 
-    from server.transport import hold_page_events
+    from server.patches.panel_syncable_events import hold_page_events
 
     with _panels_own_handlers():
         hold_page_events()
@@ -357,13 +357,13 @@ def test_a_page_event_that_changes_several_layouts_walks_the_document_once():
 def test_panel_looks_for_links_after_a_layout_change_only_while_one_is_registered(monkeypatch):
     """From the first Panel link the process made, Panel's hook walked a page for links after each change of any of
     its layouts (each Panel object, each Bokeh model under the change), with no link left: a good part of a tab's
-    first showing (bench/HISTORY.md). After :func:`server.transport.skip_link_walks_without_links`, no walk while no
+    first showing (bench/HISTORY.md). After ``server/patches/panel_link_callbacks.py``, no walk while no
     link is registered, and Panel's own behaviour while one is: the link's callback reaches the page."""
     from bokeh.document import Document
     from panel.links import Callback
     from panel.viewable import Viewable
 
-    from server.transport import skip_link_walks_without_links
+    from server.patches.panel_link_callbacks import install as skip_link_walks_without_links
 
     # Panel's hook, watched, as Panel installs it at the first link made; other tests' links, if any, left aside
     walks, hook = [], Callback._process_callbacks.__func__
@@ -401,7 +401,7 @@ def test_a_page_message_after_its_session_ended_is_dropped_without_a_traceback()
     then asserted there was a session and logged a traceback for the click. Now nothing is handled."""
     from types import SimpleNamespace
 
-    from server.transport import GuardedWSHandler
+    from server.guard import GuardedWSHandler
 
     handled = []
 
@@ -422,7 +422,7 @@ def test_a_pages_messages_hold_back_early_builds_and_a_person_s_keep_builds_to_t
     from types import SimpleNamespace
 
     from server.build_gate import CACHE_KEY, BuildGate
-    from server.transport import GuardedWSHandler
+    from server.guard import GuardedWSHandler
 
     now = [100.0]
     gate = BuildGate(clock=lambda: now[0])

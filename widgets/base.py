@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import panel as pn
 import param
-from bokeh.models import CustomJSTickFormatter
 
+from server.patches.panel_discrete_slider import discrete_slider
 from session.state import AttentionState
 
 
@@ -31,31 +31,6 @@ class View(pn.viewable.Viewer):
         return self._layout
 
 
-class DiscreteSlider(pn.widgets.DiscreteSlider):
-    """Panel's ``DiscreteSlider`` (the same parameters) whose chosen option is written by the slider itself, in its
-    title (``label: option``), formatted in the page by Bokeh from the options' labels.
-
-    Panel's own writes it into a text above the slider, through a Panel link. Panel keeps its links in one
-    registry for the whole process, and while any link is registered, any change of any layout in any page made
-    Panel walk that page (each Panel object, each Bokeh model under the change) to look for links: a tab's first
-    showing took longer once a page had opened a tab with a discrete slider, on every page of the server
-    (``bench/HISTORY.md``). And the page wrote the new text into the text's model, which the server refuses from a
-    page (one "Ignored a page's writes" log line for each learner who moved the slider). Here the registry stays
-    empty (``server.patches`` skips the walk while it is), and the page writes nothing but the slider's value.
-    """
-
-    #: Bokeh keeps a slider's title on one line; Panel's text wrapped ("Temperature T: 1.4142 = √d_k" in a
-    #: projector's 20 px is wider than the slider)
-    TITLE_CSS = ".bk-slider-title { white-space: normal; }"
-
-    def _update_options(self, *events):
-        super()._update_options(*events)
-        self._jslink.unwatch()  # out of Panel's registry: the slider's title shows the option instead
-        labels = [str(o) if isinstance(o, str) else self.formatter % o for o in self.options]
-        self._slider.param.update(name=self.label or self.name or "", show_value=True,
-                                  format=CustomJSTickFormatter(args={"labels": labels}, code="return labels[tick]"))
-
-    def _update_style(self, *events):
-        super()._update_style(*events)  # the slider takes the widget's style, its stylesheets among it
-        self._text.visible = False  # Panel shows it with the slider's value (show_value)
-        self._slider.stylesheets = [*self._slider.stylesheets, self.TITLE_CSS]
+#: Panel's ``DiscreteSlider`` naming its chosen option in its own title, with no Panel link (where that fits the
+#: installed Panel: ``server/patches/panel_discrete_slider.py``); the same parameters as Panel's.
+DiscreteSlider = discrete_slider()

@@ -29,3 +29,51 @@ test("an arrow key's preview moves q where the server's handle_key does", () => 
 test("q in the address is written as Python's repr writes it", () => {
   for (const [x, text] of B.repr) assert.equal(page.reprFloat(x), text, String(x));
 });
+
+// The page's changes to BokehJS check, as the page loads, that the names they replace are there: a name a later
+// BokehJS no longer has is said in the console, once, naming it, and the change is left out.
+function withBokeh(modules) {
+  const warned = [];
+  const window = { Bokeh: { require: (name) => { if (!(name in modules)) throw new Error(`no ${name}`); return modules[name]; } } };
+  const console = { warn: (text) => warned.push(String(text)), log() {}, error() {} };
+  const page = load(["link/attention.js", "link/shared.js", "link/browser.js"], ["paintFromModels", "layOutShownTabOnly"],
+                    { prelude, globals: { window, console } });
+  return { page, warned };
+}
+
+test("a BokehJS without the names the page patches is said in the console, once, naming each", () => {
+  const { page, warned } = withBokeh({
+    "core/visuals/visual": { VisualProperties: { prototype: {} } },  // no _get_css_value
+    "models/layouts/layout_dom": { LayoutDOMView: { prototype: {} } },  // no layoutable_views
+  });
+  page.paintFromModels({});
+  page.paintFromModels({});  // a second document: said once
+  page.layOutShownTabOnly({});
+  assert.equal(warned.length, 2, warned.join("\n"));
+  assert.match(warned[0], /BokehJS has no VisualProperties\.prototype\._get_css_value/);
+  assert.match(warned[1], /BokehJS has no LayoutDOMView\.prototype\.layoutable_views/);
+});
+
+test("a BokehJS whose modules moved is said in the console too", () => {
+  const { page, warned } = withBokeh({});
+  page.paintFromModels({});
+  page.layOutShownTabOnly({});
+  assert.deepEqual(warned.map((w) => w.match(/no (\S+)/)[1]),
+                   ["VisualProperties.prototype._get_css_value", "LayoutDOMView.prototype.layoutable_views"]);
+});
+
+test("the names the page patches, where BokehJS has them, are patched without a word", () => {
+  const lookup = function (name) { return `css ${name}`; };
+  const visual = { prototype: { _get_css_value: lookup } };
+  class LayoutDOMView { get layoutable_views() { return []; } }
+  const { page, warned } = withBokeh({
+    "core/visuals/visual": { VisualProperties: visual },
+    "models/layouts/layout_dom": { LayoutDOMView },
+  });
+  page.paintFromModels({});
+  const tabs = { model: { tabs: [] } };
+  page.layOutShownTabOnly(tabs);
+  assert.deepEqual(warned, []);
+  assert.equal(visual.prototype._get_css_value.original, lookup);
+  assert.ok(Object.prototype.hasOwnProperty.call(tabs, "layoutable_views"));
+});

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from server.transport import SCREENED
+from server.guard import SCREENED
 from testing.browser import CHROMIUM_ARGS, chromium
 from testing.server import free_port, stop, wait_for_http  # noqa: F401  (the tests' server helpers too)
 
@@ -89,7 +89,7 @@ def server():
         # A browser closing its page while the server writes to it is not a server error.
         text = re.sub(CLOSED_SOCKET, "", text)
         assert "Traceback" not in text, f"the server logged a traceback:\n{text}"
-        # every page these tests drive writes only what a page may (server/transport.py's screen_page_patch)
+        # every page these tests drive writes only what a page may (server/guard.py's screen_page_patch)
         screened = [line for line in text.splitlines() if SCREENED in line]
         assert not screened, "the server screened out what a page of ours sent:\n" + "\n".join(screened)
 
@@ -109,6 +109,13 @@ def browser():
         b.close()
 
 
+def said_missing(message, errors: list) -> None:
+    """A console warning of link/browser.js that BokehJS lacks a name the page patches (it was written for the BokehJS
+    the pinned Bokeh serves): an error of the page, for the tests."""
+    if message.type == "warning" and "BokehJS has no" in message.text:
+        errors.append(message.text)
+
+
 @pytest.fixture
 def page(browser, server):
     # the page's language follows the browser's: tests read English unless they ask for another
@@ -116,6 +123,7 @@ def page(browser, server):
     pg = context.new_page()
     errors = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.on("console", lambda m: said_missing(m, errors))
     from tests.ui.helpers import open_app
 
     open_app(pg, server)
@@ -150,6 +158,7 @@ def open_page(browser, server):
         contexts.append(context)
         pg = context.new_page()
         pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.on("console", lambda m: said_missing(m, errors))
         open_app(pg, server + address)
         return pg
 

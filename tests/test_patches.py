@@ -1,0 +1,138 @@
+"""Every patch of Bokeh's and Panel's code is checked against the upstream code it was written for
+(server/patches/): the installed libraries fit every one, and a changed or missing upstream function is reported and
+its patch left out."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from server import patches
+from server.patches.fit import CHANGED, MISSING, OK, Patch, fingerprint, resolve
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_patch_fits_the_installed_libraries():
+    results = patches.check()
+    assert [r.describe() for r in results if r.status != OK] == []
+    assert {r.patch.name for r in results} == set(patches.MODULES)
+
+
+def test_every_module_of_the_package_is_a_checked_patch_that_says_what_why_and_for_which_version():
+    """A patch module left out of MODULES would be neither checked nor installed."""
+    modules = {p.stem for p in (ROOT / "server" / "patches").glob("*.py")} - {"__init__", "fit"}
+    assert modules == set(patches.MODULES)
+    for patch in patches.all_patches():
+        module = importlib.import_module(f"server.patches.{patch.name}")
+        assert patch.targets and all(len(fp) == 16 for fp in patch.targets.values()), patch.name
+        pinned = any(version in patch.written_for for version in ("3.10.2", "1.10.0"))
+        assert patch.changes and patch.upstream and pinned, patch.name
+        doc = " ".join((module.__doc__ or "").split())
+        assert "Written for" in doc or "written for" in doc, patch.name  # the docstring says the version too
+
+
+def test_check_patches_lists_every_patch_and_exits_0_when_all_fit():
+    done = subprocess.run([sys.executable, "-m", "server", "--check-patches"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["patch", "upstream", "object", "expected", "found", "status"]
+    for patch in patches.all_patches():
+        for target, expected in patch.targets.items():
+            assert any(line.split()[:2] == [patch.name, target] and line.split()[2:] == [expected, expected, OK]
+                       for line in lines), (patch.name, target)
+    assert lines[-1].startswith(f"{len(patches.MODULES)} of {len(patches.MODULES)} patches fit (bokeh 3.10.2")
+
+
+@pytest.fixture
+def upstream(tmp_path, monkeypatch):
+    """A stand-in upstream module, ``standin_upstream``, whose source a test rewrites: returns ``write(source)``,
+    which writes it and (re)imports it."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = tmp_path / "standin_upstream.py"
+
+    def write(source: str):
+        path.write_text(source)
+        importlib.invalidate_caches()
+        module = sys.modules.get("standin_upstream")
+        return importlib.reload(module) if module is not None else importlib.import_module("standin_upstream")
+
+    yield write
+    sys.modules.pop("standin_upstream", None)
+
+
+def test_a_changed_upstream_function_is_reported_and_its_patch_left_out(upstream, caplog):
+    written_for = upstream("def scores(q, k):\n    return q @ k.T\n\n\nclass Head:\n    def softmax(self, s):\n"
+                           "        return s\n")
+    applied = []
+    patch = Patch(name="standin", changes="a stand-in change", written_for="stand-in 1.0", upstream="none filed",
+                  targets={"standin_upstream:scores": fingerprint(written_for.scores),
+                           "standin_upstream:Head.softmax": fingerprint(written_for.Head.softmax)},
+                  apply=lambda: applied.append(1))
+    assert [r.status for r in patch.check()] == [OK, OK]
+    # an upgrade changes one function without renaming it, and drops the other
+    upstream("def scores(q, k):\n    return (q @ k.T) / 2\n")
+    changed, missing = patch.check()
+    assert (changed.status, changed.found != changed.expected) == (CHANGED, True)
+    assert (missing.status, missing.found) == (MISSING, "")
+    with caplog.at_level(logging.ERROR, logger="server.patches"):
+        assert patch.install() is False
+        assert patch.install() is False  # said once
+    assert applied == []  # a patch written for other code is not applied
+    said = [r.getMessage() for r in caplog.records if r.name == "server.patches"]
+    assert len(said) == 1
+    assert "server.patches.standin not applied" in said[0] and "written for stand-in 1.0" in said[0]
+    assert "standin_upstream:scores CHANGED" in said[0] and "standin_upstream:Head.softmax MISSING" in said[0]
+    assert "CHANGED" in patches.report(patch.check()) and "does not fit" in patches.report(patch.check())
+    # a patch whose code lives with the views, with no fallback, is said all the same
+    caplog.clear()
+    kept = dataclasses.replace(patch, name="standin_kept", leaves_out=False, apply=None)
+    with caplog.at_level(logging.ERROR, logger="server.patches"):
+        assert kept.fits() is False
+    said = [r.getMessage() for r in caplog.records if r.name == "server.patches"]
+    assert len(said) == 1 and "standin_kept no longer fits" in said[0] and "used as it is" in said[0]
+
+
+def test_a_patch_that_fits_is_applied_once_and_still_fits_once_in_place(upstream):
+    """The check reads through the patch's own wrapper (``__wrapped__``) to the upstream function under it."""
+    import functools
+
+    module = upstream("class Head:\n    def softmax(self, s):\n        return s\n")
+    expected = fingerprint(module.Head.softmax)
+
+    def wrap():
+        original = module.Head.softmax
+        module.Head.softmax = functools.wraps(original)(lambda self, s: original(self, s))
+
+    patch = Patch(name="standin", changes="a stand-in change", written_for="stand-in 1.0", upstream="none filed",
+                  targets={"standin_upstream:Head.softmax": expected}, apply=wrap)
+    assert patch.install() is True
+    assert module.Head.softmax.__wrapped__ is not None
+    assert [r.status for r in patch.check()] == [OK]
+    assert fingerprint(resolve("standin_upstream:Head.softmax")) == expected
+
+
+def test_the_server_leaves_out_a_real_patch_that_no_longer_fits_and_says_so(monkeypatch, caplog):
+    """As at start (app.py and server/serve.py call install()): Bokeh's executor hand-off is kept when the function the
+    patch replaces is not the one it was written for."""
+    from bokeh.server import session
+
+    from server.patches import bokeh_session_executor
+
+    moved = dataclasses.replace(bokeh_session_executor.PATCH,
+                                targets={"bokeh.server.session:_run_in_executor": "0" * 16})
+    monkeypatch.setattr(bokeh_session_executor, "PATCH", moved)
+    before = session._run_in_executor
+    with caplog.at_level(logging.ERROR, logger="server.patches"):
+        assert patches.install(names=("bokeh_session_executor",)) == []
+    assert session._run_in_executor is before
+    said = [r.getMessage() for r in caplog.records if r.name == "server.patches"]
+    assert len(said) == 1 and "bokeh_session_executor not applied" in said[0]
+    assert "bokeh.server.session:_run_in_executor CHANGED (expected 0000000000000000" in said[0]
