@@ -37,7 +37,7 @@ export function render({model, el, view}) {
   // BokehJS keeps the models a server patch brought (Document._new_models) as if the page had made them, until the
   // page sends a patch of its own, which then writes each of them it refers to out in full: the tab's first
   // message would carry this whole component, the run's arrays with it, which the server refuses
-  // (server/transport.py) by closing the connection. They came from the server, which knows them.
+  // (server/guard.py) by closing the connection. They came from the server, which knows them.
   const known = (m) => { if (m != null) doc?._new_models?.delete(m); };
   known(view.model);
   known(view.model.data);

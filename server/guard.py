@@ -221,6 +221,23 @@ def _short(text: object, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def _closed_socket_write(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    """The loop's exception handler: a write to a page's socket that had closed, which nobody awaited, is the page
+    having left, not an error. Panel awaits a page's writes in a callback of its document, which never runs once the
+    page's session is taken apart, so each such write's failure was logged with a traceback ("Task exception was
+    never retrieved"); every other exception goes to asyncio's own handler."""
+    if isinstance(context.get("exception"), (WebSocketClosedError, StreamClosedError)):
+        return
+    loop.default_exception_handler(context)
+
+
+def quiet_closed_socket_writes(loop: asyncio.AbstractEventLoop) -> None:
+    """Give ``loop`` :func:`_closed_socket_write` as its exception handler (asyncio's public hook), once; a handler
+    someone else set is left in place."""
+    if loop.get_exception_handler() is None:
+        loop.set_exception_handler(_closed_socket_write)
+
+
 class GuardedWSHandler(PanelWSHandler):
     """Panel's websocket handler, which stops reading a connection at its first message it cannot use.
 
@@ -256,6 +273,7 @@ class GuardedWSHandler(PanelWSHandler):
         await super().prepare()
 
     def open(self, *args, **kwargs):
+        quiet_closed_socket_writes(asyncio.get_running_loop())
         if self.selected_subprotocol != "bokeh" or self._token is None:
             self._refuse("a handshake without the bokeh subprotocol and a session token")
             return None

@@ -103,8 +103,10 @@ class RedactLogLines(logging.Filter):
 def install_log_redaction() -> None:
     """Bound every log record the process makes from now on (:meth:`RedactLogLines.bound`), whichever logger
     makes it and whichever handler writes it, and the lines a client can make again and again
-    (:func:`install_client_limits`). Idempotent; the factory in place before is kept and called first."""
+    (:func:`install_client_limits`), and Panel's line for each write to a page that has left
+    (:func:`install_page_left_filter`). Idempotent; the factory in place before is kept and called first."""
     install_client_limits()
+    install_page_left_filter()
     factory = logging.getLogRecordFactory()
     if getattr(factory, "bounds_records", False):
         return
@@ -212,3 +214,25 @@ def install_client_limits() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, PerClientLines) for f in logger.filters):
             logger.addFilter(PerClientLines())
+
+
+class PageLeftWrites(logging.Filter):
+    """Drop Panel's "Failed sending message as connection was closed": a write to a page that has left, which the
+    server's own "WebSocket connection closed" line already says (and a flood of events a page left behind could make
+    one for each). Every other line of ``panel.io.document`` passes.
+
+    >>> f = PageLeftWrites()
+    >>> rec = lambda msg: logging.LogRecord("panel.io.document", logging.WARNING, "", 0, msg, None, None)
+    >>> f.filter(rec("Failed sending message as connection was closed")), f.filter(rec("Failed sending message due to"))
+    (False, True)
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Failed sending message as connection was closed"
+
+
+def install_page_left_filter() -> None:
+    """Add one :class:`PageLeftWrites` to Panel's ``panel.io.document`` logger. Idempotent."""
+    logger = logging.getLogger("panel.io.document")
+    if not any(isinstance(f, PageLeftWrites) for f in logger.filters):
+        logger.addFilter(PageLeftWrites())

@@ -138,7 +138,7 @@ class RoomLiveHandler(WebSocketHandler):
         except RoomError:  # no such room, or no page of it: one answer for both
             self.close(4403, "only a page following a running room opens its live channel")
             return
-        self.set_nodelay(True)  # one small text per move: send it now (see server/transport.py)
+        self.set_nodelay(True)  # one small text per move: send it now (as server/transport.py does for pages)
 
     def on_message(self, message) -> None:
         self.close(4400, "this channel is read-only")
