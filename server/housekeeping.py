@@ -27,11 +27,13 @@ a session closes. So:
   shared after ``--num-procs`` forks) and leaves the full passes to the round: the collector makes only its young
   passes on its own, which never pass over a page open a while;
 - a closed page is taken apart as Bokeh discards its session (:func:`sweep_sessions_paced`, ``server/teardown.py``):
-  its cycles cut, nearly all of its memory comes back by reference counting, one page per turn of the loop, with a
-  rest as long as it took before the next (Bokeh discarded every closed session of a class in one turn: 0.4 s and
-  more for 60 pages);
-- what is left of closed pages (about 70 objects each) waits for the round (:class:`Housekeeping`, every
-  :data:`TRIM_EVERY`) to make a full pass when it is short: the round estimates the pass from the objects it would
+  its cycles cut, nearly all of its memory comes back by reference counting, one page per turn of the loop, and the
+  heap's pages it freed go back to the system in the next turn (``malloc_trim`` takes about 1 ms per MB it gives
+  back: the round's one trim of a class's pages was a turn of its own), with a rest as long as both took before the
+  next page (Bokeh discarded every closed session of a class in one turn: 0.4 s and more for 60 pages);
+- what is left of closed pages (nothing, for a page that never left its first tab) waits for the round
+  (:class:`Housekeeping`, every :data:`TRIM_EVERY`) to make a full pass when it is short: the round estimates the
+  pass from the objects it would
   pass over and the time per object the last pass took, and makes it only when under :data:`FULL_PASS_BUDGET`
   (a few pages open: between two lessons), unless :data:`WAIT_AT_MOST` closed pages are waiting; Panel's own full
   pass a few seconds after a session is discarded (``panel.io.document._garbage_collect``) is left to the round;
@@ -66,7 +68,8 @@ FULL_PASS_BUDGET = 0.03
 #: the process outside its pages (what it made after start-up: caches, the rooms, the queues).
 OBJECTS_PER_PAGE = 9_000
 BASE_OBJECTS = 5_000
-#: What a closed page's leftovers once it was taken apart (about 70 objects) cost a pass, in objects it only goes
+#: What a closed page's leftovers once it was taken apart (none on its first tab; some tens of objects, at most, were
+#: about 90 before its reactive expressions and config were taken apart too) cost a pass, in objects it only goes
 #: over: freeing an object costs the pass about ten times going over one.
 LEFTOVER_PER_PAGE = 700
 
@@ -75,8 +78,10 @@ LEFTOVER_PER_PAGE = 700
 PASS_EVERY_PAGES = 16
 
 #: Closed pages whose leftovers may wait for a short full pass; with more, the round makes the pass however long it
-#: is (a page's leftovers are about 70 objects, some kB: 400 pages are about the memory of one open page).
-WAIT_AT_MOST = 400
+#: is, a turn as long as every open page's objects take to go over (with a class's pages open, 150-450 ms). A page
+#: taken apart leaves nothing or tens of objects, some kB at most: 4,000 pages are about the memory of a few open
+#: ones (400, with a class's new pages open during every sweep of a day of them, was a long pass every 400 pages).
+WAIT_AT_MOST = 4_000
 
 #: Rounds after which a round makes a full pass, if it is short, even with no page closed (40 × 15 s: every ten
 #: minutes), for cycles a page dropped while it stayed open.
@@ -328,6 +333,8 @@ def sweep_sessions_paced() -> None:
                 teardown.take_apart(objects)  # in a turn of its own: a page's are a few hundred, freeing 9,000
                 del objects
                 discarded += 1
+                await asyncio.sleep(0)
+                trim()  # the page's heap back now, in a turn of its own: the round's trim of a class's was one turn
                 if discarded % PASS_EVERY_PAGES == 0:
                     await asyncio.sleep(0)
                     _collect_if_short()
