@@ -62,7 +62,8 @@ TRIM_EVERY = "15s"
 NEVER = 2**30
 
 #: The longest full pass the round makes while pages are open (seconds): a turn of the loop every page waits behind.
-FULL_PASS_BUDGET = 0.03
+#: Its estimate is the last pass's time per object, which a busy machine can make half as long again.
+FULL_PASS_BUDGET = 0.02
 
 #: Objects of an open page a full pass goes over (about 9,000 with its first tab built, more with more tabs), and of
 #: the process outside its pages (what it made after start-up: caches, the rooms, the queues).
@@ -118,9 +119,12 @@ def trim() -> None:
 class Collector:
     """What the process knows of its full passes: whether it is settled, and the seconds a pass takes per object.
 
-    The objects a pass would go over are estimated from the pages (:data:`OBJECTS_PER_PAGE` for each open one,
-    :data:`LEFTOVER_PER_PAGE` for each closed one since the last pass), not counted: counting them
-    (``gc.get_objects()``) walks them all, which was itself a turn of 50-80 ms with 60 pages open.
+    The objects a pass would go over are first estimated from the pages (:data:`OBJECTS_PER_PAGE` for each open one,
+    :data:`LEFTOVER_PER_PAGE` for each closed one since the last pass): counting them (``gc.get_objects()``) walks
+    them all, about a quarter of the pass, a turn of 50-80 ms with 60 pages open. Only a pass that estimate calls
+    short is counted (:meth:`count`), a few ms, before it is made: the process's own objects outside its pages are
+    more than the estimate's :data:`BASE_OBJECTS` (tens of thousands after a class has come and gone), and a pass
+    estimated at 25 ms took 61 with nothing but those.
     """
 
     def __init__(self) -> None:
@@ -135,6 +139,10 @@ class Collector:
     def estimate(self, open_pages: int, closed_pages: int) -> float:
         """The seconds a full pass would take with these pages."""
         return self.per_object * self.objects(open_pages, closed_pages)
+
+    def count(self) -> int:
+        """The objects a full pass goes over now, counted: every generation's (the frozen ones are in none)."""
+        return sum(len(gc.get_objects(generation)) for generation in range(3))
 
     def full_pass(self, objects: int) -> float:
         """Make a full pass now over about ``objects``; returns the seconds it took, and learns the time per object."""
@@ -228,14 +236,20 @@ class Housekeeping:
         return bool(self.closed) or self.rounds >= FULL_EVERY_ROUNDS
 
     def collect_if_short(self) -> bool:
-        """In a settled process, make a full pass if one is due and its estimate is within :data:`FULL_PASS_BUDGET`
-        (or :data:`WAIT_AT_MOST` closed pages wait); whether it made one."""
+        """In a settled process, make a full pass if one is due and it is within :data:`FULL_PASS_BUDGET`, estimated
+        from the pages and then from the objects counted (or :data:`WAIT_AT_MOST` closed pages wait); whether it made
+        one."""
         if not (self.collector.settled and self.due()):
             return False
-        if self.collector.estimate(self.open, self.closed) > FULL_PASS_BUDGET and self.closed < WAIT_AT_MOST:
+        forced = self.closed >= WAIT_AT_MOST
+        if not forced and self.collector.estimate(self.open, self.closed) > FULL_PASS_BUDGET:
             self.skipped += 1
             return False
-        self.collector.full_pass(self.collector.objects(self.open, self.closed))
+        objects = self.collector.count()
+        if not forced and self.collector.per_object * objects > FULL_PASS_BUDGET:
+            self.skipped += 1
+            return False
+        self.collector.full_pass(objects)
         self.closed = self.rounds = 0
         return True
 
