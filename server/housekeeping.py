@@ -81,7 +81,7 @@ PASS_EVERY_PAGES = 16
 #: Closed pages whose leftovers may wait for a short full pass; with more, the round makes the pass however long it
 #: is, a turn as long as every open page's objects take to go over (with a class's pages open, 150-450 ms). A page
 #: taken apart leaves nothing or tens of objects, some kB at most: 4,000 pages are about the memory of a few open
-#: ones (400, with a class's new pages open during every sweep of a day of them, was a long pass every 400 pages).
+#: ones (at 400, a day of classes would have had one: the next class's pages are open while the last's are discarded).
 WAIT_AT_MOST = 4_000
 
 #: Rounds after which a round makes a full pass, if it is short, even with no page closed (40 × 15 s: every ten
