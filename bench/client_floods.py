@@ -60,19 +60,21 @@ def _port(url: str) -> int:
 async def liveness_flood(url: str, stop: asyncio.Event, sent: dict) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", _port(url))
     request = b"GET /liveness?endpoint=/app HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-    while not stop.is_set():
-        writer.write(request)
-        await writer.drain()
-        line = await reader.readline()  # the status line, then its headers and body
-        length = 0
-        while (header := await reader.readline()) not in (b"\r\n", b""):
-            if header.lower().startswith(b"content-length:"):
-                length = int(header.split(b":")[1])
-        await reader.readexactly(length)
-        sent["requests"] = sent.get("requests", 0) + 1
-        sent.setdefault("statuses", set()).add(line.split(b" ")[1].decode())
-    writer.close()
-    sent["statuses"] = sorted(sent.get("statuses", ()))
+    try:
+        while not stop.is_set():
+            writer.write(request)
+            await writer.drain()
+            line = await reader.readline()  # the status line, then its headers and body
+            length = 0
+            while (header := await reader.readline()) not in (b"\r\n", b""):
+                if header.lower().startswith(b"content-length:"):
+                    length = int(header.split(b":")[1])
+            await reader.readexactly(length)
+            sent["requests"] = sent.get("requests", 0) + 1
+            sent.setdefault("statuses", set()).add(line.split(b" ")[1].decode())
+    finally:  # also when the phase cancels it, as it ends every flood
+        writer.close()
+        sent["statuses"] = sorted(sent.get("statuses", ()))
 
 
 async def pulldoc_flood(url: str, stop: asyncio.Event, sent: dict, pages: int = 5, rate: float = 10.0) -> None:
@@ -104,7 +106,8 @@ async def train_pages(url: str, n: int, heads: int = 1, source: str | None = Non
             await page.connect(keep_doc=True)
             page.listening = asyncio.create_task(page.listen())
             await page.open_train()
-            await wait_for(lambda: time.perf_counter() if page.runs else None, 120)
+            # its listener makes its list of runs once it has started (open_train may not have let it yet)
+            await wait_for(lambda: time.perf_counter() if getattr(page, "runs", None) else None, 120)
             page.found_train()
             if heads != 1:
                 seen = len(page.runs)

@@ -23,7 +23,10 @@ A class leaving, while another page stays: how long does one turn of the server'
 Every turn of the server's loop is timed from outside the code (``testing/loop_watch.py``); a page that stays
 presses a row key every 0.5 s throughout. Reported from the first close until the server has discarded every
 closed session and its housekeeping has passed twice: the longest turn (ms), the turns over 50 ms, what the longest
-ran, the staying page's key p95 and worst, and resident memory before the pages opened and at the end.
+ran, the staying page's key p95 and worst, and resident memory before the pages opened and at the end. With
+``--day``, the next waves' pages are built while the last ones are discarded, and a page's build is a turn of its own
+(``bench/page_load.py``): the longest turn that was not a page's build, and the longest after the last wave closed,
+are reported too. ``EXPLORER_LOOP_WATCH_STACKS=1`` adds the stacks seen in the longest turn.
 """
 
 from __future__ import annotations
@@ -138,6 +141,9 @@ def run(app: str, n: int, lifetime_ms: int, check_ms: int, tab: str | None = Non
     }
 
 
+#: What the loop watch names a turn that built a page (the build gate's paced build, server/build_gate.py).
+PAGE_BUILD = "page_builds"
+
 #: Turns over this long (ms) are counted as stalls: a key waits behind them beyond a frame's worth of slack.
 STALL_MS = 50.0
 
@@ -152,27 +158,39 @@ def leaving(code: Path, sessions: int, wave: int | None, lifetime_ms: int, check
 
         async def scenario():
             async with KeyPresser(ws_url(url)) as keys:
-                first_close, opened = None, 0
+                first_close, last_close, opened = None, None, 0
                 while opened < sessions:
                     batch = min(wave or sessions, sessions - opened)
                     learners = await open_sessions(url, batch)
                     opened += batch
                     await asyncio.sleep(1)
-                    first_close = first_close or time.monotonic()
+                    last_close = time.monotonic()
+                    first_close = first_close or last_close
                     for learner in learners:
                         learner.close()
                     await asyncio.sleep(0.5)
                 await asyncio.sleep(settle_s)
-                return first_close, keys.since(first_close)
+                return first_close, last_close, keys.since(first_close)
 
-        first_close, waits = asyncio.run(scenario())
+        first_close, last_close, waits = asyncio.run(scenario())
         rss_end = settle_rss(proc, 3)
     turns = [t for t in loop_watch.read(watch) if t["t"] >= first_close]
     longest = max(turns, key=lambda t: t["ms"], default={"ms": 0.0, "what": None})
+    # with --day, the next waves' pages are built while the last ones are discarded: a page's build is a turn of its
+    # own (the build gate's, bench/page_load.py measures it), told apart here from what closing pages cost
+    closing = [t for t in turns if PAGE_BUILD not in t["what"]]
+    longest_closing = max(closing, key=lambda t: t["ms"], default={"ms": 0.0, "what": None})
+    after = [t for t in turns if t["t"] >= last_close]
+    longest_after = max(after, key=lambda t: t["ms"], default={"ms": 0.0, "what": None})
     return {
         "bench": "memory-leaving", "code": str(code), "sessions": sessions, "wave": wave or sessions,
         "unused_session_lifetime_ms": lifetime_ms, "check_unused_sessions_ms": check_ms,
         "longest_turn_ms": longest["ms"], "longest_turn_ran": longest.get("what"),
+        "longest_turn_not_a_page_build_ms": longest_closing["ms"],
+        "longest_turn_not_a_page_build_ran": longest_closing.get("what"),
+        "longest_turn_not_a_page_build_stacks": longest_closing.get("stacks"),
+        "longest_turn_after_the_last_close_ms": longest_after["ms"],
+        "longest_turn_after_the_last_close_ran": longest_after.get("what"),
         "turns_over_50_ms": sum(1 for t in turns if t["ms"] > STALL_MS),
         "turns_over_50_ms_list": [t["ms"] for t in sorted(turns, key=lambda t: -t["ms"]) if t["ms"] > STALL_MS][:20],
         "staying_key_ms": summary_ms([w for w in waits if w is not None]),

@@ -28,11 +28,13 @@ a session closes. So:
   passes on its own, which never pass over a page open a while;
 - a closed page is taken apart as Bokeh discards its session (``server/patches/bokeh_cleanup_sessions.py``,
   ``server/teardown.py``):
-  its cycles cut, nearly all of its memory comes back by reference counting, one page per turn of the loop, with a
-  rest as long as it took before the next (Bokeh discarded every closed session of a class in one turn: 0.4 s and
-  more for 60 pages);
-- what is left of closed pages (about 70 objects each) waits for the round (:class:`Housekeeping`, every
-  :data:`TRIM_EVERY`) to make a full pass when it is short: the round estimates the pass from the objects it would
+  its cycles cut, nearly all of its memory comes back by reference counting, one page per turn of the loop, and the
+  heap's pages it freed go back to the system in the next turn (``malloc_trim`` takes about 1 ms per MB it gives
+  back: the round's one trim of a class's pages was a turn of its own), with a rest as long as both took before the
+  next page (Bokeh discarded every closed session of a class in one turn: 0.4 s and more for 60 pages);
+- what is left of closed pages (nothing, for a page that never left its first tab) waits for the round
+  (:class:`Housekeeping`, every :data:`TRIM_EVERY`) to make a full pass when it is short: the round estimates the
+  pass from the objects it would
   pass over and the time per object the last pass took, and makes it only when under :data:`FULL_PASS_BUDGET`
   (a few pages open: between two lessons), unless :data:`WAIT_AT_MOST` closed pages are waiting; Panel's own full
   pass a few seconds after a session is discarded (``panel.io.document._garbage_collect``) is left to the round;
@@ -61,13 +63,15 @@ TRIM_EVERY = "15s"
 NEVER = 2**30
 
 #: The longest full pass the round makes while pages are open (seconds): a turn of the loop every page waits behind.
-FULL_PASS_BUDGET = 0.03
+#: Its estimate is the last pass's time per object, which a busy machine can make half as long again.
+FULL_PASS_BUDGET = 0.02
 
 #: Objects of an open page a full pass goes over (about 9,000 with its first tab built, more with more tabs), and of
 #: the process outside its pages (what it made after start-up: caches, the rooms, the queues).
 OBJECTS_PER_PAGE = 9_000
 BASE_OBJECTS = 5_000
-#: What a closed page's leftovers once it was taken apart (about 70 objects) cost a pass, in objects it only goes
+#: What a closed page's leftovers once it was taken apart (none on its first tab; some tens of objects, at most, were
+#: about 90 before its reactive expressions and config were taken apart too) cost a pass, in objects it only goes
 #: over: freeing an object costs the pass about ten times going over one.
 LEFTOVER_PER_PAGE = 700
 
@@ -76,8 +80,10 @@ LEFTOVER_PER_PAGE = 700
 PASS_EVERY_PAGES = 16
 
 #: Closed pages whose leftovers may wait for a short full pass; with more, the round makes the pass however long it
-#: is (a page's leftovers are about 70 objects, some kB: 400 pages are about the memory of one open page).
-WAIT_AT_MOST = 400
+#: is, a turn as long as every open page's objects take to go over (with a class's pages open, 150-450 ms). A page
+#: taken apart leaves nothing or tens of objects, some kB at most: 4,000 pages are about the memory of a few open
+#: ones (at 400, a day of classes would have had one: the next class's pages are open while the last's are discarded).
+WAIT_AT_MOST = 4_000
 
 #: Rounds after which a round makes a full pass, if it is short, even with no page closed (40 × 15 s: every ten
 #: minutes), for cycles a page dropped while it stayed open.
@@ -114,9 +120,12 @@ def trim() -> None:
 class Collector:
     """What the process knows of its full passes: whether it is settled, and the seconds a pass takes per object.
 
-    The objects a pass would go over are estimated from the pages (:data:`OBJECTS_PER_PAGE` for each open one,
-    :data:`LEFTOVER_PER_PAGE` for each closed one since the last pass), not counted: counting them
-    (``gc.get_objects()``) walks them all, which was itself a turn of 50-80 ms with 60 pages open.
+    The objects a pass would go over are first estimated from the pages (:data:`OBJECTS_PER_PAGE` for each open one,
+    :data:`LEFTOVER_PER_PAGE` for each closed one since the last pass): counting them (``gc.get_objects()``) walks
+    them all, about a quarter of the pass, a turn of 50-80 ms with 60 pages open. Only a pass that estimate calls
+    short is counted (:meth:`count`), a few ms, before it is made: the process's own objects outside its pages are
+    more than the estimate's :data:`BASE_OBJECTS` (tens of thousands after a class has come and gone), and a pass
+    estimated at 25 ms took 61 with nothing but those.
     """
 
     def __init__(self) -> None:
@@ -131,6 +140,10 @@ class Collector:
     def estimate(self, open_pages: int, closed_pages: int) -> float:
         """The seconds a full pass would take with these pages."""
         return self.per_object * self.objects(open_pages, closed_pages)
+
+    def count(self) -> int:
+        """The objects a full pass goes over now, counted: every generation's (the frozen ones are in none)."""
+        return sum(len(gc.get_objects(generation)) for generation in range(3))
 
     def full_pass(self, objects: int) -> float:
         """Make a full pass now over about ``objects``; returns the seconds it took, and learns the time per object."""
@@ -204,14 +217,20 @@ class Housekeeping:
         return bool(self.closed) or self.rounds >= FULL_EVERY_ROUNDS
 
     def collect_if_short(self) -> bool:
-        """In a settled process, make a full pass if one is due and its estimate is within :data:`FULL_PASS_BUDGET`
-        (or :data:`WAIT_AT_MOST` closed pages wait); whether it made one."""
+        """In a settled process, make a full pass if one is due and it is within :data:`FULL_PASS_BUDGET`, estimated
+        from the pages and then from the objects counted (or :data:`WAIT_AT_MOST` closed pages wait); whether it made
+        one."""
         if not (self.collector.settled and self.due()):
             return False
-        if self.collector.estimate(self.open, self.closed) > FULL_PASS_BUDGET and self.closed < WAIT_AT_MOST:
+        forced = self.closed >= WAIT_AT_MOST
+        if not forced and self.collector.estimate(self.open, self.closed) > FULL_PASS_BUDGET:
             self.skipped += 1
             return False
-        self.collector.full_pass(self.collector.objects(self.open, self.closed))
+        objects = self.collector.count()
+        if not forced and self.collector.per_object * objects > FULL_PASS_BUDGET:
+            self.skipped += 1
+            return False
+        self.collector.full_pass(objects)
         self.closed = self.rounds = 0
         return True
 

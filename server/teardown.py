@@ -15,10 +15,13 @@ objects made while the page's document is Panel's current one), and once the pag
 its param objects are cleared: the cycles are cut, and reference counting frees nearly all of the page there and
 then, a few milliseconds of the loop per page. The functions ``pn.bind`` made for the page's views and the
 reactive expressions (``.rx``) of its params are cut likewise when a view taken apart holds them (each refers to
-itself through the display hooks param gives it), and the watchers param keeps for a reactive expression; and the
-websocket guard cuts a closed connection's (``server/guard.py``). What is left, about 70 objects of the 9,000
-(the expressions param makes inside a reactive expression, Bokeh's config of the document), waits for the
-collector's next full pass (``server/housekeeping.py``).
+itself through the display hooks param gives it), or when one of its params calls them back (with what they were made
+of: their function, the expression they follow), and the watchers param keeps for a reactive expression; a plain
+object of the app's (not param's) that keeps the watcher of its own method on the page's params lets go of it; the
+document's config model is taken apart with the page's; and the websocket guard cuts a closed connection's
+(``server/guard.py``). A page that leaves its first tab unopened leaves nothing for the collector
+(``tests/test_class_leaving.py``); what another may leave waits for the collector's next full pass
+(``server/housekeeping.py``).
 
 Taken apart: every Bokeh model made for the page (Bokeh keeps a model in one document only, and its ``Model.destroy``
 already empties the properties of each model of a discarded one), Panel's reactive objects made for it (its
@@ -53,8 +56,12 @@ class PageObjects:
         refs.append(weakref.ref(obj))
 
     def pop(self, doc) -> list:
-        """The objects ``doc``'s page made that are still alive (forgotten here)."""
-        return [obj for ref in self._pages.pop(doc, ()) if (obj := ref()) is not None]
+        """The objects ``doc``'s page made that are still alive (forgotten here), and the document's config (a model
+        Bokeh makes with every document, before the page is built: its property containers and it refer to each
+        other)."""
+        objects = [obj for ref in self._pages.pop(doc, ()) if (obj := ref()) is not None]
+        config = getattr(doc, "_config", None)
+        return objects if config is None else [*objects, config]
 
     def __len__(self) -> int:
         return len(self._pages)
@@ -109,7 +116,12 @@ def _cut_reactive(value, apart: set) -> None:
     if isinstance(value, param.reactive.rx):
         state = getattr(value, "__dict__", None)
         if state is not None and _owned_by(state.get("_params", ()), apart):
+            # what it was made of (its function, the expression it follows) depends on the same params
+            made_of = [state.get(name) for name in ("_fn", "_prev", "_root")]
             state.clear()
+            for part in made_of:
+                if part is not None:
+                    _cut_reactive(part, apart)
         return
     state = getattr(value, "__dict__", None)
     if not callable(value) or not state or "__bound_function__" not in state:
@@ -126,9 +138,10 @@ def _owned_by(parameters, apart: set) -> bool:
     return bool(owners) and all(id(o) in apart for o in owners)
 
 
-def _cut_watchers(obj) -> None:
+def _cut_watchers(obj, apart: set) -> None:
     """The watchers param keeps on ``obj`` for reactive expressions (``_WeakInvalidator``) each refer to themselves
-    through their watcher: cut."""
+    through their watcher: cut, and the expression each calls back (one of ``obj``'s params, ``apart``, makes it the
+    page's: ``obj.param.x.rx`` passed to a view holds it nowhere a view's values are)."""
     import param
 
     private = obj.__dict__.get("_param__private")
@@ -139,6 +152,21 @@ def _cut_watchers(obj) -> None:
                 fn = getattr(watcher, "fn", None)
                 if isinstance(fn, param.reactive._WeakInvalidator):
                     fn._watcher = None
+                    method = fn._ref()
+                    if method is not None:
+                        _cut_reactive(method.__self__, apart)
+                owner = getattr(fn, "__self__", None)
+                if owner is not None and not isinstance(owner, param.Parameterized):
+                    _drop_watcher(owner, watcher)
+
+
+def _drop_watcher(owner, watcher) -> None:
+    """An object that is not param's (a plain view of the app's) may keep the watcher that calls its own method, to
+    unwatch it later: each refers to the other. The page's object it watched is being taken apart: dropped."""
+    state = getattr(owner, "__dict__", None) or {}
+    for name, value in list(state.items()):
+        if value is watcher:
+            state[name] = None
 
 
 def take_apart(objects) -> int:
@@ -161,7 +189,7 @@ def take_apart(objects) -> int:
                            obj.__dict__):
                 for value in list(values.values()):
                     _cut_reactive(value, apart)
-            _cut_watchers(obj)
+            _cut_watchers(obj, apart)
     done = 0
     for obj in objects:
         state = obj.__dict__

@@ -157,7 +157,10 @@ def rounds(monkeypatch):
 def _keeper(settled: bool = True, per_object: float = 1e-9):
     collector = housekeeping.Collector()
     collector.settled, collector.per_object = settled, per_object
-    return housekeeping.Housekeeping(collector=collector, later=lambda fn: fn())
+    keeper = housekeeping.Housekeeping(collector=collector, later=lambda fn: fn())
+    # the objects counted before a pass: the pages' as estimated (this test process's own are not a server's)
+    collector.count = lambda: collector.objects(keeper.open, keeper.closed)
+    return keeper
 
 
 def test_a_settled_round_collects_closed_pages_leftovers_when_the_pass_is_short(rounds):
@@ -198,6 +201,25 @@ def test_a_settled_round_puts_off_a_long_pass_until_few_pages_are_open_or_many_w
     keeper.closed += 1
     keeper()
     assert keeper.collector.passes == 1 and keeper.closed == 0
+
+
+def test_a_pass_the_pages_call_short_is_counted_first_and_put_off_if_the_count_says_long(rounds):
+    # a class has come and gone: 2 pages open, the process's own objects many more than the pages' estimate has
+    collector = housekeeping.Collector()
+    per_object = 0.5 * housekeeping.FULL_PASS_BUDGET / collector.objects(2, 1)
+    keeper = _keeper(per_object=per_object)
+    keeper.session_opened()
+    keeper.session_opened()
+    gone = _garbage_cycle()
+    keeper.session_closed(None)
+    counted = [10 * collector.objects(1, 1)]
+    keeper.collector.count = lambda: counted[0]
+    keeper()
+    assert gone() is not None and keeper.skipped == 1 and keeper.collector.passes == 0
+    counted[0] = collector.objects(1, 1)  # as many as estimated: short, made
+    keeper()
+    assert gone() is None and keeper.collector.passes == 1
+    assert keeper.collector.per_object * counted[0] == pytest.approx(keeper.collector.longest)  # learnt per object
 
 
 def test_a_settled_round_makes_a_short_pass_every_so_many_rounds_anyway(rounds):

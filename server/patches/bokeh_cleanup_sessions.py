@@ -19,7 +19,7 @@ from server.patches.fit import Patch
 async def cleanup_sessions(self, unused_session_linger_milliseconds: int) -> None:
     """``ApplicationContext._cleanup_sessions``, paced (above)."""
     from server import teardown
-    from server.housekeeping import PASS_EVERY_PAGES, SWEEP_SHARE, collect_if_short
+    from server.housekeeping import PASS_EVERY_PAGES, SWEEP_SHARE, collect_if_short, trim
 
     def unused(session) -> bool:
         return session.connection_count == 0 and (
@@ -40,6 +40,8 @@ async def cleanup_sessions(self, unused_session_linger_milliseconds: int) -> Non
             teardown.take_apart(objects)  # in a turn of its own: a page's are a few hundred, freeing 9,000
             del objects
             discarded += 1
+            await asyncio.sleep(0)
+            trim()  # the page's heap back now, in a turn of its own: the round's trim of a class's was one turn
             if discarded % PASS_EVERY_PAGES == 0:
                 await asyncio.sleep(0)
                 collect_if_short()
