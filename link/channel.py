@@ -5,7 +5,7 @@ Two drags use it: the query's (:class:`link.drag.DragChannel`) and the Projectio
 (:class:`link.projections.ProjectionChannel`), so a position costs the server the same in either. Particular to
 this file: a row the page writes is checked before anything reads it; positions are taken paced (after each
 update the session waits as long as it took, at least :attr:`PositionChannel.MIN_GAP`, the newest position
-winning), mid-drag updates also count against the process's share (``server/pacing.py``), and the release is
+winning), mid-drag updates also count against the process's share (``services/pacing.py``), and the release is
 taken at once.
 """
 
@@ -18,7 +18,7 @@ import panel as pn
 import param
 
 from link.row import OneRow
-from server.pacing import get_budget
+from services.pacing import get_budget
 
 #: The largest ``seq`` a page sends: JavaScript's largest exact integer (the page counts 1, 2, …).
 MAX_SEQ = 2**53 - 1

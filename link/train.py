@@ -21,7 +21,7 @@ What the page sends:
   bench/HISTORY.md).
   What follows from it (the state's step, the address, a presented room) is taken paced: the newest report
   of a page, at most one every :data:`REPORT_GAP` seconds or as long as the last one took, through the
-  process's queue of reports (``server/train_queue.py``, at most a quarter of the loop). Sixty learners pressing
+  process's queue of reports (``services/train_queue.py``, at most a quarter of the loop). Sixty learners pressing
   Play in the same instant are then sixty cheap writes, and their reports are taken one a turn while everyone
   else's keys and clicks come between them; the page plays at once, since its playback is its own.
 - a learner's choice (a target, a painted cell, New seed, the learning rate, the temperature, scaling, the heads)
@@ -46,7 +46,7 @@ from bokeh.palettes import Cividis256
 from core.training import TrainingRun
 from link.row import OneRow
 from link.updates import one_message
-from server.train_queue import get_queue, get_report_queue
+from services.train_queue import get_queue, get_report_queue
 from session.training import LEARNING_RATES, TEMPERATURES, TrainingState
 
 HERE = Path(__file__).resolve().parent
@@ -136,7 +136,7 @@ class TrainLink(pn.custom.JSComponent):
 
     ink_threshold = param.Number(default=None, allow_None=True, bounds=(0, 1), constant=True, doc=(
         "A weight's cell is written in dark ink from this weight up, light below: the Matrix tab's threshold "
-        "(widgets/matrix.py), which the view gives."))
+        "(link/rules.py), which the view gives."))
 
     # The script (link/train.js), read once per process, after the page's one number format (link/attention.js's
     # fmt, link/shared.js's fmtL and fmtShortL, checked with the server's under node: tests/js/).

@@ -36,9 +36,9 @@ from tornado.iostream import StreamClosedError
 from tornado.websocket import WebSocketClosedError
 
 from server.build_gate import BuildGate, get_gate
-from server.pacing import get_event_pacer, once_a_page
 from server.pages import MAX_LINK_CHARS
-from server.sessions import page_has_left
+from services.pacing import get_event_pacer, once_a_page
+from services.sessions import page_has_left
 
 log = logging.getLogger(__name__)
 

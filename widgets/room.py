@@ -50,10 +50,10 @@ from panel.io.state import set_curdoc
 from link.browser import BrowserBridge
 from link.row import OneRow
 from link.updates import one_message
-from server.network import ClassAddress, class_address_of
-from server.room_live import ROUTE as LIVE_ROUTE
-from server.rooms import RoomError, RoomRegistry, RoomsUnavailable, TooManyRooms, get_registry, normalize_code
-from server.sessions import connection_count
+from services.network import ClassAddress, class_address_of
+from services.room_hand import LIVE_ROUTE
+from services.rooms import RoomError, RoomRegistry, RoomsUnavailable, TooManyRooms, get_registry, normalize_code
+from services.sessions import connection_count
 from session.address import address_of
 from session.i18n import N_, translator
 from session.state import AttentionState

@@ -37,7 +37,7 @@ import weakref
 CACHE_KEY = "explorer-train-queue"
 #: Where the process keeps its queue of the pages' reports (link/train.py).
 REPORTS_KEY = "explorer-train-reports"
-#: The share of the loop the reports may take: a quarter, as the drags' updates (server/pacing.py).
+#: The share of the loop the reports may take: a quarter, as the drags' updates (services/pacing.py).
 REPORTS_SHARE = 0.25
 
 log = logging.getLogger(__name__)
@@ -189,8 +189,8 @@ def client_of(doc) -> object:
 
 
 def page_left(doc) -> bool:
-    """Whether ``doc``'s page has left: its websocket has closed (``server/sessions.py``)."""
-    from server.sessions import page_left as left
+    """Whether ``doc``'s page has left: its websocket has closed (``services/sessions.py``)."""
+    from services.sessions import page_left as left
 
     return left(doc)
 
