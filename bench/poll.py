@@ -281,7 +281,7 @@ def main() -> None:
     if question.kind == "choice":
         expected = [sum(r["answer"] == i for r in records if r["sent"]) for i in range(len(question.choices))]
     else:
-        from server.polls import number_bin
+        from services.polls import number_bin
 
         bins = sorted({number_bin(question, r["answer"]) for r in records if r["sent"]}, key=float)
         expected = [sum(number_bin(question, r["answer"]) == b for r in records if r["sent"]) for b in bins]

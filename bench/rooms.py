@@ -14,7 +14,7 @@ second apart) after each, once the server's housekeeping has trimmed its heap (e
 - ``running``: ``ROOM_END_AFTER`` as by default (300 s): the rooms still run when memory is read;
 - ``ended``: ``ROOM_END_AFTER=2``: every room has ended, and only what an ended room leaves is there.
 
-Then the registry alone (``server/rooms.py``, in this process): 20,000 rooms made and ended, and the bytes it
+Then the registry alone (``services/rooms.py``, in this process): 20,000 rooms made and ended, and the bytes it
 keeps for them (``tracemalloc``). Prints a table (and the figures as JSON to ``bench/out/rooms.json``).
 """
 
@@ -109,7 +109,7 @@ def flood(count: int, clicks: int, end_after: float | None, settle: float) -> di
 
 def registry_alone(rooms: int) -> dict:
     """Bytes the registry keeps for ``rooms`` rooms made and ended (their codes kept 24 h)."""
-    from server.rooms import RoomRegistry
+    from services.rooms import RoomRegistry
 
     registry = RoomRegistry()
     snapshot = {"query": (0.0, 1.0)}

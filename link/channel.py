@@ -3,10 +3,10 @@ drag's contract (``link/__init__.py``).
 
 Two drags use it: the query's (:class:`link.drag.DragChannel`) and the Projections tab's
 (:class:`link.projections.ProjectionChannel`), so a position costs the server the same in either. Particular to
-this file: a row the page writes is checked before anything reads it; positions are taken paced (after each
-update the session waits as long as it took, at least :attr:`PositionChannel.MIN_GAP`, the newest position
-winning), mid-drag updates also count against the process's share (``server/pacing.py``), and the release is
-taken at once.
+this file: a row the page writes is checked before anything reads it; positions are taken paced (the newest
+position wins, and after each update the session waits as long as it took, at least
+:attr:`PositionChannel.MIN_GAP`: ``services/pace.py``), mid-drag updates also count against the process's share
+(``services/pacing.py``), and the release is taken at once.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import panel as pn
 import param
 
 from link.row import OneRow
-from server.pacing import get_budget
+from services.pace import Pace, run_later
+from services.pacing import get_budget
 
 #: The largest ``seq`` a page sends: JavaScript's largest exact integer (the page counts 1, 2, …).
 MAX_SEQ = 2**53 - 1
@@ -51,7 +52,9 @@ class PositionChannel(param.Parameterized):
         self.channel.on_change("data", self._on_channel)
         self._pending = None  # what the newest position asks for, not yet taken
         self._flush_scheduled = False
-        self._next_flush = self._requested = 0.0
+        self._requested = 0.0  # when the scheduled update is due (perf_counter time)
+        # newest wins, paced by the last update's cost: at most half the loop, each a timer's whole milliseconds
+        self._pace = Pace(share=0.5, least=0.0)
         self._budget = get_budget()  # the process's share for mid-drag updates
 
     def _on_channel(self, attr, old, new) -> None:
@@ -78,6 +81,11 @@ class PositionChannel(param.Parameterized):
     def receive(self, x: float, y: float, *, seq: int = 0, start: bool = False, end: bool = False, **extra) -> None:
         raise NotImplementedError
 
+    @property
+    def _next_flush(self) -> float:
+        """The perf_counter time before which the session takes no next update."""
+        return self._pace.ready_at
+
     def _drag_started(self) -> None:
         self._budget.start(self)
 
@@ -97,15 +105,15 @@ class PositionChannel(param.Parameterized):
         elif not self._flush_scheduled:
             self._flush_scheduled = True
             now = time.perf_counter()
-            wait = self._next_flush - now
+            wait = self._pace.wait(now)
             # when the update is due: the loop's delay past it counts as the update's cost, the pacing's own wait not
-            self._requested = max(now, self._next_flush)
-            if wait > 0:
-                doc.add_timeout_callback(self._flush, max(1, round(wait * 1000)))
-            else:
-                doc.add_next_tick_callback(self._flush)
+            self._requested = now + wait
+            run_later(doc, self._flush, wait)
 
     def _flush(self) -> None:
+        """Take the newest position. The pause after it (``services/pace.py``, the newest's own cost) counts from
+        when the update was due, so the loop's delay in reaching it counts as its cost; in the middle of a drag it
+        is at least the process's gap for drags (``services/pacing.py``, ``DragBudget.gap``)."""
         self._flush_scheduled = False
         if self._pending is None:
             return
@@ -114,11 +122,11 @@ class PositionChannel(param.Parameterized):
         start = time.perf_counter()
         self._take(pending)
         end = time.perf_counter()
-        gap = max(self.MIN_GAP, end - min(start, requested or start))
+        gap = self.MIN_GAP
         if self in self._budget:  # the middle of a drag: its updates only confirm what the page draws
             self._budget.record(end - start)
             gap = max(gap, self._budget.gap())
-        self._next_flush = end + gap
+        self._pace.took(end - min(start, requested or start), end, at_least=gap)
 
     def _take(self, pending) -> None:
         """Apply one pending position (what :meth:`receive` stored) and answer it."""

@@ -70,8 +70,8 @@ function showReadout(a, text) {
 }
 
 // The geometry the server draws with, from the numbers it sends (inputs, or the chart's own data-*): a query
-// line's width (widgets/query_plot.py), a value's marker size (widgets/weights.py, ValuePlane), a bar's top
-// (WeightBars) and a matrix cell's ink (widgets/matrix.py).
+// line's width, a value's marker size and a matrix cell's ink (link/rules.py), a bar's top (widgets/weights.py,
+// WeightBars).
 const lineWidth = (w, maxWidth) => 1 + (maxWidth - 1) * w;
 const valueSize = (w, [atZero, atOne]) => atZero + (atOne - atZero) * w;
 const barY = (w, top, bottom) => bottom - w * (bottom - top);

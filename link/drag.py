@@ -17,13 +17,18 @@ from bokeh.models import CustomJS
 
 from link.channel import PositionChannel
 from link.row import OneRow
+from link.rules import (
+    INK_THRESHOLD,
+    MAX_LINE_WIDTH,
+    PLACEHOLDER,
+    PLANE,
+    VALUE_SIZE,
+    cell_decimals,
+    readout_script_words,
+)
 from link.shown import PlotsShown
 from link.updates import one_message
 from session.state import AttentionState
-from widgets.matrix import INK_THRESHOLD, cell_decimals
-from widgets.query_plot import MAX_LINE_WIDTH, PLANE, QueryPlot
-from widgets.steps import PLACEHOLDER, Readout, readout_script_words
-from widgets.weights import VALUE_SIZE, WeightBars
 
 HERE = Path(__file__).resolve().parent
 #: The page's JavaScript: the formula, the helpers both drags share, the outbox, then the drag. Read once.
@@ -65,6 +70,11 @@ class DragChannel(PositionChannel):
     K : (n, d_k), V as (n, d_v) rows, tokens, the selected row's mask row, scaling, and which recipe
     steps the step-through has revealed. It changes only when one of those does, never during a drag.
 
+    The views it drives are given by whoever builds the page (``app.py``), so that ``link/`` never imports a view:
+    ``query_plot`` (``widgets/query_plot.py``'s ``QueryPlot``: its ``plots``, ``figure``, ``query_source`` and
+    ``lines_source``), ``readout`` (``widgets/steps.py``'s ``Readout``: its ``div``) and ``bars``
+    (``widgets/weights.py``'s ``WeightBars``: its ``div``).
+
     ``live`` is a :class:`OneRow` that only the room controls write (``widgets/room.py``):
     ``room``, the code of the room whose live channel the page follows ("" for none), ``path``, the
     channel's URL path, ``ticket``, the page's own ticket for it (``server/room_live.py``), and ``version``,
@@ -78,7 +88,7 @@ class DragChannel(PositionChannel):
         "ahead of the state, which takes them paced. A presented room sends it to its followers at once "
         "(widgets/room.py); nothing else reads it."))
 
-    def __init__(self, query_plot: QueryPlot, readout: Readout, bars: WeightBars, **params):
+    def __init__(self, query_plot, readout, bars, **params):
         super().__init__(**params)
         #: What the page's plots show (link/shown.py): this channel holds it from the press of a drag of q to its
         #: release, the time the page draws the drag itself.
@@ -156,7 +166,7 @@ class DragChannel(PositionChannel):
         took, so a page that ignores the one-at-a-time rule gets one update per interval, the newest; the
         release is taken at once, so anything the page sends after it (a key, a click) comes after it. While many
         pages drag, mid-drag updates are spaced further, so that together with their receiving they leave the
-        server's loop about half free for clicks, keys and releases (``server/pacing.py``).
+        server's loop about half free for clicks, keys and releases (``services/pacing.py``).
         Each position taken is answered in ``confirmed`` (``seq``). NaN reaches the state, which refuses it
         with a message.
         """

@@ -20,10 +20,10 @@ What the page sends:
   (a message through Panel's event handling costs the server many times as much before any of our code runs:
   bench/HISTORY.md).
   What follows from it (the state's step, the address, a presented room) is taken paced: the newest report
-  of a page, at most one every :data:`REPORT_GAP` seconds or as long as the last one took, through the
-  process's queue of reports (``server/train_queue.py``, at most a quarter of the loop). Sixty learners pressing
-  Play in the same instant are then sixty cheap writes, and their reports are taken one a turn while everyone
-  else's keys and clicks come between them; the page plays at once, since its playback is its own.
+  of a page, at most one every :data:`REPORT_GAP` seconds or as long as the last one took (``services/pace.py``),
+  through the process's queue of reports (``services/train_queue.py``, at most a quarter of the loop). Sixty
+  learners pressing Play in the same instant are then sixty cheap writes, and their reports are taken one a turn
+  while everyone else's keys and clicks come between them; the page plays at once, since its playback is its own.
 - a learner's choice (a target, a painted cell, New seed, the learning rate, the temperature, scaling, the heads)
   and a download, as a message (``model.send_msg``): each asks for a new run or a file anyway, which the
   server's queue of runs paces. A download (the run as CSV or JSON: 420 kB and about 44 ms of the loop for a run of
@@ -46,7 +46,8 @@ from bokeh.palettes import Cividis256
 from core.training import TrainingRun
 from link.row import OneRow
 from link.updates import one_message
-from server.train_queue import get_queue, get_report_queue
+from services.pace import Pace
+from services.train_queue import get_queue, get_report_queue
 from session.training import LEARNING_RATES, TEMPERATURES, TrainingState
 
 HERE = Path(__file__).resolve().parent
@@ -139,7 +140,7 @@ class TrainLink(pn.custom.JSComponent):
 
     ink_threshold = param.Number(default=None, allow_None=True, bounds=(0, 1), constant=True, doc=(
         "A weight's cell is written in dark ink from this weight up, light below: the Matrix tab's threshold "
-        "(widgets/matrix.py), which the view gives."))
+        "(link/rules.py), which the view gives."))
 
     # The scripts (TRAIN_SCRIPTS, link/train.js last), read once per process, after the page's one number format
     # (link/attention.js's fmt, link/shared.js's fmtL and fmtShortL, checked with the server's under node: tests/js/).
@@ -159,7 +160,9 @@ class TrainLink(pn.custom.JSComponent):
         self._file = None  # (run, kind, (name, text)): the last file made, kept while its run lasts
         self._pending = None  # the newest report not taken yet: (step, playing)
         self._scheduled = False
-        self._next_take = 0.0  # perf_counter time before which this page's next report waits
+        # this page's reports: the newest wins, the next waits as long as the last took (half the loop), at least
+        # REPORT_GAP; in perf_counter time
+        self._pace = Pace(share=0.5, least=0.0)
         training.param.watch(self._on_run, ["run", "floor"])
         training.param.watch(self._on_step, ["step", "playing", "plays"])
         training.param.watch(self._on_settings, list(TrainingState.SETTINGS))
@@ -200,14 +203,16 @@ class TrainLink(pn.custom.JSComponent):
             self._receive(step, playing)
 
     def _receive(self, step: int, playing: bool) -> None:
-        """Keep the page's newest report, and take it now (outside a served page) or when the pacing allows."""
+        """Keep the page's newest report, and take it now (outside a served page) or when the pacing allows
+        (``services/pace.py``): once the page's wait is over it joins the process's queue of reports, which takes it
+        in its turn, so the page's pause counts from when it was taken."""
         self._pending = (step, playing)
         doc = self.report.document or pn.state.curdoc
         if doc is None or doc.session_context is None:
             self._take()
         elif not self._scheduled:
             self._scheduled = True
-            wait = self._next_take - time.perf_counter()
+            wait = self._pace.wait(time.perf_counter())
             if wait > 0:
                 doc.add_timeout_callback(self._submit, max(1, round(wait * 1000)))
             else:
@@ -235,7 +240,7 @@ class TrainLink(pn.custom.JSComponent):
             with param.parameterized.discard_events(self):
                 self.training.show(*pending)
         end = time.perf_counter()
-        self._next_take = end + max(REPORT_GAP, end - start)
+        self._pace.took(end - start, end, at_least=REPORT_GAP)
 
     # --- a learner's choices and downloads ---------------------------------------------------------------------------
 

@@ -38,12 +38,18 @@ import contextlib
 import math
 import time
 
+from services.pace import Pace
+
 #: Where the process keeps its gate.
 CACHE_KEY = "explorer-build-gate"
 
 
-class BuildGate:
+class BuildGate(Pace):
     """The share of the event loop page builds may use, one build at a time.
+
+    Its bucket is :class:`services.pace.Pace`'s, charged with each build as it ran (the bucket leaks during the
+    build). Unlike a drag's positions, where the newest wins and owes only its own cost, every page asked for is
+    built, in the order asked, and a page's onload work is charged to the same bucket: their costs add up.
 
     ``async with gate.turn():`` waits until a build may start, then holds the gate while the build runs and
     charges the seconds it took (the wall time on the loop, which a build holds). ``clock`` gives the time in
@@ -78,13 +84,11 @@ class BuildGate:
     RECHECK = 0.01
 
     def __init__(self, clock=time.perf_counter, sleep=asyncio.sleep, idle=None):
-        self.level = 0.0  # seconds of loop time in the bucket
-        self.clock = clock
+        super().__init__(clock)
         self._sleep = sleep
         self._idle = idle if idle is not None else self._loop_idle
         self.messages = 0  # pages' messages being handled now (their handling awaits, over several turns)
         self.used_at = -math.inf  # when a page in use last sent a message
-        self._at = clock()
         self._busy = False
         self._waiting: collections.deque = collections.deque()  # futures of builds waiting for the gate, in order
         self.builds = 0
@@ -122,28 +126,14 @@ class BuildGate:
         await asyncio.sleep(0)
         return self.clock() - start < self.IDLE
 
-    def _leak(self, now: float) -> None:
-        self.level = max(0.0, self.level - self.SHARE * (now - self._at))
-        self._at = now
-
     def charge(self, seconds: float, start: float) -> None:
         """A build that started at ``start`` (the clock's time) took ``seconds`` of the loop.
 
         The bucket leaks during the build too, so a build of ``c`` leaves ``c * (1 - SHARE)`` in it and the next
-        waits ``c * (1 - SHARE) / SHARE``: builds and gaps in the ratio ``SHARE : 1 - SHARE``. Negative or absurd
-        values (a clock that jumped) are ignored.
+        waits ``c * (1 - SHARE) / SHARE`` (:meth:`wait`): builds and gaps in the ratio ``SHARE : 1 - SHARE``.
+        Negative or absurd values (a clock that jumped) are ignored.
         """
-        if not 0 <= seconds < 60:
-            return
-        self._leak(start)
-        self.level += seconds
-        self._leak(max(start, self.clock()))
-
-    def wait(self) -> float:
-        """Seconds until the next build may start (0: at once, also below a millisecond, which a timer cannot wait)."""
-        self._leak(max(self._at, self.clock()))
-        wait = (self.level - self.BURST) / self.SHARE
-        return wait if wait >= 0.001 else 0.0
+        super().charge(seconds, start)
 
     @property
     def queued(self) -> int:

@@ -4,7 +4,7 @@ message no page sends.
 A connection that sends what no page would is closed after one log line (:class:`GuardedWSHandler`); what a page
 sends is screened (:func:`screen_page_patch`), read as Bokeh reads it and checked against each property
 (:func:`check_page_events`), and applied one event at a time, each when its session's share of the loop allows
-(``server/pacing.py``). Panel serves every page's websocket with its own handler; each connection it opens becomes a
+(``services/pacing.py``). Panel serves every page's websocket with its own handler; each connection it opens becomes a
 :class:`GuardedWSHandler` as it starts (``server/patches/panel_ws_handler.py``, which also checks that Bokeh's and
 Panel's methods this class overrides or calls are the ones it was written for).
 """
@@ -28,11 +28,11 @@ from tornado.iostream import StreamClosedError
 from tornado.websocket import WebSocketClosedError
 
 from server.build_gate import BuildGate, get_gate
-from server.pacing import get_event_pacer
+from services.pacing import get_event_pacer
 from server.pages import MAX_LINK_CHARS
 from server.patches.bokeh_deserializer import PATCH as READER
 from server.patches.bokeh_deserializer import PageReader
-from server.sessions import page_has_left
+from services.sessions import page_has_left
 from server.transport import session_websockets
 
 log = logging.getLogger(__name__)
@@ -250,7 +250,7 @@ class GuardedWSHandler(PanelWSHandler):
     traceback, at DEBUG level, so a developer can find it.
 
     A page asks for its document once (``PULL-DOC-REQ``, about 65 ms of the loop to serialise a whole page): a second
-    on the same connection is refused, and each is paced as the session's events are (``server/pacing.py``), so
+    on the same connection is refused, and each is paced as the session's events are (``services/pacing.py``), so
     connections opened onto one session cannot ask for it back to back. Once the connection has gone (closed, or a
     write to it failed), nothing it had sent and the server had not read yet is handled, and what the server would
     still send it is dropped without a word: a client that sent 10 s of keys and left had its 73,000 messages applied

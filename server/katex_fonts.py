@@ -11,16 +11,10 @@ path, so the stylesheet finds them; a browser that reads woff2 (every current on
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from tornado.web import StaticFileHandler
 
-#: KaTeX's own fonts (woff2, from npm ``katex``; its MIT licence beside them), which Panel's bundle lacks: the
-#: server serves them where katex.min.css looks, a notebook inlines them (widgets/style.py
-#: ``katex_fonts_inline_css``).
-KATEX_FONTS = Path(__file__).resolve().parents[1] / "static" / "katex" / "fonts"
-#: The KaTeX release the fonts come from: Panel's bundled one (tests/test_deploy.py checks they agree).
-KATEX_FONTS_VERSION = "0.16.22"
+from services.katex_fonts import KATEX_FONTS, KATEX_FONTS_VERSION
 
 #: Where Panel's katex.min.css finds its fonts, under the server's prefix (Bokeh adds it): only KaTeX's woff2
 #: files, of the release the fonts come from.

@@ -5,14 +5,14 @@ from __future__ import annotations
 from panel.io.document import hold
 from panel.io.state import set_curdoc
 
-from server.pacing import once_a_page
+from services.pacing import once_a_page
 from server.patches.bokeh_model_walks import walk_models_once
 
 
 def later_turn(doc, work, after: float) -> bool:
     """Run ``work()`` (no arguments) on ``doc``'s session ``after`` seconds from now, in a turn of the loop of its own,
     as a page's event is run (the document held, walked once: ``server/patches/panel_syncable_events.py``) and not
-    counted against the session's share (:func:`server.pacing.once_a_page`: a tab's first showing, which a page does
+    counted against the session's share (:func:`services.pacing.once_a_page`: a tab's first showing, which a page does
     once).
 
     The turns between are other pages': a tab's first showing built its views and their Bokeh models in one turn

@@ -6,12 +6,12 @@ need not recompute and re-render the page for each move: that costs each page's 
 own update, and left a class far behind (``bench/HISTORY.md``). Instead each following page opens this websocket,
 ``room-live?room=CODE`` beside Bokeh's own, and the room writes one short JSON text to all of
 them: each pointer move of the presenter as it reaches the server
-(:meth:`server.rooms.RoomRegistry.publish_hand`), and each view of the room that is not such a
-move (:meth:`~server.rooms.RoomRegistry.publish`). The page's own server sends the full view,
+(:meth:`services.rooms.RoomRegistry.publish_hand`), and each view of the room that is not such a
+move (:meth:`~services.rooms.RoomRegistry.publish`). The page's own server sends the full view,
 with its authoritative numbers, once the room's view rests (``widgets/room.py``).
 
 Each channel belongs to one page following the room: its server gives the page a ticket
-(:meth:`~server.rooms.RoomRegistry.live_ticket`, in the page's own document, which no other page sees),
+(:meth:`~services.rooms.RoomRegistry.live_ticket`, in the page's own document, which no other page sees),
 and the page's script opens the channel with it, as the websocket subprotocols ``explorer-live, TICKET``
 (the way BokehJS sends its session token: not in the address, so never in a log). A page has one channel:
 a newer one with its ticket replaces it (the old one closes with 4409), and leaving the room closes it.
@@ -36,10 +36,9 @@ import time
 from bokeh.server.views.ws import WSHandler
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from server.rooms import RoomError, RoomFull, get_registry
+from services.room_hand import LIVE_ROUTE as ROUTE
+from services.rooms import RoomError, RoomFull, get_registry
 
-#: The channel's path, under the server's prefix; pages open it relative to their own address.
-ROUTE = "/room-live"
 #: The subprotocol a page asks for, followed by its ticket.
 SUBPROTOCOL = "explorer-live"
 #: Failed tries a client (an address) may make at once; after them, one more each :data:`FAILED_TRY_EVERY_S`. A

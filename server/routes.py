@@ -8,8 +8,8 @@ from __future__ import annotations
 from server.katex_fonts import font_patterns
 from server.pages import install_link_limit
 from server.room_live import live_patterns
-from server.rooms import start_rooms
 from server.static_gzip import StaticCompression
+from services.rooms import start_rooms
 
 
 def add_routes(server_kwargs: dict) -> dict:
@@ -22,7 +22,7 @@ def add_routes(server_kwargs: dict) -> dict:
     # a room's live channel to its followers' pages (server/room_live.py); KaTeX's fonts, where Panel's bundled
     # KaTeX stylesheet looks for them (server/katex_fonts.py)
     server_kwargs["extra_patterns"] = [*server_kwargs.get("extra_patterns", []), *live_patterns(), *font_patterns()]
-    # the rooms of this process as the server starts (with Redis, its connection: server/rooms_redis.py)
+    # the rooms of this process as the server starts (with Redis, its connection: services/rooms_redis.py)
     from tornado.ioloop import IOLoop
 
     IOLoop.current().add_callback(start_rooms)

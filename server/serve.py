@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from server.rooms import RoomSecret, redis_url_from_env
+from services.rooms import RoomSecret, redis_url_from_env
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 APP_ENDPOINT = "/" + APP.stem

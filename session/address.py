@@ -67,7 +67,7 @@ MAX_SEED = 2 ** 31 - 1
 SWITCHES = {"scale": ("off", "on"), "causal": ("off", "on"), "trap": ("off", "on")}
 #: Arguments that belong to a room (widgets/room.py reads them); the address leaves them alone.
 ROOM_ARGUMENTS = ("room", "token")
-#: The query plot's visible plane (see widgets.query_plot.PLANE): where the arrow keys move q. A q typed in the
+#: The query plot's visible plane (see link.rules.PLANE): where the arrow keys move q. A q typed in the
 #: editor may lie anywhere within ±MAX_ABS_COORD, and so may the address's.
 Q_RANGE = (-1.5, 2.5)
 

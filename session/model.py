@@ -3,7 +3,7 @@ pretrained model's attention on that sentence (core/pretrained.py).
 
 :class:`ModelState` is a mixin of :class:`session.state.AttentionState`, like :class:`session.heads.HeadsState`.
 Nothing is computed until a view asks (:meth:`ModelState.require_model`): most pages never open the tab. A served
-page computes off the server's loop, through the queue the √d_k draws use (server/train_queue.py: one sentence at a
+page computes off the server's loop, through the queue the √d_k draws use (services/train_queue.py: one sentence at a
 time, on its worker thread, shown in the page's own turn); a sentence the process has run before is kept
 (core/pretrained.py), so a class typing the same sentence, or a room's followers, cost one forward pass.
 """

@@ -133,7 +133,7 @@ class AttentionState(HeadsState, ModelState, param.Parameterized):
         #: The Train tab's own state (session/training.py); its shared part is mirrored in ``training_view``.
         self.training = TrainingState()
         #: Called with a function that computes the d_k experiment, to call it when the server has time (a served
-        #: page's queue, server/train_queue.py: one at a time, at most half the loop); None computes at once. A
+        #: page's queue, services/train_queue.py: one at a time, at most half the loop); None computes at once. A
         #: plain attribute, set by the √d_k view in a served page.
         self.experiment_scheduler = None
         self._experiment_waiting = False  # a new experiment has been asked for and not computed yet

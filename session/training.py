@@ -8,7 +8,7 @@ itself (``link/train.js``) and reports only where it paused, where a scrub ended
 so the address and a presented room follow without a message per frame.
 
 A run costs the server CPU (see bench/RESULTS.md, "one training run"): the state does not compute it when a choice
-changes but asks its ``scheduler`` (``server/train_queue.py`` in a served page: runs one at a time, the
+changes but asks its ``scheduler`` (``services/train_queue.py`` in a served page: runs one at a time, the
 newest request of a page replacing its waiting one); without a scheduler (a test, a notebook) it computes at
 once, and it computes nothing until the tab is first shown. A learner's new choice shows the new run's step 0;
 a link or a presenter's view sets the step with the settings, and the new run opens there.

@@ -1,7 +1,7 @@
 """Debian's ``redis-server`` on a free loopback port, for the tests and benchmarks of rooms shared across processes.
 
 It keeps nothing on disk (``--save '' --appendonly no``): a restart starts it empty, the hardest case for the
-processes sharing rooms through it (``server/rooms_redis.py`` puts back what they hold). ``restart()`` stops it and
+processes sharing rooms through it (``services/rooms_redis.py`` puts back what they hold). ``restart()`` stops it and
 starts it again on the same port; ``stop()`` and ``kill()`` leave it stopped. :func:`redis_server` is the pytest
 fixture of one for a test.
 """

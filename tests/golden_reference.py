@@ -78,8 +78,9 @@ def grab_cases() -> list[dict]:
     """What a press at ``at`` picks up, as the server decides it (``link.drag.grab``: null for the query), and
     where a position beyond the plane is clamped to (the server's own drag: ``clamped``)."""
     from link.drag import GRAB_RADIUS, DragChannel, grab
+    from link.rules import PLANE
     from session.state import AttentionState
-    from widgets.query_plot import PLANE, QueryPlot
+    from widgets.query_plot import QueryPlot
     from widgets.steps import Readout
     from widgets.weights import WeightBars
 
@@ -159,8 +160,8 @@ def train_cases() -> dict:
     and W_K swapped, and Q = X W_Q, K = X W_K (``core.training``); with the scripts the page runs as one module
     (``link.train.TRAIN_SCRIPTS``) and the threshold of a cell's dark ink the view gives it."""
     from core.training import TRAINING_PRESETS, swapped_loss, train
+    from link.rules import INK_THRESHOLD
     from link.train import TRAIN_SCRIPTS, run_payload
-    from widgets.matrix import INK_THRESHOLD
 
     def plain(a):
         return np.asarray(a).tolist() if isinstance(a, np.ndarray) else a
@@ -224,8 +225,8 @@ def browser_cases() -> dict:
     (Python's ``repr``, ``session/address.py``); with the constants the server writes before the script
     (``link.browser.SCRIPT_CONSTANTS``)."""
     from link.browser import SCRIPT_CONSTANTS, handle_key
+    from link.rules import PLANE
     from session.state import AttentionState
-    from widgets.query_plot import PLANE
 
     nudges = []
     for q in [(0.0, 1.0), (0.1, 0.2), (2.45, -1.45), (2.5, 2.5), (-1.5, -1.5), (0.3, 0.7), (1.23456789, -0.98765)]:
@@ -251,9 +252,8 @@ def poll_cases() -> dict:
 
 def geometry_cases() -> dict:
     """The sizes the server draws a weight with and the page's preview draws again."""
-    from widgets.matrix import INK_THRESHOLD, ink
-    from widgets.query_plot import MAX_LINE_WIDTH, line_width
-    from widgets.weights import BAR_LABEL_GAP, VALUE_SIZE, bar_y, value_size
+    from link.rules import INK_THRESHOLD, MAX_LINE_WIDTH, VALUE_SIZE, ink, line_width, value_size
+    from widgets.weights import BAR_LABEL_GAP, bar_y
 
     weights = [0.0, 0.1978, 0.4011, 0.5, 0.549999, 0.55, 0.5035, 1.0]
     top, bottom = 26, 146  # a chart's, as the Weights tab draws it in the normal mode

@@ -99,7 +99,7 @@ def test_dockerignore_keeps_everything_but_the_app_out():
     ignored = {ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
                if ln.strip() and not ln.startswith("#")}
     assert {".git", ".venv", "tests", "bench", "docs", "**/__pycache__", ".pytest_cache"} <= ignored
-    for needed in ("app.py", "server", "requirements.txt", "core", "widgets", "static"):
+    for needed in ("app.py", "server", "services", "requirements.txt", "core", "widgets", "static"):
         assert needed not in ignored and (ROOT / needed).exists()
 
 

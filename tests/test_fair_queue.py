@@ -1,4 +1,4 @@
-"""One client's many pages share the server's queue of runs fairly with everyone else's (server/train_queue.py); a
+"""One client's many pages share the server's queue of runs fairly with everyone else's (services/train_queue.py); a
 download of a run waits its turn in the same queue (link/train.py); a number of any size a page sends is checked
 before it becomes a float (session/training.py)."""
 
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from bokeh.document import Document
 
-from server.train_queue import TrainQueue
+from services.train_queue import TrainQueue
 from tests.test_train_tab import ServedDoc, open_tab, send
 
 
@@ -49,7 +49,7 @@ def _drain(queue: TrainQueue, waits: list, docs: list) -> None:
 def test_fifty_pages_of_one_client_wait_their_turns_with_another_clients_one(monkeypatch):
     """50 pages of one client pressing New seed had 50 places in the one line: another learner's run came 51st
     (4-4.75 s instead of 44 ms). Now each client has a line, and the queue takes from each in turn."""
-    monkeypatch.setattr("server.train_queue.page_left", lambda doc: False, raising=False)
+    monkeypatch.setattr("services.train_queue.page_left", lambda doc: False, raising=False)
     waits = []
     queue = TrainQueue(later=lambda delay, fn: waits.append((delay, fn)))
     log = []
@@ -63,7 +63,7 @@ def test_fifty_pages_of_one_client_wait_their_turns_with_another_clients_one(mon
 
 
 def test_a_client_is_its_address_and_a_page_without_one_is_its_own():
-    from server.train_queue import client_of
+    from services.train_queue import client_of
 
     assert client_of(Doc("10.0.0.7")) == client_of(Doc("10.0.0.7")) != client_of(Doc("10.0.0.8"))
     a, b = Document(), Document()
@@ -75,7 +75,7 @@ def test_what_a_page_that_has_left_asked_for_is_skipped(monkeypatch):
     queue = TrainQueue(later=lambda delay, fn: waits.append((delay, fn)))
     log = []
     gone, staying = Doc("10.0.0.66"), Doc("10.0.0.7")
-    monkeypatch.setattr("server.train_queue.page_left", lambda doc: doc is gone, raising=False)
+    monkeypatch.setattr("services.train_queue.page_left", lambda doc: doc is gone, raising=False)
     pages = [Page(log, "gone"), Page(log, "staying")]
     queue.submit(gone, pages[0].compute)
     queue.submit(staying, pages[1].compute)

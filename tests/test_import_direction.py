@@ -1,11 +1,13 @@
 """Imports run one way, so a file's folder says what it may depend on.
 
-core ← course ← session ← link ← widgets ← app.py: each imports only what is below it (and itself). ``server/``,
-what runs once per process, imports only ``core``, ``course`` and itself; it may be imported by the parts of a
-served page (``link``, ``widgets``, app.py), never by a page's model (``session``) or what is below it.
-``course/`` is the standard library only, ``core/`` NumPy and the standard library, ``session/`` never Panel or
-Bokeh (its one state is a ``param.Parameterized``). ``testing/`` may import anything, and nothing of the app
-imports it; ``tests/`` never import ``bench/``. Every ``import`` counts, also one inside a function.
+core ← course ← session ← services ← link ← widgets ← app.py: each imports only what is below it (and itself).
+``services/``, the process's services a page uses (rooms, polls, the queues, the pacing, the sessions' sockets),
+sits below the views; ``server/``, what serves the pages (transport, routes, patches, start-up), sits beside the
+views, imports only ``core``, ``course`` and ``services``, and only app.py imports it: no view (``link``,
+``widgets``) imports ``server/``, and nothing below the views does. ``course/`` is the standard library only,
+``core/`` NumPy and the standard library, ``session/`` never Panel or Bokeh (its one state is a
+``param.Parameterized``). ``testing/`` may import anything, and nothing of the app imports it; ``tests/`` never
+import ``bench/``. Every ``import`` counts, also one inside a function.
 """
 
 from __future__ import annotations
@@ -18,16 +20,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The app's own packages, and app.py ("app").
-OWN = ("core", "course", "session", "link", "widgets", "server", "testing", "tests", "bench", "app")
+OWN = ("core", "course", "session", "services", "link", "widgets", "server", "testing", "tests", "bench", "app")
 #: Which of the app's own packages each may import (itself included).
 MAY_IMPORT = {
     "core": {"core"},
     "course": {"course"},
     "session": {"core", "course", "session"},
-    "link": {"core", "course", "session", "link", "server"},
-    "widgets": {"core", "course", "session", "link", "widgets", "server"},
-    "app": {"core", "course", "session", "link", "widgets", "server"},
-    "server": {"core", "course", "server"},
+    "services": {"core", "course", "session", "services"},
+    "link": {"core", "course", "session", "services", "link"},
+    "widgets": {"core", "course", "session", "services", "link", "widgets"},
+    "server": {"core", "course", "services", "server"},
+    "app": {"core", "course", "session", "services", "link", "widgets", "server"},
     "testing": set(OWN),
     "tests": set(OWN) - {"bench"},
 }
@@ -35,11 +38,16 @@ MAY_IMPORT = {
 LIBRARIES = {"core": {"numpy"}, "course": set()}
 #: Never imported by a page's model.
 NOT_IN_SESSION = {"panel", "bokeh"}
-#: The imports the rules above still meet, each for a reason, and no others. link/drag.py reads the views' constants
-#: (the plane, the placeholder, the matrix's decimals) from widgets/: the drag's contract with the page is being
-#: moved into link/ itself. Four tests drive a server with bench/'s clients (a delaying proxy, nginx in front, a
-#: poll's and a room's presenter), which belong in testing/, what tests and benchmarks share.
-KNOWN = {("link/drag.py", "widgets"), ("tests/test_bench_proxy.py", "bench"), ("tests/ui/test_nginx.py", "bench"),
+#: The imports the rules above still meet, each for a reason, and no others. Four views use what the process does to
+#: Panel's and Bokeh's code or its websocket guard, which live in server/ with the patches and the guard, checked at
+#: start: the browser bridge the guard's screened page events and its refusal of a page (link/browser.py: SCREENED,
+#: refuse_page), one_message the walk of a document's models and Panel's hold lock (link/updates.py), the slider
+#: Panel's own with its patch (widgets/base.py: discrete_slider), and the tabs their later turn of the loop
+#: (widgets/tabs.py: later_turn). Four tests drive a server with bench/'s clients (a delaying proxy, nginx in
+#: front, a poll's and a room's presenter), which belong in testing/, what tests and benchmarks share.
+KNOWN = {("link/browser.py", "server"), ("link/updates.py", "server"), ("widgets/tabs.py", "server"),
+         ("widgets/base.py", "server"),
+         ("tests/test_bench_proxy.py", "bench"), ("tests/ui/test_nginx.py", "bench"),
          ("tests/test_room_abuse.py", "bench"), ("tests/test_hostile_traffic.py", "bench")}
 
 
@@ -88,3 +96,13 @@ def test_the_rules_see_an_import_inside_a_function(tmp_path):
     (tmp_path / "session" / "late.py").write_text(
         "from . import state\n\ndef late():\n    import panel\n    from widgets import base\n    return panel, base\n")
     assert violations("session", tmp_path) == ["session/late.py -> panel", "session/late.py -> widgets"]
+
+
+def test_a_view_that_imports_the_server_or_a_link_that_imports_a_view_is_found(tmp_path):
+    for folder, text in (("widgets", "from server import rooms\n"), ("link", "from widgets.matrix import ink\n"),
+                         ("services", "from link import row\nfrom server.transport import later_turn\n")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "late.py").write_text(text)
+    assert violations("widgets", tmp_path) == ["widgets/late.py -> server"]
+    assert violations("link", tmp_path) == ["link/late.py -> widgets"]
+    assert violations("services", tmp_path) == ["services/late.py -> link", "services/late.py -> server"]

@@ -6,7 +6,7 @@ import panel as pn
 import pytest
 
 import app
-from server.rooms import RoomRegistry
+from services.rooms import RoomRegistry
 from session.address import address_of, apply_address, parse_address
 from session.lesson import parse_tabs
 from session.state import AttentionState

@@ -1,4 +1,4 @@
-"""Where a class can reach the server (server/network.py): a presenter who opened the page as localhost gets a join
+"""Where a class can reach the server (services/network.py): a presenter who opened the page as localhost gets a join
 link on this machine's network address, or what to set to serve the class."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 
-from server.network import (
+from services.network import (
     allowed_origins,
     class_address,
     interface_addresses,

@@ -1,4 +1,4 @@
-"""The process's budget for mid-drag updates (server/pacing.py) and the drag channel's use of it."""
+"""The process's budget for mid-drag updates (services/pacing.py) and the drag channel's use of it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from server.pacing import DragBudget, get_budget
+from services.pacing import DragBudget, get_budget
 from session.state import AttentionState
 from tests.test_widgets import MOVE, PRESS, RELEASE, drag_channel
 
@@ -229,7 +229,7 @@ class Loop:
 def test_a_sessions_expensive_events_take_at_most_its_share_of_the_loop():
     """One message of 300 clicks of "New random draw" at d_k = 1024 froze every other page for 24 s: Bokeh applied
     them all in one turn. Paced, the session's clicks run one a turn, and the loop is free for as long again."""
-    from server.pacing import SessionEvents
+    from services.pacing import SessionEvents
 
     loop = Loop()
     events = SessionEvents(later=loop.later, clock=loop.clock)
@@ -253,7 +253,7 @@ def test_a_sessions_expensive_events_take_at_most_its_share_of_the_loop():
 
 
 def test_a_page_spaced_as_a_person_clicks_never_waits():
-    from server.pacing import SessionEvents
+    from services.pacing import SessionEvents
 
     loop = Loop()
     events = SessionEvents(later=loop.later, clock=loop.clock)
@@ -269,8 +269,8 @@ def test_a_page_spaced_as_a_person_clicks_never_waits():
 
 def test_building_a_tab_the_first_time_is_not_counted(monkeypatch):
     """A tab takes up to a second to build, once a page: counted, the page's next click would wait two."""
-    from server import pacing
-    from server.pacing import SessionEvents, once_a_page
+    from services import pacing
+    from services.pacing import SessionEvents, once_a_page
 
     loop = Loop()
     events = SessionEvents(later=loop.later, clock=loop.clock)

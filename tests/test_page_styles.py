@@ -7,8 +7,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Where the app's CSS is written: its stylesheets, and the Python and JavaScript that set styles.
-SOURCES = [p for folder in ("static", "widgets", "link", "session", "server") for p in (ROOT / folder).rglob("*")
-           if p.suffix in {".css", ".py", ".js"} and "katex" not in p.parts] + [ROOT / "app.py"]
+SOURCES = [p for folder in ("static", "widgets", "link", "session", "services", "server")
+           for p in (ROOT / folder).rglob("*") if p.suffix in {".css", ".py", ".js"} and "katex" not in p.parts]
+SOURCES += [ROOT / "app.py"]
 
 
 def test_no_stylesheet_sets_a_bokeh_visual_variable():

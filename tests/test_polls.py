@@ -16,8 +16,8 @@ from bokeh.document import Document
 from bokeh.models import LayoutDOM
 
 from course.questions import BY_ID, PRACTICE, QUESTIONS
-from server.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, number_bin
-from server.rooms import RoomError, RoomRegistry
+from services.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, number_bin
+from services.rooms import RoomError, RoomRegistry
 from session.state import AttentionState
 from widgets.poll import FollowerCard, PresenterPoll, counts_html, question_options
 from widgets.room import RoomControls

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from core import random_projections
-from server.rooms import RoomRegistry
+from services.rooms import RoomRegistry
 from session.address import address_of, apply_address, parse_address
 from session.state import DEFAULT_TEMPERATURE, AttentionState
 from tests.loop_reference import attention as loop_attention

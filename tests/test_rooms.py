@@ -14,8 +14,8 @@ import pytest
 
 from link.row import OneRow
 from server.logs import RedactLogLines
-from server.network import class_address
-from server.rooms import (
+from services.network import class_address
+from services.rooms import (
     ALPHABET,
     CODE_LENGTH,
     SECRET_ENV,
@@ -313,7 +313,7 @@ def test_followers_are_told_when_the_presenter_has_gone_and_when_it_is_back(regi
     """A presenter's page that went away left the class following a room that said nothing until it ended, 5 minutes
     later; now its followers are told once it has been gone a few seconds (a reload is back sooner), and again when
     it is back, and keep the view they had."""
-    from server.rooms import PRESENCE_GRACE
+    from services.rooms import PRESENCE_GRACE
 
     presenter = RoomControls(state=AttentionState(), registry=registry)
     presenter._on_present(None)
@@ -371,7 +371,7 @@ def test_an_ended_code_can_be_reopened_only_by_its_presenter_and_is_not_given_ou
     registry.end(room.code, token)
     # a new room never gets a code ended the same day: its old presenter's link would drive it
     drawn = iter(room.code + "ABCDEF")
-    monkeypatch.setattr("server.room_codes.secrets.choice", lambda _: next(drawn))
+    monkeypatch.setattr("services.room_codes.secrets.choice", lambda _: next(drawn))
     assert registry.create()[0].code == "ABCDEF"
 
 
@@ -491,8 +491,9 @@ def live_server(monkeypatch, registry):
     from tornado.web import Application
     from tornado.websocket import websocket_connect
 
-    from server import room_live, rooms
+    from server import room_live
     from server.room_live import SUBPROTOCOL, live_patterns
+    from services import rooms
 
     monkeypatch.setitem(pn.state.cache, rooms.CACHE_KEY, registry)
     monkeypatch.setitem(pn.state.cache, room_live.CACHE_KEY, room_live.FailedTries())
@@ -526,7 +527,7 @@ def test_a_rooms_live_channels_are_its_following_pages_one_each(monkeypatch):
     slots: a page following the room then got 4429. Now a channel needs a following page's ticket (4403 without),
     a page's newer channel replaces its old one (4409), and leaving the room closes it; 4429 once the process holds
     as many channels as it accepts, whichever rooms they follow."""
-    from server import room_hand
+    from services import room_hand
 
     monkeypatch.setattr(room_hand, "MAX_LIVE_CHANNELS", 3)
     registry = RoomRegistry()
@@ -628,7 +629,7 @@ def test_a_page_has_one_running_room_given_back_each_time_it_presses_present(reg
 
 
 def test_a_page_starts_at_most_a_few_rooms_a_minute(registry, clock):
-    from server.rooms import MAX_ROOMS_PER_MINUTE, TooManyRooms
+    from services.rooms import MAX_ROOMS_PER_MINUTE, TooManyRooms
 
     for _ in range(MAX_ROOMS_PER_MINUTE):  # each ended by its presenter before the next
         room, token = registry.create(creator="page")
@@ -665,7 +666,7 @@ def test_an_ended_room_leaves_four_bytes_for_a_day(registry, clock):
     # not given to a new room for 24 h, whatever the draw
     drawn = iter(codes[-1] + codes[0] + "ABCDEF")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("server.room_codes.secrets.choice", lambda _: next(drawn))
+        mp.setattr("services.room_codes.secrets.choice", lambda _: next(drawn))
         assert registry.create()[0].code == "ABCDEF"
     clock.now += 24 * 3600 - 1
     registry.sweep()

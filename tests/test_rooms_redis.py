@@ -1,7 +1,7 @@
 """Rooms shared through a real Redis (Debian's ``redis-server`` on a free loopback port): several registries, each
 as one server process holds it, on one event loop; what a page of one does, the pages of the others see.
 
-Each registry is :class:`server.rooms_redis.RedisRoomRegistry` as a process makes it from ``EXPLORER_REDIS_URL``;
+Each registry is :class:`services.rooms_redis.RedisRoomRegistry` as a process makes it from ``EXPLORER_REDIS_URL``;
 pages are listeners, as in tests/test_rooms.py. Expected values come from what the presenter did, never from
 Redis itself.
 """
@@ -15,11 +15,11 @@ import time
 
 import pytest
 
-from server import rooms_redis
-from server.polls import PollCounts, PollView
-from server.room_codes import draw_code
-from server.rooms import RoomRegistry, RoomSecret, RoomsUnavailable
-from server.rooms_redis import RedisRoomRegistry
+from services import rooms_redis
+from services.polls import PollCounts, PollView
+from services.room_codes import draw_code
+from services.rooms import RoomRegistry, RoomSecret, RoomsUnavailable
+from services.rooms_redis import RedisRoomRegistry
 from testing import redis as real_redis
 from testing.redis import RedisServer
 
@@ -266,12 +266,12 @@ def test_a_redis_that_cannot_be_reached_says_so_once_and_rooms_come_when_it_does
         assert room.code
         await close(registry)
 
-    with caplog.at_level(logging.WARNING, logger="server.rooms_redis"):
+    with caplog.at_level(logging.WARNING, logger="services.rooms_redis"):
         try:
             asyncio.run(asyncio.wait_for(scenario(), 4 * WAIT))
         finally:
             server.stop()
-    lines = [r.getMessage() for r in caplog.records if r.name == "server.rooms_redis"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "services.rooms_redis"]
     assert len(lines) == 2, lines
     assert lines[0].startswith(f"Rooms are unavailable: Redis at redis://127.0.0.1:{server.port}/0 cannot be reached")
     assert lines[1].startswith("Rooms are available again")
@@ -292,7 +292,7 @@ def test_an_ended_room_ends_on_every_process_and_its_code_is_not_given_again(red
         assert await client.exists(f"explorer:ended:{room.code}")
         assert not await client.exists(f"explorer:room:{room.code}")
         drawn = iter([room.code, room.code, "ABCDEF"])  # the ended code comes up first: another is claimed
-        monkeypatch.setattr("server.rooms_redis_writes.draw_code", lambda: next(drawn, None) or draw_code())
+        monkeypatch.setattr("services.rooms_redis_writes.draw_code", lambda: next(drawn, None) or draw_code())
         await until(lambda: not b._claiming, "b's own claims done")
         b._pool.clear()
         await b._claim_codes()
@@ -303,7 +303,7 @@ def test_an_ended_room_ends_on_every_process_and_its_code_is_not_given_again(red
 
 
 def test_without_redis_the_registry_is_the_process_own(monkeypatch):
-    from server.rooms import make_registry
+    from services.rooms import make_registry
 
     monkeypatch.delenv("EXPLORER_REDIS_URL", raising=False)
     assert type(make_registry({})) is RoomRegistry

@@ -193,7 +193,7 @@ def test_dk_panel_shows_variances_and_softmax_summary(state):
 
 
 def test_a_pages_d_k_writes_and_draws_wait_for_one_experiment_at_a_time(state):
-    """A served page's scheduler (server/train_queue.py) gets one call however many writes come before it runs, and
+    """A served page's scheduler (services/train_queue.py) gets one call however many writes come before it runs, and
     the experiment it computes is the one of the values as they are then."""
     DkPanel(state=state)
     asked = []

@@ -1,5 +1,5 @@
 """The Train tab as the server builds it and takes what its page sends (link/train.py, widgets/train.py, the queue of
-reports in server/train_queue.py), without a browser.
+reports in services/train_queue.py), without a browser.
 
 What is expected comes from the tab's contract, not from the code: the page draws the tab (so the server holds one
 component, its data and its stylesheets, and no figure or widget); a report the page writes is taken later, the
@@ -25,8 +25,8 @@ from panel.models.esm import ReactiveESM
 import app
 from core.training import TRAINING_PRESETS, train
 from link.train import REPORT_GAP, TrainLink
-from server import train_queue
-from server.train_queue import TrainQueue
+from services import train_queue
+from services.train_queue import TrainQueue
 from session.training import RUN_STEPS
 from widgets.tabs import LazyTabs
 
@@ -100,7 +100,7 @@ def test_the_tab_is_one_component_the_page_draws():
     assert tab.words["targets"]["paint"] == "Paint your own" and tab.words["play"] == "Play"
     assert "What was learned" in tab.summary and "data-swap" in tab.summary
     # the constant the page shares with the server comes with it too: the matrix's ink, in one place
-    from widgets.matrix import INK_THRESHOLD
+    from link.rules import INK_THRESHOLD
 
     assert tab.ink_threshold == INK_THRESHOLD and model.data.ink_threshold == INK_THRESHOLD
 

@@ -1,5 +1,5 @@
 """One page's Train tab state (session/training.py), its address, and the process's queue of runs
-(server/train_queue.py), without a browser.
+(services/train_queue.py), without a browser.
 
 Expected values come from the course and from hand computation: a target row of zeros is no attention pattern,
 Section 6's embeddings x_NLP = x_I + x_love make "previous token" on them stop at log 2 for one head.
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from bokeh.document import Document
 
-from server.train_queue import TrainQueue
+from services.train_queue import TrainQueue
 from session.address import address_of, apply_address
 from session.state import AttentionState
 from session.training import (
@@ -190,7 +190,7 @@ def test_the_queue_takes_one_run_at_a_time_and_rests_as_long_as_it_took(monkeypa
     waits.pop()[1]()  # the loop's turn: the first page's run is handed to its document
     assert len(docs[0].ticks) == 1 and not docs[1].ticks and len(queue) == 2
     clock = iter([10.0, 10.03])
-    monkeypatch.setattr("server.train_queue.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("services.train_queue.time.perf_counter", lambda: next(clock))
     docs[0].ticks.pop()()  # it runs, 30 ms: the queue rests 30 ms (half the loop) before the next
     assert log == ["p0"] and waits[0][0] == pytest.approx(0.03)
     del pages[1]  # the second page closes while it waits: skipped
@@ -232,7 +232,7 @@ def test_a_pages_work_runs_off_the_loop_then_is_shown_in_its_turn_and_the_queue_
     for d, p in zip(docs, pages, strict=True):
         queue.submit(d, p.show, p.draw)
     clock = iter([10.0, 10.02, 20.0, 20.01, 30.0])
-    monkeypatch.setattr("server.train_queue.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("services.train_queue.time.perf_counter", lambda: next(clock))
     waits.pop()[1]()  # the queue's turn: the first page's work goes to the worker, not to the loop
     assert len(handed) == 1 and not docs[0].ticks and log == []
     fn, future = handed.pop()

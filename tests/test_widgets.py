@@ -11,10 +11,11 @@ from bokeh import events
 from app import create_app
 from link.browser import BrowserBridge
 from link.drag import DragChannel
+from link.rules import MAX_LINE_WIDTH
 from link.shown import PlotsShown
 from session.state import AttentionState
 from widgets.matrix import AttentionMatrix
-from widgets.query_plot import MAX_LINE_WIDTH, QueryPlot
+from widgets.query_plot import QueryPlot
 from widgets.steps import Inspector, Readout
 from widgets.weights import OutputLine, WeightBars
 

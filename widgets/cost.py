@@ -6,7 +6,7 @@ million entries per head per layer." :class:`CostView` runs ``core.cost.measure_
 Q, K, V with d_k = 64) for every size up to the chosen n, plots time and memory against n beside a slope-2
 line, draws the weights as a 64 x 64 image of block means, and computes the course's figures.
 
-The measurements are the server's own, made once per process (``server/cost.py``), never on the event loop: a
+The measurements are the server's own, made once per process (``services/cost.py``), never on the event loop: a
 page waiting for n = 4096 shows a progress bar, and every other page goes on being served meanwhile.
 """
 
@@ -34,7 +34,7 @@ from bokeh.plotting import figure
 
 from core import CostMeasurement, score_matrix_size
 from core.cost import D_K, NN_ARRAYS
-from server.cost import CACHE_KEY, CostCache, cost_cache  # noqa: F401  (the process's measurements, also named here)
+from services.cost import CACHE_KEY, CostCache, cost_cache  # noqa: F401  (the process's measurements, also named here)
 from session.heads import COST_SIZES
 from session.i18n import N_, Translator, translator
 from widgets.base import DiscreteSlider, View

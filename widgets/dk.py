@@ -10,7 +10,7 @@ from bokeh.models import ColumnDataSource, FixedTicker, Quad, Range1d, Text, VBa
 from bokeh.plotting import figure
 
 from core.scaling import MAX_D_K, N_KEYS, N_QUERIES, histogram
-from server.train_queue import scheduler_for
+from services.train_queue import scheduler_for
 from widgets.base import View
 from widgets.glyphs import draw
 

@@ -14,15 +14,13 @@ from bokeh.models import ColorBar, ColumnDataSource, FixedTicker, LinearColorMap
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
+from link.rules import cell_decimals, ink
 from link.shown import PlotsShown
 from link.updates import one_message
 from widgets.base import View
 from widgets.glyphs import draw, show_step
 from widgets.style import PROJECTOR_FONT_STEP, PROJECTOR_MIN_FONT
 
-#: Decimals of the matrix's numbers by mode: at two, a projector's 20 px digits fit a cell beside the query plot
-#: on a 1024 px screen (the readout, the inspector and the export keep four).
-CELL_DECIMALS = {"normal": 4, "projector": 2}
 #: Text sizes (CSS px) of the cells' numbers and of the axes' labels in normal mode (widgets/style.py
 #: makes them at least 20 in projector mode).
 CELL_FONT, AXIS_FONT = 14, 15
@@ -32,21 +30,6 @@ CELL_FONT, AXIS_FONT = 14, 15
 #: background keeping the darker of the two (the lighter in the dark theme): the page's background under it looks
 #: as before, and the shadow darkens the figure's edge. The canvas itself, and so the PNG it saves, is unchanged.
 MATRIX_CSS = ":host { mix-blend-mode: var(--ae-over-shadow, normal); }"
-#: Cividis is dark below about this weight and light above: a cell's number is white below it, black above
-#: (also the page's drag preview: link/drag.py sends it).
-INK_THRESHOLD = 0.55
-
-
-def ink(w) -> str:
-    """The colour of a cell's number at weight ``w``: "white" on Cividis's dark end, "black" on its light one (the
-    page's drag preview: link/drag.js, inkOn; the Train tab's cells: link/train_steps.js)."""
-    return "white" if w < INK_THRESHOLD else "black"
-
-
-def cell_decimals(mode: str) -> int:
-    return CELL_DECIMALS[mode]
-
-
 def _font(size: int, mode: str) -> int:
     return max(PROJECTOR_MIN_FONT, size + PROJECTOR_FONT_STEP) if mode == "projector" else size
 

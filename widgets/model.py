@@ -28,7 +28,7 @@ from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
 from core.pretrained import D_K, HEADS, LAYERS, MAX_TOKENS, MODEL_NAME, HeadBehaviour, head_behaviour
-from server.train_queue import scheduler_for
+from services.train_queue import scheduler_for
 from session.i18n import N_
 from session.model import MAX_SENTENCE_CHARS
 from widgets.base import View

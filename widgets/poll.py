@@ -7,7 +7,7 @@ Two views, one per page of a room that needs it, both made by :class:`~widgets.r
 - :class:`FollowerPoll`, on each follower's page, shown when the room's poll is asked (or at once, for a page
   joining while one is open): the question, an answer sent once, and the answer and its "Why" once revealed.
 
-The poll itself is the room's, in this process's registry (``server/polls.py``, ``RoomRegistry.ask`` ...). A
+The poll itself is the room's, in this process's registry (``services/polls.py``, ``RoomRegistry.ask`` ...). A
 follower's answer goes from its page to its own server session only, which hands it to the registry under
 the session's own key; the registry tells the presenter's page the counts, and every other page only when the
 poll is asked, closed or revealed. A page answers only after its card has reported, on the same websocket,
@@ -38,9 +38,9 @@ import param
 from panel.io.state import set_curdoc
 
 from course.questions import BY_ID, MAX_NUMBER_CHARS, PRACTICE, QUESTIONS, Question
-from server.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, choice_answer, number_bin
-from server.rooms import RoomError, RoomRegistry
-from server.sessions import page_connection
+from services.polls import CLOSED, OPEN, REVEALED, PollCounts, PollRefused, PollView, choice_answer, number_bin
+from services.rooms import RoomError, RoomRegistry
+from services.sessions import page_connection
 from session.i18n import N_, Text, Translator, translator
 from widgets.check import answer_text, title_of
 

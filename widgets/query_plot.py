@@ -11,21 +11,12 @@ from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, MultiLine, Scatter, SingleIntervalTicker, Text
 from bokeh.plotting import figure
 
+from link.rules import PLANE, line_width
 from link.shown import PlotsShown
 from session.i18n import N_
 from widgets.base import View
 from widgets.glyphs import draw, show_step, true_units
 from widgets.style import token_color
-
-#: Visible plane; drags beyond it are clamped to its edge so q never leaves the view.
-PLANE = (-1.5, 2.5)
-MAX_LINE_WIDTH = 14
-
-
-def line_width(w):
-    """The width (px) of the line from q to a key that takes weight ``w`` (a number or an array): 1 at 0,
-    :data:`MAX_LINE_WIDTH` at 1 (the page's drag preview draws it the same: link/drag.js, lineWidth)."""
-    return 1 + (MAX_LINE_WIDTH - 1) * w
 
 
 def edge_point(x: float, y: float) -> tuple[tuple[float, float], float | None]:

@@ -4,7 +4,7 @@ This module holds a page's role in its room and the moves between roles (enterin
 following, taking the room's views under a lock, leaving); what the page shows of it is
 ``widgets/room_view.py`` (:class:`~widgets.room_view.RoomView`, the view half of :class:`RoomControls`).
 
-:class:`RoomControls` is the page's end of a room (:mod:`server.rooms`). Its
+:class:`RoomControls` is the page's end of a room (:mod:`services.rooms`). Its
 role comes from the page's link:
 
 - no ``room``: a "Present" button. Pressing it opens a room and reloads the page
@@ -50,17 +50,17 @@ from panel.io.state import set_curdoc
 from link.browser import BrowserBridge
 from link.row import OneRow
 from link.updates import one_message
-from server.network import ClassAddress, class_address_of
-from server.room_live import ROUTE as LIVE_ROUTE
-from server.rooms import RoomError, RoomRegistry, RoomsUnavailable, TooManyRooms, get_registry, normalize_code
-from server.sessions import connection_count
+from services.network import ClassAddress, class_address_of
+from services.room_hand import LIVE_ROUTE
+from services.rooms import RoomError, RoomRegistry, RoomsUnavailable, TooManyRooms, get_registry, normalize_code
+from services.sessions import connection_count
 from session.address import address_of
 from session.i18n import N_
 from session.state import AttentionState
 from widgets.poll import FollowerPoll, PresenterPoll
 from widgets.room_view import RoomView
 
-#: Rooms are shared through Redis (server/rooms_redis.py) and this server cannot reach it now.
+#: Rooms are shared through Redis (services/rooms_redis.py) and this server cannot reach it now.
 UNAVAILABLE = N_("Rooms are unavailable right now: this server cannot reach the store it shares rooms through. "
                  "Try again in a minute.")
 #: A follower's notice while the room has no presenter (the presenter's page, or its server, has gone).
@@ -234,7 +234,7 @@ class RoomControls(RoomView, pn.viewable.Viewer):
 
     def _on_present(self, _event) -> None:
         try:
-            # one running room per page: pressing again gives the same room back (server/rooms.py)
+            # one running room per page: pressing again gives the same room back (services/rooms.py)
             room, token = self._registry.create(self.state.snapshot(), creator=self._session)
         except TooManyRooms:
             self.notice = N_("This page has started several rooms in the last minute. Wait a minute, then press "

@@ -16,7 +16,7 @@ from urllib.parse import quote, urlsplit
 import panel as pn
 import segno
 
-from server.network import ClassAddress
+from services.network import ClassAddress
 from session.i18n import translator
 from widgets.poll import FollowerPoll, PresenterPoll
 
@@ -50,7 +50,7 @@ def _copy_lesson_button(tr) -> str:
 def reach_html(reach: ClassAddress, tr) -> str:
     """What the join link's address means for a class (``.room-reach``): nothing where the page was opened at an
     address the class shares; else which of this machine's addresses the link uses instead, or what to set to serve
-    the class (server/network.py, docs/operations.md)."""
+    the class (services/network.py, docs/operations.md)."""
     if not reach.problem and not reach.replaced:
         return ""
     host = reach.host

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import json
 import time
 from html import escape
 from pathlib import Path
@@ -14,14 +12,11 @@ import param
 from bokeh.models import CustomJS, Div
 
 from core.report import sqrt_text
-from session.i18n import Translator, translator
+from link.rules import PLACEHOLDER, readout_words
+from session.i18n import Translator
 from session.state import AttentionState
 from widgets.base import View
 from widgets.style import APP_CSS, token_color
-
-#: What a number of a step not yet revealed shows instead (step-through mode).
-PLACEHOLDER = "?"
-
 
 # Bokeh's Div view re-renders itself and then re-lays-out the whole page on every change of its model
 # (MarkupView connects model.change to rerender), and input waits behind that on every update. The
@@ -38,30 +33,6 @@ def replace_text_in_place(div: Div) -> None:
     For a ``Div`` with ``render_as_text=True`` whose other properties never change.
     """
     div.js_on_change("text", CustomJS(code=_TEXT_ONLY))
-
-
-@functools.cache
-def readout_words(lang: str) -> dict[str, str]:
-    """The readout's templates in ``lang``: :meth:`Readout.text` fills them, and so does the page's drag preview
-    (link/drag.js's readoutText), so both write the same text."""
-    tr = translator(lang)
-    return {
-        "query": tr._('Query of "{token}": q = {q}'),
-        "dots": tr._("Dot products q·k: {list}"),
-        "scores": tr._("Scores s = {scale}: {list}"),
-        "scaled": tr._("q·k / {root}"),
-        "unscaled": tr._("q·k (unscaled)"),
-        "weights": tr._("Weights a = softmax(s): {list}"),
-        "output": tr._("Output Σ aᵢvᵢ = {value}"),
-        "masked": tr._("masked"),
-        "output_word": tr._("output"),
-    }
-
-
-@functools.cache
-def readout_script_words(lang: str) -> str:
-    """:func:`readout_words` and the number format, as the JSON the page's script reads (``drag-inputs``)."""
-    return json.dumps({**readout_words(lang), **translator(lang).number_format()}, ensure_ascii=False)
 
 
 class Inspector(View):

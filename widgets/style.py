@@ -23,7 +23,7 @@ from panel.theme import Design
 from panel.theme.base import Inherit
 from panel.viewable import Viewable
 
-from server.katex_fonts import KATEX_FONTS, KATEX_FONTS_VERSION  # noqa: F401  (a notebook inlines them)
+from services.katex_fonts import KATEX_FONTS, KATEX_FONTS_VERSION  # noqa: F401  (a notebook inlines them)
 from session.state import AttentionState
 
 #: Okabe & Ito (2008) colour-blind-safe palette, ordered for contrast on white.

@@ -15,8 +15,8 @@ from pathlib import Path
 import panel as pn
 from bokeh.models import CustomJS, Spacer, TabPanel
 
-from server.pacing import once_a_page
 from server.page_turns import later_turn
+from services.pacing import once_a_page
 
 #: Brings a tapped tab's contents into view where the page scrolls as one column (a phone, an upright tablet).
 INTO_VIEW_JS = Path(__file__).with_name("tabs.js").read_text()

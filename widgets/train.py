@@ -24,12 +24,12 @@ import panel as pn
 import param
 
 from core.training import learned
+from link.rules import INK_THRESHOLD
 from link.train import TrainLink
-from server.train_queue import scheduler_for
+from services.train_queue import scheduler_for
 from session.i18n import N_, Translator
 from session.state import AttentionState
 from session.training import PAINT, PAINT_SENTENCES, TrainingState
-from widgets.matrix import INK_THRESHOLD
 from widgets.style import TOKEN_COLORS
 
 #: The targets as the page names them; the core's names are its English data.

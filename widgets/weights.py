@@ -11,6 +11,7 @@ import param
 from bokeh.models import ColumnDataSource, Div, Scatter, Segment, Text
 from bokeh.plotting import figure
 
+from link.rules import value_size
 from link.shown import PlotsShown
 from widgets.base import View
 from widgets.glyphs import draw, labels_placed_in_page, show_extent, true_units
@@ -24,17 +25,6 @@ CHARTS_CSS = (Path(__file__).resolve().parent.parent / "static" / "charts.css").
 CHART_FONT = {"normal": 16, "projector": 22}
 #: A bar's number sits this far (px) above its bar; the page's drag preview reads it from the chart (data-gap).
 BAR_LABEL_GAP = 6
-#: A value's marker in the values' plane: its size (px) at weight 0 and at weight 1, linear between (also the
-#: page's drag preview: link/drag.py sends it).
-VALUE_SIZE = (8, 24)
-
-
-def value_size(w):
-    """A value's marker size (px) at weight ``w`` (a number or an array): :data:`VALUE_SIZE`, linear between (the
-    page's drag preview: link/drag.js, valueSize)."""
-    return VALUE_SIZE[0] + (VALUE_SIZE[1] - VALUE_SIZE[0]) * w
-
-
 def bar_y(w, top, bottom):
     """The top (px) of the bar of weight ``w`` in a chart whose bars stand on ``bottom`` and reach ``top`` at weight 1
     (the page's drag preview: link/drag.js, barY)."""

@@ -5,7 +5,7 @@ Bokeh 3.10.2 has no public way from a session to its websockets or connections: 
 (filled by ``subscribe``, emptied by ``unsubscribe``) and each ``ServerConnection`` holds its Tornado handler as
 ``_socket``; Panel reads the same two attributes to write patches (``panel.io.document``). This module is the only
 place the app reads them: TCP_NODELAY (``server/transport.py``), the guard closing a page (``server/guard.py``) and
-the one connection a page is served on (``server/sessions.py``). Where they no longer fit, a session has no websocket
+the one connection a page is served on (``services/sessions.py``). Where they no longer fit, a session has no websocket
 the app can see: no TCP_NODELAY, and a page's own messages are judged without its connection. Written for Bokeh
 3.10.2; no upstream issue asks for a public accessor.
 """

@@ -12,9 +12,9 @@ ticked "Step through" and pressed Next at once did it. Holding the document whil
 does for its own widgets; inside the lock the hold changes nothing. Inside the hold, Bokeh walks the document's models
 at most once (``server/patches/bokeh_model_walks.py``).
 
-**Paced.** Each event goes through the session's :class:`server.pacing.SessionEvents` first, which runs it at once
+**Paced.** Each event goes through the session's :class:`services.pacing.SessionEvents` first, which runs it at once
 unless the session has taken more than its share of the loop, and otherwise queues it for its turn
-(``server/pacing.py``). The websocket guard (``server/guard.py``) reads the session's next message only once its
+(``services/pacing.py``). The websocket guard (``server/guard.py``) reads the session's next message only once its
 queue is empty. Outside a served page nothing changes.
 
 Written for Panel 1.10.0. Upstream: holoviz/panel#1447 (closed) is the error; no upstream hook paces a session's
@@ -63,7 +63,7 @@ def hold_page_events() -> None:
 
 def pace_page_events() -> None:
     """Run each of a page's events through its session's pacing (above). Idempotent."""
-    from server.pacing import get_event_pacer
+    from services.pacing import get_event_pacer
 
     def paced(original):
         def run(self, doc, *args):

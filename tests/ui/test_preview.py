@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from core import scaled_dot_product_attention
+from link.rules import readout_script_words
 from session.i18n import LANGUAGES
 from session.state import AttentionState
 from tests.ui.conftest import serve_script
@@ -20,7 +21,7 @@ from tests.ui.helpers import (
     wait_for_drag_settled,
     wait_for_readout,
 )
-from widgets.steps import Readout, readout_script_words
+from widgets.steps import Readout
 
 # The preview's functions exactly as the page received them: the code of the drag script's callback on the
 # readout, up to where it binds its Bokeh models.

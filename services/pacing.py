@@ -34,12 +34,19 @@ import functools
 import time
 import weakref
 
+from services.pace import Pace, run_later
+
 #: Where the process keeps its budget.
 CACHE_KEY = "explorer-drag-budget"
 
 
 class DragBudget:
     """The share of the event loop mid-drag updates may use, and the spacing that keeps them to it.
+
+    Not a scheduler of its own: each page's channel schedules its updates (``link/channel.py``, by
+    ``services/pace.py``'s rule, the newest position winning) and waits at least :meth:`gap` between two of them
+    in the middle of a drag. The gap follows a running mean of an update's cost over every dragging page, not one
+    page's last update: it spaces the whole class.
 
     Pages register while they drag (:meth:`start`, :meth:`end`; a page that closes mid-drag drops out
     when it is collected), say when a position comes (:meth:`moved`), and report what each update cost
@@ -112,11 +119,13 @@ def get_budget() -> DragBudget:
 EVENTS_CACHE_KEY = "explorer-event-pacing"
 
 
-class SessionEvents:
+class SessionEvents(Pace):
     """How one session's events (clicks, keys, widget changes, a page's messages) share the event loop.
 
-    A leaky bucket of loop time: each event adds the seconds it took on the loop (:meth:`charge`), and the bucket
-    empties at :attr:`SHARE` seconds a second. While it holds at most :attr:`BURST`, the session's next event runs
+    A leaky bucket of loop time (:class:`services.pace.Pace`): each event adds the seconds it took on the loop
+    (:meth:`charge`), and the bucket empties at :attr:`SHARE` seconds a second. Unlike a drag's positions, where the
+    newest wins and owes only its own cost, every event runs, in order (a click is never dropped for a newer one),
+    so their costs add up. While it holds at most :attr:`BURST`, the session's next event runs
     at once; past that it waits (:meth:`wait`: ``(level - BURST) / SHARE`` seconds). An event that comes while the
     session waits is queued and run in its turn (:meth:`run`), one a turn of the loop. So once past its burst, a
     session's events take at most :attr:`SHARE` of the loop: after an event that took ``c`` seconds its next one
@@ -146,38 +155,24 @@ class SessionEvents:
     BURST = 0.05
 
     def __init__(self, later, clock=time.perf_counter):
-        self.level = 0.0  # seconds of loop time in the bucket
+        super().__init__(clock)
         self.accounted = 0.0  # seconds charged or exempted in all: a caller tells what was accounted while it ran
-        self.clock = clock
-        self._at = clock()
         self._later = later
         self._queue: collections.deque = collections.deque()
         self._draining = False
         self.pulled = False  # the page's document has been sent once (server/guard.py)
 
-    def _leak(self) -> None:
-        now = self.clock()
-        self.level = max(0.0, self.level - self.SHARE * (now - self._at))
-        self._at = now
-
     def charge(self, seconds: float) -> None:
-        """The session's events took ``seconds`` of the loop (negative or absurd values are ignored)."""
+        """The session's events took ``seconds`` of the loop, charged whole when they end (negative or absurd values
+        are ignored)."""
         if 0 <= seconds < 60:
-            self._leak()
-            self.level += seconds
+            super().charge(seconds)
             self.accounted += seconds
 
     def exempt(self, seconds: float) -> None:
         """``seconds`` of the loop went to work the page does once: accounted for, not charged."""
         if 0 <= seconds < 60:
             self.accounted += seconds
-
-    def wait(self) -> float:
-        """Seconds until the session's next event may run (0: at once, also for less than a millisecond, which a loop's
-        timer cannot wait and which rounding could otherwise leave forever above 0)."""
-        self._leak()
-        wait = (self.level - self.BURST) / self.SHARE
-        return wait if wait >= 0.001 else 0.0
 
     @property
     def queued(self) -> int:
@@ -262,12 +257,8 @@ class EventPacer:
 
 def _later(doc_ref, callback, seconds: float) -> None:
     doc = doc_ref()
-    if doc is None:
-        return
-    if seconds > 0:
-        doc.add_timeout_callback(callback, max(1, round(seconds * 1000)))
-    else:
-        doc.add_next_tick_callback(callback)
+    if doc is not None:
+        run_later(doc, callback, seconds)
 
 
 def _forget(pacer_ref, doc_ref, session_context) -> None:

@@ -1,7 +1,7 @@
 """Rooms shared by every server process through Redis (``EXPLORER_REDIS_URL``): the Redis backend.
 
-Each process keeps its own copy of every running room (:class:`~server.room_state.Room`) and answers its pages from
-it at once, as the in-process registry does (:class:`server.rooms.RoomRegistry`, which this one extends): a page
+Each process keeps its own copy of every running room (:class:`~services.room_state.Room`) and answers its pages from
+it at once, as the in-process registry does (:class:`services.rooms.RoomRegistry`, which this one extends): a page
 never waits for Redis. What a page of this process changes (its presenter's views and hand, a poll asked or
 answered, the pages following) goes to Redis as soon as the event loop is free, coalesced (a newer view or hand
 replaces a waiting one); what other processes change comes back on the room's channel, which every process
@@ -19,7 +19,7 @@ subscribes to, and is applied to the copy and offered to this process's pages as
 When Redis cannot be reached the process says so once in its log, goes on serving its pages what it holds
 (Present says rooms are unavailable), and tries again twice a second. Back, it reads every room again, and if Redis
 came back empty (its ``epoch`` changed), first puts back every room it holds, and its pages' answers: the scripts
-take each answer once, so nothing is counted twice. The scripts are ``server/room_scripts.py``.
+take each answer once, so nothing is counted twice. The scripts are ``services/room_scripts.py``.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ import logging
 import secrets
 from urllib.parse import urlsplit
 
-from server import room_scripts as lua
-from server.polls import STATES, Poll
-from server.room_codes import TOMBSTONE_SECONDS
-from server.room_state import Room, RoomsUnavailable
-from server.room_wire import decode_view
-from server.rooms import PRESENCE_GRACE, RoomRegistry
-from server.rooms_redis_writes import CLAIMED_CODES, PAGES_STALE_S, RETRY_S, RedisWrites, run_script
+from services import room_scripts as lua
+from services.polls import STATES, Poll
+from services.room_codes import TOMBSTONE_SECONDS
+from services.room_state import Room, RoomsUnavailable
+from services.room_wire import decode_view
+from services.rooms import PRESENCE_GRACE, RoomRegistry
+from services.rooms_redis_writes import CLAIMED_CODES, PAGES_STALE_S, RETRY_S, RedisWrites, run_script
 
 #: Seconds between two sweeps and two heartbeats of the presenters of this process.
 TICK_S = 1.0
@@ -74,7 +74,7 @@ class RedisRoomRegistry(RedisWrites, RoomRegistry):
         self._broken: asyncio.Event | None = None
         self._tasks: list[asyncio.Task] = []
         self._background: set[asyncio.Task] = set()
-        self._ops: dict[tuple, object] = {}  # the outbox (server/rooms_redis_writes.py)
+        self._ops: dict[tuple, object] = {}  # the outbox (services/rooms_redis_writes.py)
         self._serial = 0
         self._epoch: str | None = None
         self._pool: list[tuple[str, float]] = []  # codes claimed for this process's next rooms, and when
@@ -429,6 +429,6 @@ def _query_only(before, after) -> bool:
     """Whether ``after`` differs from ``before`` in its query alone."""
     if before is None or after is None or before.keys() != after.keys():
         return False
-    from server.room_wire import encode_view as text
+    from services.room_wire import encode_view as text
 
     return all(text({k: before[k]}) == text({k: after[k]}) for k in before if k != "query")

@@ -1,18 +1,18 @@
 """Rooms: one presenter's view, followed live by a class; the registry of this server process (in-process backend).
 
 A :class:`RoomRegistry` exists once per server process (:func:`get_registry`
-keeps it in ``pn.state.cache``, never in a module global). A :class:`~server.room_state.Room` has a
+keeps it in ``pn.state.cache``, never in a module global). A :class:`~services.room_state.Room` has a
 short code anyone may know (the join link carries only ``?room=CODE``) and a
-presenter token only the presenter's page knows (``server/room_codes.py``); every change to the room's
+presenter token only the presenter's page knows (``services/room_codes.py``); every change to the room's
 view must present that token. Followers subscribe to a room and receive the
 latest snapshot; the registry never touches a follower's document itself (see
-:mod:`widgets.room`). The presenter's hand reaches the followers' live channels first (``server/room_hand.py``),
-and the room's class poll is ``server/room_polls.py``.
+:mod:`widgets.room`). The presenter's hand reaches the followers' live channels first (``services/room_hand.py``),
+and the room's class poll is ``services/room_polls.py``.
 
 Without ``EXPLORER_REDIS_URL`` a room lives in the memory of the process its presenter opened it on: every page
 of the room must reach that process, and a presenter link that reaches another one (or this one after a restart)
 opens the room there, if its token is the code's (:meth:`RoomRegistry.enter_as_presenter`). With it, every process
-shares every room through Redis (:class:`server.rooms_redis.RedisRoomRegistry`, a subclass of this one: what a
+shares every room through Redis (:class:`services.rooms_redis.RedisRoomRegistry`, a subclass of this one: what a
 page asks of the registry is the same, and is answered from the process's own copy of the room).
 """
 
@@ -26,7 +26,7 @@ import threading
 import time
 from typing import Callable
 
-from server.room_codes import (  # noqa: F401  (the registry's names, where pages and tests have always found them)
+from services.room_codes import (  # noqa: F401  (the registry's names, where pages and tests have always found them)
     ALPHABET,
     CODE_LENGTH,
     SECRET_ENV,
@@ -35,9 +35,9 @@ from server.room_codes import (  # noqa: F401  (the registry's names, where page
     draw_code,
     normalize_code,
 )
-from server.room_hand import LiveChannels
-from server.room_polls import RoomPolls
-from server.room_state import (  # noqa: F401
+from services.room_hand import LiveChannels
+from services.room_polls import RoomPolls
+from services.room_state import (  # noqa: F401
     Listener,
     NotFollowing,
     PresenceListener,
@@ -62,7 +62,7 @@ PRESENCE_GRACE = 5.0
 #: Rooms one page may start within a minute. A page has one running room at a time (pressing Present again gives
 #: it back), so it starts another only once that one has ended.
 MAX_ROOMS_PER_MINUTE = 3
-#: The environment variable naming the Redis server every process shares rooms through (``server/rooms_redis.py``).
+#: The environment variable naming the Redis server every process shares rooms through (``services/rooms_redis.py``).
 REDIS_ENV = "EXPLORER_REDIS_URL"
 CACHE_KEY = "attention-explorer.rooms"
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ class RoomRegistry(LiveChannels, RoomPolls):
     The methods named ``_…`` between the public ones (``_new_code``, ``_opened``, ``_presence_changed``,
     ``_viewed``, ``_ended_here``, ``_followers_changed``, and the mixins' ``_hand_moved``, ``_poll_set``,
     ``_count``) are where a room's change made on this process reaches the others: nothing to do here, where the
-    process holds the only copy of its rooms; :class:`server.rooms_redis.RedisRoomRegistry` writes each to Redis.
+    process holds the only copy of its rooms; :class:`services.rooms_redis.RedisRoomRegistry` writes each to Redis.
     """
 
     def __init__(self, end_after: float = DEFAULT_END_AFTER, clock: Callable[[], float] = time.monotonic,
@@ -467,7 +467,7 @@ def make_registry(environ=None) -> RoomRegistry:
     url = redis_url_from_env(environ)
     if not url:
         return RoomRegistry(**settings)
-    from server.rooms_redis import RedisRoomRegistry
+    from services.rooms_redis import RedisRoomRegistry
 
     return RedisRoomRegistry(url, **settings)
 

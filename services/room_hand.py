@@ -6,7 +6,7 @@ itself (``link/drag.js``). So each pointer move of the presenter is written, as 
 channel (``server/room_live.py``) of every page following the room on this process: first as the hand's position
 (:meth:`LiveChannels.publish_hand`), before the presenter's server has computed the view it becomes.
 
-A mixin of :class:`server.rooms.RoomRegistry`: it uses the registry's lock, clock, rooms and event loop.
+A mixin of :class:`services.rooms.RoomRegistry`: it uses the registry's lock, clock, rooms and event loop.
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ import json
 import math
 import secrets
 
-from server.room_state import LiveSink, NotFollowing, Room, RoomError, RoomFull
+from services.room_state import LiveSink, NotFollowing, Room, RoomError, RoomFull
 
+#: A live channel's path, under the server's prefix: pages open it relative to their own address (the room bar
+#: gives it them: ``widgets/room.py``), and ``server/room_live.py`` serves it.
+LIVE_ROUTE = "/room-live"
 #: Live channels one server process accepts, whichever rooms they follow: a lecture's share of one process, with
 #: room to spare. Each belongs to one page following a room (its ticket, :meth:`LiveChannels.live_ticket`), so only
 #: pages can hold them. With rooms shared through Redis each process has its own share.

@@ -2,8 +2,8 @@
 
 A :class:`Room` is the process's copy of a room: the view its presenter shares (``snapshot``, ``version``),
 whether the presenter is there, the class poll, and the pages of this process that follow it (their listeners,
-their live channels). With one process that copy is the room itself (:class:`server.rooms.RoomRegistry`); with
-several, each holds one and keeps it current through Redis (:class:`server.rooms_redis.RedisRoomRegistry`), while
+their live channels). With one process that copy is the room itself (:class:`services.rooms.RoomRegistry`); with
+several, each holds one and keeps it current through Redis (:class:`services.rooms_redis.RedisRoomRegistry`), while
 the pages of each process stay that process's own.
 """
 
@@ -13,7 +13,7 @@ import collections
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from server.polls import Poll, PollCounts, PollView
+from services.polls import Poll, PollCounts, PollView
 
 Snapshot = dict[str, Any]
 #: A follower's callback: ``(version, snapshot, query_only)`` on each change, ``(None, None, False)`` when
@@ -34,7 +34,7 @@ class RoomError(Exception):
 
 
 class RoomFull(RoomError):
-    """This process already holds :data:`server.room_hand.MAX_LIVE_CHANNELS` live channels."""
+    """This process already holds :data:`services.room_hand.MAX_LIVE_CHANNELS` live channels."""
 
 
 class NotFollowing(RoomError):
@@ -43,11 +43,11 @@ class NotFollowing(RoomError):
 
 
 class TooManyRooms(RoomError):
-    """A page has started :data:`server.rooms.MAX_ROOMS_PER_MINUTE` rooms within the last minute."""
+    """A page has started :data:`services.rooms.MAX_ROOMS_PER_MINUTE` rooms within the last minute."""
 
 
 class RoomsUnavailable(RoomError):
-    """Rooms are shared through Redis and this process cannot reach it now (``server/rooms_redis.py``)."""
+    """Rooms are shared through Redis and this process cannot reach it now (``services/rooms_redis.py``)."""
 
 
 @dataclass(eq=False)

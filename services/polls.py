@@ -12,7 +12,7 @@ and mint browser ids: which is why the presenter is told how many answers came f
 the question was asked (a class is there before it; a script stuffing the poll joins after it).
 
 Pure Python, standard library only, like the questions themselves. A :class:`Poll` lives in its room, in
-the process's :class:`~server.rooms.RoomRegistry`, and changes only under the registry's lock. What leaves
+the process's :class:`~services.rooms.RoomRegistry`, and changes only under the registry's lock. What leaves
 it is immutable: a :class:`PollView` (which question, open, closed or revealed), which every page of the
 room may see, and :class:`PollCounts`, which only the presenter's page receives. A poll keeps no answer
 with the page or the browser that gave it: only which pages and browsers have answered (so each answers once)

@@ -7,7 +7,7 @@ that holds the secret can make one, and every process that holds it can check on
 someone chose, or the code of a class's room, is therefore worth nothing without its token.
 
 The codes of ended rooms are kept a day (:class:`EndedCodes` in one process; a key with that expiry in Redis,
-``server/rooms_redis.py``) so that no new room gets one while its old presenter's link would still drive it.
+``services/rooms_redis.py``) so that no new room gets one while its old presenter's link would still drive it.
 """
 
 from __future__ import annotations

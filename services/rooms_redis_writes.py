@@ -1,12 +1,12 @@
-"""What a process changes in a shared room, written to Redis: the writing half of ``server/rooms_redis.py``.
+"""What a process changes in a shared room, written to Redis: the writing half of ``services/rooms_redis.py``.
 
 Each change a page of this process makes (a room opened, its presenter here or gone, a view, the hand, the room
 ended, a poll asked or answered, the pages following) becomes one :class:`_Op` in an ordered outbox, keyed so that a
 newer one of the same kind and room takes the place of one not yet sent (views, hands, counts of pages). One task
 sends all that waits in one pipeline as soon as the loop is free, and again what matters after a lost connection:
-the scripts (``server/room_scripts.py``) take each change once however often it comes.
+the scripts (``services/room_scripts.py``) take each change once however often it comes.
 
-A mixin of :class:`server.rooms_redis.RedisRoomRegistry`.
+A mixin of :class:`services.rooms_redis.RedisRoomRegistry`.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from server import room_scripts as lua
-from server.polls import PollRefused
-from server.room_codes import TOMBSTONE_SECONDS, draw_code
-from server.room_state import Room, RoomsUnavailable
-from server.room_wire import encode_view, message
+from services import room_scripts as lua
+from services.polls import PollRefused
+from services.room_codes import TOMBSTONE_SECONDS, draw_code
+from services.room_state import Room, RoomsUnavailable
+from services.room_wire import encode_view, message
 
 #: Seconds between two tries to reach Redis while it cannot be reached (and to send an answer Redis lost the poll of).
 RETRY_S = 0.5
@@ -33,7 +33,7 @@ CLAIM_S = 3600
 #: What a later refusal from the answer script says, in the words the page's own process would have said it.
 REFUSED = {"over": "That poll is over: the presenter has asked another question.",
            "closed": "The presenter has closed this poll.", "browser": "This browser has already answered this poll."}
-log = logging.getLogger("server.rooms_redis")
+log = logging.getLogger("services.rooms_redis")
 
 
 @dataclass
@@ -48,7 +48,7 @@ class _Op:
 
 
 def run_script(client, source: str, keys=(), args=()):
-    """Run one of ``server/room_scripts.py`` (EVAL: Redis keeps each script compiled, and a Redis started again
+    """Run one of ``services/room_scripts.py`` (EVAL: Redis keeps each script compiled, and a Redis started again
     is sent it again, where EVALSHA would fail): awaitable on a client."""
     return client.eval(source, len(keys), *keys, *args)
 

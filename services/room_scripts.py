@@ -1,4 +1,4 @@
-"""The Lua scripts through which processes change a room in Redis (``server/rooms_redis.py``).
+"""The Lua scripts through which processes change a room in Redis (``services/rooms_redis.py``).
 
 Each runs whole or not at all (Redis runs one script at a time), so two processes never interleave inside one
 change: a code is claimed once, a view is kept only if newer, and an answer is counted once per page and browser

@@ -33,11 +33,13 @@ import logging
 import time
 import weakref
 
+from services.pace import Pace
+
 #: Where the process keeps its queue of runs.
 CACHE_KEY = "explorer-train-queue"
 #: Where the process keeps its queue of the pages' reports (link/train.py).
 REPORTS_KEY = "explorer-train-reports"
-#: The share of the loop the reports may take: a quarter, as the drags' updates (server/pacing.py).
+#: The share of the loop the reports may take: a quarter, as the drags' updates (services/pacing.py).
 REPORTS_SHARE = 0.25
 
 log = logging.getLogger(__name__)
@@ -53,10 +55,15 @@ class TrainQueue:
     (the loop's ``call_later``; a test's own clock); ``share`` is the most of the loop's time its calls take
     (:attr:`SHARE` unless given), and of the worker's. ``executor`` runs ``work`` (a worker thread unless given)
     and ``call_soon(fn, *args)`` brings its result back to the loop (Tornado's ``add_callback``).
+
+    The rest after each is ``services/pace.py``'s rule for the newest: the last run's cost alone (a page has at most
+    one request waiting, its newest). What the queue adds is the order: not the newest of everyone, but one request
+    of each client in turn, each run.
     """
 
     #: At most this share of the loop's time goes to runs: after a run of c seconds the queue rests
-    #: c (1 - SHARE) / SHARE seconds.
+    #: c (1 - SHARE) / SHARE seconds (``services/pace.py``: each request is a page's newest, so the rest is the last
+    #: run's cost alone).
     SHARE = 0.5
 
     def __init__(self, later=None, share: float | None = None, executor=None, call_soon=None):
@@ -69,6 +76,7 @@ class TrainQueue:
         self._executor = executor
         self._call_soon = call_soon
         self.share = self.SHARE if share is None else share
+        self._pace = Pace(share=self.share)
 
     def __len__(self) -> int:
         return sum(map(len, self._lines.values()))
@@ -155,14 +163,15 @@ class TrainQueue:
         start = time.perf_counter()
 
         def done(future) -> None:  # on the loop
-            worked = time.perf_counter() - start
+            now = time.perf_counter()
+            worked = now - start
             doc, compute = doc_ref(), compute_ref()
             if future.exception() is not None:
                 log.error("a page's work failed", exc_info=future.exception())
             elif doc is not None and compute is not None and doc.session_context is not None and self._in_turn(
                     doc, lambda: compute(future.result()), worked):
                 return
-            self._schedule(worked * (1 - self.share) / self.share)
+            self._schedule(self._pace.took(worked, now))
 
         self._executor.submit(work).add_done_callback(lambda future: call_soon(done, future))
 
@@ -176,8 +185,8 @@ class TrainQueue:
         finally:
             # the worker's time too: a page asking for draws as fast as it can keeps the worker's core at most
             # this share busy, as the loop
-            took = worked + time.perf_counter() - start
-            self._schedule(took * (1 - self.share) / self.share)
+            end = time.perf_counter()
+            self._schedule(self._pace.took(worked + end - start, end))
 
 
 def client_of(doc) -> object:
@@ -189,8 +198,8 @@ def client_of(doc) -> object:
 
 
 def page_left(doc) -> bool:
-    """Whether ``doc``'s page has left: its websocket has closed (``server/sessions.py``)."""
-    from server.sessions import page_left as left
+    """Whether ``doc``'s page has left: its websocket has closed (``services/sessions.py``)."""
+    from services.sessions import page_left as left
 
     return left(doc)
 

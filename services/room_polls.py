@@ -1,12 +1,12 @@
 """The class poll of a room: the presenter asks, closes and reveals; each following page answers once.
 
-The poll itself (its question, its state, its rules and totals) is :class:`server.polls.Poll`. This is the
+The poll itself (its question, its state, its rules and totals) is :class:`services.polls.Poll`. This is the
 registry's side of it: who may ask (the presenter's token), who may answer (a page following the room that has
 shown the question, once per poll and browser), and who hears what (the presenter's page the counts, on every
 answer; every other page only the question and its state).
 
-A mixin of :class:`server.rooms.RoomRegistry`: it uses the registry's lock, clock and rooms, and counts an answer
-through :meth:`RoomPolls._count` (in this process; through a Redis script in ``server/rooms_redis.py``).
+A mixin of :class:`services.rooms.RoomRegistry`: it uses the registry's lock, clock and rooms, and counts an answer
+through :meth:`RoomPolls._count` (in this process; through a Redis script in ``services/rooms_redis.py``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 from typing import Callable
 
-from server.polls import Poll, PollCounts, PollRefused, PollView
-from server.room_state import PollListener, Room, RoomError
+from services.polls import Poll, PollCounts, PollRefused, PollView
+from services.room_state import PollListener, Room, RoomError
 
 log = logging.getLogger(__name__)
 
