@@ -28,12 +28,12 @@ from tornado.iostream import StreamClosedError
 from tornado.websocket import WebSocketClosedError
 
 from server.build_gate import BuildGate, get_gate
-from services.pacing import get_event_pacer
 from server.pages import MAX_LINK_CHARS
 from server.patches.bokeh_deserializer import PATCH as READER
 from server.patches.bokeh_deserializer import PageReader
-from services.sessions import page_has_left
 from server.transport import session_websockets
+from services.pacing import get_event_pacer
+from services.sessions import page_has_left
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from panel.io.document import hold
 from panel.io.state import set_curdoc
 
-from services.pacing import once_a_page
 from server.patches.bokeh_model_walks import walk_models_once
+from services.pacing import once_a_page
 
 
 def later_turn(doc, work, after: float) -> bool:
