@@ -59,3 +59,14 @@ def test_a_presenter_s_lesson_reaching_a_follower_keeps_the_stage_in_step():
     assert left.visible
     page.state.apply_snapshot({"tabs": ["train"]})
     assert not left.visible
+
+
+def test_the_real_model_tab_takes_the_stage_too():
+    """At 800×600 on a projector the plot, readout and step-through beside the Real model tab left its sentence box
+    under the screen's edge."""
+    page = app.create_app()
+    tabs, left, stepper, strip = _parts(page)
+    tabs.active = app.TAB_NAMES.index("model")
+    assert not left.visible and not stepper.visible and strip.visible
+    tabs.active = app.TAB_NAMES.index("weights")
+    assert left.visible and stepper.visible and not strip.visible

@@ -2,7 +2,9 @@
 
 The Train tab teaches how W_Q, W_K and W_V are learned, on sentences of its own: the query plot, its readout and the
 recipe's step-through beside it say nothing about what it shows, and took the room its loss, weights, target and
-planes need (at 1024×768 on a projector, a 538 px column a class had to scroll). While such a tab is shown, they step
+planes need (at 1024×768 on a projector, a 538 px column a class had to scroll). The Real model tab is the same: a
+pretrained model's heads on a sentence the learner types, whose matrix and one row's recipe need the page (at
+800×600 on a projector, its sentence box was under the screen's edge). While such a tab is shown, they step
 aside into a strip at the page's edge, whose button brings them back; they come back by themselves with any tab about
 the query. The Projections and Heads tabs keep them: their heads are the explorer's query and keys (Heads'
 "Explore head" loads one into the query plot, and Projections then edits it), so the plot beside them is their
@@ -19,7 +21,7 @@ from session.state import AttentionState
 from widgets.style import APP_CSS
 
 #: The tabs (their names in a lesson link, app.TABS) that take the stage while shown.
-STAGE_TABS = ("train",)
+STAGE_TABS = ("train", "model")
 
 
 class Stage:

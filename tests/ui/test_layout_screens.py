@@ -53,7 +53,7 @@ SCREENS = {
 }
 #: The tabs that take the stage while shown (widgets/stage.py): the query plot, its readout and the step-through
 #: step aside into a strip.
-STAGE_TABS = ("Train",)
+STAGE_TABS = ("Train", "Real model")
 #: Screens where the page is one column that scrolls as a whole, the tabs below the plot and the readout: a tapped
 #: tab scrolls the readout away to show the tab (the answer is in view on the first screen only).
 SCROLLING = ("phone-390x844", "phone-844x390")
