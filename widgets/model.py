@@ -35,6 +35,7 @@ from widgets.base import View
 from widgets.export import text_cell
 from widgets.glyphs import draw
 from widgets.projections import STATIC, styled, text_pane
+from widgets.style import APP_CSS
 
 MODEL_CSS = (STATIC / "model.css").read_text()
 #: The side of one head's map in the grid (CSS px).
@@ -96,12 +97,12 @@ class ModelView(View):
             self.intro,
             pn.FlexBox(self.box, self.run, align_items="center", sizing_mode="stretch_width"),
             self.message, self.tokens,
-            pn.Column(self.grid, css_classes=["scroll-x"], sizing_mode="stretch_width"),
+            pn.Column(self.grid, css_classes=["scroll-x"], sizing_mode="stretch_width", stylesheets=[APP_CSS]),
             pn.FlexBox(*self.finds.values(), self.train, align_items="center", sizing_mode="stretch_width"),
             self.behaviour,
             self.heading,
             pn.FlexBox(self.layer, self.head, self.csv, self.json, align_items="end", sizing_mode="stretch_width"),
-            pn.Column(self.matrix, css_classes=["scroll-x"], sizing_mode="stretch_width"),
+            pn.Column(self.matrix, css_classes=["scroll-x"], sizing_mode="stretch_width", stylesheets=[APP_CSS]),
             self.inspector,
             name="model", css_classes=["model-tab"], sizing_mode="stretch_both", scroll=True,
         )
@@ -281,7 +282,10 @@ class ModelView(View):
         if self.head.value != head:
             self.head.value = head
         self._chosen.data = dict(x=[_slot(head) + 0.5], y=[_slot(LAYERS - 1 - layer) + 0.5])
-        self.heading.object = f"<h4>{escape(tr._('Layer {layer}, head {head}', layer=layer + 1, head=head + 1))}</h4>"
+        # the matrix's instruction beside the heading, not in the figure: a title longer than a short sentence's
+        # matrix was cut at its edge (German's, 592 px in 216)
+        self.heading.object = (f"<h4>{escape(tr._('Layer {layer}, head {head}', layer=layer + 1, head=head + 1))}</h4>"
+                               f"<p>{escape(tr._('Click a row: its query’s recipe is below'))}</p>")
         if r is None:
             return
         n, row = len(r.tokens), s.model_row_shown
@@ -291,7 +295,6 @@ class ModelView(View):
                                 query=[r.tokens[i] for i in rows], key=[r.tokens[j] for j in cols],
                                 label=[tr._("weight {weight}", weight=tr.num(x, 4)) for x in w.ravel()])
         self._row.data = dict(x=[(n - 1) / 2], y=[row], width=[n])
-        self.matrix.title.text = tr.in_plot(tr._("Click a row: its query’s recipe is below"))
         self.inspector.object = self.recipe_html(r, layer, head, row)
 
     def recipe_html(self, r, layer: int, head: int, row: int) -> str:

@@ -162,7 +162,7 @@ def test_arabic_all_steps_reads_numbers_and_formulas_left_to_right(open_page, sc
     page = _open(open_page, screen, mode, "ar")
     _tap(page, 2)  # All steps
     _reads_in_order(page, "h3", ["q", "=", "0.000", "1.000"])  # q = (0.000, 1.000), after the token's name
-    _reads_in_order(page, "td", ["-", "0.7071"])  # row I, s − max: −0.7071
+    _reads_in_order(page, "td", ["−", "0.7071"])  # row I, s − max: −0.7071 (U+2212, as the page writes a minus)
     _reads_in_order(page, "thead th", ["3.", "s", "max"])
     _reads_in_order(page, "thead th", ["2.", "s", "√2"])
     _reads_in_order(page, "p.output", ["0.3956", "2.4067", "1.6044", "4.4067"])  # 7. output = Σ aᵢvᵢ
