@@ -37,6 +37,10 @@ from widgets.glyphs import draw
 from widgets.projections import STATIC, styled, text_pane
 from widgets.style import APP_CSS
 
+#: A box that scrolls sideways is at most as wide as the tab: Bokeh gives a column its widest child's width (the
+#: grid's 600 px in a phone's 390), and the whole tab scrolled instead, with no hint.
+FIT = ":host { max-width: min(100%, 100cqw) !important; min-width: 0 !important; }"
+
 MODEL_CSS = (STATIC / "model.css").read_text()
 #: The side of one head's map in the grid (CSS px).
 MAP_PX = 34
@@ -97,12 +101,12 @@ class ModelView(View):
             self.intro,
             pn.FlexBox(self.box, self.run, align_items="center", sizing_mode="stretch_width"),
             self.message, self.tokens,
-            pn.Column(self.grid, css_classes=["scroll-x"], sizing_mode="stretch_width", stylesheets=[APP_CSS]),
+            pn.Column(self.grid, css_classes=["scroll-x"], sizing_mode="stretch_width", stylesheets=[APP_CSS, FIT]),
             pn.FlexBox(*self.finds.values(), self.train, align_items="center", sizing_mode="stretch_width"),
             self.behaviour,
             self.heading,
             pn.FlexBox(self.layer, self.head, self.csv, self.json, align_items="end", sizing_mode="stretch_width"),
-            pn.Column(self.matrix, css_classes=["scroll-x"], sizing_mode="stretch_width", stylesheets=[APP_CSS]),
+            pn.Column(self.matrix, css_classes=["scroll-x"], sizing_mode="stretch_width", stylesheets=[APP_CSS, FIT]),
             self.inspector,
             name="model", css_classes=["model-tab"], sizing_mode="stretch_both", scroll=True,
         )

@@ -30,17 +30,36 @@ if (view != null) {
       redrawn.observe(header, {childList: true, subtree: true, attributes: true, attributeFilter: ["class"]});
       setTimeout(() => redrawn.disconnect(), 5000);
     }
-    const bottom = (header ?? view.el).getBoundingClientRect().bottom;
     // less room below the titles than a tab's least (MIN_TAB_HEIGHT, tests/ui/test_layout_screens.py): the
     // contents are not really in view. Only the column that scrolls moves (scrollIntoView would also move the
     // page's frame, whose overflow is hidden, and take the header off the screen).
-    if (bottom <= window.innerHeight - 250) return;
+    const hidden = () => (header ?? view.el).getBoundingClientRect().bottom > window.innerHeight - 250;
     const parentOf = (el) => el.parentElement ?? (el.getRootNode() instanceof ShadowRoot ? el.getRootNode().host : null);
-    for (let a = parentOf(view.el); a != null; a = parentOf(a)) {
-      if (["auto", "scroll"].includes(getComputedStyle(a).overflowY) && a.scrollHeight > a.clientHeight) {
-        a.scrollTop += view.el.getBoundingClientRect().top - a.getBoundingClientRect().top;
-        break;
-      }
+    let a = parentOf(view.el);
+    while (a != null && !(["auto", "scroll"].includes(getComputedStyle(a).overflowY) && a.scrollHeight > a.clientHeight)) {
+      a = parentOf(a);
     }
+    if (a == null) return;
+    const align = () => { a.scrollTop += view.el.getBoundingClientRect().top - a.getBoundingClientRect().top; };
+    if (hidden()) align();
+    // what the server then shows above the tabs (the query plot coming back from a tab that took the stage,
+    // widgets/stage.py) moves them down after this frame: they go back to the top as it comes, for a few seconds,
+    // until the learner scrolls or touches the page themselves
+    view.aeKeepAtTop?.();
+    const kinds = ["wheel", "touchstart", "keydown", "pointerdown"];
+    let frame = 0;
+    const until = performance.now() + 5000;
+    const stop = view.aeKeepAtTop = () => {
+      cancelAnimationFrame(frame);
+      for (const kind of kinds) window.removeEventListener(kind, stop, true);
+      view.aeKeepAtTop = null;
+    };
+    for (const kind of kinds) window.addEventListener(kind, stop, true);
+    const keep = () => {
+      if (performance.now() > until) { stop(); return; }
+      if (hidden() && Math.abs(view.el.getBoundingClientRect().top - a.getBoundingClientRect().top) > 1) align();
+      frame = requestAnimationFrame(keep);
+    };
+    frame = requestAnimationFrame(keep);
   });
 }
