@@ -28,7 +28,7 @@ DEFAULT_SENTENCE = "I love NLP"
 MODEL_ARGUMENTS = ("sentence", "model_layer", "model_head", "model_row")
 #: The state's params those arguments hold.
 MODEL_PARAMS = ("sentence", "model_layer", "model_head", "model_row")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 @functools.cache
@@ -55,7 +55,9 @@ def compute(sentence: str):
 
 
 def clean_sentence(text) -> str:
-    """What a typed sentence becomes: control characters (tabs, new lines, …) as spaces, surrounding spaces gone."""
+    """What a typed sentence becomes: control characters (tabs, new lines, …) and lone surrogates (which no text box
+    makes, and which UTF-8 cannot write: the page's address could not be written) as spaces, surrounding spaces
+    gone."""
     return _CONTROL.sub(" ", unicodedata.normalize("NFC", text)).strip() if isinstance(text, str) else ""
 
 

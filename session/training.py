@@ -239,7 +239,8 @@ class TrainingState(param.Parameterized):
         """Paint on the sentence of ``tokens`` tokens (3, "I love NLP"; 5, "attention is all you need"): the painted
         target, starting from the first preset's pattern on that sentence where the pattern painted so far is on the
         other one. Anything but 3 or 5 is refused."""
-        if isinstance(tokens, bool) or tokens not in PAINT_SENTENCES:
+        # a list or a dict (a crafted message) is not hashable: asked of the dict, it raised TypeError
+        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens not in PAINT_SENTENCES:
             return self._refuse(N_("No sentence of {n} tokens to paint on: choose 3 or 5.", n=repr(tokens)[:20]))
         pattern = self.pattern
         if pattern is None or len(pattern) != tokens:

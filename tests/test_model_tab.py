@@ -180,3 +180,18 @@ def test_the_previous_token_head_leads_to_the_train_tab_s_previous_token_target(
     assert opened == [True] and state.training.target == "previous"
     assert (state.model_layer, state.model_head) == (0, 2)  # the reference's previous-token head
     assert not ModelView(state=AttentionState()).train.visible  # no Train tab to lead to (a lesson without it)
+
+
+def test_a_lone_surrogate_in_a_sentence_is_a_space_and_the_address_can_be_written():
+    """A crafted message's sentence with a lone surrogate (no text box makes one) ran, and then the page's address
+    could not be written (UTF-8 has no lone surrogates): the sentence shown nowhere, and Present gave no link."""
+    from urllib.parse import urlencode
+
+    from session.address import address_of
+    from session.model import clean_sentence
+    from session.state import AttentionState
+
+    assert clean_sentence("\ud800 lone") == "lone"
+    state = AttentionState()
+    state.sentence = clean_sentence("I love\udfff NLP")
+    urlencode(address_of(state))  # raised UnicodeEncodeError

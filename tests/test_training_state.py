@@ -244,3 +244,11 @@ def test_a_pages_work_runs_off_the_loop_then_is_shown_in_its_turn_and_the_queue_
     assert log[-1] == ("shown", "draw of p0") and waits[-1][0] == pytest.approx(0.03) and len(queue) == 1
     waits.pop()[1]()
     assert len(handed) == 1  # the next page's work, after the rest
+
+
+@pytest.mark.parametrize("tokens", [[3], {"n": 5}, "5", 5.0, None])
+def test_painting_on_a_sentence_that_is_not_3_or_5_tokens_is_refused_with_its_message(tokens):
+    """A crafted {action: "sentence", tokens: [3]} raised TypeError (a list is not hashable), closing the page."""
+    s = TrainingState()
+    assert s.paint_sentence(tokens) is False
+    assert "No sentence of" in s.message
