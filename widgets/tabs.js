@@ -5,7 +5,7 @@
 // contents below the screen's edge. Then the tabs are scrolled up to the screen's top. Where the contents are in
 // view already (every two-column screen, an upright tablet) nothing moves. Where the titles are one row that
 // scrolls sideways (a projector's, static/app.css), the tapped or keyed title is scrolled fully into that row.
-const view = Bokeh.index.find_one(source);
+const view = globalThis.Bokeh?.index?.find_one(source);
 if (view != null) {
   // a frame later: the new tab's contents are laid out (a tab built on its first showing arrives later still,
   // but its header and the room below it are there at once)
