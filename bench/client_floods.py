@@ -7,10 +7,14 @@ each phase reports its key p50 / p95 / worst:
 - ``liveness``: one keep-alive connection asking ``/liveness?endpoint=/app`` back to back (each a page built, before);
 - ``pulldoc``: five pages asking for their whole document again ten times a second each, on their connection
   while it lasts and on a new one to the same session when it is closed;
-- ``newseed``: one client's 50 pages with the Train tab open, each pressing New seed every 0.2 s; a third page
-  (127.0.0.3) presses New seed once a second and reports how long its new run took to come;
+- ``alone``: no flood: the other learner's keys and the third page's New seed (below) on a quiet server, the reference
+  the floods' figures are read against;
+- ``newseed``: one client's 50 pages with the Train tab open, each pressing New seed every 0.2 s;
 - ``downloads``: one client's 20 pages with two heads trained, each downloading the run (CSV or JSON, in turn) every
   0.2 s;
+
+in ``alone``, ``newseed`` and ``downloads`` a third page (127.0.0.3, a client of its own too) with the Train tab open
+presses New seed once a second and reports how long its new run took to come;
 - ``logs``: no learner; 10,000 requests of each kind one client can make the server log (a 20 kB path, a bad Host
   header, a health check for a 5 kB endpoint): the log's growth for each.
 
@@ -43,6 +47,8 @@ KEY_EVERY_S = 0.25
 PRESS_EVERY_S = 0.2
 #: The third page's New seed, seconds apart.
 SEED_EVERY_S = 1.0
+#: The phases with a third page pressing New seed (the other learner's own run, beside the flood).
+THIRD_PAGE = ("alone", "newseed", "downloads")
 
 HTTP_KINDS = {
     "a 20 kB path": b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
@@ -139,10 +145,10 @@ async def phase(url: str, name: str, duration: float, server: psutil.Process) ->
     seeds: list = []
     if name == "newseed":
         pages = await train_pages(url, 50)
-        third = (await train_pages(url, 1, source="127.0.0.3"))[0]
     elif name == "downloads":
         pages = await train_pages(url, 20, heads=2)
-    cpu0 = sum(server.cpu_times()[:2])
+    third = (await train_pages(url, 1, source="127.0.0.3"))[0] if name in THIRD_PAGE else None
+    cpu0, own0 = sum(server.cpu_times()[:2]), time.process_time()
     async with KeyPresser(ws_url(url), every=KEY_EVERY_S, source="127.0.0.2") as keys:
         await asyncio.sleep(1.0)
         started = time.monotonic()
@@ -159,7 +165,7 @@ async def phase(url: str, name: str, duration: float, server: psutil.Process) ->
             flood = None
         deadline = started + duration
         while time.monotonic() < deadline:
-            if name == "newseed":
+            if third is not None:
                 before, clicked = len(third.runs), time.perf_counter()
                 await third.message({"action": "seed"})
                 got = await wait_for(lambda k=before: third.runs[k] if len(third.runs) > k else None, 30)
@@ -171,9 +177,10 @@ async def phase(url: str, name: str, duration: float, server: psutil.Process) ->
             await asyncio.gather(flood, return_exceptions=True)
         waits = keys.since(started)
     cpu = sum(server.cpu_times()[:2]) - cpu0
-    for page in pages + ([third] if name == "newseed" else []):
+    extra["client_cpu_cores"] = round((time.process_time() - own0) / (duration + 1), 2)
+    for page in pages + ([third] if third is not None else []):
         page.close()
-    if name == "newseed":
+    if third is not None:
         extra["other_new_seed_ms"] = summary_ms([s for s in seeds if s is not None])
         extra["other_new_seeds_lost"] = sum(1 for s in seeds if s is None)
     return {
@@ -243,7 +250,11 @@ def table(results: list[dict]) -> str:
     for name in dict.fromkeys(r["phase"] for r in results if r["phase"] != "logs"):
         runs = [r for r in results if r["phase"] == name]
         med = {s: median([r["key_ms"][s] for r in runs]) for s in ("p50", "p95", "max")}
-        rows.append(f"| **{name}** | median of {len(runs)} | {_three(med)} | | | | |")
+        seed = ""
+        if all("other_new_seed_ms" in r for r in runs):
+            seed = "the third page's New seed " + _three(
+                {s: median([r["other_new_seed_ms"][s] for r in runs]) for s in ("p50", "p95", "max")}) + " ms"
+        rows.append(f"| **{name}** | median of {len(runs)} | {_three(med)} | | {seed} | | |")
     for r in results:
         if r["phase"] == "logs":
             rows.append("")

@@ -53,7 +53,8 @@ TRAIN_TAB = 9
 
 
 class TrainLearner(Learner):
-    """A learner that also notes when each new run reaches its page (a change of the tab's ``run``)."""
+    """A learner that also notes when each new run reaches its page: a change of the tab's ``run``, or the tab's
+    model itself arriving with its first run in it."""
 
     runs: list
 
@@ -69,10 +70,15 @@ class TrainLearner(Learner):
             now = self.clock()
             events = msg.content.get("events", [])
             self.patches.append(events)
+            # The tab is put in the page a turn of the server's loop after it was built (widgets/tabs.py), and its
+            # first run may be computed in between: the run then comes inside the tab's model, with no change of
+            # ``run`` after it (a listener waiting for one waited forever).
+            if any(ev.get("kind") == "ModelChanged" and ev.get("attr") == "run" for ev in events) or any(
+                    _entries(o["attributes"].get("run")) for o in find_objects(events, "")
+                    if str(o.get("name", "")).startswith("TrainLink")):
+                self.runs.append(now)
             for ev in events:
-                if ev.get("kind") == "ModelChanged" and ev.get("attr") == "run":
-                    self.runs.append(now)
-                elif ev.get("kind") == "ModelChanged" and ev.get("attr") == "text" and \
+                if ev.get("kind") == "ModelChanged" and ev.get("attr") == "text" and \
                         ev.get("model", {}).get("id") == self.readout_id:
                     self.lines.append((ev["new"].split("\n", 1)[0], now))
 
@@ -120,6 +126,11 @@ class TrainLearner(Learner):
         """Where the page is, as link/train.js reports it at Play, Pause or a scrub's release: its row's data."""
         self.seq += 1
         await self.set_property(self.report_row, "data", _map(step=[step], playing=[playing], seq=[self.seq]))
+
+
+def _entries(value) -> bool:
+    """Whether a serialized map (a run's payload) has anything in it."""
+    return bool(value.get("entries") if isinstance(value, dict) and value.get("type") == "map" else value)
 
 
 async def observe(observer: Learner, stop: asyncio.Event, out: list) -> None:
