@@ -25,14 +25,14 @@ from bokeh.models.widgets.groups import AbstractGroup
 from bokeh.protocol.exceptions import ProtocolError
 from panel.io.server import WSHandler as PanelWSHandler
 from tornado.iostream import StreamClosedError
-from tornado.websocket import WebSocketClosedError
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from server.build_gate import BuildGate, get_gate
 from server.pages import MAX_LINK_CHARS
 from server.patches.bokeh_deserializer import PATCH as READER
 from server.patches.bokeh_deserializer import PageReader
 from server.transport import session_websockets
-from services.pacing import get_event_pacer
+from services.pacing import client_at, get_client_shares, get_event_pacer
 from services.sessions import page_has_left
 
 log = logging.getLogger(__name__)
@@ -221,6 +221,15 @@ def _short(text: object, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def _frames(message) -> list[tuple[str | bytes, bool]]:
+    """A Bokeh message's websocket frames in the order Bokeh's ``Message.send`` writes them, each with whether it is
+    binary: the header, metadata and content, then each buffer's header and its bytes."""
+    frames = [(message.header_json, False), (message.metadata_json, False), (message.content_json, False)]
+    for buffer in message.buffers:
+        frames += [(json.dumps(buffer.ref), False), (buffer.to_bytes(), True)]
+    return frames
+
+
 def _closed_socket_write(loop: asyncio.AbstractEventLoop, context: dict) -> None:
     """The loop's exception handler: a write to a page's socket that had closed, which nobody awaited, is the page
     having left, not an error. Panel awaits a page's writes in a callback of its document, which never runs once the
@@ -311,10 +320,20 @@ class GuardedWSHandler(PanelWSHandler):
         return self._gone
 
     async def send_message(self, message) -> None:
+        """Send a Bokeh message's frames (its header, metadata, content, then each buffer's header and bytes, as
+        Bokeh's ``Message.send`` does) all at once, and wait for the socket to have taken them.
+
+        Bokeh writes each frame and waits for it before the next: two turns of the loop a frame, so a run of the
+        Train tab (a message of 17 frames) waited some 35 turns to leave, each as long as every other page's work
+        that came meanwhile (bench/HISTORY.md, "One client's New seed and downloads floods"). Tornado writes a frame
+        into the socket's buffer as it is given; waiting for the last is the flow control.
+        """
         if self._went():
             return  # on_close says the connection closed, once
         try:
-            await message.send(self)
+            with await self.write_lock.acquire():
+                writes = [WebSocketHandler.write_message(self, frame, binary) for frame, binary in _frames(message)]
+                await asyncio.gather(*writes)
         except (WebSocketClosedError, StreamClosedError):
             self._gone = True
 
@@ -369,7 +388,8 @@ class GuardedWSHandler(PanelWSHandler):
                 self._refuse(f"a message the server could not handle ({type(e).__name__}: {_short(e)})")
 
     async def _patch(self, parsed, size: int):
-        """Screen a ``PATCH-DOC`` and apply its events one at a time, each when the session's pacing allows it."""
+        """Screen a ``PATCH-DOC`` and apply its events one at a time, each when the session's pacing allows it, in
+        its client's turn and share of the loop (``services/pacing.py``, ``ClientShares``)."""
         session = getattr(self.connection, "_session", None)  # Bokeh's `session` asserts there is one
         if session is None:  # the server is stopping: it has let the page's session go
             return None
@@ -409,10 +429,21 @@ class GuardedWSHandler(PanelWSHandler):
             if self._refused or self._went() or getattr(self.connection, "_session", None) is None:
                 return None  # the session ended while the event waited its turn (the server stopping): nothing to do
             parsed.content["events"] = [event]
-            accounted, start = pacing.accounted, time.perf_counter()
-            work = await self._handle(parsed)
-            # what the page's events cost inside it (its clicks, run through the pacing) is accounted for already
-            pacing.charge(time.perf_counter() - start - (pacing.accounted - accounted))
+            # and one of the client's events at a time, each when the client's share of the loop allows
+            shares, client = get_client_shares(), client_at(self.request.remote_ip)
+            shares.seen(client)
+            async with shares.turn(client):
+                while not self._refused and not self._went() and (wait := shares.wait(client)) > 0:
+                    await asyncio.sleep(wait)
+                if self._refused or self._went() or getattr(self.connection, "_session", None) is None:
+                    return None
+                accounted, start = pacing.accounted, time.perf_counter()
+                work = await self._handle(parsed)
+                took = time.perf_counter() - start
+                # what the page's events cost inside it (its clicks, run through the pacing) is the session's already;
+                # the client is charged it all
+                pacing.charge(took - (pacing.accounted - accounted))
+                shares.charge(client, took)
         return work
 
     async def _paced(self, parsed):

@@ -82,6 +82,12 @@ class Pace:
         self.level = max(0.0, self.level - self.SHARE * (now - self._at))
         self._at = now
 
+    def set_share(self, share: float) -> None:
+        """From now on the bucket empties at ``share`` of the loop (what leaked until now, at the share before, is
+        kept): for a scheduler whose share changes with the load (``services/pacing.py``, ``ClientShares``)."""
+        self._leak(max(self._at, self.clock()))
+        self.SHARE = share
+
     def charge(self, seconds: float, start: float | None = None) -> None:
         """Work that had to run took ``seconds`` of the loop: it adds to what is owed. With ``start`` (the clock's
         time the work began) the bucket leaks while the work ran too, so a piece of ``c`` seconds leaves

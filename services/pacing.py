@@ -1,4 +1,5 @@
-"""How much of this server process's event loop the class's drags may take, and each session's other events.
+"""How much of this server process's event loop the class's drags may take, each session's other events, and each
+client's pages together.
 
 Under the drag's contract (``link/__init__.py``) a page draws its own drag and the server's mid-drag updates
 only confirm it, so they can wait, and a click, a key or a release must not. Each session paces its own
@@ -24,6 +25,10 @@ A page's other events (a click, a key, a widget's change, a message of its own) 
 wait their turn, so that one session's events take at most half of the loop however many it sends (one
 message of 300 clicks on "New random draw" at d_k = 1024 froze every other page while it ran). The websocket's guard
 (``server/guard.py``) applies a page's messages one event at a time through it.
+
+A session is a page, and one client may open many: the pages of one client (an address) take their turns one
+event at a time, and their events and runs together at most an equal part of the loop with every other client that
+uses the server now (:class:`ClientShares`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import math
 import time
 import weakref
 
@@ -275,3 +281,121 @@ def get_event_pacer() -> EventPacer:
     if pacer is None:
         pacer = pn.state.cache.setdefault(EVENTS_CACHE_KEY, EventPacer())
     return pacer
+
+
+#: Where the process keeps its clients' shares of the loop.
+SHARES_CACHE_KEY = "explorer-client-shares"
+
+
+class _Client:
+    """One client's turn (one of its events at a time) and its bucket of loop time."""
+
+    def __init__(self, clock):
+        self.lock = None  # an asyncio.Lock, made on the loop when first asked for
+        self.pace = Pace(clock, share=1.0, burst=ClientShares.BURST)
+        self.seen = -math.inf  # when it last sent an event or asked for a run (the clock's time)
+
+
+class ClientShares:
+    """How the clients that use the server now share its event loop: each takes at most an equal part.
+
+    A client is a page's address as the server sees it (:func:`client_of`): the browser's, or the proxy's
+    ``X-Forwarded-For`` with ``EXPLORER_USE_XHEADERS``. A session's events are paced on their own
+    (:class:`SessionEvents`, half the loop each), and the queue of runs is fair between clients
+    (``services/train_queue.py``), but nothing bounded what one client's many pages took together: one client's 50
+    pages pressing New seed every 0.2 s kept the loop busy, and another learner's keys and runs waited behind every
+    turn (bench/RESULTS.md, issue 45). Here each client's events go one at a time (:meth:`turn`: the client's pages in
+    the order their events came), and what its events and its runs took is charged to a bucket of its own
+    (:meth:`charge`, :class:`services.pace.Pace`) that empties at :meth:`share` of the loop: ``1 / n`` with ``n`` the
+    clients active in the last :attr:`ACTIVE_S` seconds. Past :attr:`BURST` the client's next event or run waits
+    (:meth:`wait`) while everyone else's go. A client alone on the server (a class behind one address) has the
+    whole loop, as before; with two, half each.
+
+    ``clock`` gives the time in seconds (a test's own clock).
+
+    >>> t = [0.0]
+    >>> shares = ClientShares(clock=lambda: t[0])
+    >>> shares.seen("flood"); shares.seen("learner")
+    >>> shares.charge("flood", 0.25); round(shares.wait("flood"), 3)  # 0.1 s past its burst, at half the loop
+    0.2
+    >>> shares.wait("learner")
+    0.0
+    """
+
+    #: A client counts as using the server for this long (s) after its last event or run.
+    ACTIVE_S = 10.0
+    #: Seconds of loop time a client may take at once before its next event or run waits: a person's clicks and
+    #: runs, spaced as a person makes them, never wait.
+    BURST = 0.15
+
+    def __init__(self, clock=time.perf_counter):
+        self.clock = clock
+        self._clients: dict[object, _Client] = {}
+
+    def _client(self, client) -> _Client:
+        c = self._clients.get(client)
+        if c is None:
+            c = self._clients[client] = _Client(self.clock)
+        return c
+
+    def seen(self, client) -> None:
+        """``client`` sent an event or asked for a run: it uses the server now."""
+        self._client(client).seen = self.clock()
+
+    def active(self) -> int:
+        """How many clients have used the server in the last :attr:`ACTIVE_S` seconds (those that have not, with
+        nothing owed and no event in hand, are forgotten)."""
+        since = self.clock() - self.ACTIVE_S
+        for client, c in list(self._clients.items()):
+            if c.seen < since and c.pace.wait() == 0 and not (c.lock is not None and c.lock.locked()):
+                del self._clients[client]
+        return sum(1 for c in self._clients.values() if c.seen >= since)
+
+    def share(self) -> float:
+        """The part of the loop each client may take: 1 / the clients using the server now."""
+        return 1.0 / max(1, self.active())
+
+    def _paced(self, client) -> Pace:
+        pace = self._client(client).pace
+        pace.set_share(self.share())
+        return pace
+
+    def charge(self, client, seconds: float) -> None:
+        """``client``'s event or run took ``seconds`` of the loop."""
+        self._paced(client).charge(seconds)
+
+    def wait(self, client) -> float:
+        """Seconds until ``client``'s next event or run may start (0: now)."""
+        return self._paced(client).wait() if client in self._clients else 0.0
+
+    def turn(self, client):
+        """``async with shares.turn(client):`` one of ``client``'s events at a time, in the order they came."""
+        c = self._client(client)
+        if c.lock is None:
+            import asyncio
+
+            c.lock = asyncio.Lock()
+        return c.lock
+
+
+def client_of(doc) -> object:
+    """Who ``doc``'s page is: the address its page was opened from (Tornado's ``remote_ip``: the browser's, or the
+    proxy's ``X-Forwarded-For`` with ``EXPLORER_USE_XHEADERS``); the page itself when it has none (a test)."""
+    request = getattr(getattr(doc, "session_context", None), "request", None)
+    address = getattr(request, "remote_ip", None) if request is not None else None
+    return client_at(address) if isinstance(address, str) else ("page", id(doc))
+
+
+def client_at(address: str) -> object:
+    """The client of a page opened from ``address`` (:func:`client_of`)."""
+    return ("address", address)
+
+
+def get_client_shares() -> ClientShares:
+    """This server process's :class:`ClientShares`, created on first use."""
+    import panel as pn
+
+    shares = pn.state.cache.get(SHARES_CACHE_KEY)
+    if shares is None:
+        shares = pn.state.cache.setdefault(SHARES_CACHE_KEY, ClientShares())
+    return shares

@@ -14,7 +14,10 @@ The queue is shared fairly by client, not by page: each client (a page's address
 browser's, or the proxy's ``X-Forwarded-For`` with ``EXPLORER_USE_XHEADERS``) has a line of its own, and the queue
 takes one request from each client in turn. One client with fifty pages pressing New seed every 0.2 s otherwise had
 fifty places in the one line, and another learner's New seed waited 4-4.75 s instead of 44 ms; now it waits at most
-one of theirs. A page that has left (its websocket closed) is skipped: what it asked for is of use to nobody.
+one of theirs (the client served goes back in line once its run is done, behind whoever came meanwhile). A client's
+runs are charged to its share of the loop (``services/pacing.py``, ``ClientShares``, with its events): a client
+that has had its share keeps its place while the next client's request is taken. A page that has left (its websocket
+closed) is skipped: what it asked for is of use to nobody.
 
 The pages' reports of where they are in a run (Play, Pause, a scrub's release: ``link/train.py``) go through a
 queue of their own, :func:`get_report_queue`, at most a quarter of the loop: sixty learners pressing Play in the
@@ -34,6 +37,7 @@ import time
 import weakref
 
 from services.pace import Pace
+from services.pacing import ClientShares, client_of, get_client_shares
 
 #: Where the process keeps its queue of runs.
 CACHE_KEY = "explorer-train-queue"
@@ -66,17 +70,25 @@ class TrainQueue:
     #: run's cost alone).
     SHARE = 0.5
 
-    def __init__(self, later=None, share: float | None = None, executor=None, call_soon=None):
+    def __init__(self, later=None, share: float | None = None, executor=None, call_soon=None,
+                 shares: ClientShares | None = None):
         # each client's line of (weakref to doc, weak method to compute, weak method to work or None), and the
         # clients in the order the queue takes them (each has one place, at the back once it was served)
         self._lines: dict[object, collections.deque] = {}
         self._turns: collections.deque = collections.deque()
+        # the client whose request was taken last, while it has more waiting: it goes to the back of the turns only
+        # when the next is taken, behind every client that came while its request ran and the queue rested
+        self._served = None
+        self._held = None  # when every waiting client waits for its share: the shortest of their waits (s)
+        self._turn = 0  # the queue's turns scheduled so far: only the last one runs
         self._busy = False
         self._later = later
         self._executor = executor
         self._call_soon = call_soon
         self.share = self.SHARE if share is None else share
         self._pace = Pace(share=self.share)
+        # each client's share of the loop, its events' and its runs' together (services/pacing.py), or None
+        self._shares = shares
 
     def __len__(self) -> int:
         return sum(map(len, self._lines.values()))
@@ -84,7 +96,7 @@ class TrainQueue:
     def waiting(self) -> list[tuple]:
         """The waiting requests, ``(weakref to doc, weak method to compute, weak method to work or None)``, in the
         order the queue would take them (one of each client in turn)."""
-        lines = [list(self._lines[c]) for c in self._turns]
+        lines = [list(self._lines[c]) for c in (*self._turns, *([self._served] if self._served is not None else []))]
         order = []
         while any(lines):
             for line in lines:
@@ -96,12 +108,15 @@ class TrainQueue:
         """Queue ``compute`` (a bound method) to run in ``doc``'s turn of the loop; with ``work`` (a bound method),
         ``compute(work())``, ``work`` on the worker thread. In the line of ``doc``'s client (:func:`client_of`)."""
         client = client_of(doc)
+        if self._shares is not None:
+            self._shares.seen(client)
         line = self._lines.get(client)
         if line is None:
             line = self._lines[client] = collections.deque()
             self._turns.append(client)
         line.append((weakref.ref(doc), weakref.WeakMethod(compute), None if work is None else weakref.WeakMethod(work)))
-        if not self._busy:
+        if not self._busy or (self._held is not None and self._shares.wait(client) == 0):
+            # idle, or every client waiting held back by its share while this one may go: now
             self._busy = True
             self._schedule(0.0)
 
@@ -111,18 +126,30 @@ class TrainQueue:
             from tornado.ioloop import IOLoop
 
             later = IOLoop.current().call_later
-        later(delay, self._next)
+        self._turn += 1  # a turn scheduled replaces one scheduled before (only a wait for the shares is replaced)
+        turn = self._turn
+        later(delay, lambda: self._next() if turn == self._turn else None)
 
     def _take(self):
-        """The next request: the oldest of the client whose turn it is (None when no client waits)."""
-        while self._turns:
-            client = self._turns.popleft()
+        """The next request: the oldest of the first client in turn whose share of the loop lets it run now (None
+        when no client waits, or each waits for its share: then :attr:`_held` is how long the first may wait)."""
+        if self._served is not None:  # its next request after every other client's, those come meanwhile too
+            self._turns.append(self._served)
+            self._served = None
+        self._held = None
+        for client in list(self._turns):
+            wait = 0.0 if self._shares is None else self._shares.wait(client)
+            if wait > 0:  # it has had its share: the next client's turn, and this one keeps its place
+                self._held = wait if self._held is None else min(self._held, wait)
+                continue
+            self._turns.remove(client)
             line = self._lines[client]
             item = line.popleft()
             if line:
-                self._turns.append(client)  # its next request after every other client's
+                self._served = client
             else:
                 del self._lines[client]
+            self._held = None  # a request taken: the queue runs it and rests, whoever comes meanwhile
             return item
         return None
 
@@ -139,6 +166,9 @@ class TrainQueue:
                 return
             if self._in_turn(doc, compute, 0.0):
                 return
+        if self._held is not None:  # requests wait, each for its client's share: the first that may, then
+            self._schedule(self._held)
+            return
         self._busy = False
 
     def _in_turn(self, doc, compute, worked: float) -> bool:
@@ -186,15 +216,9 @@ class TrainQueue:
             # the worker's time too: a page asking for draws as fast as it can keeps the worker's core at most
             # this share busy, as the loop
             end = time.perf_counter()
+            if self._shares is not None:
+                self._shares.charge(client_of(doc), worked + end - start)
             self._schedule(self._pace.took(worked + end - start, end))
-
-
-def client_of(doc) -> object:
-    """Who asks for ``doc``'s work: the address its page was opened from (Tornado's ``remote_ip``: the browser's, or
-    the proxy's ``X-Forwarded-For`` with ``EXPLORER_USE_XHEADERS``); the page itself when it has none (a test)."""
-    request = getattr(getattr(doc, "session_context", None), "request", None)
-    address = getattr(request, "remote_ip", None) if request is not None else None
-    return ("address", address) if isinstance(address, str) else ("page", id(doc))
 
 
 def page_left(doc) -> bool:
@@ -204,18 +228,18 @@ def page_left(doc) -> bool:
     return left(doc)
 
 
-def _cached(key: str, share: float) -> TrainQueue:
+def _cached(key: str, share: float, shares: ClientShares | None = None) -> TrainQueue:
     import panel as pn
 
     queue = pn.state.cache.get(key)
     if queue is None:
-        queue = pn.state.cache.setdefault(key, TrainQueue(share=share))
+        queue = pn.state.cache.setdefault(key, TrainQueue(share=share, shares=shares))
     return queue
 
 
 def get_queue() -> TrainQueue:
-    """This server process's queue of runs, created on first use."""
-    return _cached(CACHE_KEY, TrainQueue.SHARE)
+    """This server process's queue of runs, created on first use; each client's runs within its share of the loop."""
+    return _cached(CACHE_KEY, TrainQueue.SHARE, get_client_shares())
 
 
 def get_report_queue() -> TrainQueue:

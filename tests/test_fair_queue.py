@@ -114,3 +114,98 @@ def test_a_number_of_any_size_is_refused_with_a_message(action, value):
     before = (t.learning_rate, t.temperature)
     send(doc, tab, action=action, value=value)
     assert (t.learning_rate, t.temperature) == before and "refused" in str(t.message)
+
+
+def test_a_client_that_comes_while_anothers_run_is_computed_goes_before_that_clients_next(monkeypatch):
+    """The client served went back in line as its run was taken, so another learner who pressed New seed while one
+    of the 50 pages' runs was computed waited for that run and one more of theirs. Now the client served goes back in
+    line once its run is done, behind whoever came meanwhile."""
+    monkeypatch.setattr("services.train_queue.page_left", lambda doc: False, raising=False)
+    waits = []
+    queue = TrainQueue(later=lambda delay, fn: waits.append((delay, fn)))
+    log = []
+    many = [(Doc("10.0.0.66"), Page(log, f"many{i}")) for i in range(3)]
+    other = (Doc("10.0.0.7"), Page(log, "other"))
+    for doc, page in many:
+        queue.submit(doc, page.compute)
+    waits.pop(0)[1]()  # the queue takes many0: its run waits for its page's turn of the loop
+    queue.submit(other[0], other[1].compute)  # while many0's run is computed
+    many[0][0].ticks.pop(0)()  # many0's run; the queue rests after it
+    _drain(queue, waits, [d for d, _ in many] + [other[0]])
+    assert log == ["many0", "other", "many1", "many2"]
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def _flood_share(with_learner: bool, seconds: float = 10.0, cost: float = 0.003) -> float:
+    """One client's pages sending events back to back (each ``cost`` s of the loop), for ``seconds``, beside a learner
+    whose page sends one every 0.25 s (or alone): the share of the loop the flood's events took."""
+    from services.pacing import ClientShares
+
+    clock = Clock()
+    shares = ClientShares(clock=clock)
+    busy, learner_next = 0.0, 0.0
+    while clock.now < seconds:
+        if with_learner and clock.now >= learner_next:
+            shares.seen("learner")
+            shares.charge("learner", 0.003)
+            clock.now += 0.003
+            learner_next += 0.25
+        shares.seen("flood")
+        wait = shares.wait("flood")
+        if wait > 0:
+            clock.now += min(wait, max(learner_next - clock.now, 0.001)) if with_learner else wait
+            continue
+        shares.charge("flood", cost)
+        clock.now += cost
+        busy += cost
+    return busy / clock.now
+
+
+def test_one_clients_many_pages_take_at_most_an_equal_part_of_the_loop_beside_another_client():
+    """One client's 50 pages pressing New seed every 0.2 s took the whole loop: each page's events were paced alone,
+    at half the loop each. Now a client's events and runs together take at most an equal part: half, beside one
+    other client."""
+    assert 0.45 <= _flood_share(with_learner=True) <= 0.52
+
+
+def test_a_client_alone_on_the_server_has_the_whole_loop():
+    """A class behind one address (one client) is not held back when nobody else uses the server."""
+    assert _flood_share(with_learner=False) > 0.99
+
+
+def test_a_client_that_has_had_its_share_lets_another_clients_run_go_first(monkeypatch):
+    """The queue of runs takes, in turn, the first client whose share of the loop lets it run now; a client waiting
+    for its share keeps its place, and the queue comes back for it when its wait is over."""
+    from services.pacing import ClientShares, client_of
+
+    monkeypatch.setattr("services.train_queue.page_left", lambda doc: False, raising=False)
+    clock = Clock()
+    shares = ClientShares(clock=clock)
+    waits = []
+    queue = TrainQueue(later=lambda delay, fn: waits.append((delay, fn)), shares=shares)
+    log = []
+    many = [(Doc("10.0.0.66"), Page(log, f"many{i}")) for i in range(2)]
+    other = (Doc("10.0.0.7"), Page(log, "other"))
+    shares.seen(client_of(other[0]))
+    shares.seen(client_of(many[0][0]))
+    shares.charge(client_of(many[0][0]), 1.0)  # the flood's pages have had far more than their half lately
+    for doc, page in many:
+        queue.submit(doc, page.compute)
+    delay, fn = waits.pop(0)
+    fn()
+    assert log == [] and waits and waits[-1][0] > 0  # nothing taken: the queue waits for the flood's share
+    queue.submit(other[0], other[1].compute)  # another client: taken at once
+    assert waits[-1][0] == 0
+    waits.pop()[1]()
+    other[0].ticks.pop(0)()
+    assert log == ["other"]
+    clock.now += 10  # the flood's wait is over
+    _drain(queue, waits, [d for d, _ in many])
+    assert log == ["other", "many0", "many1"]

@@ -445,3 +445,58 @@ def test_a_pages_messages_hold_back_early_builds_and_a_person_s_keep_builds_to_t
     now[0] += BuildGate.IN_USE_AFTER
     asyncio.run(guard.on_message("a person's key"))
     assert gate.used_at == now[0]
+
+
+def test_the_guard_writes_a_messages_frames_all_at_once_as_bokeh_frames_them():
+    """Bokeh writes a message's frames one at a time, each waited for before the next: two turns of the loop a
+    frame, and a run of the Train tab (17 frames) waited some 35 turns to leave while one client's 50 pages pressed
+    New seed (bench/RESULTS.md, issue 45). The guard writes them all before it waits, in the order and form Bokeh's
+    own ``Message.send`` writes them."""
+    from types import SimpleNamespace
+
+    from bokeh.core.serialization import Buffer
+    from bokeh.protocol import Protocol
+    from tornado.locks import Lock
+
+    from server.guard import GuardedWSHandler
+
+    message = Protocol().create("OK", "a-request")
+    message.add_buffer(Buffer("b1", b"\x00\x01\x02"))
+    message.add_buffer(Buffer("b2", memoryview(b"\x03\x04")))
+
+    async def bokeh_frames() -> list:
+        written = []
+
+        async def write_message(frame, binary=False, locked=True):
+            written.append((frame, binary))
+        await message.send(SimpleNamespace(write_lock=Lock(), write_message=write_message))
+        return written
+
+    async def guard_frames() -> tuple[list, list]:
+        written, pending = [], []
+
+        def write_message(frame, binary=False):
+            written.append((frame, binary))
+            pending.append(asyncio.get_running_loop().create_future())
+            return pending[-1]
+
+        guard = object.__new__(GuardedWSHandler)
+        guard.write_lock = Lock()
+        guard.ws_connection = SimpleNamespace(is_closing=lambda: False, stream=None, write_message=write_message)
+        sending = asyncio.ensure_future(guard.send_message(message))
+        await asyncio.sleep(0)  # one turn: Bokeh's own send has written its first frame and waits for it
+        before_any_done = list(written)
+        for _ in range(100):  # the socket takes each frame as it comes (Bokeh's send waits for each in turn)
+            for future in pending:
+                if not future.done():
+                    future.set_result(None)
+            if sending.done():
+                break
+            await asyncio.sleep(0)
+        await sending
+        return before_any_done, written
+
+    expected = asyncio.run(bokeh_frames())
+    before_any_done, written = asyncio.run(guard_frames())
+    assert len(expected) == 3 + 2 * 2
+    assert written == expected and before_any_done == expected

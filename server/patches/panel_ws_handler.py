@@ -13,7 +13,8 @@ app.py first runs. So the guard is not a route's: Panel's ``WSHandler.initialize
 own connections to the guard (a subclass with no state of its own until it opens). The guard overrides or calls the
 methods of Bokeh's handler listed in :data:`PATCH` (``on_message`` is redone whole; ``_receive``, ``_handle`` and
 ``_schedule`` are called as Bokeh's ``on_message`` calls them), and reads its ``connection._session``, ``_token``,
-``handler`` and ``receiver``. Written for Bokeh 3.10.2, Panel 1.10.0 and Tornado 6.6.1; no upstream issue asks for a
+``handler`` and ``receiver``; it writes a message's frames in the order Bokeh's ``Message.send`` does, without
+waiting between them. Written for Bokeh 3.10.2, Panel 1.10.0 and Tornado 6.6.1; no upstream issue asks for a
 handler that stops reading at the first bad message.
 """
 
@@ -38,6 +39,9 @@ PATCH = Patch(
         "bokeh.server.views.ws:WSHandler._schedule": "2107b3b4ccdb92d8",
         "bokeh.server.views.ws:WSHandler._protocol_error": "e1e21b5642bf0b5f",
         "bokeh.server.views.ws:WSHandler._internal_error": "f84f8f47123349ba",
+        # the guard writes a message's frames as these write them, all at once (GuardedWSHandler.send_message)
+        "bokeh.protocol.message:Message.send": "c7b7553bcc8cb94d",
+        "bokeh.protocol.message:Message.write_buffers": "e3be2131cc558b20",
     },
     written_for="Bokeh 3.10.2, Panel 1.10.0",
     upstream="none filed",
