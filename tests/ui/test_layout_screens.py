@@ -34,6 +34,7 @@ from tests.ui.helpers import (
     show_tab,
     wait_for_drawn,
     wait_for_readout,
+    wait_for_stage,
     wait_for_tab,
 )
 
@@ -246,12 +247,13 @@ def _tab_problems(page, screen: str, mode: str, k: int, tab: str, built: bool) -
     title.click()
     expect(title).to_have_class(re.compile(r"\bbk-active\b"), timeout=PATIENCE)
     wait_for_tab(page)
+    staged = tab in STAGE_TABS
+    wait_for_stage(page, staged)
     if built:  # typeset before: only the figures' labels are placed again at the new size (widgets/labels.js)
         page.wait_for_function("() => (window.attentionExplorerLabels ?? new Set()).size === 0", timeout=PATIENCE,
                                polling="raf")
     else:  # KaTeX typesets (its fonts load the first time a formula needs them), Bokeh lays the tab out
         wait_for_drawn(page)
-    staged = tab in STAGE_TABS
     report = page.evaluate(TAB_REPORT, {"minFont": _min_font(screen, mode),
                                         "answer": screen not in SCROLLING and not staged})
     # the plot, the readout and the tabs are always there to reach (a tab's title may be two Chinese characters,

@@ -144,7 +144,7 @@ def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
 
     page.on("websocket", on_socket)
     errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("pageerror", lambda e: errors.append(f"{e} (at {page.url})\n{e.stack}"))
     try:
         open_app(page, server)
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from core.training import TRAINING_PRESETS, swapped_loss, train, weights_task
-from tests.ui.helpers import PATIENCE, show_tab
+from tests.ui.helpers import PATIENCE, SHOWN_PLOT, show_tab
 from tests.ui.test_follow import close, follower, new_page, present, room_server  # noqa: F401 (a fixture)
 
 RUN = "window.attentionExplorerTrain"
@@ -410,13 +410,6 @@ def test_the_train_tab_takes_the_stage_and_the_query_s_tabs_give_the_plot_back(o
 
 
 #: Whether the query plot is laid out on the page as ``want`` says (shown or not).
-SHOWN_PLOT = """(want) => {
-  const view = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('query-plot'))
-  const shown = view != null && view.el.getBoundingClientRect().width > 100
-  return shown === want
-}"""
-
-
 def test_the_summary_reads_as_sentences_with_quoted_tokens_and_minus_signs(open_page):
     """What was learned: token names quoted ("the query of is points where the key of all points"), a sentence's
     first letter a capital, and −46° with the minus sign, as the page writes "−" elsewhere."""
