@@ -273,7 +273,6 @@ class GuardedWSHandler(PanelWSHandler):
         await super().prepare()
 
     def open(self, *args, **kwargs):
-        quiet_closed_socket_writes(asyncio.get_running_loop())
         if self.selected_subprotocol != "bokeh" or self._token is None:
             self._refuse("a handshake without the bokeh subprotocol and a session token")
             return None
