@@ -208,12 +208,17 @@ async def _malformed(port: int) -> list[tuple[str, str]]:
 
 def test_malformed_pointer_events_change_nothing_and_the_session_lives_on(app_server):
     port, log_path = app_server
+    before = log_path.stat().st_size
     shown = run(_malformed(port))
-    # clamped to the plane (−1.5 … 2.5), never NaN or infinite; the good tap afterwards is served
+    # a finite position is clamped to the plane (−1.5 … 2.5); the good tap afterwards is served
     assert shown[-1] == ("0.500", "0.250"), shown
     for x, y in shown:
         assert -1.5 <= float(x) <= 2.5 and -1.5 <= float(y) <= 2.5, shown
     assert "nan" not in " ".join(x + y for x, y in shown).lower()
+    # NaN and +inf are dropped, not clamped: the press at (+inf, 0) once moved q to the plane's edge, (2.5, 0)
+    assert ("2.500", "0.000") not in shown, shown
+    said = [line for line in log_since(port, log_path, before).splitlines() if "not a finite number" in line]
+    assert len(said) == 1, said  # one line for the page, however many it sends
 
 
 def live_url(port: int, code: str) -> str:
