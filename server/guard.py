@@ -32,6 +32,7 @@ from server.pages import MAX_LINK_CHARS
 from server.patches.bokeh_deserializer import PATCH as READER
 from server.patches.bokeh_deserializer import PageReader
 from server.transport import session_websockets
+from server.ws_origin import refuse_foreign_origin
 from services.pacing import get_event_pacer
 from services.sessions import page_has_left
 
@@ -255,7 +256,8 @@ class GuardedWSHandler(PanelWSHandler):
     write to it failed), nothing it had sent and the server had not read yet is handled, and what the server would
     still send it is dropped without a word: a client that sent 10 s of keys and left had its 73,000 messages applied
     for 15 s more, with a warning for each answer that could not be sent. A handshake whose address is longer than
-    :data:`WS_LINK_CHARS` gets HTTP 414, as the page's does.
+    :data:`WS_LINK_CHARS` gets HTTP 414, as the page's does. One from an origin outside Bokeh's allowlist gets HTTP 403,
+    whatever it says of itself (``server/ws_origin.py``).
     """
 
     _refused = False
@@ -269,6 +271,8 @@ class GuardedWSHandler(PanelWSHandler):
         if len(self.request.uri or "") > WS_LINK_CHARS:
             self.set_status(414)
             self.finish()
+            return
+        if refuse_foreign_origin(self):
             return
         await super().prepare()
 

@@ -13,7 +13,7 @@ the memory of closed sessions can go back to the system (``server/housekeeping.p
 ``HEALTHCHECK``); exit status 0 when it could.
 
 Websocket origins use Bokeh's own ``BOKEH_ALLOW_WS_ORIGIN`` (comma-separated ``host[:port]``); when it
-is unset Bokeh allows only ``localhost`` on the served port.
+is unset only this machine's pages, ``localhost`` and ``127.0.0.1`` on the served port, open the websocket.
 """
 
 from __future__ import annotations
@@ -136,6 +136,11 @@ def serve_argv(environ: Mapping[str, str] = os.environ) -> list[str]:
             argv += [flag, value]
     if environ.get("EXPLORER_USE_XHEADERS", "").strip().lower() in ("1", "true", "yes"):
         argv.append("--use-xheaders")
+    if not environ.get("BOKEH_ALLOW_WS_ORIGIN", "").strip():
+        # Bokeh's default allows a page at localhost:PORT only; the server's own default address, 127.0.0.1, got in
+        # through Tornado 6.6's same-origin shortcut, which the allowlist now overrules (server/ws_origin.py)
+        for host in ("localhost", "127.0.0.1"):
+            argv += ["--allow-websocket-origin", f"{host}:{values['--port']}"]
     return argv
 
 

@@ -128,7 +128,10 @@ def test_defaults_are_safe():
     argv = serve.serve_argv({})
     flags = dict(zip(argv[5::2], argv[6::2], strict=True))
     assert flags["--address"] == "127.0.0.1"
-    assert "--allow-websocket-origin" not in argv  # Bokeh then allows only localhost:<port>
+    # this machine's own pages only; each on the served port
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--allow-websocket-origin"] == [
+        "localhost:5006", "127.0.0.1:5006"]
+    assert "--allow-websocket-origin" not in serve.serve_argv({"BOKEH_ALLOW_WS_ORIGIN": "school.example:5006"})
     assert image_env().get("BOKEH_ALLOW_WS_ORIGIN", "") == ""
     assert int(flags["--websocket-max-message-size"]) <= 20 * 1024 * 1024 // 16
     assert int(flags["--unused-session-lifetime"]) >= 1000 * int(flags["--session-token-expiration"])
