@@ -21,9 +21,9 @@ import panel as pn
 import param
 
 from link.row import OneRow
-from server.guard import SCREENED
 from services.pace import Pace, run_later
 from services.pacing import get_budget
+from services.sessions import SCREENED
 
 #: The largest ``seq`` a page sends: JavaScript's largest exact integer (the page counts 1, 2, …).
 MAX_SEQ = 2**53 - 1

@@ -34,7 +34,7 @@ from server.patches.bokeh_deserializer import PageReader
 from server.transport import session_websockets
 from server.ws_origin import refuse_foreign_origin
 from services.pacing import get_event_pacer
-from services.sessions import page_has_left
+from services.sessions import SCREENED, page_has_left
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,6 @@ TURN = 0.002
 #: The longest websocket address taken, in characters: the page's own link limit (``server/pages.py``). A page's
 #: websocket address is its page's address plus ``/ws``; one of 1 MB cost its session 6 MB, kept for its life.
 WS_LINK_CHARS = MAX_LINK_CHARS
-#: In every log line of what :func:`screen_page_patch` drops or refuses (the browser tests look for it).
-SCREENED = "screened out"
 
 
 def _encodings(value, types: set, models: set) -> None:
