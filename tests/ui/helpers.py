@@ -78,9 +78,11 @@ SHOWN_PLOT = """(want) => {
 
 def wait_for_stage(page, staged: bool) -> None:
     """Until the query plot is set aside (``staged``) or shown: the server sets the stage after a tab's title is
-    tapped, one round trip after the title turned (and after a tab built before, whose contents are there at once)."""
-    page.wait_for_function(SHOWN_PLOT, arg=not staged, timeout=PATIENCE, polling="raf")
-    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    tapped, one round trip after the title turned (and after a tab built before, whose contents are there at once);
+    then Bokeh lays the page out again, on the next frame."""
+    if not page.evaluate(SHOWN_PLOT, not staged):
+        page.wait_for_function(SHOWN_PLOT, arg=not staged, timeout=PATIENCE, polling="raf")
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
 def to_page(page, figure_name: str, x: float, y: float) -> tuple[float, float]:
