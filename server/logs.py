@@ -46,8 +46,9 @@ QUIET_S = 600.0
 MAX_URI_CHARS = 160
 #: The loggers whose lines a client can make again and again with HTTP requests: Tornado's access log (each answer)
 #: and its general log (a request it cannot read, an error's reason), Bokeh's websocket handshake's (a bad token).
-#: (The websocket guard, ``server/guard.py``, logs one line for a connection, which a handshake costs.)
-CLIENT_LOGGERS = ("tornado.access", "tornado.general", "bokeh.server.views.ws")
+#: (The websocket guard, ``server/guard.py``, logs one line for a connection, which a handshake costs.) And the build
+#: gate's line for a page refused to a client with too many waiting (``server/build_gate.py``).
+CLIENT_LOGGERS = ("tornado.access", "tornado.general", "bokeh.server.views.ws", "server.build_gate")
 
 
 def _cut_lines(text: str) -> str:
@@ -131,9 +132,11 @@ def install_log_redaction() -> None:
     """Bound every log record the process makes from now on (:meth:`RedactLogLines.bound`), whichever logger
     makes it and whichever handler writes it, and the lines a client can make again and again
     (:func:`install_client_limits`), and Panel's line for each write to a page that has left
-    (:func:`install_page_left_filter`). Idempotent; the factory in place before is kept and called first."""
+    (:func:`install_page_left_filter`), and Bokeh's for a page the build gate did not build
+    (:func:`install_unbuilt_pages_filter`). Idempotent; the factory in place before is kept and called first."""
     install_client_limits()
     install_page_left_filter()
+    install_unbuilt_pages_filter()
     factory = logging.getLogRecordFactory()
     if getattr(factory, "bounds_records", False):
         return
@@ -263,3 +266,30 @@ def install_page_left_filter() -> None:
     logger = logging.getLogger("panel.io.document")
     if not any(isinstance(f, PageLeftWrites) for f in logger.filters):
         logger.addFilter(PageLeftWrites())
+
+
+class UnbuiltPages(logging.Filter):
+    """Drop Bokeh's "Failed to create session" (with its traceback) for a page the build gate answered without
+    building it (``server/build_gate.py``: its request had left, or its client had too many waiting): no failure,
+    and a client could otherwise make one traceback per request. The request's own answer is in the access log.
+    Every other line of ``bokeh.server.contexts`` passes, a page that failed to build among them.
+
+    >>> from server.build_gate import PageLeft
+    >>> f = UnbuiltPages()
+    >>> rec = lambda e: logging.LogRecord("bokeh.server.contexts", logging.ERROR, "", 0,
+    ...                                   "Failed to create session %r: %s", ("x", e), (type(e), e, None))
+    >>> f.filter(rec(PageLeft())), f.filter(rec(RuntimeError("the page's code raised")))
+    (False, True)
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from server.build_gate import NotBuilt
+
+        return not (record.exc_info and isinstance(record.exc_info[1], NotBuilt))
+
+
+def install_unbuilt_pages_filter() -> None:
+    """Add one :class:`UnbuiltPages` to Bokeh's ``bokeh.server.contexts`` logger. Idempotent."""
+    logger = logging.getLogger("bokeh.server.contexts")
+    if not any(isinstance(f, UnbuiltPages) for f in logger.filters):
+        logger.addFilter(UnbuiltPages())

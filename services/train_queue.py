@@ -192,9 +192,15 @@ class TrainQueue:
 def client_of(doc) -> object:
     """Who asks for ``doc``'s work: the address its page was opened from (Tornado's ``remote_ip``: the browser's, or
     the proxy's ``X-Forwarded-For`` with ``EXPLORER_USE_XHEADERS``); the page itself when it has none (a test)."""
-    request = getattr(getattr(doc, "session_context", None), "request", None)
+    address = client_address(getattr(getattr(doc, "session_context", None), "request", None))
+    return ("address", address) if address is not None else ("page", id(doc))
+
+
+def client_address(request) -> str | None:
+    """The address a request came from as the server sees it (Tornado's ``remote_ip``: the browser's, or the proxy's
+    ``X-Forwarded-For`` with ``EXPLORER_USE_XHEADERS``); None without one (no request, a test's)."""
     address = getattr(request, "remote_ip", None) if request is not None else None
-    return ("address", address) if isinstance(address, str) else ("page", id(doc))
+    return address if isinstance(address, str) else None
 
 
 def page_left(doc) -> bool:

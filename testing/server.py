@@ -113,6 +113,22 @@ def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED
             out.close()
 
 
+def run_beside(server, scenario) -> dict:
+    """Run ``scenario()`` (a coroutine function returning a dict) on an in-process Bokeh ``server``'s own loop, as a
+    client beside it, until it ends; its result."""
+    result = {}
+
+    async def main():
+        try:
+            result.update(await scenario())
+        finally:
+            server.io_loop.stop()
+
+    server.io_loop.add_callback(main)
+    server.io_loop.start()
+    return result
+
+
 def ws_url(page_url: str) -> str:
     return page_url.replace("http://", "ws://", 1) + "/ws"
 

@@ -17,7 +17,7 @@ import pytest
 
 from testing import loop_watch
 from testing.protocol_client import Learner
-from testing.server import serve, ws_url
+from testing.server import run_beside, serve, ws_url
 from tests.ui.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,20 +83,6 @@ def served():
         pn.state.kill_all_servers()
 
 
-def _run(server, scenario):
-    result = {}
-
-    async def main():
-        try:
-            result.update(await scenario())
-        finally:
-            server.io_loop.stop()
-
-    server.io_loop.add_callback(main)
-    server.io_loop.start()
-    return result
-
-
 def test_closed_sessions_are_discarded_one_per_turn_of_the_loop(served, monkeypatch):
     from bokeh.server.contexts import ApplicationContext
 
@@ -131,7 +117,7 @@ def test_closed_sessions_are_discarded_one_per_turn_of_the_loop(served, monkeypa
                 break
         return {"left": len(context.sessions)}
 
-    assert _run(server, scenario) == {"left": 0}
+    assert run_beside(server, scenario) == {"left": 0}
     assert len(discards) == 6 and len(set(discards)) == 6, discards  # each in a turn of its own
 
 
@@ -167,7 +153,7 @@ def test_a_closed_page_is_freed_without_the_cycle_collector(served):
         finally:
             gc.enable()
 
-    r = _run(server, scenario)
+    r = run_beside(server, scenario)
     assert r["sessions"] == 0 and r["states"] == 3, r
     assert r["opened"] > 15_000  # three pages of about 9,000 objects each the collector tracks
     assert r["left"] < 0.2 * r["opened"], r  # the code before: about nine tenths left for the collector
@@ -203,7 +189,7 @@ def test_the_heap_is_trimmed_a_page_at_a_time_as_closed_pages_are_taken_apart(se
                 break
         return {"left": len(context.sessions)}
 
-    assert _run(server, scenario) == {"left": 0}
+    assert run_beside(server, scenario) == {"left": 0}
     pages_between_trims = "".join("p" if s == "page" else "|" for s in steps).split("|")
     assert steps.count("page") == 5 and max(map(len, pages_between_trims)) == 1, steps
 
@@ -243,6 +229,6 @@ def test_a_closed_page_leaves_nothing_for_the_cycle_collector(served, monkeypatc
             gc.enable()
         return {"sessions": len(context.sessions), "left": left}
 
-    r = _run(server, scenario)
+    r = run_beside(server, scenario)
     assert r["sessions"] == 0
     assert r["left"] == [], sorted(set(r["left"]))
