@@ -64,6 +64,23 @@ def stop(*procs: subprocess.Popen, timeout: float = 60) -> None:
             proc.wait()
 
 
+@contextmanager
+def shipped_app(log: Path):
+    """``python app.py`` with its shipped settings (server/serve.py) on a free loopback port, its output written to
+    ``log``: yields ``(port, process)``. ``BOKEH_ALLOW_WS_ORIGIN`` is left out of its environment: only the served
+    port's own pages connect, as on a machine that sets nothing."""
+    port = free_port()
+    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    env.pop("BOKEH_ALLOW_WS_ORIGIN", None)
+    with open(log, "w+") as out:
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/", proc)
+            yield port, proc
+        finally:
+            stop(proc)
+
+
 def _exit_on_sigterm(*_):
     raise SystemExit(143)  # unwinds through serve(), which stops the server
 

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,7 +22,8 @@ from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from testing.protocol_client import Learner
-from tests.ui.conftest import ROOT, free_port, server_log, stop, wait_for_http
+from testing.server import shipped_app
+from tests.ui.conftest import server_log
 
 #: What a log may grow by for 10,000 requests of one kind from one client.
 LOG_BYTES = 10_000
@@ -34,17 +32,9 @@ LOG_BYTES = 10_000
 @pytest.fixture(scope="module")
 def app_server():
     """``python app.py`` on a free loopback port: yields (port, log path, its psutil process)."""
-    port = free_port()
-    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"}
-    env.pop("BOKEH_ALLOW_WS_ORIGIN", None)
     log = server_log("server-limits.log")
-    with open(log, "w+") as out:
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            wait_for_http(f"http://127.0.0.1:{port}/", proc)
-            yield port, log, psutil.Process(proc.pid)
-        finally:
-            stop(proc)
+    with shipped_app(log) as (port, proc):
+        yield port, log, psutil.Process(proc.pid)
     text = log.read_text()
     assert "Traceback" not in text, f"the server logged a traceback:\n{text[-5000:]}"
 

@@ -10,10 +10,7 @@ import asyncio
 import http.client
 import itertools
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,7 +22,8 @@ from tornado.iostream import StreamClosedError
 from tornado.websocket import WebSocketClosedError, websocket_connect
 
 from testing.protocol_client import Learner, ProtocolPresenter
-from tests.ui.conftest import ROOT, free_port, server_log, stop, wait_for_http
+from testing.server import shipped_app
+from tests.ui.conftest import server_log
 
 #: server/serve.py's default EXPLORER_WS_MAX_MESSAGE_BYTES (1 MiB), far below Bokeh's 20 MB.
 MAX_MESSAGE = 1024 * 1024
@@ -34,17 +32,9 @@ MAX_MESSAGE = 1024 * 1024
 @pytest.fixture(scope="module")
 def app_server():
     """``python app.py`` on a free loopback port: yields (port, log path)."""
-    port = free_port()
-    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"}
-    env.pop("BOKEH_ALLOW_WS_ORIGIN", None)
     log = server_log("server-hostile.log")
-    with open(log, "w+") as out:
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            wait_for_http(f"http://127.0.0.1:{port}/", proc)
-            yield port, log
-        finally:
-            stop(proc)
+    with shipped_app(log) as (port, _):
+        yield port, log
     text = log.read_text()
     assert "Traceback" not in text, f"the server logged a traceback:\n{text}"
 
