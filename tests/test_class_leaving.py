@@ -36,6 +36,16 @@ async def _open(url: str, n: int) -> list[Learner]:
     return pages
 
 
+async def _close_until(pages: list[Learner], done, seconds: float = 10.0) -> None:
+    """Close ``pages``, then wait until ``done()`` (looked at every 0.1 s), for at most ``seconds``."""
+    for page in pages:
+        page.close()
+    for _ in range(round(seconds / 0.1)):
+        await asyncio.sleep(0.1)
+        if done():
+            break
+
+
 def test_thirty_pages_closing_together_hold_no_turn_of_the_loop_long(tmp_path):
     """30 pages close together: Bokeh discards their sessions a second later, the housekeeping round comes within
     15 s. Before, the discards ran in one turn and the round's full pass of the collector in another (0.5-1.7 s
@@ -106,15 +116,8 @@ def test_closed_sessions_are_discarded_one_per_turn_of_the_loop(served, monkeypa
 
         loop.call_soon(tick)
         context = server._tornado._applications["/app"]
-        pages = [Learner(f"ws://localhost:{port}/app/ws") for _ in range(6)]
-        for page in pages:
-            await page.connect()
-        for page in pages:
-            page.close()
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            if not context.sessions:
-                break
+        pages = await _open(f"http://localhost:{port}/app", 6)
+        await _close_until(pages, lambda: not context.sessions)
         return {"left": len(context.sessions)}
 
     assert run_beside(server, scenario) == {"left": 0}
@@ -134,19 +137,12 @@ def test_a_closed_page_is_freed_without_the_cycle_collector(served):
             before = len(gc.get_objects())
             # only this test's pages: an earlier test's last pages may still be being taken apart
             earlier = set(pn.state._views)
-            pages = [Learner(f"ws://localhost:{port}/app/ws") for _ in range(3)]
-            for page in pages:
-                await page.connect()
+            pages = await _open(f"http://localhost:{port}/app", 3)
             await asyncio.sleep(0.5)
             states = [weakref.ref(view.state) for ref, (view, _, doc, _) in pn.state._views.items()
                       if ref not in earlier and hasattr(view, "state")]
             opened = len(gc.get_objects()) - before
-            for page in pages:
-                page.close()
-            for _ in range(100):
-                await asyncio.sleep(0.1)
-                if not context.sessions:
-                    break
+            await _close_until(pages, lambda: not context.sessions)
             await asyncio.sleep(1.0)  # the sweep takes the last page apart in the turns after its discard
             left = len(gc.get_objects()) - before
             return {"opened": opened, "left": left, "sessions": len(context.sessions), "states": len(states)}
@@ -178,15 +174,8 @@ def test_the_heap_is_trimmed_a_page_at_a_time_as_closed_pages_are_taken_apart(se
 
     async def scenario():
         context = server._tornado._applications["/app"]
-        pages = [Learner(f"ws://localhost:{port}/app/ws") for _ in range(5)]
-        for page in pages:
-            await page.connect()
-        for page in pages:
-            page.close()
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            if not context.sessions and steps.count("trim") >= steps.count("page") == 5:
-                break
+        pages = await _open(f"http://localhost:{port}/app", 5)
+        await _close_until(pages, lambda: not context.sessions and steps.count("trim") >= steps.count("page") == 5)
         return {"left": len(context.sessions)}
 
     assert run_beside(server, scenario) == {"left": 0}
@@ -206,19 +195,12 @@ def test_a_closed_page_leaves_nothing_for_the_cycle_collector(served, monkeypatc
 
     async def scenario():
         context = server._tornado._applications["/app"]
-        pages = [Learner(f"ws://localhost:{port}/app/ws") for _ in range(3)]
-        for page in pages:
-            await page.connect()
+        pages = await _open(f"http://localhost:{port}/app", 3)
         await asyncio.sleep(0.5)
         gc.collect()  # what the pages' builds left, before they close
         gc.disable()  # and no pass of the collector's own until the closed pages' leftovers are counted
         try:
-            for page in pages:
-                page.close()
-            for _ in range(100):
-                await asyncio.sleep(0.1)
-                if not context.sessions:
-                    break
+            await _close_until(pages, lambda: not context.sessions)
             await asyncio.sleep(1.0)  # the sweep takes the last page apart in the turns after its discard
             gc.set_debug(gc.DEBUG_SAVEALL)
             gc.collect()
