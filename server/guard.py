@@ -28,7 +28,7 @@ from tornado.iostream import StreamClosedError
 from tornado.websocket import WebSocketClosedError
 
 from server.build_gate import BuildGate, get_gate
-from server.pages import MAX_LINK_CHARS
+from server.pages import MAX_LINK_CHARS, embedding_argument
 from server.patches.bokeh_deserializer import PATCH as READER
 from server.patches.bokeh_deserializer import PageReader
 from server.transport import session_websockets
@@ -268,6 +268,10 @@ class GuardedWSHandler(PanelWSHandler):
     async def prepare(self):
         if len(self.request.uri or "") > WS_LINK_CHARS:
             self.set_status(414)
+            self.finish()
+            return
+        if embedding_argument(self.request):  # a session it would make would load its scripts from elsewhere
+            self.set_status(400)
             self.finish()
             return
         if refuse_foreign_origin(self):

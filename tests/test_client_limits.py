@@ -13,6 +13,7 @@ import re
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import psutil
@@ -204,3 +205,18 @@ def test_a_websocket_address_over_16_kB_is_refused_as_a_page_address_is(app_serv
     port, _, _ = app_server
     assert run(_handshake(ws_url(port) + "?x=" + "y" * 100)) == 101
     assert run(_handshake(ws_url(port) + "?x=" + "y" * 20_000)) == 414
+
+
+def test_a_link_that_sets_where_the_page_loads_its_scripts_from_is_refused(app_server):
+    """Panel wrote ``bokeh-absolute-url`` from a page's own address, unescaped, into the page's ``<script src>``: a
+    link with ``"><script>…`` in it ran its script on this site. The page and its websocket refuse the argument."""
+    port, _, _ = app_server
+    evil = urllib.parse.quote('x"></script><script>document.title="PWNED"</script><script src="x')
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/app?bokeh-absolute-url={evil}", timeout=60)
+    assert refused.value.code == 400
+    page = refused.value.read().decode()
+    assert "PWNED" not in page and "not a link Attention Explorer makes" in page
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/app?q=0.5,1", timeout=60) as ok:  # a link of ours
+        assert ok.status == 200
+    assert run(_handshake(ws_url(port) + "?bokeh-absolute-url=" + evil)) == 400
