@@ -95,6 +95,25 @@ def scrub_to(page, step: int) -> None:
 
 # --- 1. pick a target and press Play ------------------------------------------------------------------------------
 
+#: How many steps the loss curve has drawn (its path's points after the first).
+CURVE_STEPS = """() => {
+  const find = (root) => { const hit = root.querySelector('.loss-curve path.curve'); if (hit) return hit
+    for (const e of root.querySelectorAll('*')) if (e.shadowRoot) { const h = find(e.shadowRoot); if (h) return h }
+    return null }
+  return (find(document)?.getAttribute('d').match(/L/g) ?? []).length }"""
+
+
+def test_the_loss_curve_is_drawn_up_to_the_step_shown(open_page):
+    """The class watches the loss fall: the curve ends at the step shown (it was the whole run from step 0)."""
+    page = open_train(open_page)
+    scrub_to(page, 0)
+    page.wait_for_function(f"() => ({CURVE_STEPS})() === 0", timeout=PATIENCE)
+    scrub_to(page, 120)
+    page.wait_for_function(f"() => ({CURVE_STEPS})() === 120", timeout=PATIENCE)
+    play_to_end(page)
+    assert page.evaluate(CURVE_STEPS) == page.evaluate(f"() => {RUN}.run().steps") == 500
+
+
 def test_a_preset_played_brings_the_loss_down_and_the_weights_onto_the_target(open_page):
     page = open_train(open_page)
     choose(page, "Attend to yourself")
