@@ -39,13 +39,13 @@ def install() -> None:
 
     original = ApplicationContext._create_session
     if not getattr(original, "_paced", False):
-        async def paced(self, session_id, request=None, token=None):
+        async def paced_page_build(self, session_id, request=None, token=None):
             async with get_gate().turn(request):
                 return await original(self, session_id, request, token)
 
-        paced._paced = True
-        paced.__wrapped__ = original
-        ApplicationContext._create_session = paced
+        paced_page_build._paced = True
+        paced_page_build.__wrapped__ = original
+        ApplicationContext._create_session = paced_page_build
 
     closed = SessionHandler.on_connection_close
     if not getattr(closed, "_leaves_gate", False):
