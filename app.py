@@ -180,7 +180,9 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
 
     def inspector():
         view = Inspector(state=state)
-        view._pane.param.update(stylesheets=[INSPECTOR_CSS], width=None, sizing_mode="stretch_width")
+        # no margin above or below: the tab's box is as tall as the tab, and a margin moved it past the tab's bottom
+        # (on a phone on its side, 5 px under the answer line)
+        view._pane.param.update(stylesheets=[INSPECTOR_CSS], width=None, sizing_mode="stretch_width", margin=(0, 10))
         return view
 
     def teaching(name):

@@ -17,8 +17,12 @@ in ``alone``, ``newseed`` and ``downloads`` a third page (127.0.0.3, a client of
 presses New seed once a second and reports how long its new run took to come;
 - ``logs``: no learner; 10,000 requests of each kind one client can make the server log (a 20 kB path, a bad Host
   header, a health check for a 5 kB endpoint): the log's growth for each.
+- ``pages``: no learner pressing keys; one client asks for the page 150 times at once (each on a connection of its
+  own) and closes every connection 2 s later; then a new learner (127.0.0.2) asks for the page: how long its page
+  takes, what the 150 were answered before they closed, and the server's CPU from their close to the learner's page.
 
     python -m bench.client_floods --duration 20
+    python -m bench.client_floods --phases pages --runs 3
     python -m bench.client_floods --phases liveness newseed --code /an/older/checkout
 """
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import socket
 import time
@@ -49,6 +54,10 @@ PRESS_EVERY_S = 0.2
 SEED_EVERY_S = 1.0
 #: The phases with a third page pressing New seed (the other learner's own run, beside the flood).
 THIRD_PAGE = ("alone", "newseed", "downloads")
+
+#: The page requests one client sends at once in the ``pages`` phase, and how long (s) it holds them open.
+HELD_PAGES = 150
+HELD_S = 2.0
 
 HTTP_KINDS = {
     "a 20 kB path": b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
@@ -232,6 +241,52 @@ def log_bytes(code: Path, n: int, out: Path) -> dict:
     return result
 
 
+async def _ask_page(port: int, path: str, source: str, close: bool = False):
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=(source, 0))
+    closing = "Connection: close\r\n" if close else ""
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{closing}\r\n".encode())
+    await writer.drain()
+    return reader, writer
+
+
+async def held_pages(url: str, server: psutil.Process, n: int = HELD_PAGES, hold: float = HELD_S) -> dict:
+    """One client's ``n`` page requests, closed after ``hold`` s; then a new learner's page: how long it took, what
+    the held requests were answered before they closed, and the server's CPU from their close to the learner's
+    page (the builds of pages nobody would read)."""
+    port, path = _port(url), "/" + url.split("/", 3)[3]
+    held = [await _ask_page(port, path, "127.0.0.1") for _ in range(n)]
+    answered: collections.Counter = collections.Counter()
+
+    async def status(reader):
+        line = await reader.readline()
+        answered[line.split(b" ", 2)[1].decode() if line.startswith(b"HTTP/") else "closed"] += 1
+
+    reading = [asyncio.create_task(status(reader)) for reader, _ in held]
+    await asyncio.sleep(hold)
+    for task in reading:
+        task.cancel()
+    await asyncio.gather(*reading, return_exceptions=True)
+    cpu0 = sum(server.cpu_times()[:2])
+    for _, writer in held:
+        writer.close()
+    asked = time.perf_counter()
+    reader, writer = await _ask_page(port, path, "127.0.0.2", close=True)
+    answer = await asyncio.wait_for(reader.read(), 600)
+    took = time.perf_counter() - asked
+    writer.close()
+    return {"requests": n, "held_s": hold, "learner_page_s": round(took, 3),
+            "learner_status": answer.split(b" ", 2)[1].decode() if answer else "none",
+            "answered_while_held": dict(answered),
+            "server_cpu_s_after_close": round(sum(server.cpu_times()[:2]) - cpu0, 2)}
+
+
+def pages_phase(code: Path) -> dict:
+    with serve(code / "app.py") as (url, proc):
+        result = {"phase": "pages", **asyncio.run(held_pages(url, proc))}
+    result["load_avg"] = [round(x, 2) for x in psutil.getloadavg()]
+    return result
+
+
 def _three(s: dict) -> str:
     return " / ".join("–" if s.get(k) is None else f"{s[k]:.0f}" for k in ("p50", "p95", "max"))
 
@@ -240,14 +295,14 @@ def table(results: list[dict]) -> str:
     rows = ["| phase | run | another learner's key p50 / p95 / worst (ms) | keys lost | flood | server cores | load |",
             "| --- | --- | ---: | ---: | --- | ---: | ---: |"]
     for r in results:
-        if r["phase"] == "logs":
+        if r["phase"] in ("logs", "pages"):
             continue
         flood = ", ".join(f"{k} {v}" for k, v in r["flood"].items())
         if "other_new_seed_ms" in r:
             flood += f"; the third page's New seed {_three(r['other_new_seed_ms'])} ms"
         rows.append(f"| {r['phase']} | {r['run']} | {_three(r['key_ms'])} | {r['keys_lost']} | {flood} | "
                     f"{r['server_cpu_cores']} | {r['load_avg'][0]} |")
-    for name in dict.fromkeys(r["phase"] for r in results if r["phase"] != "logs"):
+    for name in dict.fromkeys(r["phase"] for r in results if r["phase"] not in ("logs", "pages")):
         runs = [r for r in results if r["phase"] == name]
         med = {s: median([r["key_ms"][s] for r in runs]) for s in ("p50", "p95", "max")}
         seed = ""
@@ -260,6 +315,16 @@ def table(results: list[dict]) -> str:
             rows.append("")
             rows.append(f"Log bytes for {r['requests_each']:,} requests from one client: " + "; ".join(
                 f"{k} {r[k]:,}" for k in HTTP_KINDS))
+    pages = [r for r in results if r["phase"] == "pages"]
+    if pages:
+        rows += ["", f"| run | {HELD_PAGES} page requests closed after {HELD_S:g} s: a new learner's page (s) | "
+                 "answered while held | server CPU from their close to the learner's page (s) | load |",
+                 "| --- | ---: | --- | ---: | ---: |"]
+        rows += [f"| {r['run']} | {r['learner_page_s']:.2f} ({r['learner_status']}) | "
+                 f"{', '.join(f'{k}: {v}' for k, v in sorted(r['answered_while_held'].items()))} | "
+                 f"{r['server_cpu_s_after_close']} | {r['load_avg'][0]} |" for r in pages]
+        rows.append(f"| **median of {len(pages)}** | {median([r['learner_page_s'] for r in pages]):.2f} | | "
+                    f"{median([r['server_cpu_s_after_close'] for r in pages]):.2f} | |")
     return "\n".join(rows)
 
 
@@ -268,7 +333,7 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--duration", type=float, default=20.0, help="seconds per phase (default 20)")
     ap.add_argument("--runs", type=int, default=1, help="times each phase is run, a new server each (default 1)")
     ap.add_argument("--phases", nargs="+", default=["liveness", "pulldoc", "newseed", "downloads", "logs"],
-                    choices=["alone", "liveness", "pulldoc", "newseed", "downloads", "logs"])
+                    choices=["alone", "liveness", "pulldoc", "newseed", "downloads", "logs", "pages"])
     ap.add_argument("--requests", type=int, default=10_000, help="requests of each kind in the logs phase")
     ap.add_argument("--code", type=Path, default=ROOT, help="the checkout whose app.py to serve (default this one)")
     ap.add_argument("--json", help="append the results to this JSON-lines file")
@@ -281,6 +346,8 @@ def main(argv=None) -> list[dict]:
         for name in args.phases:
             if name == "logs":
                 r = log_bytes(code, args.requests, out)
+            elif name == "pages":
+                r = pages_phase(code)
             else:
                 with serve(code / "app.py") as (url, proc):
                     r = asyncio.run(phase(url, name, args.duration, proc))

@@ -141,8 +141,9 @@ def run(app: str, n: int, lifetime_ms: int, check_ms: int, tab: str | None = Non
     }
 
 
-#: What the loop watch names a turn that built a page (the build gate's paced build, server/build_gate.py).
-PAGE_BUILD = "page_builds"
+#: What the loop watch names a turn that built a page (the build gate's paced build, server/build_gate.py, in
+#: server/patches/bokeh_create_session.py).
+PAGE_BUILD = "paced_page_build"
 
 #: Turns over this long (ms) are counted as stalls: a key waits behind them beyond a frame's worth of slack.
 STALL_MS = 50.0

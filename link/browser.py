@@ -21,7 +21,8 @@ from bokeh.models import Div
 from course.questions import MAX_JSON_CHARS
 from link.shown import PlotsShown
 from link.updates import one_message
-from server.guard import SCREENED, refuse_page
+from server.guard import refuse_page
+from services.sessions import SCREENED
 from session.address import HEAD_ARGUMENT_PARAMS, Q_RANGE, address_of
 from session.i18n import N_, menu_languages
 from session.model import MODEL_PARAMS

@@ -3,7 +3,8 @@ drag's contract (``link/__init__.py``).
 
 Two drags use it: the query's (:class:`link.drag.DragChannel`) and the Projections tab's
 (:class:`link.projections.ProjectionChannel`), so a position costs the server the same in either. Particular to
-this file: a row the page writes is checked before anything reads it; positions are taken paced (the newest
+this file: a row the page writes is checked before anything reads it (a position that is not a finite number is
+dropped, said once a page in the log); positions are taken paced (the newest
 position wins, and after each update the session waits as long as it took, at least
 :attr:`PositionChannel.MIN_GAP`: ``services/pace.py``), mid-drag updates also count against the process's share
 (``services/pacing.py``), and the release is taken at once.
@@ -11,6 +12,8 @@ position wins, and after each update the session waits as long as it took, at le
 
 from __future__ import annotations
 
+import logging
+import math
 import numbers
 import time
 
@@ -20,9 +23,12 @@ import param
 from link.row import OneRow
 from services.pace import Pace, run_later
 from services.pacing import get_budget
+from services.sessions import SCREENED
 
 #: The largest ``seq`` a page sends: JavaScript's largest exact integer (the page counts 1, 2, …).
 MAX_SEQ = 2**53 - 1
+
+log = logging.getLogger(__name__)
 
 
 def is_number(x) -> bool:
@@ -44,6 +50,7 @@ class PositionChannel(param.Parameterized):
     MIN_GAP = 1 / 60
     #: The channel's columns besides the position: name -> (default, check of a value the page wrote).
     EXTRA: dict = {}
+    _said_not_finite = False  # a position that is not a finite number has been dropped, and said in the log
 
     def _open_channel(self, name: str) -> None:
         """Create ``channel`` (its Bokeh name ``name``) and the pacing's bookkeeping."""
@@ -74,6 +81,14 @@ class PositionChannel(param.Parameterized):
         try:
             x, y = float(row["x"]), float(row["y"])
         except OverflowError:  # a whole number too large for a float: no page writes one
+            return
+        if not (math.isfinite(x) and math.isfinite(y)):
+            # the page's scripts send finite positions only (link/drag.js, link/projections.js); clamped, ±inf moved
+            # q to the plane's edge, and NaN put the state's refusal on the page
+            if not self._said_not_finite:
+                self._said_not_finite = True  # said once a page, as the browser bridge says what it ignores
+                log.warning("Ignored a drag position that is not a finite number (%r, %r), and will ignore the "
+                            "page's next such silently (%s)", x, y, SCREENED)
             return
         extra = {k: row[k] for k in self.EXTRA}
         self.receive(x, y, seq=seq, start=row["start"], end=row["end"], **extra)

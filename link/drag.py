@@ -167,8 +167,8 @@ class DragChannel(PositionChannel):
         release is taken at once, so anything the page sends after it (a key, a click) comes after it. While many
         pages drag, mid-drag updates are spaced further, so that together with their receiving they leave the
         server's loop about half free for clicks, keys and releases (``services/pacing.py``).
-        Each position taken is answered in ``confirmed`` (``seq``). NaN reaches the state, which refuses it
-        with a message.
+        Each position taken is answered in ``confirmed`` (``seq``). A page's positions are finite (the channel
+        drops any other: ``link/channel.py``); a caller's NaN reaches the state, which refuses it with a message.
         """
         finite = math.isfinite(x) and math.isfinite(y)
         if start:

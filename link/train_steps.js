@@ -6,7 +6,8 @@ function build(ui) {
   const run = st.run, w = words();
   const cells = ui.cells = {weights: [], target: [], w: [], outputs: []};
   scrub.max = String(run.steps);
-  // the loss curve: the whole run, a dashed floor where one head stops, a marker at the step
+  // the loss curve: drawn up to the step (the class watches it fall, not the run's end ahead of it), its axes the
+  // whole run's, a dashed floor where one head stops, a marker at the step
   lossSvg.replaceChildren();
   // room for tick labels in the page's number size (22 px on a projector: static/train.css)
   // the left margin as wide as the loss's tick labels in the curve's text size: "19.74" (Retrieve the value's start)
@@ -32,8 +33,9 @@ function build(ui) {
   if (run.floor != null) {
     lossSvg.append(svg_("line", {x1: L, x2: W - R, y1: y(run.floor), y2: y(run.floor), class: "floor"}));
   }
-  const d = run.loss.map((v, t) => `${t ? "L" : "M"}${x(t).toFixed(1)},${y(v).toFixed(1)}`).join("");
-  lossSvg.append(svg_("path", {d, class: "curve"}));
+  ui.curvePoints = run.loss.map((v, t) => `${x(t).toFixed(1)},${y(v).toFixed(1)}`);
+  const curve = ui.curve = svg_("path", {d: `M${ui.curvePoints[0]}`, class: "curve"});
+  lossSvg.append(curve);
   const markerLine = ui.markerLine = svg_("line", {y1: T, y2: H - B, class: "marker-line"});
   const marker = ui.marker = svg_("circle", {r: 4.5, class: "marker"});
   lossSvg.append(markerLine, marker);
@@ -165,6 +167,7 @@ function draw(ui, t) {
                                                                            swapped: fmtL(swapped, 4, w)}) : "";
   swapOut.dataset.loss = String(swapped);
   const x = lossSvg._x(t), y = lossSvg._y(f.loss);
+  ui.curve.setAttribute("d", `M${ui.curvePoints.slice(0, t + 1).join("L")}`);
   marker.setAttribute("cx", x.toFixed(1));
   marker.setAttribute("cy", y.toFixed(1));
   markerLine.setAttribute("x1", x.toFixed(1));

@@ -12,7 +12,7 @@ may start when the bucket holds at most :attr:`BuildGate.BURST` seconds; it adds
 bucket empties at :attr:`BuildGate.SHARE` seconds a second. After a build of ``c`` seconds the next starts about
 ``c * (1 / SHARE - 1)`` seconds later, and in that gap the loop serves every page already open: their keys, drags,
 websocket connections and the first messages of pages just built. Builds therefore take at most ``SHARE`` of the
-loop however many are asked for, one at a time and in the order asked; when they are few, the first starts at
+loop however many are asked for, one at a time (whose next: below); when they are few, the first starts at
 once. Pacing only bites when builds would take more than their share.
 
 The gaps are for pages in use. While no page open for more than a few seconds has sent a message for half a minute,
@@ -23,6 +23,16 @@ markedly slower than with its pages built back to back: ``bench/HISTORY.md``). T
 
 The gate is installed on Bokeh's session creation (``server/patches/bokeh_create_session.py``), the one place every
 page's document is made: an HTTP GET of the page, a websocket whose session had been discarded, the liveness check.
+
+Builds wait in one line per client (the address a page's request came from, as the queue of training runs counts
+clients: ``services/train_queue.py``), and the gate takes one build from each client in turn, so another learner's
+page waits at most about one build of a client that asked for 150 (each client's own in the order it asked; the
+health check's builds are a client of their own). A client may have at most
+:attr:`BuildGate.MAX_WAITING_PER_CLIENT` builds waiting; its next request is answered 429 with a short message,
+and one line in the log (backed off per client: ``server/logs.py``). And a page whose request's connection closes
+while its build waits is not built: it leaves its line when Tornado notices the close, or at its turn at the
+latest, and its request ends without an answer (logged as 499). 150 page requests closed after 2 s were otherwise
+all built, one after another, and a new learner's page waited 64.9 s behind them (``bench/RESULTS.md``).
 
 A page's work once it has loaded (Panel's ``onload`` callbacks: a joining page's room, its header and its poll
 card, about a tenth of a second each) is charged to the same bucket (``server/patches/panel_on_load.py``): it cannot
@@ -35,13 +45,49 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import logging
 import math
 import time
 
+from tornado.web import Finish, HTTPError
+
 from services.pace import Pace
+from services.pacing import client_address
 
 #: Where the process keeps its gate.
 CACHE_KEY = "explorer-build-gate"
+
+log = logging.getLogger(__name__)
+
+
+class NotBuilt:
+    """A page the gate answered without building it: no failure of the server, so Bokeh's line and traceback for a
+    session it could not create are left out for it (``server/logs.py``)."""
+
+
+class PageLeft(NotBuilt, Finish):
+    """The page's request closed its connection while its build waited: nobody would read the page, so it is not
+    built, and the request ends without an answer (Tornado's :class:`~tornado.web.Finish`: no error, no
+    traceback)."""
+
+
+class TooManyWaiting(NotBuilt, HTTPError):
+    """The page's client already has :attr:`BuildGate.MAX_WAITING_PER_CLIENT` builds waiting: HTTP 429, with a
+    short message a browser shows."""
+
+    def __init__(self):
+        super().__init__(429, reason="Too many pages asked for from this address at once: try again in a minute")
+
+
+class _Waiter:
+    """A build waiting for the gate: its request (None: the health check's), its client, and the future the gate
+    resolves when it is its turn (or fails with :class:`PageLeft`)."""
+
+    __slots__ = ("client", "future", "handed", "request")
+
+    def __init__(self, future: asyncio.Future, request, client):
+        self.future, self.request, self.client = future, request, client
+        self.handed = False  # the gate was handed to it (its future's result set)
 
 
 class BuildGate(Pace):
@@ -49,9 +95,10 @@ class BuildGate(Pace):
 
     Its bucket is :class:`services.pace.Pace`'s, charged with each build as it ran (the bucket leaks during the
     build). Unlike a drag's positions, where the newest wins and owes only its own cost, every page asked for is
-    built, in the order asked, and a page's onload work is charged to the same bucket: their costs add up.
+    built, one client's in the order it asked, and a page's onload work is charged to the same bucket: their costs add
+    up. Builds waiting are taken one client at a time in turn (:meth:`turn`'s ``request`` says whose).
 
-    ``async with gate.turn():`` waits until a build may start, then holds the gate while the build runs and
+    ``async with gate.turn(request):`` waits until a build may start, then holds the gate while the build runs and
     charges the seconds it took (the wall time on the loop, which a build holds). ``clock`` gives the time in
     seconds; ``sleep`` waits that many seconds (both a test's own).
 
@@ -82,6 +129,11 @@ class BuildGate(Pace):
     IDLE = 0.0005
     #: While the loop is busy, how often (seconds) a waiting build looks again whether it has become idle.
     RECHECK = 0.01
+    #: Builds one client may have waiting; its next page is refused (429) until one of them is built or leaves. A
+    #: class behind one school address (a NAT) is one client and opens the page together, nearly all of it waiting:
+    #: one process is sized for 100 learners (``bench/RESULTS.md``), so a class waits in line, never refused. A
+    #: script's pages beyond that are refused, not kept waiting for minutes.
+    MAX_WAITING_PER_CLIENT = 100
 
     def __init__(self, clock=time.perf_counter, sleep=asyncio.sleep, idle=None):
         super().__init__(clock)
@@ -90,9 +142,17 @@ class BuildGate(Pace):
         self.messages = 0  # pages' messages being handled now (their handling awaits, over several turns)
         self.used_at = -math.inf  # when a page in use last sent a message
         self._busy = False
-        self._waiting: collections.deque = collections.deque()  # futures of builds waiting for the gate, in order
+        # each client's line of builds waiting (_Waiter, in the order asked), and the clients in the order the gate
+        # takes them (each once; the one just served in _served, until the next build is taken)
+        self._lines: dict[object, collections.deque] = {}
+        self._turns: collections.deque = collections.deque()
+        # the client whose build was taken last, while it has more waiting: it goes to the back of the turns only when
+        # the next build is taken, behind every client that asked while its build ran
+        self._served = None
         self.builds = 0
         self.waited = 0.0  # seconds builds spent waiting in all
+        self.skipped = 0  # builds not made: their request's connection had closed
+        self.refused = 0  # requests answered 429: their client had MAX_WAITING_PER_CLIENT builds waiting
 
     @contextlib.contextmanager
     def page_message(self, in_use: bool = True):
@@ -138,29 +198,46 @@ class BuildGate(Pace):
     @property
     def queued(self) -> int:
         """How many builds wait for the gate."""
-        return len(self._waiting)
+        return sum(map(len, self._lines.values()))
 
-    def turn(self) -> _Turn:
-        """``async with gate.turn():`` around one page's build."""
-        return _Turn(self)
+    def waiting_from(self, request) -> int:
+        """How many builds ``request``'s client has waiting."""
+        return len(self._lines.get(_client(request), ()))
 
-    async def _enter(self) -> float:
+    def turn(self, request=None) -> _Turn:
+        """``async with gate.turn(request):`` around the build of the page ``request`` (Tornado's request) asked
+        for; None: one no client asked for (the health check's). Raises :class:`PageLeft` if the request's
+        connection closes before the build starts, :class:`TooManyWaiting` if its client has too many waiting."""
+        return _Turn(self, request)
+
+    def left(self, request) -> bool:
+        """``request``'s connection has closed (Tornado's ``on_connection_close``): if its build waits, it leaves
+        its line and is not built. Whether it was waiting."""
+        for waiter in self._lines.get(_client(request), ()):
+            if waiter.request is request:
+                self._remove(waiter)
+                self._skip(waiter)
+                return True
+        return False
+
+    async def _enter(self, request) -> float:
         asked = self.clock()
-        if self._busy or self._waiting:
-            future = asyncio.get_running_loop().create_future()
-            self._waiting.append(future)
+        if self._busy or self._lines:
+            waiter = self._queue(request)
             try:
-                await future  # handed the gate by the build before
+                await waiter.future  # handed the gate by the build before
             except BaseException:
-                if future in self._waiting:
-                    self._waiting.remove(future)
-                elif future.done() and not future.cancelled():
+                self._remove(waiter)
+                if waiter.handed:
                     self._release()  # it had been handed the gate: pass it on
                 raise
         self._busy = True
         try:
             while (seconds := self.wait()) > 0 and not await self._nobody_waits():
                 await self._sleep(min(seconds, self.RECHECK))
+            if connection_closed(request):  # it left while the loop had its share
+                self.skipped += 1
+                raise PageLeft()
         except BaseException:
             self._release()
             raise
@@ -168,28 +245,111 @@ class BuildGate(Pace):
         self.waited += start - asked
         return start
 
+    def _queue(self, request) -> _Waiter:
+        """A place for ``request``'s build at the back of its client's line; raises :class:`TooManyWaiting` when
+        the line is full."""
+        client = _client(request)
+        line = self._lines.get(client)
+        # a websocket's build (its page's session had been discarded) waits in its client's line but is never refused:
+        # Bokeh's websocket handler has no answer for it but a traceback
+        if _stream(request) is not None and line is not None and len(line) >= self.MAX_WAITING_PER_CLIENT:
+            for waiter in [w for w in line if connection_closed(w.request)]:  # gone unnoticed: they leave first
+                self._remove(waiter)
+                self._skip(waiter)
+            line = self._lines.get(client)
+            if line is not None and len(line) >= self.MAX_WAITING_PER_CLIENT:
+                self.refused += 1
+                log.warning("Refused a page to %s: %d pages it asked for already wait to be built (at most %d a "
+                            "client); answered 429", client, len(line), self.MAX_WAITING_PER_CLIENT)
+                raise TooManyWaiting()
+        if line is None:
+            line = self._lines[client] = collections.deque()
+            self._turns.append(client)
+        waiter = _Waiter(asyncio.get_running_loop().create_future(), request, client)
+        line.append(waiter)
+        return waiter
+
+    def _remove(self, waiter: _Waiter) -> None:
+        line = self._lines.get(waiter.client)
+        if line is None or waiter not in line:
+            return
+        line.remove(waiter)
+        if not line:
+            del self._lines[waiter.client]
+            if self._served == waiter.client:
+                self._served = None
+            else:
+                self._turns.remove(waiter.client)
+
+    def _skip(self, waiter: _Waiter) -> None:
+        if not waiter.future.done():
+            self.skipped += 1
+            waiter.future.set_exception(PageLeft())
+
+    def _take(self) -> _Waiter | None:
+        """The next build waiting: the oldest of the client whose turn it is (None: none waits)."""
+        if self._served is not None:  # its next build after every other client's, those that came meanwhile too
+            self._turns.append(self._served)
+            self._served = None
+        if not self._turns:
+            return None
+        client = self._turns.popleft()
+        line = self._lines[client]
+        waiter = line.popleft()
+        if line:
+            self._served = client
+        else:
+            del self._lines[client]
+        return waiter
+
     def _release(self) -> None:
-        while self._waiting:
-            future = self._waiting.popleft()
-            if not future.done():
-                future.set_result(None)  # stays busy: the gate passes straight to it
-                return
+        while (waiter := self._take()) is not None:
+            if waiter.future.done():  # its asker gave up (cancelled)
+                continue
+            if connection_closed(waiter.request):  # gone, and Tornado has not said so yet
+                self._skip(waiter)
+                continue
+            waiter.handed = True
+            waiter.future.set_result(None)  # stays busy: the gate passes straight to it
+            return
         self._busy = False
 
 
 class _Turn:
-    def __init__(self, gate: BuildGate):
+    def __init__(self, gate: BuildGate, request):
         self._gate = gate
+        self._request = request
         self._start = 0.0
 
     async def __aenter__(self) -> None:
-        self._start = await self._gate._enter()
+        self._start = await self._gate._enter(self._request)
 
     async def __aexit__(self, *exc) -> None:
         gate = self._gate
         gate.charge(gate.clock() - self._start, self._start)
         gate.builds += 1
         gate._release()
+
+
+def connection_closed(request) -> bool:
+    """Whether ``request``'s HTTP connection has closed. Tornado's handler of a page's request sets a close callback on
+    its connection, so its stream watches for the client's end while the build waits. False for no request (the
+    health check's) or a websocket's (its connection is the websocket's now: no stream), which are built as
+    asked."""
+    stream = _stream(request)
+    return stream is not None and stream.closed()
+
+
+def _client(request) -> object:
+    """Whose line ``request``'s build waits in: its address; one line for the builds of no address (the health
+    check's)."""
+    address = client_address(request)
+    return ("no address",) if address is None else address
+
+
+def _stream(request):
+    """The stream of ``request``'s HTTP connection (Tornado's ``IOStream``); None for no request or a websocket's."""
+    return getattr(getattr(request, "connection", None), "stream", None)
 
 
 def get_gate() -> BuildGate:

@@ -28,12 +28,13 @@ from tornado.iostream import StreamClosedError
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from server.build_gate import BuildGate, get_gate
-from server.pages import MAX_LINK_CHARS
+from server.pages import MAX_LINK_CHARS, embedding_argument
 from server.patches.bokeh_deserializer import PATCH as READER
 from server.patches.bokeh_deserializer import PageReader
 from server.transport import session_websockets
+from server.ws_origin import refuse_foreign_origin
 from services.pacing import client_at, get_client_shares, get_event_pacer
-from services.sessions import page_has_left
+from services.sessions import SCREENED, page_has_left
 
 log = logging.getLogger(__name__)
 
@@ -76,8 +77,6 @@ TURN = 0.002
 #: The longest websocket address taken, in characters: the page's own link limit (``server/pages.py``). A page's
 #: websocket address is its page's address plus ``/ws``; one of 1 MB cost its session 6 MB, kept for its life.
 WS_LINK_CHARS = MAX_LINK_CHARS
-#: In every log line of what :func:`screen_page_patch` drops or refuses (the browser tests look for it).
-SCREENED = "screened out"
 
 
 def _encodings(value, types: set, models: set) -> None:
@@ -264,7 +263,8 @@ class GuardedWSHandler(PanelWSHandler):
     write to it failed), nothing it had sent and the server had not read yet is handled, and what the server would
     still send it is dropped without a word: a client that sent 10 s of keys and left had its 73,000 messages applied
     for 15 s more, with a warning for each answer that could not be sent. A handshake whose address is longer than
-    :data:`WS_LINK_CHARS` gets HTTP 414, as the page's does.
+    :data:`WS_LINK_CHARS` gets HTTP 414, as the page's does. One from an origin outside Bokeh's allowlist gets HTTP 403,
+    whatever it says of itself (``server/ws_origin.py``).
     """
 
     _refused = False
@@ -279,10 +279,15 @@ class GuardedWSHandler(PanelWSHandler):
             self.set_status(414)
             self.finish()
             return
+        if embedding_argument(self.request):  # a session it would make would load its scripts from elsewhere
+            self.set_status(400)
+            self.finish()
+            return
+        if refuse_foreign_origin(self):
+            return
         await super().prepare()
 
     def open(self, *args, **kwargs):
-        quiet_closed_socket_writes(asyncio.get_running_loop())
         if self.selected_subprotocol != "bokeh" or self._token is None:
             self._refuse("a handshake without the bokeh subprotocol and a session token")
             return None

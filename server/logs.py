@@ -6,8 +6,9 @@ room's code and token; a link can also be made a megabyte long (the page answers
 cannot apply it: a 15 kB value written into a widget, three times over, with its traceback.
 
 So every log record of the process, whichever logger makes it (Bokeh's, Tornado's, Panel's, asyncio's, the
-app's), is bounded as it is made: the room arguments blanked, its message cut to :data:`MAX_LOG_CHARS`, its
-traceback to :data:`MAX_TRACEBACK_CHARS`. This is done by the log record factory (the standard library's one
+app's), is bounded as it is made: the room arguments blanked, its message cut to :data:`MAX_LOG_CHARS` (its start
+and its end kept: a traceback that a library writes into the message itself ends with its error), its traceback to
+:data:`MAX_TRACEBACK_CHARS`. This is done by the log record factory (the standard library's one
 hook that sees every record, :func:`logging.setLogRecordFactory`), not by a filter: a filter on a logger does
 not see the records of its child loggers (``bokeh.server.protocol_handler`` is one), and a filter on a handler
 misses the handlers added after it.
@@ -28,8 +29,12 @@ import logging
 import re
 import time
 
-#: Longest log message kept whole; longer ones keep their start and say how long they were.
+#: Longest log message kept whole; longer ones keep their start and their end (:data:`TAIL_CHARS` of it) and say how
+#: long they were.
 MAX_LOG_CHARS = 600
+#: Of a message cut to :data:`MAX_LOG_CHARS`, the characters at most kept from its end: its last lines, whole where
+#: they fit. A traceback written into a message (Bokeh's "Error thrown from callback") ends with the error.
+TAIL_CHARS = MAX_LOG_CHARS // 2
 #: Longest traceback kept whole (each of its lines cut like a message too); a longer one keeps its end, where the
 #: innermost frames and the error are.
 MAX_TRACEBACK_CHARS = 4000
@@ -41,8 +46,9 @@ QUIET_S = 600.0
 MAX_URI_CHARS = 160
 #: The loggers whose lines a client can make again and again with HTTP requests: Tornado's access log (each answer)
 #: and its general log (a request it cannot read, an error's reason), Bokeh's websocket handshake's (a bad token).
-#: (The websocket guard, ``server/guard.py``, logs one line for a connection, which a handshake costs.)
-CLIENT_LOGGERS = ("tornado.access", "tornado.general", "bokeh.server.views.ws")
+#: (The websocket guard, ``server/guard.py``, logs one line for a connection, which a handshake costs.) And the build
+#: gate's line for a page refused to a client with too many waiting (``server/build_gate.py``).
+CLIENT_LOGGERS = ("tornado.access", "tornado.general", "bokeh.server.views.ws", "server.build_gate")
 
 
 def _cut_lines(text: str) -> str:
@@ -50,14 +56,36 @@ def _cut_lines(text: str) -> str:
                      for line in text.split("\n"))
 
 
+def _start_and_end(text: str) -> str:
+    """``text`` cut to :data:`MAX_LOG_CHARS` characters and a note of its length: its start, and its end of up to
+    :data:`TAIL_CHARS`. The end of a text of several lines is its last lines that fit whole, or else the start of its
+    last line (a traceback's error: its type and what it says first).
+
+    >>> cut = _start_and_end("x" * 700 + "\\n  raise ValueError(...)\\nValueError: " + "y" * 100)
+    >>> cut.splitlines()[1:3], cut.endswith("\\nValueError: " + "y" * 100), len(cut)
+    (['… (837 characters in all) …', '  raise ValueError(...)'], True, 630)
+    """
+    note = f"({len(text)} characters in all)"
+    lines = text.rstrip("\n").split("\n")
+    if len(lines) == 1:
+        return f"{text[:MAX_LOG_CHARS - TAIL_CHARS]}… {note} …{text[-TAIL_CHARS:]}"
+    tail = lines[-1] if len(lines[-1]) <= TAIL_CHARS else lines[-1][:TAIL_CHARS - 1] + "…"
+    for line in reversed(lines[1:-1]):
+        if len(tail) + 1 + len(line) > TAIL_CHARS:
+            break
+        tail = f"{line}\n{tail}"
+    return f"{text[:MAX_LOG_CHARS - len(tail)]}…\n… {note} …\n{tail}"
+
+
 class RedactLogLines(logging.Filter):
-    """Blank the values of ``room`` and ``token`` in logged URLs, shorten messages past :data:`MAX_LOG_CHARS` and
-    tracebacks past :data:`MAX_TRACEBACK_CHARS`.
+    """Blank the values of ``room`` and ``token`` in logged URLs, shorten messages past :data:`MAX_LOG_CHARS` (their
+    start and end kept) and tracebacks past :data:`MAX_TRACEBACK_CHARS` (their end kept).
 
     >>> RedactLogLines.redact("101 GET /app/ws?room=K7M4QX&token=abc-_1 (127.0.0.1) 2.1ms")
     '101 GET /app/ws?room=…&token=… (127.0.0.1) 2.1ms'
-    >>> RedactLogLines.redact("414 GET /?q=" + "x" * 70000 + " (127.0.0.1) 0.97ms")[-40:]
-    'xxxxxxxxxxxxx… (70031 characters in all)'
+    >>> cut = RedactLogLines.redact("414 GET /?q=" + "x" * 70000 + " (127.0.0.1) 0.97ms")
+    >>> cut[:12], cut[298:332], cut[-22:], len(cut)
+    ('414 GET /?q=', 'xx… (70031 characters in all) …xxx', 'xxx (127.0.0.1) 0.97ms', 629)
     """
 
     _ARG = re.compile(r"(?<=[?&;])(room|token)=[^&;\s\"']*", re.IGNORECASE)
@@ -65,7 +93,7 @@ class RedactLogLines(logging.Filter):
     @classmethod
     def redact(cls, text: str) -> str:
         text = cls._ARG.sub(r"\1=…", text)
-        return text if len(text) <= MAX_LOG_CHARS else f"{text[:MAX_LOG_CHARS]}… ({len(text)} characters in all)"
+        return text if len(text) <= MAX_LOG_CHARS else _start_and_end(text)
 
     @classmethod
     def bound(cls, record: logging.LogRecord) -> logging.LogRecord:
@@ -104,9 +132,11 @@ def install_log_redaction() -> None:
     """Bound every log record the process makes from now on (:meth:`RedactLogLines.bound`), whichever logger
     makes it and whichever handler writes it, and the lines a client can make again and again
     (:func:`install_client_limits`), and Panel's line for each write to a page that has left
-    (:func:`install_page_left_filter`). Idempotent; the factory in place before is kept and called first."""
+    (:func:`install_page_left_filter`), and Bokeh's for a page the build gate did not build
+    (:func:`install_unbuilt_pages_filter`). Idempotent; the factory in place before is kept and called first."""
     install_client_limits()
     install_page_left_filter()
+    install_unbuilt_pages_filter()
     factory = logging.getLogRecordFactory()
     if getattr(factory, "bounds_records", False):
         return
@@ -236,3 +266,30 @@ def install_page_left_filter() -> None:
     logger = logging.getLogger("panel.io.document")
     if not any(isinstance(f, PageLeftWrites) for f in logger.filters):
         logger.addFilter(PageLeftWrites())
+
+
+class UnbuiltPages(logging.Filter):
+    """Drop Bokeh's "Failed to create session" (with its traceback) for a page the build gate answered without
+    building it (``server/build_gate.py``: its request had left, or its client had too many waiting): no failure,
+    and a client could otherwise make one traceback per request. The request's own answer is in the access log.
+    Every other line of ``bokeh.server.contexts`` passes, a page that failed to build among them.
+
+    >>> from server.build_gate import PageLeft
+    >>> f = UnbuiltPages()
+    >>> rec = lambda e: logging.LogRecord("bokeh.server.contexts", logging.ERROR, "", 0,
+    ...                                   "Failed to create session %r: %s", ("x", e), (type(e), e, None))
+    >>> f.filter(rec(PageLeft())), f.filter(rec(RuntimeError("the page's code raised")))
+    (False, True)
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from server.build_gate import NotBuilt
+
+        return not (record.exc_info and isinstance(record.exc_info[1], NotBuilt))
+
+
+def install_unbuilt_pages_filter() -> None:
+    """Add one :class:`UnbuiltPages` to Bokeh's ``bokeh.server.contexts`` logger. Idempotent."""
+    logger = logging.getLogger("bokeh.server.contexts")
+    if not any(isinstance(f, UnbuiltPages) for f in logger.filters):
+        logger.addFilter(UnbuiltPages())

@@ -28,18 +28,45 @@ cut and pasted twice, or changed by hand.</p>
 </body></html>"""
 
 
+#: Arguments of Bokeh's embedding (``autoload.js``) that Panel also reads from a page's own address and writes,
+#: unescaped, into the page's ``<script src>`` and ``<link href>`` (``panel.io.application``: the session's
+#: ``rel_path``): a link carrying one could run a script of anyone's on this site. No page of the app's has them.
+EMBEDDING_ARGUMENTS = ("bokeh-absolute-url",)
+
+NOT_OURS_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Not a link of ours · Attention Explorer</title></head>
+<body style="font: 20px/1.5 system-ui, sans-serif; max-width: 40em; margin: 3em auto; padding: 0 1em">
+<h1>This is not a link Attention Explorer makes</h1>
+<p>It asks the page to load its scripts from another address, which this server never does.</p>
+<p><a href="{home}">Open Attention Explorer</a> without it.</p>
+</body></html>"""
+
+
+def embedding_argument(request) -> str | None:
+    """The first of :data:`EMBEDDING_ARGUMENTS` in ``request``'s query (a Tornado request), or None."""
+    return next((name for name in EMBEDDING_ARGUMENTS if name in request.query_arguments), None)
+
+
 class LinkCheckedDocHandler(DocHandler):
-    """Panel's page handler, which answers a request for a link over :data:`MAX_LINK_CHARS` with a page saying so."""
+    """Panel's page handler, which answers a request for a link over :data:`MAX_LINK_CHARS` with a page saying so,
+    and one with an argument of Bokeh's embedding (:data:`EMBEDDING_ARGUMENTS`) with HTTP 400 and a page saying so."""
 
     async def prepare(self):
         length = len(self.request.uri or "")
         if length > MAX_LINK_CHARS:
-            self.set_status(414)
-            self.set_header("Content-Type", "text/html; charset=utf-8")
-            self.set_header("Cache-Control", "no-store")
-            self.finish(TOO_LONG_PAGE.format(length=length, home=self.request.path))
+            self._plain(414, TOO_LONG_PAGE.format(length=length, home=self.request.path))
+            return
+        if embedding_argument(self.request):
+            self._plain(400, NOT_OURS_PAGE.format(home=self.request.path))
             return
         await super().prepare()
+
+    def _plain(self, status: int, page: str) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "text/html; charset=utf-8")
+        self.set_header("Cache-Control", "no-store")
+        self.finish(page)
 
 
 def install_link_limit(server_kwargs: dict) -> None:

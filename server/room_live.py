@@ -17,14 +17,14 @@ and the page's script opens the channel with it, as the websocket subprotocols `
 a newer one with its ticket replaces it (the old one closes with 4409), and leaving the room closes it.
 So the room's slots are held by its pages only, never by sockets anyone can open.
 
-The channel is read-only: it carries only what every follower of the room may see, accepts the
-same origins as Bokeh's websocket, and closes on any message from the page (code 4400), without a
+The channel is read-only: it carries only what every follower of the room may see, accepts the same origins as
+Bokeh's websocket (``server/ws_origin.py``), and closes on any message from the page (code 4400), without a
 following page's ticket or when it names no running room (4403 for both, with one reason: a channel tells nobody
-which codes are in use), when the page's newer channel replaces it (4409; the page does not try again after any
-of these), or when this process holds as many channels as it accepts (4429; the page tries again later). A client
-whose tries keep failing is refused (HTTP 429) before its handshake, a try every few seconds at most once it has
-failed :data:`FAILED_TRIES` times (:class:`FailedTries`), unless it comes with a following page's ticket: guessing
-codes through the channel was 338 tries a second. It is pinged, so a page that vanished without closing is
+which codes are in use), when the page's newer channel replaces it (4409; the page does not try again after any of
+these), or when this process holds as many channels as it accepts (4429; the page tries again later). A client whose
+tries keep failing is refused (HTTP 429) before its handshake, a try every few seconds at most once it has failed
+:data:`FAILED_TRIES` times (:class:`FailedTries`), unless it comes with a following page's ticket: guessing codes
+through the channel was 338 tries a second. It is pinged, so a page that vanished without closing is
 dropped, and a page that reads slowly gets the newest query rather than a backlog.
 """
 
@@ -36,6 +36,7 @@ import time
 from bokeh.server.views.ws import WSHandler
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
+from server.ws_origin import refuse_foreign_origin
 from services.room_hand import LIVE_ROUTE as ROUTE
 from services.rooms import RoomError, RoomFull, get_registry
 
@@ -104,6 +105,10 @@ class RoomLiveHandler(WebSocketHandler):
     def check_origin(self, origin: str) -> bool:
         # the same rule, and the same settings (BOKEH_ALLOW_WS_ORIGIN), as the page's Bokeh websocket
         return WSHandler.check_origin(self, origin)
+
+    def prepare(self) -> None:
+        # the rule above for every handshake that names an origin, not only those Tornado takes to be cross-origin
+        refuse_foreign_origin(self)
 
     def select_subprotocol(self, subprotocols: list[str]) -> str | None:
         # the page offers [SUBPROTOCOL, ticket]; the answer names the first only, so the ticket goes no further

@@ -5,6 +5,9 @@ bare ``panel serve app.py`` has none of them (the README says what it lacks); th
 
 from __future__ import annotations
 
+import asyncio
+
+from server.guard import quiet_closed_socket_writes
 from server.katex_fonts import font_patterns
 from server.pages import install_link_limit
 from server.room_live import live_patterns
@@ -22,8 +25,14 @@ def add_routes(server_kwargs: dict) -> dict:
     # a room's live channel to its followers' pages (server/room_live.py); KaTeX's fonts, where Panel's bundled
     # KaTeX stylesheet looks for them (server/katex_fonts.py)
     server_kwargs["extra_patterns"] = [*server_kwargs.get("extra_patterns", []), *live_patterns(), *font_patterns()]
-    # the rooms of this process as the server starts (with Redis, its connection: services/rooms_redis.py)
     from tornado.ioloop import IOLoop
 
-    IOLoop.current().add_callback(start_rooms)
+    IOLoop.current().add_callback(_started)
     return server_kwargs
+
+
+def _started() -> None:
+    """What the process sets up on its loop as the server starts: the loop's handler of writes to pages that had
+    left (server/guard.py), and the rooms (with Redis, its connection: services/rooms_redis.py)."""
+    quiet_closed_socket_writes(asyncio.get_running_loop())
+    start_rooms()

@@ -13,12 +13,14 @@ the memory of closed sessions can go back to the system (``server/housekeeping.p
 ``HEALTHCHECK``); exit status 0 when it could.
 
 Websocket origins use Bokeh's own ``BOKEH_ALLOW_WS_ORIGIN`` (comma-separated ``host[:port]``); when it
-is unset Bokeh allows only ``localhost`` on the served port.
+is unset only this machine's pages open the websocket: at ``localhost`` and ``127.0.0.1`` on the served port, and,
+when the server listens on the network (``ADDRESS``), at this machine's own addresses.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
 import urllib.error
@@ -27,6 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.network import interface_addresses, is_loopback
 from services.rooms import RoomSecret, redis_url_from_env
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -136,7 +139,30 @@ def serve_argv(environ: Mapping[str, str] = os.environ) -> list[str]:
             argv += [flag, value]
     if environ.get("EXPLORER_USE_XHEADERS", "").strip().lower() in ("1", "true", "yes"):
         argv.append("--use-xheaders")
+    if not environ.get("BOKEH_ALLOW_WS_ORIGIN", "").strip():
+        # Bokeh's default allows a page at localhost:PORT only; the server's own default address, 127.0.0.1, got in
+        # through Tornado 6.6's same-origin shortcut, which the allowlist now overrules (server/ws_origin.py). A
+        # server listening on the network also takes pages opened at this machine's own addresses: what a teacher
+        # gives the class (the presenter's bar offers them). Numeric addresses only: a page at a name resolving to
+        # this machine (DNS rebinding) is still refused.
+        hosts = ["localhost", "127.0.0.1"]
+        listen = values["--address"]
+        if listen in ("0.0.0.0", "::"):
+            hosts += interface_addresses()
+        elif not is_loopback(listen) and _is_ip(listen):
+            hosts.append(listen)
+        for host in dict.fromkeys(hosts):
+            argv += ["--allow-websocket-origin", f"{host}:{values['--port']}"]
     return argv
+
+
+def _is_ip(text: str) -> bool:
+    """Whether ``text`` is an IPv4 address (an origin names an IPv6 one in brackets, which Bokeh's list does not)."""
+    try:
+        ipaddress.IPv4Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _serve_command():

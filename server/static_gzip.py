@@ -13,6 +13,12 @@ goes out gzip-compressed (or plain) as before, and hands the file's bytes to one
 GIL while it compresses) that keeps their Brotli body; from then on every browser that accepts ``br`` gets that
 body, the others gzip.
 
+A Brotli body made is also written to a folder of this user's (:func:`brotli_store`: ``EXPLORER_STATIC_CACHE``, or
+``~/.cache/attention-explorer/static``), named by the file's ``Etag`` and length, and the next process that needs it
+reads it there instead of compressing again, once it has checked that it decompresses to the file's own bytes: a
+server restarted, several processes on one machine, or a test suite's many servers compress BokehJS once, not each
+(its CPU in ``bench/RESULTS.md``). A folder that cannot be made or written leaves each process compressing as before.
+
 A path's query string is not part of the key (``?v=`` names a version, the ``Etag`` tells it), so requests for one
 file with ever new query strings keep one body, and what is kept is bounded: bodies of whole, successful
 (200) GET responses only, each under :data:`MAX_BODY` bytes, all under :data:`MAX_KEPT`.
@@ -21,13 +27,18 @@ file with ever new query strings keep one body, and what is kept is bounded: bod
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
+import os
+import tempfile
 import threading
+from pathlib import Path
 
 import brotli
 from tornado import httputil
 from tornado.web import GZipContentEncoding
 
-__all__ = ["BROTLI_QUALITY", "MAX_BODY", "MAX_KEPT", "StaticCompression", "accepts_brotli"]
+__all__ = ["BROTLI_QUALITY", "MAX_BODY", "MAX_KEPT", "StaticCompression", "accepts_brotli", "brotli_body",
+           "brotli_store"]
 
 #: The largest compressed body kept: several times BokehJS's, the largest a page loads.
 MAX_BODY = 4 * 1024 * 1024
@@ -35,6 +46,46 @@ MAX_BODY = 4 * 1024 * 1024
 MAX_KEPT = 32 * 1024 * 1024
 #: Brotli's densest setting (0-11): compressed once per process, on a worker thread, so its cost is paid once.
 BROTLI_QUALITY = 11
+
+
+def brotli_store(environ=os.environ) -> Path | None:
+    """The folder Brotli bodies are kept in across processes: ``EXPLORER_STATIC_CACHE`` (empty: none), or this user's
+    cache folder's ``attention-explorer/static``; None where it cannot be made."""
+    given = environ.get("EXPLORER_STATIC_CACHE")
+    if given is not None and not given.strip():
+        return None
+    if given:
+        folder = Path(given)
+    else:
+        base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        folder = Path(base) / "attention-explorer" / "static"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
+def brotli_body(raw: bytes, name: str, store: Path | None) -> bytes:
+    """``raw``'s Brotli body, read from ``store`` under ``name`` if a process made it before (and it decompresses to
+    ``raw``), else made now and written there for the next. Run on the worker thread."""
+    path = store / name if store is not None else None
+    if path is not None:
+        try:
+            body = path.read_bytes()
+            if brotli.decompress(body) == raw:
+                return body
+        except (OSError, brotli.error):
+            pass
+    body = brotli.compress(raw, quality=BROTLI_QUALITY)
+    if path is not None:
+        try:  # whole or not at all: another process may read it meanwhile
+            with tempfile.NamedTemporaryFile(dir=store, prefix=".", delete=False) as out:
+                out.write(body)
+            os.replace(out.name, path)
+        except OSError:
+            pass
+    return body
 
 
 def accepts_brotli(accept_encoding: str) -> bool:
@@ -65,6 +116,8 @@ class StaticCompression(GZipContentEncoding):
     _lock = threading.Lock()
     #: One thread for Brotli: at most one core of the machine for it, never the loop's
     _worker: concurrent.futures.ThreadPoolExecutor | None = None
+    #: Where Brotli bodies are kept across processes (:func:`brotli_store`), None for nowhere
+    store: Path | None = brotli_store()
 
     def __init__(self, request: httputil.HTTPServerRequest) -> None:
         super().__init__(request)
@@ -146,7 +199,9 @@ class StaticCompression(GZipContentEncoding):
                 return
             if cls._worker is None:
                 cls._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="brotli")
-            future = cls.pending[key] = cls._worker.submit(brotli.compress, raw, quality=BROTLI_QUALITY)
+            etag = self._key[1].strip('"')
+            name = hashlib.sha256(f"{etag}|{self._key[3]}|{BROTLI_QUALITY}|{brotli.__version__}".encode()).hexdigest()
+            future = cls.pending[key] = cls._worker.submit(brotli_body, raw, name + ".br", cls.store)
 
         def done(f: concurrent.futures.Future) -> None:
             try:

@@ -128,7 +128,8 @@ def listen_address(argv: Sequence[str] | None = None, environ: Mapping[str, str]
 def allowed_origins(port: int | None, argv: Sequence[str] | None = None) -> list[str]:
     """The ``host:port`` patterns whose pages the server's websocket accepts, as Bokeh decides them
     (bokeh/server/views/ws.py): ``BOKEH_ALLOW_WS_ORIGIN`` if set, else ``--allow-websocket-origin``, else
-    ``localhost:PORT``."""
+    ``localhost:PORT``. (``server/serve.py`` allows ``127.0.0.1:PORT`` too, where the variable is unset: a loopback
+    address, which no caller looks up here.)"""
     from_env = settings.allowed_ws_origin()
     if from_env:
         return list(from_env)

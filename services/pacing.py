@@ -379,11 +379,17 @@ class ClientShares:
 
 
 def client_of(doc) -> object:
-    """Who ``doc``'s page is: the address its page was opened from (Tornado's ``remote_ip``: the browser's, or the
-    proxy's ``X-Forwarded-For`` with ``EXPLORER_USE_XHEADERS``); the page itself when it has none (a test)."""
-    request = getattr(getattr(doc, "session_context", None), "request", None)
+    """Who ``doc``'s page is: the address its page was opened from (:func:`client_address`); the page itself when it
+    has none (a test)."""
+    address = client_address(getattr(getattr(doc, "session_context", None), "request", None))
+    return client_at(address) if address is not None else ("page", id(doc))
+
+
+def client_address(request) -> str | None:
+    """The address a request came from as the server sees it (Tornado's ``remote_ip``: the browser's, or the proxy's
+    ``X-Forwarded-For`` with ``EXPLORER_USE_XHEADERS``); None without one (no request, a test's)."""
     address = getattr(request, "remote_ip", None) if request is not None else None
-    return client_at(address) if isinstance(address, str) else ("page", id(doc))
+    return address if isinstance(address, str) else None
 
 
 def client_at(address: str) -> object:

@@ -12,6 +12,10 @@ import weakref
 
 from server.patches.bokeh_session_connections import session_connections
 
+#: In every log line of what a page sent and the server dropped or refused (server/guard.py, the drag channel:
+#: link/channel.py); the browser tests look for it in the server's log, as what the app's own page must never send.
+SCREENED = "screened out"
+
 
 def page_connection(doc) -> object | None:
     """The one websocket connection (Bokeh's ``ServerConnection``) serving ``doc``'s session, or None.

@@ -64,6 +64,23 @@ def stop(*procs: subprocess.Popen, timeout: float = 60) -> None:
             proc.wait()
 
 
+@contextmanager
+def shipped_app(log: Path):
+    """``python app.py`` with its shipped settings (server/serve.py) on a free loopback port, its output written to
+    ``log``: yields ``(port, process)``. ``BOKEH_ALLOW_WS_ORIGIN`` is left out of its environment: only the served
+    port's own pages connect, as on a machine that sets nothing."""
+    port = free_port()
+    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    env.pop("BOKEH_ALLOW_WS_ORIGIN", None)
+    with open(log, "w+") as out:
+        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            wait_for_http(f"http://127.0.0.1:{port}/", proc)
+            yield port, proc
+        finally:
+            stop(proc)
+
+
 def _exit_on_sigterm(*_):
     raise SystemExit(143)  # unwinds through serve(), which stops the server
 
@@ -111,6 +128,22 @@ def serve(app: str | Path = ROOT / "app.py", *, unused_lifetime_ms: int = UNUSED
         stop(proc, timeout=10)
         if log:
             out.close()
+
+
+def run_beside(server, scenario) -> dict:
+    """Run ``scenario()`` (a coroutine function returning a dict) on an in-process Bokeh ``server``'s own loop, as a
+    client beside it, until it ends; its result."""
+    result = {}
+
+    async def main():
+        try:
+            result.update(await scenario())
+        finally:
+            server.io_loop.stop()
+
+    server.io_loop.add_callback(main)
+    server.io_loop.start()
+    return result
 
 
 def ws_url(page_url: str) -> str:

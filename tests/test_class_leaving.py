@@ -17,7 +17,7 @@ import pytest
 
 from testing import loop_watch
 from testing.protocol_client import Learner
-from testing.server import serve, ws_url
+from testing.server import run_beside, serve, ws_url
 from tests.ui.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +34,16 @@ async def _open(url: str, n: int) -> list[Learner]:
 
     await asyncio.gather(*(connect(p) for p in pages))
     return pages
+
+
+async def _close_until(pages: list[Learner], done, seconds: float = 10.0) -> None:
+    """Close ``pages``, then wait until ``done()`` (looked at every 0.1 s), for at most ``seconds``."""
+    for page in pages:
+        page.close()
+    for _ in range(round(seconds / 0.1)):
+        await asyncio.sleep(0.1)
+        if done():
+            break
 
 
 def test_thirty_pages_closing_together_hold_no_turn_of_the_loop_long(tmp_path):
@@ -83,20 +93,6 @@ def served():
         pn.state.kill_all_servers()
 
 
-def _run(server, scenario):
-    result = {}
-
-    async def main():
-        try:
-            result.update(await scenario())
-        finally:
-            server.io_loop.stop()
-
-    server.io_loop.add_callback(main)
-    server.io_loop.start()
-    return result
-
-
 def test_closed_sessions_are_discarded_one_per_turn_of_the_loop(served, monkeypatch):
     from bokeh.server.contexts import ApplicationContext
 
@@ -120,18 +116,11 @@ def test_closed_sessions_are_discarded_one_per_turn_of_the_loop(served, monkeypa
 
         loop.call_soon(tick)
         context = server._tornado._applications["/app"]
-        pages = [Learner(f"ws://localhost:{port}/app/ws") for _ in range(6)]
-        for page in pages:
-            await page.connect()
-        for page in pages:
-            page.close()
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            if not context.sessions:
-                break
+        pages = await _open(f"http://localhost:{port}/app", 6)
+        await _close_until(pages, lambda: not context.sessions)
         return {"left": len(context.sessions)}
 
-    assert _run(server, scenario) == {"left": 0}
+    assert run_beside(server, scenario) == {"left": 0}
     assert len(discards) == 6 and len(set(discards)) == 6, discards  # each in a turn of its own
 
 
@@ -148,26 +137,19 @@ def test_a_closed_page_is_freed_without_the_cycle_collector(served):
             before = len(gc.get_objects())
             # only this test's pages: an earlier test's last pages may still be being taken apart
             earlier = set(pn.state._views)
-            pages = [Learner(f"ws://localhost:{port}/app/ws") for _ in range(3)]
-            for page in pages:
-                await page.connect()
+            pages = await _open(f"http://localhost:{port}/app", 3)
             await asyncio.sleep(0.5)
             states = [weakref.ref(view.state) for ref, (view, _, doc, _) in pn.state._views.items()
                       if ref not in earlier and hasattr(view, "state")]
             opened = len(gc.get_objects()) - before
-            for page in pages:
-                page.close()
-            for _ in range(100):
-                await asyncio.sleep(0.1)
-                if not context.sessions:
-                    break
+            await _close_until(pages, lambda: not context.sessions)
             await asyncio.sleep(1.0)  # the sweep takes the last page apart in the turns after its discard
             left = len(gc.get_objects()) - before
             return {"opened": opened, "left": left, "sessions": len(context.sessions), "states": len(states)}
         finally:
             gc.enable()
 
-    r = _run(server, scenario)
+    r = run_beside(server, scenario)
     assert r["sessions"] == 0 and r["states"] == 3, r
     assert r["opened"] > 15_000  # three pages of about 9,000 objects each the collector tracks
     assert r["left"] < 0.2 * r["opened"], r  # the code before: about nine tenths left for the collector
@@ -192,18 +174,11 @@ def test_the_heap_is_trimmed_a_page_at_a_time_as_closed_pages_are_taken_apart(se
 
     async def scenario():
         context = server._tornado._applications["/app"]
-        pages = [Learner(f"ws://localhost:{port}/app/ws") for _ in range(5)]
-        for page in pages:
-            await page.connect()
-        for page in pages:
-            page.close()
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            if not context.sessions and steps.count("trim") >= steps.count("page") == 5:
-                break
+        pages = await _open(f"http://localhost:{port}/app", 5)
+        await _close_until(pages, lambda: not context.sessions and steps.count("trim") >= steps.count("page") == 5)
         return {"left": len(context.sessions)}
 
-    assert _run(server, scenario) == {"left": 0}
+    assert run_beside(server, scenario) == {"left": 0}
     pages_between_trims = "".join("p" if s == "page" else "|" for s in steps).split("|")
     assert steps.count("page") == 5 and max(map(len, pages_between_trims)) == 1, steps
 
@@ -220,19 +195,12 @@ def test_a_closed_page_leaves_nothing_for_the_cycle_collector(served, monkeypatc
 
     async def scenario():
         context = server._tornado._applications["/app"]
-        pages = [Learner(f"ws://localhost:{port}/app/ws") for _ in range(3)]
-        for page in pages:
-            await page.connect()
+        pages = await _open(f"http://localhost:{port}/app", 3)
         await asyncio.sleep(0.5)
         gc.collect()  # what the pages' builds left, before they close
         gc.disable()  # and no pass of the collector's own until the closed pages' leftovers are counted
         try:
-            for page in pages:
-                page.close()
-            for _ in range(100):
-                await asyncio.sleep(0.1)
-                if not context.sessions:
-                    break
+            await _close_until(pages, lambda: not context.sessions)
             await asyncio.sleep(1.0)  # the sweep takes the last page apart in the turns after its discard
             gc.set_debug(gc.DEBUG_SAVEALL)
             gc.collect()
@@ -243,6 +211,6 @@ def test_a_closed_page_leaves_nothing_for_the_cycle_collector(served, monkeypatc
             gc.enable()
         return {"sessions": len(context.sessions), "left": left}
 
-    r = _run(server, scenario)
+    r = run_beside(server, scenario)
     assert r["sessions"] == 0
     assert r["left"] == [], sorted(set(r["left"]))

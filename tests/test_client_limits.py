@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import socket
-import subprocess
-import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import psutil
@@ -25,7 +23,8 @@ from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from testing.protocol_client import Learner
-from tests.ui.conftest import ROOT, free_port, server_log, stop, wait_for_http
+from testing.server import shipped_app
+from tests.ui.conftest import server_log
 
 #: What a log may grow by for 10,000 requests of one kind from one client.
 LOG_BYTES = 10_000
@@ -34,17 +33,9 @@ LOG_BYTES = 10_000
 @pytest.fixture(scope="module")
 def app_server():
     """``python app.py`` on a free loopback port: yields (port, log path, its psutil process)."""
-    port = free_port()
-    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"}
-    env.pop("BOKEH_ALLOW_WS_ORIGIN", None)
     log = server_log("server-limits.log")
-    with open(log, "w+") as out:
-        proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-        try:
-            wait_for_http(f"http://127.0.0.1:{port}/", proc)
-            yield port, log, psutil.Process(proc.pid)
-        finally:
-            stop(proc)
+    with shipped_app(log) as (port, proc):
+        yield port, log, psutil.Process(proc.pid)
     text = log.read_text()
     assert "Traceback" not in text, f"the server logged a traceback:\n{text[-5000:]}"
 
@@ -214,3 +205,18 @@ def test_a_websocket_address_over_16_kB_is_refused_as_a_page_address_is(app_serv
     port, _, _ = app_server
     assert run(_handshake(ws_url(port) + "?x=" + "y" * 100)) == 101
     assert run(_handshake(ws_url(port) + "?x=" + "y" * 20_000)) == 414
+
+
+def test_a_link_that_sets_where_the_page_loads_its_scripts_from_is_refused(app_server):
+    """Panel wrote ``bokeh-absolute-url`` from a page's own address, unescaped, into the page's ``<script src>``: a
+    link with ``"><script>…`` in it ran its script on this site. The page and its websocket refuse the argument."""
+    port, _, _ = app_server
+    evil = urllib.parse.quote('x"></script><script>document.title="PWNED"</script><script src="x')
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/app?bokeh-absolute-url={evil}", timeout=60)
+    assert refused.value.code == 400
+    page = refused.value.read().decode()
+    assert "PWNED" not in page and "not a link Attention Explorer makes" in page
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/app?q=0.5,1", timeout=60) as ok:  # a link of ours
+        assert ok.status == 200
+    assert run(_handshake(ws_url(port) + "?bokeh-absolute-url=" + evil)) == 400

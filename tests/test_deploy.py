@@ -128,11 +128,31 @@ def test_defaults_are_safe():
     argv = serve.serve_argv({})
     flags = dict(zip(argv[5::2], argv[6::2], strict=True))
     assert flags["--address"] == "127.0.0.1"
-    assert "--allow-websocket-origin" not in argv  # Bokeh then allows only localhost:<port>
+    # this machine's own pages only; each on the served port
+    assert [argv[i + 1] for i, a in enumerate(argv) if a == "--allow-websocket-origin"] == [
+        "localhost:5006", "127.0.0.1:5006"]
+    assert "--allow-websocket-origin" not in serve.serve_argv({"BOKEH_ALLOW_WS_ORIGIN": "school.example:5006"})
     assert image_env().get("BOKEH_ALLOW_WS_ORIGIN", "") == ""
     assert int(flags["--websocket-max-message-size"]) <= 20 * 1024 * 1024 // 16
     assert int(flags["--unused-session-lifetime"]) >= 1000 * int(flags["--session-token-expiration"])
     assert flags["--num-procs"] == "1"
+
+
+def _origins(argv: list[str]) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == "--allow-websocket-origin"]
+
+
+def test_a_server_on_the_network_takes_pages_at_this_machine_s_own_addresses(monkeypatch):
+    """``ADDRESS=0.0.0.0`` alone: a page the class opens at the machine's address (the one the presenter's bar
+    shows) connects; a name is never added (a page at a name resolving here is how DNS rebinding gets in)."""
+    monkeypatch.setattr(serve, "interface_addresses", lambda: ("192.0.2.7", "198.51.100.3"))
+    assert _origins(serve.serve_argv({"ADDRESS": "0.0.0.0", "PORT": "8080"})) == [
+        "localhost:8080", "127.0.0.1:8080", "192.0.2.7:8080", "198.51.100.3:8080"]
+    assert _origins(serve.serve_argv({"ADDRESS": "192.0.2.7"})) == [
+        "localhost:5006", "127.0.0.1:5006", "192.0.2.7:5006"]
+    assert _origins(serve.serve_argv({"ADDRESS": "school.example"})) == ["localhost:5006", "127.0.0.1:5006"]
+    # the school's own list is the list
+    assert _origins(serve.serve_argv({"ADDRESS": "0.0.0.0", "BOKEH_ALLOW_WS_ORIGIN": "school.example:5006"})) == []
 
 
 def test_settings_map_to_panel_serve_flags():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import os
 import tempfile
+from pathlib import Path
 
 import brotli
 import tornado.web
@@ -36,8 +37,13 @@ class StaticCompressionTest(AsyncHTTPTestCase):
         with open(os.path.join(self.dir, "app.js"), "wb") as f:
             f.write(SCRIPT)
         StaticCompression.kept.clear()
+        self.store, StaticCompression.store = StaticCompression.store, None  # this process's work alone
         Counting.opened = 0
         super().setUp()
+
+    def tearDown(self):
+        super().tearDown()
+        StaticCompression.store = self.store
 
     def get_app(self):
         return tornado.web.Application([(r"/static/(.*)", tornado.web.StaticFileHandler, {"path": self.dir})],
@@ -126,3 +132,39 @@ class StaticCompressionTest(AsyncHTTPTestCase):
     def test_no_brotli_for_what_is_not_a_whole_static_file(self):
         self.get("/static/app.js", Range="bytes=0-99", **{"Accept-Encoding": "gzip, br"})
         assert StaticCompression.pending == {} and StaticCompression.kept == {}
+
+    def test_a_brotli_body_made_by_one_process_is_read_by_the_next_from_the_store(self):
+        """A server restarted, or a second process, reads the Brotli body the first one made (the file's own bytes
+        again once decompressed) instead of compressing BokehJS again; a body that is not the file's is made anew."""
+        StaticCompression.store = Path(tempfile.mkdtemp())
+        accept = {"Accept-Encoding": "gzip, br"}
+        compress = static_gzip.brotli.compress
+        calls = []
+        static_gzip.brotli.compress = lambda data, **kw: calls.append(len(data)) or compress(data, **kw)
+        try:
+            self.get("/static/app.js", **accept)
+            self.wait_for_brotli()
+            made = self.get("/static/app.js", **accept).body
+            (stored,) = StaticCompression.store.iterdir()
+            StaticCompression.kept.clear()  # the next process
+            self.get("/static/app.js", **accept)
+            self.wait_for_brotli()
+            read = self.get("/static/app.js", **accept).body
+            stored.write_bytes(compress(b"not the file"))  # a body of another file under its name
+            StaticCompression.kept.clear()
+            self.get("/static/app.js", **accept)
+            self.wait_for_brotli()
+            again = self.get("/static/app.js", **accept).body
+        finally:
+            static_gzip.brotli.compress = compress
+        assert brotli.decompress(made) == brotli.decompress(read) == brotli.decompress(again) == SCRIPT
+        assert read == made and calls == [len(SCRIPT), len(SCRIPT)]  # made, read, made again
+        assert brotli.decompress(stored.read_bytes()) == SCRIPT
+
+
+def test_the_store_is_the_users_cache_or_the_named_folder_or_none(tmp_path):
+    assert static_gzip.brotli_store({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "attention-explorer" / "static"
+    assert static_gzip.brotli_store({"EXPLORER_STATIC_CACHE": str(tmp_path / "kept")}) == tmp_path / "kept"
+    assert static_gzip.brotli_store({"EXPLORER_STATIC_CACHE": ""}) is None
+    (tmp_path / "file").write_text("")
+    assert static_gzip.brotli_store({"EXPLORER_STATIC_CACHE": str(tmp_path / "file" / "under")}) is None

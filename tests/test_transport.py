@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import socket
 import time
+import traceback
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -298,6 +300,59 @@ def test_every_log_line_is_bounded_whichever_logger_writes_it(capsys):
     assert "(30132 characters in all)" in written and "room=…&token=…" in written and "s3cr" not in written
     assert all(len(line) < MAX_LOG_CHARS + 40 for line in written.splitlines())
     assert "ValueError: failed to validate" in written  # the traceback's end, the error, is kept
+
+
+class _Kept(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+async def _fail_in(depth: int) -> None:
+    # two functions calling each other: Python writes a frame repeated on end as one line
+    if depth:
+        await _fail_via(depth - 1)
+    raise ValueError("a temperature of 1e400 is past a float's range")
+
+
+async def _fail_via(depth: int) -> None:
+    await _fail_in(depth)
+
+
+def test_a_traceback_logged_as_a_message_keeps_its_error_line_within_the_bound():
+    """Bokeh logs a failed callback's traceback as the message itself (``bokeh.util.asyncio``: "Error thrown from
+    callback:", then the formatted traceback as a record of its own): cut to its start, the record lost its last
+    line, the error."""
+    from bokeh.util.asyncio import _log_task_exception  # what Bokeh calls when a session's async callback fails
+
+    from server.logs import MAX_LOG_CHARS, install_log_redaction
+
+    async def failed():
+        task = asyncio.ensure_future(_fail_in(12))
+        await asyncio.wait([task])
+        return task
+
+    task = asyncio.run(failed())
+    before, kept = logging.getLogRecordFactory(), _Kept()
+    logger = logging.getLogger("bokeh.util.asyncio")
+    logger.addHandler(kept)
+    try:
+        install_log_redaction()
+        _log_task_exception(task)
+    finally:
+        logging.setLogRecordFactory(before)
+        logger.removeHandler(kept)
+    whole = "".join(traceback.format_exception(task.exception()))
+    assert len(whole) > 2 * MAX_LOG_CHARS  # a traceback longer than a message may be
+    message = kept.records[-1].getMessage()
+    assert len(message) <= MAX_LOG_CHARS + 40, len(message)
+    assert message.startswith("Traceback (most recent call last):\n")
+    assert f"({len(whole)} characters in all)" in message
+    assert message.splitlines()[-1] == "ValueError: a temperature of 1e400 is past a float's range"
+    assert message.splitlines()[-2:] == whole.splitlines()[-2:]  # the innermost frame's code line, and the error
 
 
 def test_a_message_the_browser_bridge_cannot_use_is_ignored_and_said_once(caplog):

@@ -19,11 +19,12 @@ import json
 import math
 import numbers
 from html import escape
+from pathlib import Path
 
 import numpy as np
 import panel as pn
 from bokeh import events
-from bokeh.models import ColumnDataSource, FixedTicker, HoverTool, Image, LinearColorMapper, Range1d, Rect
+from bokeh.models import ColumnDataSource, CustomJS, FixedTicker, HoverTool, Image, LinearColorMapper, Range1d, Rect
 from bokeh.palettes import Cividis256
 from bokeh.plotting import figure
 
@@ -51,6 +52,9 @@ KINDS = {"previous": N_("Previous token"), "next": N_("Next token"), "itself": N
          "sep": "[SEP]"}
 #: A head "does" a pattern when its mean weight on it is at least this (Clark et al. count heads the same way).
 DOES = 0.5
+
+#: Brings the head a tap on the grid opens into view (its matrix, below the grid).
+INTO_VIEW_JS = (Path(__file__).parent / "model_into_view.js").read_text()
 
 
 def _slot(i: int) -> float:
@@ -91,6 +95,7 @@ class ModelView(View):
         self.head.param.watch(lambda e: s.show_head(s.model_layer, e.new), "value")
         self.grid, self._maps, self._chosen = self._grid_figure()
         self.matrix, self._cells, self._row = self._matrix_figure()
+        self.grid.js_on_event(events.Tap, CustomJS(args={"matrix": self.matrix}, code=INTO_VIEW_JS))
         self.heading = text_pane()
         self.inspector = self._pane("model-inspector")
         self.csv = styled(pn.widgets.FileDownload(callback=lambda: io.StringIO(self.to_csv()), filename="head.csv",

@@ -16,6 +16,7 @@ import panel as pn
 from bokeh.models import CustomJS, Spacer, TabPanel
 
 from server.page_turns import later_turn
+from server.patches.panel_tabs import PATCH as TABS_PATCH
 from services.pacing import once_a_page
 
 #: Brings a tapped tab's contents into view where the page scrolls as one column (a phone, an upright tablet).
@@ -73,6 +74,25 @@ class LazyTabs(pn.Tabs):
                                     comm)
 
 
+class PanelTabs(pn.Tabs):
+    """Panel's own ``Tabs``, not dynamic and with the same hidden tabs and script as :class:`LazyTabs`, through
+    Panel's public API only: what :func:`lazy_tabs` makes where :class:`LazyTabs` no longer fits the installed Panel
+    (``server/patches/panel_tabs.py``). Every tab not built yet then has a spacer of its own, and a new title
+    rebuilds each tab's panel (:func:`retitle`)."""
+
+    def __init__(self, *objects, **params):
+        super().__init__(*objects, dynamic=False, **params)
+        self.stylesheets = [*self.stylesheets, ':host > [aria-hidden="true"], [aria-hidden="true"] {display: none}']
+        self.jscallback(active=INTO_VIEW_JS, args={"source": self})
+
+
+class Retitled(pn.Column):
+    """A :class:`PanelTabs` tab's contents, boxed anew under a new title (:func:`retitle`)."""
+
+    def __init__(self, contents, **params):
+        super().__init__(contents, sizing_mode="stretch_both", margin=0, **params)
+
+
 def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -> pn.Tabs:
     """:class:`LazyTabs` whose contents are built by each ``(title, build)``'s ``build`` the first time the tab is
     shown.
@@ -87,12 +107,14 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
     # A Panel spacer stands in each tab not built yet: the cheapest Panel object. (One spacer shared by every
     # tab would be cheaper, but Panel's tabs then take the first one's title for all of them.)
     waiting = {i: build for i, (_, build) in enumerate(tabs)}
-    layout = LazyTabs(*((title, Unbuilt(sizing_mode="stretch_both")) for title, _ in tabs), **params)
+    kind = LazyTabs if TABS_PATCH.fits() else PanelTabs
+    layout = kind(*((title, Unbuilt(sizing_mode="stretch_both")) for title, _ in tabs), **params)
+    layout.titles = [title for title, _ in tabs]  # as shown now (retitle)
 
     told = {}  # tab index -> its contents' shown_in_tab
 
     def place(i, built):
-        layout[i] = (layout._names[i], built)
+        layout[i] = (layout.titles[i], built)
         if callable(getattr(built, "shown_in_tab", None)):
             told[i] = built.shown_in_tab
         tell()
@@ -125,8 +147,14 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
 
 def retitle(tabs: pn.Tabs, titles: list[str]) -> None:
     """New tab titles, in place: Panel reuses a built tab's Bokeh panel (and its title) when its contents stay, and
-    BokehJS redraws the headers only for a new list of panels, so each gets a new panel around the same contents."""
-
+    BokehJS redraws the headers only for a new list of panels, so each gets a new panel around the same contents.
+    Tabs other than :class:`LazyTabs` (:class:`PanelTabs`) are given each tab again, through Panel's own API."""
+    tabs.titles = list(titles)
+    if not isinstance(tabs, LazyTabs):
+        # Panel keeps a tab's panel, and its title, while its contents stay: each tab's contents in a new box
+        unwrap = lambda obj: obj[0] if isinstance(obj, Retitled) else obj  # noqa: E731
+        tabs[:] = [(title, Retitled(unwrap(obj))) for title, obj in zip(titles, tabs.objects, strict=True)]
+        return
     tabs._names[:] = titles
     for ref, (model, _) in tabs._models.items():
         cache = tabs._panels.get(ref, {})

@@ -8,8 +8,8 @@ each patch whose objects are all still the ones it was written for, and leaves o
 one log line naming it and what moved: the library's own code then runs, as it would without this app's change (each
 patch speeds something up or guards against what no page sends; none is needed for a page to work). A patch used
 where its code runs rather than installed (a subclass, a context manager, a read of a private attribute) is checked
-the same way, at start, and falls back to the library's own behaviour likewise; the one whose code lives with the
-views, with no fallback (the page's tabs, ``panel_tabs``), is checked and said in the log all the same.
+the same way, at start, and falls back to the library's own behaviour likewise (the page's tabs, ``panel_tabs``, to
+Panel's own ``Tabs``).
 
 ``python -m server --check-patches`` lists every patch, its upstream objects, their expected and found fingerprints
 and OK / CHANGED / MISSING, and exits 0 only if all fit (:func:`main`); ``tests/test_patches.py`` runs it in the unit

@@ -1,11 +1,12 @@
-"""Panel's ``Tabs``, subclassed by the page's tabs (``widgets/tabs.py``: ``LazyTabs`` and ``retitle``): checked only.
+"""Panel's ``Tabs``, subclassed by the page's tabs (``widgets/tabs.py``: ``LazyTabs`` and ``retitle``): checked, not
+installed.
 
 ``LazyTabs`` extends Panel's private ``_get_model`` (a Bokeh callback on the tabs' model instead of a Panel link) and
 ``_get_objects`` (every tab not yet built holds one placeholder model), and ``retitle`` rewrites Panel's private
 ``_names``, ``_models`` and ``_panels`` (Panel reuses a built tab's Bokeh panel, and its title, when its contents
-stay). That code lives with the views (``widgets/tabs.py``), which have no fallback to Panel's own tabs, so this patch
-cannot be left out from here (``leaves_out=False``): where Panel's code moved, the start's log and ``python -m server
---check-patches`` say so. Written for Panel 1.10.0; no upstream issue asks for placeholder tabs.
+stay). That code lives with the views (``widgets/tabs.py``): where Panel's code moved, they make Panel's own tabs
+instead (``PanelTabs``: a spacer per tab not built yet, each tab boxed anew for a new title), and the start's log and
+``python -m server --check-patches`` say so. Written for Panel 1.10.0; no upstream issue asks for placeholder tabs.
 """
 
 from __future__ import annotations
@@ -23,5 +24,4 @@ PATCH = Patch(
     },
     written_for="Panel 1.10.0",
     upstream="none filed",
-    leaves_out=False,
 )

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from server.guard import SCREENED
+from services.sessions import SCREENED
 from testing.browser import CHROMIUM_ARGS, chromium
 from testing.server import free_port, stop, wait_for_http  # noqa: F401  (the tests' server helpers too)
 

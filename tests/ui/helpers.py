@@ -68,6 +68,23 @@ def wait_for_tab(page) -> None:
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
+#: Whether the query plot is shown (``want``: true) or set aside by a tab that took the stage (widgets/stage.py).
+SHOWN_PLOT = """(want) => {
+  const view = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('query-plot'))
+  const shown = view != null && view.el.getBoundingClientRect().width > 100
+  return shown === want
+}"""
+
+
+def wait_for_stage(page, staged: bool) -> None:
+    """Until the query plot is set aside (``staged``) or shown: the server sets the stage after a tab's title is
+    tapped, one round trip after the title turned (and after a tab built before, whose contents are there at once);
+    then Bokeh lays the page out again, on the next frame."""
+    if not page.evaluate(SHOWN_PLOT, not staged):
+        page.wait_for_function(SHOWN_PLOT, arg=not staged, timeout=PATIENCE, polling="raf")
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
 def to_page(page, figure_name: str, x: float, y: float) -> tuple[float, float]:
     """Page pixel coordinates of data point (x, y) in the named Bokeh figure."""
     return tuple(page.evaluate(_TO_PAGE, [figure_name, x, y]))

@@ -263,15 +263,7 @@ def _answer_problems(page, where: str, tapped: bool = True) -> list[str]:
     return problems
 
 
-#: A known defect, strict (the run fails once it is fixed, so the mark comes off): on a phone on its side the tab's
-#: scrolling area reaches about 5 px under the answer line (248 of 253 px seen), the page's column ending above the
-#: line by the line's height while the tabs' box reaches past the column.
-_LANDSCAPE_UNDER_THE_LINE = pytest.mark.xfail(strict=True, reason="the tab's area 5 px under the answer line, 844x390")
-
-
-@pytest.mark.parametrize(("screen", "mode", "lang"), [
-    pytest.param(*c, marks=_LANDSCAPE_UNDER_THE_LINE) if c[0] == "phone-844x390" else c for c in PHONES],
-    ids=["-".join(c) for c in PHONES])
+@pytest.mark.parametrize(("screen", "mode", "lang"), PHONES, ids=["-".join(c) for c in PHONES])
 def test_a_tapped_tab_comes_into_view_with_the_answer(open_page, screen, mode, lang):
     """After a tap the tab's contents come into view and the Output line stays in view: the readout's own, or the
     answer line at the screen's bottom that shows it once the readout has left the screen (tapping a tab scrolled

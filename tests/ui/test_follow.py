@@ -33,13 +33,17 @@ WAIT = 30_000
 SECRETS: list[str] = []  # every room code, join link and presenter token the tests saw
 
 
+#: Seconds the room's view rests before followers' servers take it in full (the rooms' server's ROOM_SETTLE_AFTER).
+SETTLE_AFTER = 3
+
+
 @pytest.fixture(scope="module")
 def room_server():
     port = free_port()
     # a closed page's session is discarded after 30 s (checked every 2 s), then its room lives 2 s more
     env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1", "ROOM_END_AFTER": "2",
            # followers' servers take a drag in full after 3 s of rest, so a slow step of a test is no rest
-           "ROOM_SETTLE_AFTER": "3",
+           "ROOM_SETTLE_AFTER": str(SETTLE_AFTER),
            "EXPLORER_SESSION_TOKEN_EXPIRATION_S": "30", "EXPLORER_UNUSED_SESSION_LIFETIME_MS": "30000",
            "EXPLORER_CHECK_UNUSED_SESSIONS_MS": "2000"}
     log = open(server_log("ui/server-rooms.log"), "w+")
@@ -196,12 +200,16 @@ def test_a_follower_previews_a_drag_from_the_live_channel_then_takes_its_servers
     path = [(0.0, 1.0), (0.5, 1.5), (1.0, 1.0), (1.5, 0.5), (2.0, -1.0)]
     teacher.mouse.move(*to_page(teacher, "query-plot", *path[0]))
     teacher.mouse.down()
+    rested = set()  # the views the hand rested on as long as the room's settling time (a busy machine's slow step)
     for x, y in path[1:]:  # the button stays down: each position is one view of the room
         teacher.mouse.move(*to_page(teacher, "query-plot", x, y), steps=3)
+        reached = time.monotonic()
         wait_for_readout(student, rf"q = \({x:.3f}, {y:.3f}\)", WAIT)
         if (x, y) == (1.0, 1.0):  # the student's page computed the numbers, to the course's values
             assert weights(student) == pytest.approx([0.2483, 0.2483, 0.5035], abs=1e-4)
             assert "Output Σ aᵢvᵢ = 4.0000" in readout(student)
+        if time.monotonic() - reached >= SETTLE_AFTER:
+            rested.add((x, y))
     teacher.mouse.up()
     # once the teacher's hand rests, the student's server sends its own numbers for the last view ...
     student.wait_for_function("() => window.serverTexts.some(t => t.includes('q = (2.000, -1.000)'))",
@@ -209,7 +217,7 @@ def test_a_follower_previews_a_drag_from_the_live_channel_then_takes_its_servers
     assert readout(student) == student.evaluate("window.serverTexts.at(-1)")
     # ... and only for it: the positions before it reached the page on the live channel alone
     texts = student.evaluate("window.serverTexts")
-    assert not any(f"q = ({x:.3f}, {y:.3f})" in t for t in texts for x, y in path[1:-1]), texts
+    assert not any(f"q = ({x:.3f}, {y:.3f})" in t for t in texts for x, y in set(path[1:-1]) - rested), texts
     close(teacher, student)
 
 

@@ -34,6 +34,7 @@ from tests.ui.helpers import (
     show_tab,
     wait_for_drawn,
     wait_for_readout,
+    wait_for_stage,
     wait_for_tab,
 )
 
@@ -115,11 +116,11 @@ def _walks(cases) -> list[tuple]:
     return [(*key, sorted(screens, key=DEVICES[key[1]].index)) for key, screens in groups.items()]
 
 
-#: Every screen in both modes (a 1024x768 tablet in projector mode is the 1024x768 projector), and three in dark.
+#: Every screen in both modes (a 1024x768 tablet in projector mode is the 1024x768 projector), and the dark theme in
+#: each mode on one screen: its colours are the same on every screen, its layout the light theme's.
 WALKS = _walks([("en", screen, mode, "light") for screen in SCREENS for mode in ("normal", "projector")
                 if not (screen == "tablet-1024x768" and mode == "projector")])
-WALKS += _walks([("en", "1024x768", "projector", "dark"), ("en", "1280x800", "projector", "dark"),
-                 ("en", "1920x1080", "normal", "dark")])
+WALKS += _walks([("en", "1024x768", "projector", "dark"), ("en", "1920x1080", "normal", "dark")])
 
 
 def _walk_id(walk) -> str:
@@ -157,12 +158,13 @@ def test_the_answer_is_in_view_on_every_screen_in_every_language(open_page, lang
 
 
 #: The screens where text has least room, in the languages whose words are longest (German), drawn with other
-#: glyphs (Chinese) or laid out right to left (Arabic); French and Spanish on the smallest projector.
+#: glyphs (Chinese) or laid out right to left (Arabic); French and Spanish on the smallest projector. A phone in
+#: projector mode (the largest text on the narrowest screen) in Arabic, the one laid out the other way; the 1024x768
+#: projector, the issue's, in Arabic (elsewhere a language that fits 800x600 fits it: the same two columns, more room).
 LANGUAGE_CASES = [(lang, screen, mode) for lang in ("de", "zh", "ar")
-                  for screen, mode in (("800x600", "projector"), ("phone-390x844", "normal"),
-                                       ("phone-390x844", "projector"))]
+                  for screen, mode in (("800x600", "projector"), ("phone-390x844", "normal"))]
+LANGUAGE_CASES += [("ar", "phone-390x844", "projector"), ("ar", "1024x768", "projector")]
 LANGUAGE_CASES += [(lang, "800x600", "projector") for lang in ("fr", "es")]
-LANGUAGE_CASES += [(lang, "1024x768", "projector") for lang in ("zh", "ar")]
 LANGUAGE_CASES += [(lang, "phone-844x390", "normal") for lang in ("de", "ar")]
 LANGUAGE_WALKS = _walks([(lang, screen, mode, "light") for lang, screen, mode in LANGUAGE_CASES])
 
@@ -243,15 +245,18 @@ def _tab_problems(page, screen: str, mode: str, k: int, tab: str, built: bool) -
     """Taps the ``k``-th tab's title and checks what it shows on ``screen`` (``built``: shown before, on the
     screen before)."""
     title = page.locator(".bk-tab").nth(k)
-    title.click()
+    # on a desktop's screen the titles are in view and still: a click's own checks wait two more frames on each tab
+    # of the walks; on a touch screen's column the tabs' script may still be moving the tabs up (widgets/tabs.js)
+    title.click(force=screen in DEVICES["desktop"])
     expect(title).to_have_class(re.compile(r"\bbk-active\b"), timeout=PATIENCE)
     wait_for_tab(page)
+    staged = tab in STAGE_TABS
+    wait_for_stage(page, staged)
     if built:  # typeset before: only the figures' labels are placed again at the new size (widgets/labels.js)
         page.wait_for_function("() => (window.attentionExplorerLabels ?? new Set()).size === 0", timeout=PATIENCE,
                                polling="raf")
     else:  # KaTeX typesets (its fonts load the first time a formula needs them), Bokeh lays the tab out
         wait_for_drawn(page)
-    staged = tab in STAGE_TABS
     report = page.evaluate(TAB_REPORT, {"minFont": _min_font(screen, mode),
                                         "answer": screen not in SCROLLING and not staged})
     # the plot, the readout and the tabs are always there to reach (a tab's title may be two Chinese characters,

@@ -38,6 +38,12 @@ RECIPE = f"""() => {{ const t = ({FIND})('table.model-recipe')
   return {{query: t.dataset.query, weights, text: t.textContent}} }}"""
 
 
+#: The head's matrix lies whole inside the window.
+MATRIX_IN_VIEW = """() => { const r = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('model-matrix'))
+  .el.getBoundingClientRect()
+  return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight }"""
+
+
 def to_page(page, name: str, x: float, y: float) -> tuple[float, float]:
     """Page pixels of the point (x, y) of the figure ``name``, scrolled to the middle of the tab first."""
     return tuple(page.evaluate("""([name, x, y]) => { const v = Bokeh.index.find_one(
@@ -119,6 +125,9 @@ def test_a_click_on_the_grid_opens_that_head_and_the_address_reopens_it(open_pag
     page.wait_for_function("() => Bokeh.documents[0].get_model_by_name('page-address').text.includes('model_head=9')",
                            timeout=PATIENCE)
     assert {k: address(page).get(k) for k in ("model_layer", "model_head")} == {"model_layer": "2", "model_head": "9"}
+    # the head it opened is in view: its matrix, below the grid, was under the screen's edge (a class saw only the
+    # tile's outline change)
+    page.wait_for_function(MATRIX_IN_VIEW, timeout=PATIENCE)
     # the next-token head, as the reference has it: each word's weight mostly on the word after it
     rows = np.arange(1, len(REFERENCE["tokens"][SENTENCE]) - 2)
     assert ATTENTION[1, 8, rows, rows + 1].mean() > 0.6

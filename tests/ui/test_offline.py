@@ -144,7 +144,8 @@ def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
 
     page.on("websocket", on_socket)
     errors = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("pageerror", lambda e: errors.append(f"{e} (at {page.url})\n{e.stack}"))
+    failed = failed_requests(page)  # said with a page error: a script that did not load leaves its names undefined
     try:
         open_app(page, server)
 
@@ -183,6 +184,6 @@ def test_a_full_session_requests_nothing_from_other_hosts(browser, server):
     assert not foreign, "the page asked hosts other than its server:\n" + "\n".join(foreign)
     assert sockets and all(is_loopback(u) for u in sockets), sockets
     assert len(requested) >= 5, f"only {len(requested)} requests recorded: the recorder is not seeing the page"
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    assert not errors, f"JavaScript errors on the page: {errors}; requests that failed: {failed}"
     limit = int(next(s.default for s in serve.SETTINGS if s.env == "EXPLORER_WS_MAX_MESSAGE_BYTES"))
     assert sent and max(sent) < limit / 10, f"the page sent a {max(sent)}-byte message; the server's limit is {limit}"

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from core.training import TRAINING_PRESETS, swapped_loss, train, weights_task
-from tests.ui.helpers import PATIENCE, show_tab
+from tests.ui.helpers import PATIENCE, SHOWN_PLOT, show_tab
 from tests.ui.test_follow import close, follower, new_page, present, room_server  # noqa: F401 (a fixture)
 
 RUN = "window.attentionExplorerTrain"
@@ -94,6 +94,25 @@ def scrub_to(page, step: int) -> None:
 
 
 # --- 1. pick a target and press Play ------------------------------------------------------------------------------
+
+#: How many steps the loss curve has drawn (its path's points after the first).
+CURVE_STEPS = """() => {
+  const find = (root) => { const hit = root.querySelector('.loss-curve path.curve'); if (hit) return hit
+    for (const e of root.querySelectorAll('*')) if (e.shadowRoot) { const h = find(e.shadowRoot); if (h) return h }
+    return null }
+  return (find(document)?.getAttribute('d').match(/L/g) ?? []).length }"""
+
+
+def test_the_loss_curve_is_drawn_up_to_the_step_shown(open_page):
+    """The class watches the loss fall: the curve ends at the step shown (it was the whole run from step 0)."""
+    page = open_train(open_page)
+    scrub_to(page, 0)
+    page.wait_for_function(f"() => ({CURVE_STEPS})() === 0", timeout=PATIENCE)
+    scrub_to(page, 120)
+    page.wait_for_function(f"() => ({CURVE_STEPS})() === 120", timeout=PATIENCE)
+    play_to_end(page)
+    assert page.evaluate(CURVE_STEPS) == page.evaluate(f"() => {RUN}.run().steps") == 500
+
 
 def test_a_preset_played_brings_the_loss_down_and_the_weights_onto_the_target(open_page):
     page = open_train(open_page)
@@ -410,13 +429,6 @@ def test_the_train_tab_takes_the_stage_and_the_query_s_tabs_give_the_plot_back(o
 
 
 #: Whether the query plot is laid out on the page as ``want`` says (shown or not).
-SHOWN_PLOT = """(want) => {
-  const view = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('query-plot'))
-  const shown = view != null && view.el.getBoundingClientRect().width > 100
-  return shown === want
-}"""
-
-
 def test_the_summary_reads_as_sentences_with_quoted_tokens_and_minus_signs(open_page):
     """What was learned: token names quoted ("the query of is points where the key of all points"), a sentence's
     first letter a capital, and −46° with the minus sign, as the page writes "−" elsewhere."""
