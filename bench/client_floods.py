@@ -20,6 +20,9 @@ presses New seed once a second and reports how long its new run took to come;
 - ``pages``: no learner pressing keys; one client asks for the page 150 times at once (each on a connection of its
   own) and closes every connection 2 s later; then a new learner (127.0.0.2) asks for the page: how long its page
   takes, what the 150 were answered before they closed, and the server's CPU from their close to the learner's page.
+- ``ghosts``: the learner pressing keys; one client (127.0.0.5) opens 150 websockets at once for sessions the server
+  does not have (session ids it made up, each a whole page for the server to build) and closes each as soon as it
+  opens; for ``--duration`` seconds from then: the learner's keys, the server's CPU and its memory.
 
     python -m bench.client_floods --duration 20
     python -m bench.client_floods --phases pages --runs 3
@@ -58,6 +61,8 @@ THIRD_PAGE = ("alone", "newseed", "downloads")
 #: The page requests one client sends at once in the ``pages`` phase, and how long (s) it holds them open.
 HELD_PAGES = 150
 HELD_S = 2.0
+#: The websockets for made-up sessions one client opens at once in the ``ghosts`` phase.
+GHOSTS = 150
 
 HTTP_KINDS = {
     "a 20 kB path": b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
@@ -287,6 +292,43 @@ def pages_phase(code: Path) -> dict:
     return result
 
 
+async def ghost_sockets(url: str, n: int = GHOSTS, source: str = "127.0.0.5") -> dict:
+    """``n`` websockets from ``source`` at once, each for a session id made up here, each closed as soon as it opens;
+    how their handshakes were answered."""
+    from bokeh.util.token import generate_jwt_token, generate_session_id
+    from tornado.httpclient import HTTPClientError, HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    async def one() -> str:
+        request = HTTPRequest(ws_url(url), network_interface=source, connect_timeout=120, request_timeout=120)
+        try:
+            sock = await websocket_connect(request, subprotocols=["bokeh", generate_jwt_token(generate_session_id())])
+        except HTTPClientError as e:
+            return str(e.code)
+        except OSError as e:
+            return type(e).__name__
+        sock.close()
+        return "101"
+
+    return dict(collections.Counter(await asyncio.gather(*(one() for _ in range(n)))))
+
+
+async def ghosts(url: str, duration: float, server: psutil.Process) -> dict:
+    async with KeyPresser(ws_url(url), every=KEY_EVERY_S, source="127.0.0.2") as keys:
+        await asyncio.sleep(1.0)
+        rss0, cpu0 = server.memory_info().rss, sum(server.cpu_times()[:2])
+        started = time.monotonic()
+        answered = await ghost_sockets(url)
+        closed_s = time.monotonic() - started
+        await asyncio.sleep(max(0.0, started + duration - time.monotonic()))
+        waits = keys.since(started)
+        cpu, rss = sum(server.cpu_times()[:2]) - cpu0, server.memory_info().rss
+    return {"phase": "ghosts", "duration_s": duration, "sockets": GHOSTS, "answered": answered,
+            "all_closed_after_s": round(closed_s, 2),
+            "key_ms": summary_ms([w for w in waits if w is not None]), "keys_lost": sum(1 for w in waits if w is None),
+            "server_cpu_s": round(cpu, 1), "rss_mb": [round(rss0 / 2**20), round(rss / 2**20)]}
+
+
 def _three(s: dict) -> str:
     return " / ".join("–" if s.get(k) is None else f"{s[k]:.0f}" for k in ("p50", "p95", "max"))
 
@@ -295,14 +337,14 @@ def table(results: list[dict]) -> str:
     rows = ["| phase | run | another learner's key p50 / p95 / worst (ms) | keys lost | flood | server cores | load |",
             "| --- | --- | ---: | ---: | --- | ---: | ---: |"]
     for r in results:
-        if r["phase"] in ("logs", "pages"):
+        if r["phase"] in ("logs", "pages", "ghosts"):
             continue
         flood = ", ".join(f"{k} {v}" for k, v in r["flood"].items())
         if "other_new_seed_ms" in r:
             flood += f"; the third page's New seed {_three(r['other_new_seed_ms'])} ms"
         rows.append(f"| {r['phase']} | {r['run']} | {_three(r['key_ms'])} | {r['keys_lost']} | {flood} | "
                     f"{r['server_cpu_cores']} | {r['load_avg'][0]} |")
-    for name in dict.fromkeys(r["phase"] for r in results if r["phase"] not in ("logs", "pages")):
+    for name in dict.fromkeys(r["phase"] for r in results if r["phase"] not in ("logs", "pages", "ghosts")):
         runs = [r for r in results if r["phase"] == name]
         med = {s: median([r["key_ms"][s] for r in runs]) for s in ("p50", "p95", "max")}
         seed = ""
@@ -325,6 +367,15 @@ def table(results: list[dict]) -> str:
                  f"{r['server_cpu_s_after_close']} | {r['load_avg'][0]} |" for r in pages]
         rows.append(f"| **median of {len(pages)}** | {median([r['learner_page_s'] for r in pages]):.2f} | | "
                     f"{median([r['server_cpu_s_after_close'] for r in pages]):.2f} | |")
+    ghost_runs = [r for r in results if r["phase"] == "ghosts"]
+    if ghost_runs:
+        rows += ["", f"| run | {GHOSTS} websockets for made-up sessions, closed at once: answered | another "
+                 "learner's key p50 / p95 / worst (ms) | keys lost | server CPU (s) | server memory before → after "
+                 "(MB) | load |",
+                 "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        rows += [f"| {r['run']} | {', '.join(f'{k}: {v}' for k, v in sorted(r['answered'].items()))} | "
+                 f"{_three(r['key_ms'])} | {r['keys_lost']} | {r['server_cpu_s']} in {r['duration_s']:g} s | "
+                 f"{r['rss_mb'][0]} → {r['rss_mb'][1]} | {r['load_avg'][0]} |" for r in ghost_runs]
     return "\n".join(rows)
 
 
@@ -333,7 +384,7 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--duration", type=float, default=20.0, help="seconds per phase (default 20)")
     ap.add_argument("--runs", type=int, default=1, help="times each phase is run, a new server each (default 1)")
     ap.add_argument("--phases", nargs="+", default=["liveness", "pulldoc", "newseed", "downloads", "logs"],
-                    choices=["alone", "liveness", "pulldoc", "newseed", "downloads", "logs", "pages"])
+                    choices=["alone", "liveness", "pulldoc", "newseed", "downloads", "logs", "pages", "ghosts"])
     ap.add_argument("--requests", type=int, default=10_000, help="requests of each kind in the logs phase")
     ap.add_argument("--code", type=Path, default=ROOT, help="the checkout whose app.py to serve (default this one)")
     ap.add_argument("--json", help="append the results to this JSON-lines file")
@@ -348,6 +399,10 @@ def main(argv=None) -> list[dict]:
                 r = log_bytes(code, args.requests, out)
             elif name == "pages":
                 r = pages_phase(code)
+            elif name == "ghosts":
+                with serve(code / "app.py") as (url, proc):
+                    r = asyncio.run(ghosts(url, args.duration, proc))
+                r["load_avg"] = [round(x, 2) for x in psutil.getloadavg()]
             else:
                 with serve(code / "app.py") as (url, proc):
                     r = asyncio.run(phase(url, name, args.duration, proc))

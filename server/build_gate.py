@@ -22,7 +22,8 @@ markedly slower than with its pages built back to back: ``bench/HISTORY.md``). T
 (server/guard.py) tells the gate which messages it is handling and which are a person's.
 
 The gate is installed on Bokeh's session creation (``server/patches/bokeh_create_session.py``), the one place every
-page's document is made: an HTTP GET of the page, a websocket whose session had been discarded, the liveness check.
+page's document is made: an HTTP GET of the page, a websocket whose session the process does not have (discarded, or
+its page served by another process sharing the port: Bokeh builds the page again for it), the liveness check.
 
 Builds wait in one line per client (the address a page's request came from, as the queue of training runs counts
 clients: ``services/train_queue.py``), and the gate takes one build from each client in turn, so another learner's
@@ -33,6 +34,12 @@ and one line in the log (backed off per client: ``server/logs.py``). And a page 
 while its build waits is not built: it leaves its line when Tornado notices the close, or at its turn at the
 latest, and its request ends without an answer (logged as 499). 150 page requests closed after 2 s were otherwise
 all built, one after another, and a new learner's page waited 64.9 s behind them (``bench/RESULTS.md``).
+
+A websocket whose session the process does not have waits in the same line and counts against the same cap: its
+handler (``server/guard.py``) refuses its handshake with 429 before upgrading when its client's line is full
+(:meth:`BuildGate.admit`), and tells the gate when its socket has gone (:func:`watch_gone`), so its build is skipped
+as a page request's is. 150 such sockets, made up by a script and closed within a quarter of a second, were
+otherwise all built over 85 s, and another learner's key waited (``bench/RESULTS.md``).
 
 A page's work once it has loaded (Panel's ``onload`` callbacks: a joining page's room, its header and its poll
 card, about a tenth of a second each) is charged to the same bucket (``server/patches/panel_on_load.py``): it cannot
@@ -68,7 +75,7 @@ class NotBuilt:
 class PageLeft(NotBuilt, Finish):
     """The page's request closed its connection while its build waited: nobody would read the page, so it is not
     built, and the request ends without an answer (Tornado's :class:`~tornado.web.Finish`: no error, no
-    traceback)."""
+    traceback). A websocket's handler takes it as the end of a socket that has gone already (``server/guard.py``)."""
 
 
 class TooManyWaiting(NotBuilt, HTTPError):
@@ -210,6 +217,24 @@ class BuildGate(Pace):
         connection closes before the build starts, :class:`TooManyWaiting` if its client has too many waiting."""
         return _Turn(self, request)
 
+    def admit(self, request) -> None:
+        """Raise :class:`TooManyWaiting` (and log one line, backed off per client) if ``request``'s client already has
+        :attr:`MAX_WAITING_PER_CLIENT` builds waiting, those whose asker has gone aside. For a websocket's handshake
+        that would make a build, asked before its upgrade: after it, HTTP has no answer left to give."""
+        client = _client(request)
+        line = self._lines.get(client)
+        if line is None or len(line) < self.MAX_WAITING_PER_CLIENT:
+            return
+        for waiter in [w for w in line if connection_closed(w.request)]:  # gone unnoticed: they leave first
+            self._remove(waiter)
+            self._skip(waiter)
+        line = self._lines.get(client)
+        if line is not None and len(line) >= self.MAX_WAITING_PER_CLIENT:
+            self.refused += 1
+            log.warning("Refused a page to %s: %d pages it asked for already wait to be built (at most %d a "
+                        "client); answered 429", client, len(line), self.MAX_WAITING_PER_CLIENT)
+            raise TooManyWaiting()
+
     def left(self, request) -> bool:
         """``request``'s connection has closed (Tornado's ``on_connection_close``): if its build waits, it leaves
         its line and is not built. Whether it was waiting."""
@@ -247,21 +272,11 @@ class BuildGate(Pace):
 
     def _queue(self, request) -> _Waiter:
         """A place for ``request``'s build at the back of its client's line; raises :class:`TooManyWaiting` when
-        the line is full."""
+        the line is full (never for the health check's builds, which no client asked for)."""
+        if request is not None:
+            self.admit(request)
         client = _client(request)
         line = self._lines.get(client)
-        # a websocket's build (its page's session had been discarded) waits in its client's line but is never refused:
-        # Bokeh's websocket handler has no answer for it but a traceback
-        if _stream(request) is not None and line is not None and len(line) >= self.MAX_WAITING_PER_CLIENT:
-            for waiter in [w for w in line if connection_closed(w.request)]:  # gone unnoticed: they leave first
-                self._remove(waiter)
-                self._skip(waiter)
-            line = self._lines.get(client)
-            if line is not None and len(line) >= self.MAX_WAITING_PER_CLIENT:
-                self.refused += 1
-                log.warning("Refused a page to %s: %d pages it asked for already wait to be built (at most %d a "
-                            "client); answered 429", client, len(line), self.MAX_WAITING_PER_CLIENT)
-                raise TooManyWaiting()
         if line is None:
             line = self._lines[client] = collections.deque()
             self._turns.append(client)
@@ -332,12 +347,26 @@ class _Turn:
 
 
 def connection_closed(request) -> bool:
-    """Whether ``request``'s HTTP connection has closed. Tornado's handler of a page's request sets a close callback on
-    its connection, so its stream watches for the client's end while the build waits. False for no request (the
-    health check's) or a websocket's (its connection is the websocket's now: no stream), which are built as
-    asked."""
+    """Whether ``request``'s asker has gone: the callable :func:`watch_gone` gave it says so (a websocket's), or its
+    HTTP connection has closed (Tornado's handler of a page's request sets a close callback on its connection, so its
+    stream watches for the client's end while the build waits). False for no request (the health check's) or a
+    websocket's that nothing watches (its connection is the websocket's now: no stream), which are built as asked."""
+    gone = getattr(request, GONE, None)
+    if gone is not None:
+        return gone()
     stream = _stream(request)
     return stream is not None and stream.closed()
+
+
+#: The attribute of a request that holds its :func:`watch_gone` callable.
+GONE = "explorer_build_gone"
+
+
+def watch_gone(request, gone) -> None:
+    """The build ``request`` asks for is not made once ``gone()`` is true (its asker has left; checked while it waits
+    and at its turn): for a websocket's request, whose HTTP connection has handed its stream to the websocket, and
+    whose handler knows when the socket has closed. ``gone`` should not hold the handler alive (a weak reference)."""
+    setattr(request, GONE, gone)
 
 
 def _client(request) -> object:

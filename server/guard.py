@@ -16,6 +16,7 @@ import json
 import logging
 import math
 import time
+import weakref
 
 from bokeh.core.has_props import HasProps
 from bokeh.core.serialization import UnknownReferenceError
@@ -23,11 +24,12 @@ from bokeh.events import Event
 from bokeh.models import AbstractSlider, Select, Tabs
 from bokeh.models.widgets.groups import AbstractGroup
 from bokeh.protocol.exceptions import ProtocolError
+from bokeh.util.token import get_session_id
 from panel.io.server import WSHandler as PanelWSHandler
 from tornado.iostream import StreamClosedError
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from server.build_gate import BuildGate, get_gate
+from server.build_gate import BuildGate, PageLeft, TooManyWaiting, get_gate, watch_gone
 from server.pages import MAX_LINK_CHARS, embedding_argument
 from server.patches.bokeh_deserializer import PATCH as READER
 from server.patches.bokeh_deserializer import PageReader
@@ -265,6 +267,15 @@ class GuardedWSHandler(PanelWSHandler):
     for 15 s more, with a warning for each answer that could not be sent. A handshake whose address is longer than
     :data:`WS_LINK_CHARS` gets HTTP 414, as the page's does. One from an origin outside Bokeh's allowlist gets HTTP 403,
     whatever it says of itself (``server/ws_origin.py``).
+
+    A handshake whose token names a session the process does not have makes Bokeh build a whole page for it (a page
+    served by another process sharing the port, or a session id a script made up): that build waits in its client's
+    line at the build gate (``server/build_gate.py``) as a page request's does. When the client already has its most
+    builds waiting, the handshake is answered 429 before it upgrades; and a build whose socket closes while it waits
+    is not made (the gate asks the handler, :meth:`_went`), nor is anything logged for it. 150 sockets for made-up
+    sessions, closed within a quarter of a second, were otherwise built one after another for 85 s. A socket that
+    closes while its session is built lets the session go once it is made (before, the session kept it as its
+    connection and was never discarded).
     """
 
     _refused = False
@@ -285,20 +296,62 @@ class GuardedWSHandler(PanelWSHandler):
             return
         if refuse_foreign_origin(self):
             return
+        if self._builds_a_page():
+            try:
+                get_gate().admit(self.request)  # (the gate logs the refusal, backed off per client)
+            except TooManyWaiting as refused:
+                self.set_status(refused.status_code, refused.reason)
+                self.finish(refused.reason)
+                return
         await super().prepare()
+
+    def _builds_a_page(self) -> bool:
+        """Whether opening this handshake's session makes Bokeh build a page: its session token (the second of the
+        two subprotocols offered, as Bokeh's ``select_subprotocol`` takes it) names a session the process does not
+        have. A handshake without one is refused at :meth:`open`, before any build."""
+        offered = [p.strip() for p in self.request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        if len(offered) != 2:
+            return False
+        try:
+            self.application_context.get_session(get_session_id(offered[1]))
+        except ProtocolError:  # "No such session"
+            return True
+        except Exception:  # noqa: BLE001  (not a token Bokeh can read: it refuses it at open, building nothing)
+            return False
+        return False
 
     def open(self, *args, **kwargs):
         if self.selected_subprotocol != "bokeh" or self._token is None:
             self._refuse("a handshake without the bokeh subprotocol and a session token")
             return None
+        # a build its session needs is skipped once the socket has gone (a weak reference: the request, which the
+        # build's session keeps, must not keep the handler)
+        handler = weakref.ref(self)
+        watch_gone(self.request, lambda: (h := handler()) is None or h._went())
         try:
             return super().open(*args, **kwargs)
         except ProtocolError as e:  # Bokeh has closed it already (bad signature, expired token)
             self._refuse(str(e))
             return None
 
+    async def _async_open(self, token: str) -> None:
+        try:
+            await super()._async_open(token)
+        except (PageLeft, TooManyWaiting):
+            # the build gate did not build its session: the socket had gone (nothing to say), or its client's line
+            # filled up during the handshake (1013: try again later)
+            if not self._went():
+                self.close(1013, "too many pages asked for from this address at once")
+            return
+        if self._went() and self.connection is not None:
+            # it closed while its session was made: Bokeh's on_close found no connection to let go of then, and the
+            # session would have kept this one for ever (never discarded)
+            self.on_close()
+
     def on_close(self) -> None:
         self._gone = True
+        if self.connection is None:  # its session's build may be waiting: it leaves the gate's line at once
+            get_gate().left(self.request)
         session = getattr(self.connection, "_session", None)
         super().on_close()
         # Bokeh's connection refers to this handler, its protocol handler and its message reader to themselves (their

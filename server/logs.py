@@ -47,8 +47,10 @@ MAX_URI_CHARS = 160
 #: The loggers whose lines a client can make again and again with HTTP requests: Tornado's access log (each answer)
 #: and its general log (a request it cannot read, an error's reason), Bokeh's websocket handshake's (a bad token).
 #: (The websocket guard, ``server/guard.py``, logs one line for a connection, which a handshake costs.) And the build
-#: gate's line for a page refused to a client with too many waiting (``server/build_gate.py``).
-CLIENT_LOGGERS = ("tornado.access", "tornado.general", "bokeh.server.views.ws", "server.build_gate")
+#: gate's line for a page refused to a client with too many waiting (``server/build_gate.py``), and the line for a
+#: websocket handshake refused for its origin (``server/ws_origin.py``).
+CLIENT_LOGGERS = ("tornado.access", "tornado.general", "bokeh.server.views.ws", "server.build_gate",
+                  "server.ws_origin")
 
 
 def _cut_lines(text: str) -> str:
@@ -77,22 +79,43 @@ def _start_and_end(text: str) -> str:
     return f"{text[:MAX_LOG_CHARS - len(tail)]}…\n… {note} …\n{tail}"
 
 
+def _spelled(name: str) -> str:
+    """A pattern for ``name`` (letters) with any of its letters percent-encoded, upper or lower case: as a server reads
+    an argument's name once it has decoded it (case left to the pattern's flags)."""
+    return "".join(f"(?:{re.escape(c)}|%{ord(c.lower()):02x}|%{ord(c.upper()):02x})" for c in name)
+
+
 class RedactLogLines(logging.Filter):
     """Blank the values of ``room`` and ``token`` in logged URLs, shorten messages past :data:`MAX_LOG_CHARS` (their
     start and end kept) and tracebacks past :data:`MAX_TRACEBACK_CHARS` (their end kept).
 
     >>> RedactLogLines.redact("101 GET /app/ws?room=K7M4QX&token=abc-_1 (127.0.0.1) 2.1ms")
     '101 GET /app/ws?room=…&token=… (127.0.0.1) 2.1ms'
+
+    A name is found however the address spells it: any of its letters percent-encoded, in either case (the server
+    decodes ``%72oom`` as ``room``), and an address written into another's argument, encoded whole:
+
+    >>> RedactLogLines.redact("404 GET /nope?%72oom=K7M4QX&%54%4fKEN=abc (127.0.0.1) 0.5ms")
+    '404 GET /nope?%72oom=…&%54%4fKEN=… (127.0.0.1) 0.5ms'
+    >>> RedactLogLines.redact("200 GET /app?next=%2Fapp%3Froom%3DK7M4QX%26tok%65n%3Dabc%26q%3D1 (127.0.0.1) 9ms")
+    '200 GET /app?next=%2Fapp%3Froom=…%26tok%65n=…%26q%3D1 (127.0.0.1) 9ms'
     >>> cut = RedactLogLines.redact("414 GET /?q=" + "x" * 70000 + " (127.0.0.1) 0.97ms")
     >>> cut[:12], cut[298:332], cut[-22:], len(cut)
     ('414 GET /?q=', 'xx… (70031 characters in all) …xxx', 'xxx (127.0.0.1) 0.97ms', 629)
     """
 
-    _ARG = re.compile(r"(?<=[?&;])(room|token)=[^&;\s\"']*", re.IGNORECASE)
+    _ARG = re.compile(
+        r"(?:(?<=[?&;])|(?<=%26)|(?<=%3f)|(?<=%3b))"  # after an argument's separator, itself perhaps encoded
+        rf"(?P<name>{_spelled('room')}|{_spelled('token')})(?:=|%3d)(?:(?!%26|%3b)[^&;\s\"'])*",
+        re.IGNORECASE)
+
+    @classmethod
+    def _blank(cls, text: str) -> str:
+        return cls._ARG.sub(lambda m: f"{m['name']}=…", text)
 
     @classmethod
     def redact(cls, text: str) -> str:
-        text = cls._ARG.sub(r"\1=…", text)
+        text = cls._blank(text)
         return text if len(text) <= MAX_LOG_CHARS else _start_and_end(text)
 
     @classmethod
@@ -118,7 +141,7 @@ class RedactLogLines(logging.Filter):
 
     @classmethod
     def _cut_traceback(cls, text: str) -> str:
-        text = _cut_lines(cls._ARG.sub(r"\1=…", text))
+        text = _cut_lines(cls._blank(text))
         if len(text) <= MAX_TRACEBACK_CHARS:
             return text
         return f"… ({len(text)} characters of traceback in all; its end:)\n{text[-MAX_TRACEBACK_CHARS:]}"

@@ -14,7 +14,7 @@ from bokeh.application.handlers.script import ScriptHandler
 from bokeh.document import Document
 from bokeh.server.contexts import ApplicationContext
 
-from server.build_gate import CACHE_KEY, BuildGate, PageLeft, TooManyWaiting
+from server.build_gate import CACHE_KEY, BuildGate, PageLeft, TooManyWaiting, watch_gone
 from server.patches.bokeh_create_session import install as pace_page_builds
 from server.patches.panel_on_load import install as charge_page_loads
 from testing.server import free_port, run_beside
@@ -385,7 +385,7 @@ def test_a_build_whose_request_goes_while_the_loop_has_its_share_is_not_built():
 def test_a_client_with_too_many_builds_waiting_is_answered_429_and_logged_with_a_back_off(caplog, monkeypatch):
     """Past MAX_WAITING_PER_CLIENT waiting, a client's next page is refused with 429 and a line naming it (backed
     off per client by server/logs.py); another client's is not, a waiting request that has gone frees its place, and
-    a websocket's build is never refused."""
+    a websocket's build counts against the same cap (its handshake is refused before it upgrades: server/guard.py)."""
     import logging
 
     from server.logs import CLIENT_LOGGERS, PerClientLines
@@ -411,21 +411,44 @@ def test_a_client_with_too_many_builds_waiting_is_answered_429_and_logged_with_a
         ask(f"a{most + 10}")
         ask(f"a{most + 11}")
         await settle()
-        ask("ws")  # a websocket's build (its page's session discarded) waits, never refused: no answer but a traceback
+        ask("ws")  # a websocket's build (a session the process does not have): the line is full again, refused
         await settle()
         release()
 
     with caplog.at_level("WARNING", logger="server.build_gate"):
         gate, built, errors = held_gate(requests, scenario)
     refused = [name for name, e in errors.items() if isinstance(e, TooManyWaiting)]
-    assert refused == [f"a{i}" for i in range(most, most + 10)] + [f"a{most + 11}"]
+    assert refused == [f"a{i}" for i in range(most, most + 10)] + [f"a{most + 11}", "ws"]
     assert {e.status_code for name, e in errors.items() if name in refused} == {429}
-    assert isinstance(errors["a0"], PageLeft) and errors["b"] is errors[f"a{most + 10}"] is errors["ws"] is None
-    assert built.index("b") == 2 and gate.refused == 11 and built[-2:] == [f"a{most + 10}", "ws"]
-    assert len(built) == most + 3  # first, a1…a(most-1), b, a(most+10), ws
+    assert isinstance(errors["a0"], PageLeft) and errors["b"] is errors[f"a{most + 10}"] is None
+    assert built.index("b") == 2 and gate.refused == 12 and built[-1] == f"a{most + 10}"
+    assert len(built) == most + 2  # first, a1…a(most-1), b, a(most+10)
     lines = [r.getMessage() for r in caplog.records if r.name == "server.build_gate"]
     # the first five lines of a client in full, then the 8th (server/logs.py's back-off), each naming the client
     assert len(lines) == 6 and all("10.0.0.1" in line for line in lines), lines
+
+
+def test_a_websockets_build_is_not_built_once_its_handler_says_the_socket_has_gone():
+    """A websocket's request has no stream of its own (it is the socket's): its handler tells the gate when the socket
+    has gone (watch_gone), and its build is skipped at its turn as a page request's is; one nothing watches, or whose
+    socket stays, is built."""
+    requests = {"first": page_request("10.0.0.1")}
+    requests |= {name: page_request("10.0.0.1", websocket=True) for name in ["gone", "open", "unwatched"]}
+    sockets = {"gone": False, "open": False}
+    for name in sockets:
+        watch_gone(requests[name], lambda name=name: sockets[name])
+
+    async def scenario(gate, ask, built, release):
+        for name in ["gone", "open", "unwatched"]:
+            ask(name)
+        await settle()
+        assert gate.queued == 3
+        sockets["gone"] = True  # its socket closed; nobody told the gate
+        release()
+
+    gate, built, errors = held_gate(requests, scenario)
+    assert built == ["first", "open", "unwatched"] and isinstance(errors["gone"], PageLeft)
+    assert errors["open"] is errors["unwatched"] is None and gate.skipped == 1 and gate.builds == 3
 
 
 # --- a real server: page requests that leave, and one client's too many -------------------------------------------
@@ -570,4 +593,130 @@ def test_a_client_past_its_waiting_builds_is_answered_429_at_once_and_others_are
     assert gate.refused == 1 and gate.builds == 2 and gate.skipped == most
     refusals = [rec.getMessage() for rec in caplog.records if rec.name == "server.build_gate"]
     assert len(refusals) == 1 and "127.0.0.1" in refusals[0], refusals
+    assert not [rec for rec in caplog.records if rec.exc_info or rec.levelname == "ERROR"]
+
+
+# --- a real server: websockets for sessions the process does not have -----------------------------------------------
+
+async def _open_socket(port: int, source: str, session_id: str | None = None):
+    """A websocket to the app's page from the loopback address ``source``, for ``session_id`` (a made-up one if None:
+    a session this process does not have, as for a page another process served); the socket, or the HTTP status
+    its handshake was answered with."""
+    from bokeh.util.token import generate_jwt_token, generate_session_id
+    from tornado.httpclient import HTTPClientError, HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    token = generate_jwt_token(session_id or generate_session_id())
+    try:
+        return await websocket_connect(HTTPRequest(f"ws://127.0.0.1:{port}/app/ws", network_interface=source),
+                                       subprotocols=["bokeh", token])
+    except HTTPClientError as e:
+        return e.code
+
+
+def _page_session(answer: bytes) -> str:
+    """The session id of the page in a page request's answer (its token, in the page's script)."""
+    import re
+
+    from bokeh.util.token import get_session_id
+
+    return get_session_id(re.search(rb'"token": ?"([^"]+)"', answer)[1].decode())
+
+
+@pytest.mark.server
+def test_websockets_for_sessions_never_made_wait_in_line_and_are_not_built_once_closed(app_server, caplog):
+    """20 websockets from one address name sessions the process does not have, and close while their builds wait: none
+    is built, and nothing is logged for them; one from another address that stays open (a page another process
+    served, as with EXPLORER_NUM_PROCS > 1) is built and connected. Before, each such socket's page was built even
+    after it had closed: 150 closed within 0.25 s made 150 builds over 85 s."""
+    port, server, gate = app_server
+    ghosts = 20
+
+    async def scenario():
+        release, held = await _hold(gate)
+        sockets = [await _open_socket(port, "127.0.0.1") for _ in range(ghosts)]
+        elsewhere = await _open_socket(port, "127.0.0.3")
+        queued = await _until(lambda: gate.queued == ghosts + 1)
+        for sock in sockets:
+            sock.close()
+        left = await _until(lambda: gate.queued == 1, 30.0)  # each leaves its line as its close is noticed
+        release.set()
+        await held
+        ack = await asyncio.wait_for(elsewhere.read_message(), 120)  # Bokeh's first message once its session is made
+        elsewhere.close()
+        return {"queued": queued, "left": left, "ack": ack}
+
+    with caplog.at_level("INFO"):
+        r = run_beside(server, scenario)
+    assert r["queued"] and r["left"]
+    assert r["ack"] is not None and '"msgtype":"ACK"' in r["ack"].replace(" ", "")
+    assert gate.builds == 2 and gate.skipped == ghosts  # the held one and the other process's page's
+    assert not [rec for rec in caplog.records if rec.exc_info or rec.levelname == "ERROR"]
+
+
+@pytest.mark.server
+def test_a_client_past_its_waiting_builds_has_its_next_websocket_refused_429_before_it_opens(app_server, caplog,
+                                                                                            monkeypatch):
+    """One address with MAX_WAITING_PER_CLIENT websockets waiting for builds (sessions the process does not have) gets
+    429 for its next such handshake, before the upgrade, with one line in the log; its own page's websocket (a session
+    the process has) still opens. Before, websockets' builds waited without limit."""
+    import logging
+
+    from server.logs import PerClientLines
+
+    port, server, gate = app_server
+    most = BuildGate.MAX_WAITING_PER_CLIENT
+    monkeypatch.setattr(logging.getLogger("server.build_gate"), "filters", [PerClientLines()])  # this test's alone
+
+    async def scenario():
+        reader, writer = await _ask_page(port, "127.0.0.1")
+        page = await asyncio.wait_for(reader.read(), 120)
+        writer.close()
+        release, held = await _hold(gate)
+        sockets = [await _open_socket(port, "127.0.0.1") for _ in range(most)]
+        queued = await _until(lambda: gate.queued == most)
+        refused = await _open_socket(port, "127.0.0.1")
+        own = await _open_socket(port, "127.0.0.1", _page_session(page))
+        own_ack = await asyncio.wait_for(own.read_message(), 60) if not isinstance(own, int) else own
+        for sock in [*sockets, own]:
+            if not isinstance(sock, int):
+                sock.close()
+        await _until(lambda: gate.queued == 0, 30.0)
+        release.set()
+        await held
+        return {"queued": queued, "refused": refused, "own": own_ack}
+
+    with caplog.at_level("INFO"):
+        r = run_beside(server, scenario)
+    assert r["queued"] and r["refused"] == 429
+    assert isinstance(r["own"], str) and '"msgtype":"ACK"' in r["own"].replace(" ", "")
+    assert gate.refused == 1 and gate.skipped == most and gate.builds == 2  # the page's and the held one
+    refusals = [rec.getMessage() for rec in caplog.records if rec.name == "server.build_gate"]
+    assert len(refusals) == 1 and "127.0.0.1" in refusals[0], refusals
+    assert not [rec for rec in caplog.records if rec.exc_info or rec.levelname == "ERROR"]
+
+
+@pytest.mark.server
+def test_a_websocket_that_closes_while_its_session_is_built_lets_the_session_go(app_server, caplog):
+    """Sockets for sessions the process does not have, closed at once while the gate is free: the first is built (its
+    build had started) and the socket closes during it. Bokeh let go of a socket's session when the socket closed,
+    and this one had no session yet: the session kept the socket as its connection once built, and was never
+    discarded (each such socket kept a page in memory for the server's life). Every session now has no connection
+    left once its socket's opening is done."""
+    port, server, gate = app_server
+
+    def opened() -> int:  # Bokeh's line once a socket's session is made and its connection set
+        return sum(rec.getMessage() == "ServerConnection created" for rec in caplog.records)
+
+    async def scenario():
+        sockets = [await _open_socket(port, "127.0.0.1") for _ in range(3)]
+        for sock in sockets:
+            sock.close()
+        done = await _until(lambda: gate.builds and opened() == gate.builds and not gate.queued and not gate._busy)
+        return {"done": done, "connections": [s.connection_count for s in server.get_sessions("/app")]}
+
+    with caplog.at_level("INFO"):
+        r = run_beside(server, scenario)
+    assert r["done"] and len(r["connections"]) == gate.builds >= 1
+    assert r["connections"] == [0] * gate.builds  # each discarded once its lifetime without a page has passed
     assert not [rec for rec in caplog.records if rec.exc_info or rec.levelname == "ERROR"]

@@ -76,3 +76,28 @@ def test_this_machine_s_addresses_are_reachable_ipv4_ones():
     for ip in interface_addresses():
         a = ipaddress.ip_address(ip)
         assert a.version == 4 and not (a.is_loopback or a.is_link_local or a.is_unspecified)
+
+
+@pytest.mark.parametrize("setting", [None, "school.example:5006,*.lab.example"])
+def test_the_origin_check_reads_the_allowlist_as_bokeh_does_without_its_log_line(monkeypatch, caplog, setting):
+    """server/ws_origin.py asks the allowlist itself, so that Bokeh's line (the whole origin, no client) is not
+    written: each origin is allowed or refused exactly as Bokeh's own check would, with its settings."""
+    from types import SimpleNamespace
+
+    from bokeh.server.views.ws import WSHandler
+
+    from server.ws_origin import origin_allowed
+
+    if setting is None:
+        monkeypatch.delenv("BOKEH_ALLOW_WS_ORIGIN", raising=False)
+    else:
+        monkeypatch.setenv("BOKEH_ALLOW_WS_ORIGIN", setting)
+    handler = SimpleNamespace(application=SimpleNamespace(websocket_origins={"localhost:5006", "127.0.0.1:5006"}))
+    origins = ["http://localhost:5006", "http://LOCALHOST:5006", "http://localhost:5007", "http://127.0.0.1:5006",
+               "https://school.example:5006", "http://school.example", "http://a.lab.example:80", "http://evil.example",
+               "null", ""]
+    with caplog.at_level("ERROR", logger="bokeh.server.views.ws"):
+        ours = [origin_allowed(handler, o) for o in origins]
+        assert not caplog.records  # nothing logged by ours
+        bokehs = [WSHandler.check_origin(handler, o) for o in origins]
+    assert ours == bokehs and any(ours) and not all(ours)

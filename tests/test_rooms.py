@@ -464,6 +464,27 @@ def test_room_arguments_are_redacted_from_log_lines():
     assert record.getMessage() == "200 GET /?room=…&token=… (127.0.0.1) 3.00ms"
 
 
+@pytest.mark.parametrize("query", [
+    "%72oom=K7M4QX&%74oken=s3cr-et_",  # the names the issue's log showed the token after
+    "x=1&%52%4F%4F%4D=K7M4QX&To%6Ben=s3cr-et_",  # every letter of one encoded, upper case; a second name mixed
+    "next=%2Fapp%3Froom%3DK7M4QX%26token%3Ds3cr-et_",  # a whole link, encoded into another argument
+])
+def test_room_arguments_are_redacted_however_their_names_are_encoded(query):
+    """``404 GET /nope?%72oom=…&%74oken=<token>`` logged the presenter's token: the server reads ``%72oom`` as
+    ``room``, and the redaction matched the name as written only."""
+    from urllib.parse import parse_qs, unquote
+
+    # what the server reads (Python's own decoding): the room's code and the token, under their names
+    read = parse_qs(query) | parse_qs(unquote(parse_qs(query).get("next", [""])[0]).partition("?")[2])
+    assert {k.lower(): v for k, v in read.items()}.keys() >= {"room", "token"}
+    record = logging.LogRecord("tornado.access", logging.WARNING, __file__, 1, "%d %s %.2fms",
+                               (404, f"GET /nope?{query} (127.0.0.1)", 0.5), None)
+    assert RedactLogLines().filter(record)
+    message = record.getMessage()
+    assert "K7M4QX" not in message and "s3cr" not in message, message
+    assert message.endswith(" (127.0.0.1) 0.50ms") and message.count("=…") == 2, message
+
+
 def test_a_follower_takes_a_preset_and_the_edits_made_after_it():
     teacher, student = AttentionState(), AttentionState()
     teacher.preset = "Module 2: vector values"

@@ -12,10 +12,10 @@ before this patch keeps that class in its routes: under a bare ``panel serve app
 app.py first runs. So the guard is not a route's: Panel's ``WSHandler.initialize`` swaps the class of each of its
 own connections to the guard (a subclass with no state of its own until it opens). The guard overrides or calls the
 methods of Bokeh's handler listed in :data:`PATCH` (``on_message`` is redone whole; ``_receive``, ``_handle`` and
-``_schedule`` are called as Bokeh's ``on_message`` calls them), and reads its ``connection._session``, ``_token``,
-``handler`` and ``receiver``; it writes a message's frames in the order Bokeh's ``Message.send`` does, without
-waiting between them. Written for Bokeh 3.10.2, Panel 1.10.0 and Tornado 6.6.1; no upstream issue asks for a
-handler that stops reading at the first bad message.
+``_schedule`` are called as Bokeh's ``on_message`` calls them; ``_async_open`` is wrapped), and reads its
+``connection._session``, ``_token``, ``handler`` and ``receiver``; it writes a message's frames in the order Bokeh's
+``Message.send`` does, without waiting between them. Written for Bokeh 3.10.2, Panel 1.10.0 and Tornado 6.6.1; no
+upstream issue asks for a handler that stops reading at the first bad message.
 """
 
 from __future__ import annotations
@@ -30,6 +30,12 @@ PATCH = Patch(
         "panel.io.server:WSHandler.prepare": "0a19ee64bd91b207",
         "panel.io.server:WSHandler.open": "85e6cfbdb62e1034",
         "bokeh.server.views.ws:WSHandler.open": "6c6889f7f5bf94a9",
+        # wrapped: a build the gate does not make ends the socket quietly, and one that closed during its build lets go
+        "panel.io.server:WSHandler._async_open": "30c732ec3bd8c5ac",
+        "bokeh.server.views.ws:WSHandler._async_open": "cbca712b13001c9a",
+        # read in prepare, before the handshake, to know whether it makes a build: the token's place and its session
+        "bokeh.server.views.ws:WSHandler.select_subprotocol": "d6a74469c0dc9b82",
+        "bokeh.server.contexts:ApplicationContext.get_session": "6bcdfa451f0bfcd3",
         "bokeh.server.views.ws:WSHandler.on_close": "7939a5c46013353f",
         "bokeh.server.views.ws:WSHandler.send_message": "8a63594391140b6b",
         "bokeh.server.views.ws:WSHandler.write_message": "e4f9105f42afd075",
