@@ -22,6 +22,10 @@ from services.pacing import once_a_page
 #: Brings a tapped tab's contents into view where the page scrolls as one column (a phone, an upright tablet).
 INTO_VIEW_JS = Path(__file__).with_name("tabs.js").read_text()
 
+#: Panel hides a tab with visibility and aria-hidden, which leaves its controls focusable (axe aria-hidden-focus):
+#: out of the layout, nothing in it can take the focus or be read.
+HIDDEN_TABS_CSS = ':host > [aria-hidden="true"], [aria-hidden="true"] {display: none}'
+
 
 class Unbuilt(pn.Spacer):
     """What stands in a tab of :func:`lazy_tabs` until it is first shown."""
@@ -43,9 +47,7 @@ class LazyTabs(pn.Tabs):
 
     def __init__(self, *objects, **params):
         super().__init__(*objects, dynamic=False, **params)
-        # Panel hides a tab with visibility and aria-hidden, which leaves its controls focusable (axe
-        # aria-hidden-focus): out of the layout, nothing in it can take the focus or be read
-        self.stylesheets = [*self.stylesheets, ':host > [aria-hidden="true"], [aria-hidden="true"] {display: none}']
+        self.stylesheets = [*self.stylesheets, HIDDEN_TABS_CSS]
 
     def _get_model(self, doc, root=None, parent=None, comm=None):
         model = super()._get_model(doc, root, parent, comm)
@@ -82,7 +84,7 @@ class PanelTabs(pn.Tabs):
 
     def __init__(self, *objects, **params):
         super().__init__(*objects, dynamic=False, **params)
-        self.stylesheets = [*self.stylesheets, ':host > [aria-hidden="true"], [aria-hidden="true"] {display: none}']
+        self.stylesheets = [*self.stylesheets, HIDDEN_TABS_CSS]
         self.jscallback(active=INTO_VIEW_JS, args={"source": self})
 
 
