@@ -22,6 +22,7 @@ APP_LOADED = ("() => window.Bokeh && Bokeh.documents.length > 0 && "
 #: A page's script: true once the explorer's shown tab has its contents (a tab is built on the server the first time
 #: it is shown, a Spacer standing in until then) and every figure in the page has drawn.
 TAB_BUILT = """() => {
+  if (window.Bokeh?.documents[0] == null) return false  // a page that navigated (Present) has no document yet
   const models = [...Bokeh.documents[0].all_models]
   const tabs = models.find(m => (m.css_classes || []).includes('explorer-tabs'))
   if (tabs == null || tabs.tabs[tabs.active].child.type === 'Spacer') return false

@@ -25,7 +25,7 @@ PATIENCE = 30_000
 #: True once the page's query plot has drawn and listens to the pointer, and every stylesheet in the page has
 #: loaded: Panel's components link theirs into their shadow roots, and one that comes late (a loaded machine)
 #: resizes its component after the first drawing, moving what is below it (the header's buttons, the plot).
-QUERY_PLOT_READY = """() => { const doc = Bokeh.documents[0], m = doc.get_model_by_name('query-plot')
+QUERY_PLOT_READY = """() => { const doc = window.Bokeh?.documents[0], m = doc?.get_model_by_name('query-plot')
   const v = m && Bokeh.index.find_one(m)
   if (v == null || !v.has_finished() || !(window.attentionExplorerPointers?.has(doc) ?? false)) return false
   const loaded = (root) => [...root.querySelectorAll('link[rel=stylesheet]')].every(l => l.sheet != null)
@@ -222,7 +222,8 @@ def wait_for_drawn(page) -> None:
     frames: a layout that moved a box is drawn on the frame after."""
     for _ in range(2):
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-        page.wait_for_function("""() => Bokeh.documents.flatMap(d => [...d.all_models]).filter(m => m.type === 'Figure')
+        page.wait_for_function("""() => window.Bokeh != null
+            && Bokeh.documents.flatMap(d => [...d.all_models]).filter(m => m.type === 'Figure')
             .map(m => Bokeh.index.find_one(m)).every(v => v == null || !v.el.isConnected || v.has_finished())
             && (window.attentionExplorerLabels ?? new Set()).size === 0 && document.fonts.status === 'loaded'""",
                                timeout=PATIENCE, polling="raf")

@@ -69,6 +69,7 @@ def _use_every_control(page) -> int:
     """
     def drawn() -> None:  # what the control changed is drawn; a control that opened another page: that page
         try:
+            page.wait_for_function(APP_LOADED, timeout=LOADED)
             wait_for_drawn(page)
         except PlaywrightError:  # the page navigated meanwhile (Present opens the presenter's link)
             page.wait_for_function(APP_LOADED, timeout=LOADED)
