@@ -50,6 +50,11 @@ class RoomsUnavailable(RoomError):
     """Rooms are shared through Redis and this process cannot reach it now (``services/rooms_redis.py``)."""
 
 
+class CodesNotReady(RoomsUnavailable):
+    """Rooms are shared through Redis, which this process reaches, but it holds no claimed code yet: it has just
+    started or reconnected and claims its next codes within a moment (:meth:`RoomRegistry.codes_ready`)."""
+
+
 @dataclass(eq=False)
 class Room:
     """One presented view. ``snapshot`` and ``version`` change only through the registry."""

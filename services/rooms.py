@@ -38,6 +38,7 @@ from services.room_codes import (  # noqa: F401  (the registry's names, where pa
 from services.room_hand import LiveChannels
 from services.room_polls import RoomPolls
 from services.room_state import (  # noqa: F401
+    CodesNotReady,
     Listener,
     NotFollowing,
     PresenceListener,
@@ -120,6 +121,11 @@ class RoomRegistry(LiveChannels, RoomPolls):
     @property
     def available(self) -> bool:
         """Whether rooms can be opened and joined now: always, where this process holds them."""
+        return True
+
+    async def codes_ready(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until :meth:`create` has a code to give (after :class:`CodesNotReady`);
+        whether it has. Where this process holds its rooms it always has."""
         return True
 
     # -- creating and entering ------------------------------------------------------------------------------------

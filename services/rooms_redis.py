@@ -28,6 +28,7 @@ import asyncio
 import contextvars
 import logging
 import secrets
+import time
 from urllib.parse import urlsplit
 
 from services import room_scripts as lua
@@ -72,6 +73,8 @@ class RedisRoomRegistry(RedisWrites, RoomRegistry):
         self._aio: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
         self._broken: asyncio.Event | None = None
+        self._claimed: asyncio.Event | None = None  # set when a code is claimed: a Present waiting for one goes on
+        self._starting = True  # until the first connection is made or fails: a Present meanwhile waits for it
         self._tasks: list[asyncio.Task] = []
         self._background: set[asyncio.Task] = set()
         self._ops: dict[tuple, object] = {}  # the outbox (services/rooms_redis_writes.py)
@@ -113,10 +116,29 @@ class RedisRoomRegistry(RedisWrites, RoomRegistry):
         if self._tasks:
             return
         self._aio = asyncio.get_running_loop()
-        self._wake, self._broken = asyncio.Event(), asyncio.Event()
+        self._wake, self._broken, self._claimed = asyncio.Event(), asyncio.Event(), asyncio.Event()
         # from an empty context, as the sweeper: a page's context would keep that page alive as long as the server
         for run in (self._connection, self._pump, self._ticker):
             self._tasks.append(contextvars.Context().run(self._aio.create_task, run()))
+
+    async def codes_ready(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds, on the registry's loop, until this process holds a claimed code (a process
+        just started first connects to Redis, then claims); whether it does (false as soon as Redis cannot be
+        reached)."""
+        if self._claimed is None or asyncio.get_running_loop() is not self._aio:
+            return False
+        deadline = time.monotonic() + timeout
+        while not (self._connected and self._pool):
+            if not (self._connected or self._starting):
+                return False
+            self._claimed.clear()
+            if self._connected:
+                self._spawn(self._claim_codes())
+            try:
+                await asyncio.wait_for(self._claimed.wait(), max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return False
+        return True
 
     def _spawn(self, coro) -> None:
         """Run ``coro`` on the registry's loop, from any thread, kept until it is done (a task nobody holds may be
@@ -197,7 +219,9 @@ class RedisRoomRegistry(RedisWrites, RoomRegistry):
         self._set_connected(False, exc)
 
     def _set_connected(self, connected: bool, exc: Exception | None = None) -> None:
-        was, self._connected = self._connected, connected
+        was, self._connected, self._starting = self._connected, connected, False
+        if self._claimed is not None:
+            self._claimed.set()  # a Present waiting for the first connection hears how it went
         if connected and not was:
             if self._said_unavailable:
                 log.warning("Rooms are available again: Redis at %s answers", where(self.url))

@@ -20,7 +20,7 @@ from typing import Callable
 from services import room_scripts as lua
 from services.polls import PollRefused
 from services.room_codes import TOMBSTONE_SECONDS, draw_code
-from services.room_state import Room, RoomsUnavailable
+from services.room_state import CodesNotReady, Room, RoomsUnavailable
 from services.room_wire import encode_view, message
 
 #: Seconds between two tries to reach Redis while it cannot be reached (and to send an answer Redis lost the poll of).
@@ -108,6 +108,8 @@ class RedisWrites:
 
     def _new_code(self) -> str:
         if not self._connected:
+            if self._starting:
+                raise CodesNotReady("Rooms are not ready yet: this server is connecting to Redis.")
             raise RoomsUnavailable("Rooms are unavailable: this server cannot reach Redis.")
         if self._aio is not None:
             self._spawn(self._claim_codes())
@@ -115,7 +117,7 @@ class RedisWrites:
             code, claimed = self._pool.pop(0)
             if time.monotonic() - claimed < CLAIM_S / 2 and code not in self._rooms:
                 return code
-        raise RoomsUnavailable("Rooms are unavailable: no code is ready yet.")
+        raise CodesNotReady("Rooms are unavailable: no code is ready yet.")
 
     async def _claim_codes(self) -> None:
         """Claim codes for this process's next rooms, until it holds CLAIMED_CODES fresh ones."""
@@ -131,6 +133,8 @@ class RedisWrites:
                 keys = [self._key("room:", code), self._key("ended:", code), self._key("claim:", code)]
                 if code not in self._rooms and await run_script(self._client, lua.CLAIM, keys, [self.process, CLAIM_S]):
                     self._pool.append((code, time.monotonic()))
+                    if self._claimed is not None:
+                        self._claimed.set()
         except RedisError as exc:
             self._lost(exc)
         finally:

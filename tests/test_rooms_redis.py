@@ -18,7 +18,7 @@ import pytest
 from services import rooms_redis
 from services.polls import PollCounts, PollView
 from services.room_codes import draw_code
-from services.rooms import RoomRegistry, RoomSecret, RoomsUnavailable
+from services.rooms import CodesNotReady, RoomRegistry, RoomSecret, RoomsUnavailable
 from services.rooms_redis import RedisRoomRegistry
 from testing import redis as real_redis
 from testing.redis import RedisServer
@@ -97,6 +97,51 @@ def test_a_room_opened_on_one_process_is_followed_on_the_others_from_its_current
                 codes.add(registry.create(creator=f"page-{i}")[0].code)
         assert len(codes) == 16 and room.code not in codes
         await close(a, b, c)
+
+    asyncio.run(asyncio.wait_for(scenario(), 4 * WAIT))
+
+
+def test_a_present_while_no_code_is_claimed_waits_for_one_instead_of_saying_rooms_are_unavailable(redis_server):
+    """A process just started (or back from Redis) has claimed no code yet: a Present then is told to wait for one,
+    and one comes, where rooms were said unavailable to a teacher pressing Present on a busy, new process."""
+    async def scenario():
+        (a,) = await processes(redis_server.url, 1)
+        await until(lambda: a._pool, "the first codes claimed")
+        held = len(a._pool)
+        for i in range(held):  # every code this process holds, taken at once
+            a.create(creator=f"page-{i}")
+        with pytest.raises(CodesNotReady):
+            a.create(creator="the teacher's page")
+        assert await a.codes_ready(WAIT)
+        room, _ = a.create(creator="the teacher's page")
+        assert len(a) == held + 1 and room.code in a._rooms
+        await close(a)
+
+    asyncio.run(asyncio.wait_for(scenario(), 4 * WAIT))
+
+
+def test_a_present_while_the_process_connects_to_redis_waits_for_the_connection(redis_server):
+    """A process answers pages before it has connected to Redis (a second or more on a busy machine): a Present then
+    waits for the connection and its first codes, where it was told rooms are unavailable."""
+    async def scenario():
+        a = RedisRoomRegistry(redis_server.url, end_after=120, secret=SECRET)
+        a.start()  # its connection runs once this coroutine awaits: the page's Present comes first
+        with pytest.raises(CodesNotReady):
+            a.create(creator="the teacher's page")
+        assert await a.codes_ready(WAIT)
+        room, _ = a.create(creator="the teacher's page")
+        assert a.available and room.code in a._rooms
+        await close(a)
+
+    asyncio.run(asyncio.wait_for(scenario(), 4 * WAIT))
+
+
+def test_codes_ready_is_false_at_once_where_redis_cannot_be_reached(tmp_path):
+    async def scenario():
+        dead = RedisRoomRegistry(f"unix://{tmp_path}/nobody.sock", end_after=120, secret=SECRET)
+        dead.start()
+        assert await dead.codes_ready(3600) is False  # at once: not the hour (the scenario has two minutes)
+        await close(dead)
 
     asyncio.run(asyncio.wait_for(scenario(), 4 * WAIT))
 

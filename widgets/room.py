@@ -52,7 +52,15 @@ from link.row import OneRow
 from link.updates import one_message
 from services.network import ClassAddress, class_address_of
 from services.room_hand import LIVE_ROUTE
-from services.rooms import RoomError, RoomRegistry, RoomsUnavailable, TooManyRooms, get_registry, normalize_code
+from services.rooms import (
+    CodesNotReady,
+    RoomError,
+    RoomRegistry,
+    RoomsUnavailable,
+    TooManyRooms,
+    get_registry,
+    normalize_code,
+)
 from services.sessions import connection_count
 from session.address import address_of
 from session.i18n import N_
@@ -63,6 +71,9 @@ from widgets.room_view import RoomView
 #: Rooms are shared through Redis (services/rooms_redis.py) and this server cannot reach it now.
 UNAVAILABLE = N_("Rooms are unavailable right now: this server cannot reach the store it shares rooms through. "
                  "Try again in a minute.")
+#: Seconds Present waits for a code where rooms are shared and this process has claimed none yet (it has just
+#: started, or reconnected to Redis): claiming takes a round trip or a few, longer on a loaded server.
+CODES_WAIT_S = 20.0
 #: A follower's notice while the room has no presenter (the presenter's page, or its server, has gone).
 PRESENTER_GONE = N_("The presenter has gone. You keep the last view, and follow again when they come back.")
 
@@ -232,13 +243,25 @@ class RoomControls(RoomView, pn.viewable.Viewer):
 
     # -- presenter --------------------------------------------------------------------------------------------------
 
-    def _on_present(self, _event) -> None:
+    def _on_present(self, _event, waited: bool = False) -> None:
         try:
             # one running room per page: pressing again gives the same room back (services/rooms.py)
             room, token = self._registry.create(self.state.snapshot(), creator=self._session)
         except TooManyRooms:
             self.notice = N_("This page has started several rooms in the last minute. Wait a minute, then press "
                              "Present again.")
+            return
+        except CodesNotReady:
+            doc = self._doc
+            if waited or doc is None or doc.session_context is None:
+                self.notice = UNAVAILABLE
+                return
+
+            async def when_ready():  # then press again for the teacher, in the page's turn
+                await self._registry.codes_ready(CODES_WAIT_S)
+                if doc.session_context is not None:
+                    doc.add_next_tick_callback(lambda: self._on_present(None, waited=True))
+            pn.state.execute(when_ready)
             return
         except RoomsUnavailable:  # rooms are shared through Redis, which this server cannot reach now
             self.notice = UNAVAILABLE
