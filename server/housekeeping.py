@@ -105,6 +105,27 @@ def _malloc_trim():
         return None
 
 
+#: ``mallopt``'s parameter for the largest chunk glibc keeps in a fast bin (``M_MXFAST`` in malloc.h).
+M_MXFAST = 1
+
+
+def merge_on_free() -> bool:
+    """Have glibc merge each freed small chunk with its free neighbours when it is freed (``mallopt(M_MXFAST, 0)``:
+    no fast bins), not keep it aside until the next trim merges every one of them (``malloc_consolidate``) in one go.
+
+    A closed page frees about a hundred thousand small objects; with fast bins, the trim after a class had left
+    merged all of theirs in one turn of the loop, the longest turn of a day of sessions (bench/RESULTS.md). The same
+    merging, one chunk at a time as pages are taken apart, costs the loop no long turn. Call it before serving;
+    whether it was done (glibc only).
+    """
+    if _malloc_trim() is None:
+        return False
+    try:
+        return bool(ctypes.CDLL(None).mallopt(M_MXFAST, 0))
+    except (OSError, AttributeError):
+        return False
+
+
 def can_trim() -> bool:
     """Whether this process can return freed heap pages to the system (Linux with glibc)."""
     return _malloc_trim() is not None

@@ -174,7 +174,7 @@ def _serve_command():
 
         def customize_kwargs(self, args, server_kwargs):
             from server import patches
-            from server.housekeeping import settle_collector
+            from server.housekeeping import merge_on_free, settle_collector
             from server.routes import add_routes
 
             kwargs = add_routes(super().customize_kwargs(args, server_kwargs))
@@ -182,6 +182,7 @@ def _serve_command():
             # everything a page's build imports is loaded by now (app.py runs this, python -m server runs app.py),
             # so the collector can leave it alone from here on
             settle_collector()
+            merge_on_free()
             return kwargs
 
     return CompressedServe

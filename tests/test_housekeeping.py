@@ -270,6 +270,42 @@ command.customize_kwargs(args, {})
 print(gc.get_freeze_count() > 50_000, gc.get_threshold()[2])
 """
 
+# Small objects made and most of them freed, scattered as a closed page's are; prints how many freed chunks glibc keeps
+# in its fast bins, unmerged (mallinfo2's smblks), after the server's start-up (argument "serve"), after
+# merge_on_free alone ("merge") or with glibc's defaults ("default").
+FAST_BINS = """
+import ctypes, sys
+from server import housekeeping
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks "
+                "keepcost".split()]
+mallinfo2 = ctypes.CDLL(None).mallinfo2
+mallinfo2.restype = Info
+if sys.argv[1] == "merge":
+    housekeeping.merge_on_free()
+elif sys.argv[1] == "serve":
+    import argparse
+    from server import serve
+    parser = argparse.ArgumentParser(prog="panel")
+    command = serve._serve_command()(parser=parser.add_subparsers().add_parser("serve"))
+    command.customize_kwargs(parser.parse_args(serve.serve_argv({})), {})
+objects = [[i, i] for i in range(200_000)]
+kept = objects[::3]
+del objects
+print(mallinfo2().smblks)
+"""
+
+
+@pytest.mark.skipif(not housekeeping.can_trim(), reason="glibc's fast bins")
+def test_freed_small_chunks_are_merged_as_they_are_freed_not_all_at_once_in_a_trim():
+    def unmerged(how: str) -> int:
+        return int(subprocess.run([sys.executable, "-c", FAST_BINS, how], cwd=ROOT, capture_output=True, text=True,
+                                  timeout=120, check=True, env={**os.environ, "PYTHONMALLOC": "malloc"}).stdout)
+
+    assert unmerged("default") > 10_000  # glibc's default: each waits in a fast bin for the next trim to merge it
+    assert unmerged("merge") == 0
+    assert unmerged("serve") == 0  # the server's start-up asks for it
+
 
 def test_the_server_settles_the_collector_before_it_serves():
     out = subprocess.run([sys.executable, "-c", SETTLED_BY_SERVE], cwd=ROOT, capture_output=True, text=True,
