@@ -19,6 +19,7 @@ from services.rooms import (
     ALPHABET,
     CODE_LENGTH,
     SECRET_ENV,
+    CodesNotReady,
     RoomError,
     RoomRegistry,
     RoomSecret,
@@ -27,7 +28,7 @@ from services.rooms import (
     seconds_from_env,
 )
 from session.state import AttentionState
-from widgets.room import RoomControls
+from widgets.room import UNAVAILABLE, RoomControls
 from widgets.room_view import qr_svg
 
 
@@ -764,3 +765,46 @@ def test_the_presenter_s_bar_folds_to_its_code(registry):
     assert controls._join_pane.visible and controls._fold.label == "Fold ▴"
     controls._on_stop(None)
     assert not controls.bar.visible
+
+
+class _Connecting(RoomRegistry):
+    """Rooms shared through Redis as a process holds them while it connects: no code until it has claimed one
+    (``codes_ready``), which it does, or not (``comes``)."""
+
+    def __init__(self, comes: bool):
+        super().__init__(end_after=120)
+        self.comes, self.ready, self.waits = comes, False, 0
+
+    def _new_code(self) -> str:
+        if not self.ready:
+            raise CodesNotReady("Rooms are not ready yet: this server is connecting to Redis.")
+        return super()._new_code()
+
+    async def codes_ready(self, timeout: float) -> bool:
+        self.waits += 1
+        self.ready = self.comes
+        return self.comes
+
+
+@pytest.mark.parametrize("comes", [True, False])
+def test_present_on_a_server_still_claiming_room_codes_waits_for_one_then_opens_the_room(comes):
+    """A teacher pressing Present on a process just started (or back from Redis) was told rooms are unavailable;
+    Present now waits for the process's first code, then presses again for the teacher, in the page's turn."""
+    from link.browser import BrowserBridge
+
+    registry, state = _Connecting(comes), AttentionState()
+    browser = BrowserBridge(state=state)
+    page = RoomControls(state=state, registry=registry, browser=browser)
+    turns = []
+    page._doc = type("Doc", (), {"session_context": object(),
+                                 "add_next_tick_callback": lambda self, cb: turns.append(cb)})()
+    page._on_present(None)  # without a running loop, the wait runs to its end at once (param's executor)
+    assert registry.waits == 1 and len(turns) == 1
+    assert page.notice == "" and not browser.navigate and len(registry) == 0  # nothing said or done meanwhile
+    turns.pop()()  # the page's turn: Present again
+    if comes:
+        room = next(iter(registry._rooms.values()))
+        assert browser.navigate.startswith(f"?room={room.code}&token=") and page.notice == ""
+    else:
+        assert page.notice == UNAVAILABLE and not browser.navigate and len(registry) == 0
+    assert registry.waits == 1  # one wait, never a second on the pressed-again turn

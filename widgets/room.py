@@ -111,6 +111,7 @@ class RoomControls(RoomView, pn.viewable.Viewer):
         self._registry = registry if registry is not None else get_registry()  # an empty registry is falsy
         self._token: str | None = None  # the presenter token: never a param, never logged
         self._doc = pn.state.curdoc
+        self._awaiting_code = False  # a Present waits for a room code (services.rooms.CodesNotReady)
         ctx = self._doc.session_context if self._doc else None
         self._session = ctx.id if ctx else f"local-{id(self)}"
         self._pending = None  # (version, snapshot) offered by the room, not yet applied
@@ -256,9 +257,15 @@ class RoomControls(RoomView, pn.viewable.Viewer):
             if waited or doc is None or doc.session_context is None:
                 self.notice = UNAVAILABLE
                 return
+            if self._awaiting_code:  # pressed again meanwhile: one wait a page
+                return
+            self._awaiting_code = True
 
             async def when_ready():  # then press again for the teacher, in the page's turn
-                await self._registry.codes_ready(CODES_WAIT_S)
+                try:
+                    await self._registry.codes_ready(CODES_WAIT_S)
+                finally:
+                    self._awaiting_code = False
                 if doc.session_context is not None:
                     doc.add_next_tick_callback(lambda: self._on_present(None, waited=True))
             pn.state.execute(when_ready)
