@@ -40,11 +40,11 @@ LIBRARIES = {"core": {"numpy"}, "course": set()}
 NOT_IN_SESSION = {"panel", "bokeh"}
 #: The imports the rules above still meet, each for a reason, and no others. Four views use what the process does to
 #: Panel's and Bokeh's code or its websocket guard, which live in server/ with the patches and the guard, checked at
-#: start: the browser bridge the guard's refusal of a page (link/browser.py: refuse_page), one_message the walk of
-#: a document's models and Panel's hold lock (link/updates.py), the slider Panel's own with its patch
-#: (widgets/base.py: discrete_slider), and the tabs their later turn of the loop (widgets/tabs.py: later_turn); and
-#: the sessions' service reads a session's connections through the patch that checks Bokeh's private names
-#: (services/sessions.py: session_connections). Four tests drive a server with bench/'s clients (a delaying proxy,
+#: start: the browser bridge the guard's refusal of a page (link/browser.py: refuse_page), one_message the walk of a
+#: document's models and Panel's hold lock (link/updates.py), the slider and the Bokeh pane Panel's own with their
+#: patches (widgets/base.py: discrete_slider, bokeh_pane), and the tabs their later turn of the loop (widgets/tabs.py:
+#: later_turn); and the sessions' service reads a session's connections through the patch that checks Bokeh's private
+#: names (services/sessions.py: session_connections). Four tests drive a server with bench/'s clients (a delaying proxy,
 #: nginx in front, a poll's and a room's presenter), which belong in testing/, what tests and benchmarks share.
 KNOWN = {("link/browser.py", "server"), ("link/updates.py", "server"),
          ("widgets/tabs.py", "server"), ("widgets/base.py", "server"), ("services/sessions.py", "server"),

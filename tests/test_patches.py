@@ -136,3 +136,34 @@ def test_the_server_leaves_out_a_real_patch_that_no_longer_fits_and_says_so(monk
     said = [r.getMessage() for r in caplog.records if r.name == "server.patches"]
     assert len(said) == 1 and "bokeh_session_executor not applied" in said[0]
     assert "bokeh.server.session:_run_in_executor CHANGED (expected 0000000000000000" in said[0]
+
+
+def test_a_page_places_its_own_bokeh_models_without_walking_every_model_their_scripts_reach(monkeypatch):
+    """Panel's Bokeh pane walks all its model reaches for scripts to rewrite; the readout's and the weights' Divs carry
+    the drag's script, which reaches most of the page: a whole-page walk per pane in every build
+    (server/patches/panel_bokeh_pane.py). The app's own panes ask for no such walk, and keep Panel's placing."""
+    from bokeh.document import Document
+    from bokeh.model import Model
+    from bokeh.models import CustomJS
+
+    import app
+
+    walked = []
+    select = Model.select
+    monkeypatch.setattr(Model, "select", lambda self, selector: walked.append(selector) or select(self, selector))
+    page = app.create_app()
+    doc = Document()
+    doc.add_root(page.get_root(doc))
+    assert [s for s in walked if s.get("type") is CustomJS] == []
+    readout = next(m for m in doc.models if m.name == "readout")
+    assert readout.document is doc and readout.js_property_callbacks["change:text"]
+
+
+def test_where_the_bokeh_pane_no_longer_fits_panel_the_app_has_panel_s_own(monkeypatch):
+    import panel as pn
+
+    from server.patches import panel_bokeh_pane
+
+    assert panel_bokeh_pane.bokeh_pane() is panel_bokeh_pane.OwnModelsBokeh
+    monkeypatch.setattr(panel_bokeh_pane.PATCH, "_fits", False)
+    assert panel_bokeh_pane.bokeh_pane() is pn.pane.Bokeh

@@ -5,6 +5,7 @@ from __future__ import annotations
 import panel as pn
 import param
 
+from server.patches.panel_bokeh_pane import bokeh_pane
 from server.patches.panel_discrete_slider import discrete_slider
 from session.state import AttentionState
 
@@ -34,3 +35,7 @@ class View(pn.viewable.Viewer):
 #: Panel's ``DiscreteSlider`` naming its chosen option in its own title, with no Panel link (where that fits the
 #: installed Panel: ``server/patches/panel_discrete_slider.py``); the same parameters as Panel's.
 DiscreteSlider = discrete_slider()
+
+#: Panel's ``Bokeh`` pane for the Bokeh models the app makes, placed without a walk of every model each reaches
+#: (where that fits the installed Panel: ``server/patches/panel_bokeh_pane.py``); the same parameters as Panel's.
+BokehPane = bokeh_pane()

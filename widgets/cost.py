@@ -37,7 +37,7 @@ from core.cost import D_K, NN_ARRAYS
 from services.cost import CACHE_KEY, CostCache, cost_cache  # noqa: F401  (the process's measurements, also named here)
 from session.heads import COST_SIZES
 from session.i18n import N_, Translator, translator
-from widgets.base import DiscreteSlider, View
+from widgets.base import BokehPane, DiscreteSlider, View
 from widgets.glyphs import draw
 from widgets.projections import styled
 
@@ -130,7 +130,7 @@ class CostView(View):
         self._layout = pn.Column(
             self.heading,
             pn.FlexBox(self.n, self.progress, self.progress_text, align_items="center"),
-            pn.FlexBox(pn.pane.Bokeh(self.time_fig), pn.pane.Bokeh(self.memory_fig), pn.pane.Bokeh(self.image_fig)),
+            pn.FlexBox(BokehPane(self.time_fig), BokehPane(self.memory_fig), BokehPane(self.image_fig)),
             self.legend, self.figures, margin=0, sizing_mode="stretch_width",
         )
         s.param.watch(self._on_n, "cost_n")

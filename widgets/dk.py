@@ -11,7 +11,7 @@ from bokeh.plotting import figure
 
 from core.scaling import MAX_D_K, N_KEYS, N_QUERIES, histogram
 from services.train_queue import scheduler_for
-from widgets.base import View
+from widgets.base import BokehPane, View
 from widgets.glyphs import draw
 
 BINS = 41
@@ -75,7 +75,7 @@ class DkPanel(View):
             # wrap, and scroll inside the tab: on a 1024 px screen the tab is narrower than three figures
             # as wide as the tab, so "New random draw" wraps below rather than past its edge (1024 px projector)
             pn.FlexBox(self.slider, self.typed, self.redraw, align_items="center", sizing_mode="stretch_width"),
-            pn.FlexBox(pn.pane.Bokeh(self.dots_fig), pn.pane.Bokeh(self.scaled_fig), pn.pane.Bokeh(fig)),
+            pn.FlexBox(BokehPane(self.dots_fig), BokehPane(self.scaled_fig), BokehPane(fig)),
             self._summary, name="dk-panel", sizing_mode="stretch_both", scroll=True,
         )
         doc = pn.state.curdoc

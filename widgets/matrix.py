@@ -6,7 +6,6 @@ import math
 import numbers
 
 import numpy as np
-import panel as pn
 import param
 from bokeh import events
 from bokeh.core.properties import value
@@ -17,7 +16,7 @@ from bokeh.plotting import figure
 from link.rules import cell_decimals, ink
 from link.shown import PlotsShown
 from link.updates import one_message
-from widgets.base import View
+from widgets.base import BokehPane, View
 from widgets.glyphs import draw, show_step
 from widgets.style import PROJECTOR_FONT_STEP, PROJECTOR_MIN_FONT
 
@@ -105,7 +104,7 @@ class AttentionMatrix(View):
         fig.on_event(events.Tap, self._on_tap)
         fig.stylesheets = [MATRIX_CSS]
         self.figure = fig
-        self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
+        self._layout = BokehPane(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_words, "lang")
         self.plots.param.watch(self._render, "result")
         self.state.param.watch(self._render, ["tokens", "mode", "lang"])

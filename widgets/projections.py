@@ -48,7 +48,7 @@ from link.projections import PROJECTIONS_JS, ProjectionChannel, handle_names, pr
 from session.heads import DEFAULT_TEMPERATURE, HEAD_TOKENS, PROJECTION_CHOICES, ROLES
 from session.i18n import N_, Translator, translator
 from session.state import AttentionState
-from widgets.base import DiscreteSlider, View
+from widgets.base import BokehPane, DiscreteSlider, View
 from widgets.glyphs import draw, labels_placed_in_page, show_extent, shown_extent, true_units
 from widgets.query_plot import label_sides
 from widgets.style import COMPONENT_CSS, mark_invalid, token_color
@@ -264,18 +264,18 @@ class ProjectionsView(View):
             pn.FlexBox(*self.presets, self.new_draw, self.head_choice, self.role, align_items="center"),
             # side by side where both get PLANE_MIN_WIDTH, else one above the other: a plane of a short screen's
             # projector or a phone had a 130 px frame, too small for its labels. Square, up to 400 px
-            pn.FlexBox(*(pn.pane.Bokeh(fig, sizing_mode="stretch_width", max_width=400, min_width=PLANE_MIN_WIDTH,
+            pn.FlexBox(*(BokehPane(fig, sizing_mode="stretch_width", max_width=400, min_width=PLANE_MIN_WIDTH,
                                        margin=(5, 4), styles={"flex": f"1 1 {PLANE_MIN_WIDTH}px"})
                          for fig in (self.x_fig, self.w_fig)), flex_wrap="wrap", sizing_mode="stretch_width",
                        max_width=820, margin=(0, 8, 0, 0)),
-            pn.pane.Bokeh(self.status, sizing_mode="stretch_width"),
-            pn.pane.Bokeh(self.numbers, sizing_mode="stretch_width"),
-            self._texts[0], self._texts[1], pn.pane.Bokeh(self.reachable, sizing_mode="stretch_width"), self._texts[2],
+            BokehPane(self.status, sizing_mode="stretch_width"),
+            BokehPane(self.numbers, sizing_mode="stretch_width"),
+            self._texts[0], self._texts[1], BokehPane(self.reachable, sizing_mode="stretch_width"), self._texts[2],
             pn.FlexBox(*grids), self.field_message,
             self._texts[3],
             pn.FlexBox(self.t_slider, self.t_input, self.t_reset, align_items="center"),
             pn.FlexBox(self._row_label, self.t_row, align_items="center"),
-            pn.pane.Bokeh(self.limits, sizing_mode="stretch_width"),
+            BokehPane(self.limits, sizing_mode="stretch_width"),
             name="projections", css_classes=["heads-tab"], sizing_mode="stretch_both", scroll=True,
             stylesheets=[HEADS_CSS],
         )
@@ -370,7 +370,7 @@ class ProjectionsView(View):
         body = [BkRow(children=[label(escape(rows[i]), 70, ["row-name"]),
                                 *(self._field((kind, i, c), f"field-{kind}-{i}-{c}") for c in range(2))])
                 for i in range(n)]
-        return pn.pane.Bokeh(BkColumn(children=[head, *body], margin=(0, 12, 6, 0)), margin=0)
+        return BokehPane(BkColumn(children=[head, *body], margin=(0, 12, 6, 0)), margin=0)
 
     # --- input ------------------------------------------------------------------------------------------------------
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import panel as pn
 import param
 from bokeh.core.properties import value
 from bokeh.models import ColumnDataSource, MultiLine, Scatter, SingleIntervalTicker, Text
@@ -14,7 +13,7 @@ from bokeh.plotting import figure
 from link.rules import PLANE, line_width
 from link.shown import PlotsShown
 from session.i18n import N_
-from widgets.base import View
+from widgets.base import BokehPane, View
 from widgets.glyphs import draw, show_step, true_units
 from widgets.style import token_color
 
@@ -134,7 +133,7 @@ class QueryPlot(View):
         key_labels.glyph.text, q_label.glyph.text = "token", value("q")
         self._titles = (N_("Drag q (or click); drag a key"), N_("Drag q, or a key"))
         self.figure = fig
-        self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed")
+        self._layout = BokehPane(fig, sizing_mode="fixed")
         self.state.param.watch(self._render_keys, ["tokens", "keys"])
         self.plots.param.watch(self._render_query, "result")
         self.state.param.watch(self._show_step, ["guided", "step"])

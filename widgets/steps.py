@@ -15,7 +15,7 @@ from core.report import sqrt_text
 from link.rules import PLACEHOLDER, readout_words
 from session.i18n import Translator
 from session.state import AttentionState
-from widgets.base import View
+from widgets.base import BokehPane, View
 from widgets.style import APP_CSS, token_color
 
 # Bokeh's Div view re-renders itself and then re-lays-out the whole page on every change of its model
@@ -116,7 +116,7 @@ class Readout(View):
                     "font-variant-numeric": "tabular-nums", "color": "var(--ae-fg, #111)"},
         )
         replace_text_in_place(self.div)
-        self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
+        self._layout = BokehPane(self.div, sizing_mode="stretch_width")
         self.state.param.watch(self._render, ["result", "guided", "step"])
         self.state.param.watch(self._relabel, "lang")
         self._render()
@@ -176,7 +176,7 @@ class Announcer(View):
                     "clip-path": "inset(50%)", "white-space": "nowrap"},
         )
         replace_text_in_place(self.div)
-        self._layout = pn.pane.Bokeh(self.div, width=1, height=1, margin=0)
+        self._layout = BokehPane(self.div, width=1, height=1, margin=0)
         self._first = self._last = None
         self.state.param.watch(self._changed, ["result", "guided", "step", "lang"])
 

@@ -10,7 +10,7 @@ from bokeh.models import ColumnDataSource, FactorRange, FixedTicker, Range1d, Te
 from bokeh.plotting import figure
 
 from session.i18n import N_
-from widgets.base import View
+from widgets.base import BokehPane, View
 from widgets.edit import relabel_switch, switch
 from widgets.glyphs import draw
 
@@ -46,7 +46,7 @@ class TrapPanel(View):
         self._text = pn.pane.HTML("", name="trap-text", css_classes=["trap-text"], sizing_mode="stretch_width",
                                   max_width=760)
         # a wrapping column: a Bokeh pane would silently re-sync its own `visible` from the figure
-        self._figure_pane = pn.Column(pn.pane.Bokeh(fig, sizing_mode="stretch_width"), margin=0,
+        self._figure_pane = pn.Column(BokehPane(fig, sizing_mode="stretch_width"), margin=0,
                                       sizing_mode="stretch_width", max_width=780)
         # the same switch as the editor's: both are bound to state.trap, the one place it lives
         self.switch = switch(self.state, "trap")

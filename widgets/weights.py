@@ -13,7 +13,7 @@ from bokeh.plotting import figure
 
 from link.rules import value_size
 from link.shown import PlotsShown
-from widgets.base import View
+from widgets.base import BokehPane, View
 from widgets.glyphs import draw, labels_placed_in_page, show_extent, true_units
 from widgets.style import token_color
 
@@ -61,7 +61,7 @@ class WeightBars(View):
         self.div = Div(name="weight-bars", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
                        css_classes=["chart"], html_attributes={"tabindex": "0"})
         self.shown: dict = {}
-        self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
+        self._layout = BokehPane(self.div, sizing_mode="stretch_width")
         self.plots.param.watch(self._render, "result")
         self.render_on("tokens", "guided", "step", "mode", "lang")
 
@@ -117,7 +117,7 @@ class OutputLine(View):
         self.div = Div(name="output-line", sizing_mode="stretch_width", stylesheets=[CHARTS_CSS],
                        css_classes=["chart"], html_attributes={"tabindex": "0"})  # as the bars
         self.shown: dict = {}
-        self._layout = pn.pane.Bokeh(self.div, sizing_mode="stretch_width")
+        self._layout = BokehPane(self.div, sizing_mode="stretch_width")
         self.plots.param.watch(self._render, "result")
         self.render_on("tokens", "values", "guided", "step", "mode", "lang")
 
@@ -217,7 +217,7 @@ class ValuePlane(View):
         # at least this tall, however little of the tab is left below the bars: with true units a flat frame
         # squeezes the plane to a line (the tab scrolls instead)
         fig.min_height = VALUE_PLANE_MIN_HEIGHT
-        self._layout = pn.pane.Bokeh(fig, sizing_mode="fixed", min_height=VALUE_PLANE_MIN_HEIGHT)
+        self._layout = BokehPane(fig, sizing_mode="fixed", min_height=VALUE_PLANE_MIN_HEIGHT)
         self.plots.param.watch(self._render, "result")
         self.render_on("lang")
 

@@ -50,6 +50,7 @@ MODULES = (
     "panel_discrete_slider",  # (subclass) a discrete slider with no Panel link
     "panel_hold_lock",  # (read) whether Panel is releasing a hold
     "panel_tabs",  # (checked only) the page's tabs over Panel's
+    "panel_bokeh_pane",  # (subclass) the app's own Bokeh models placed without a walk
     "bokeh_create_session",  # page builds at the build gate
     "panel_on_load",  # a loaded page's onload work charged to the gate
     "object_inits",  # each page's objects noted, to take it apart once closed
