@@ -248,13 +248,14 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     state.param.watch(new_lesson, "tabs")
     left = pn.Column(query_plot, readout, sizing_mode="stretch_both", css_classes=["left"], stylesheets=[APP_CSS])
     stepper = StepThrough(state=state).__panel__()
-    # a presenter's room above the tabs: it takes its height from them, never the plot's room
-    right = pn.Column(*([room.bar] if served else []), stepper, tabs, sizing_mode="stretch_both",
-                      css_classes=["right"], stylesheets=[APP_CSS])
+    right = pn.Column(stepper, tabs, sizing_mode="stretch_both", css_classes=["right"], stylesheets=[APP_CSS])
+    # a presenter's room above the tabs, once the page presents: it takes its height from them, never the plot's room
+    if served:
+        room.bar_goes(lambda bar: right.insert(0, bar))
     body = pn.Row(left, right, sizing_mode="stretch_both", css_classes=["body"], stylesheets=[APP_CSS])
     # the Train tab takes the stage: the plot, the readout and the step-through step aside into a strip
-    stage = Stage(state, aside=[left, stepper], names=lambda: [name for name, _ in shown_tabs()])
-    body.insert(0, stage.strip)
+    stage = Stage(state, aside=[left, stepper], names=lambda: [name for name, _ in shown_tabs()],
+                  place=lambda strip: body.insert(0, strip))
     stage.watch(tabs)
     page = pn.Column(
         header, Notices(state=state), body, bridge, Announcer(state=state),

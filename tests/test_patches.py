@@ -167,3 +167,47 @@ def test_where_the_bokeh_pane_no_longer_fits_panel_the_app_has_panel_s_own(monke
     assert panel_bokeh_pane.bokeh_pane() is panel_bokeh_pane.OwnModelsBokeh
     monkeypatch.setattr(panel_bokeh_pane.PATCH, "_fits", False)
     assert panel_bokeh_pane.bokeh_pane() is pn.pane.Bokeh
+
+
+def _first_page_stylesheets():
+    """The ``ImportedStyleSheet`` models made while a first page is built into a document, and its models' sheets."""
+    from bokeh.document import Document
+    from bokeh.models import ImportedStyleSheet
+    from panel.io.state import set_curdoc
+
+    import app
+
+    made = []
+    init = ImportedStyleSheet.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(self)
+        init(self, *args, **kwargs)
+    ImportedStyleSheet.__init__ = counted
+    try:
+        doc = Document()
+        with set_curdoc(doc):
+            doc.add_root(app.create_app().get_root(doc))
+    finally:
+        ImportedStyleSheet.__init__ = init
+    sheets = sorted((type(m).__name__, i, s.url) for m in doc.models
+                    for i, s in enumerate(getattr(m, "stylesheets", [])) if isinstance(s, ImportedStyleSheet))
+    return made, [m for m in doc.models if isinstance(m, ImportedStyleSheet)], sheets
+
+
+def test_a_page_makes_only_the_stylesheet_models_it_keeps_and_the_same_ones_as_panel(monkeypatch):
+    """Panel made a new ImportedStyleSheet for each file each model names, then replaced nearly all by the page's own
+    for that file (server/patches/panel_stylesheets.py): 38 made for the first page's 5."""
+    from panel import reactive
+
+    from server.patches import panel_stylesheets
+
+    assert panel_stylesheets.PATCH.install()  # app.py installs it outside a notebook: in force here already
+    made, kept, sheets = _first_page_stylesheets()
+    assert len(kept) >= 3 and sorted(map(id, made)) == sorted(map(id, kept))
+    # Panel's own: the same sheets on the same models, made many times over
+    monkeypatch.setattr(reactive, "ImportedStyleSheet", panel_stylesheets.ImportedStyleSheet)
+    monkeypatch.setattr(reactive.Reactive, "_get_properties", reactive.Reactive._get_properties.__wrapped__)
+    made_by_panel, kept_by_panel, sheets_by_panel = _first_page_stylesheets()
+    assert len(kept_by_panel) == len(kept) and len(made_by_panel) > 4 * len(kept)
+    assert sheets_by_panel == sheets

@@ -453,6 +453,26 @@ def test_a_wrong_code_leaves_the_explorer_alone(registry):
     assert "not valid" in page.notice and "<script>" not in page.notice
 
 
+def test_the_room_notice_pane_is_made_with_the_page_s_first_notice_in_its_place_in_the_header(registry):
+    """Most pages never have a room notice: its pane, bound to the notice and the language, was built with every page
+    (a Panel object and three Bokeh models)."""
+    import panel as pn
+
+    page = RoomControls(state=AttentionState(), registry=registry)
+    header = page.__panel__()
+    assert header.objects == [page._present] and header.select(pn.pane.HTML) == []
+    page._enter("ZZZZZZ", None)
+    notice, = header.select(pn.pane.HTML)
+    assert header.objects == [page._present, notice] and notice.visible and "room-notice" in notice.css_classes
+    assert "no room ZZZZZZ" in notice.object and notice.object.startswith("<p>")
+    page.state.lang = "fr"
+    assert "ZZZZZZ" in notice.object and "no room" not in notice.object
+    page.notice = ""
+    assert header.objects == [page._present, notice] and not notice.visible  # hidden, kept
+    page._enter("ZZZZZZ", None)
+    assert header.select(pn.pane.HTML) == [notice] and notice.visible  # the same pane, shown again
+
+
 def test_the_qr_code_is_an_inline_svg_of_the_link():
     svg = qr_svg("http://example.org/?room=K7M4QX")
     assert svg.startswith("<svg") and "http" not in svg.split(">", 1)[1]  # drawn, no external reference
@@ -765,6 +785,24 @@ def test_the_presenter_s_bar_folds_to_its_code(registry):
     assert controls._join_pane.visible and controls._fold.label == "Fold ▴"
     controls._on_stop(None)
     assert not controls.bar.visible
+
+
+def test_the_room_bar_is_made_and_placed_the_first_time_the_page_presents(registry):
+    """Most pages never present: the bar, a hidden Panel column above the tabs, was built with every page."""
+    page = RoomControls(state=AttentionState(), registry=registry)
+    placed = []
+    page.bar_goes(placed.append)
+    page._enter("ZZZZZZ", None)  # a notice, no room
+    assert placed == []
+    page._on_present(None)
+    assert placed == [page.bar] and page.bar.visible and page.bar.objects
+    page._on_stop(None)
+    assert not page.bar.visible
+    page._on_present(None)
+    assert placed == [page.bar] and page.bar.visible  # the same bar, placed once
+    late = []
+    page.bar_goes(late.append)  # a page that places it after it is made
+    assert late == [page.bar]
 
 
 class _Connecting(RoomRegistry):

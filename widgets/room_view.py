@@ -90,17 +90,49 @@ class RoomView:
         self._present = pn.widgets.Button(label=tr._("Present"), color="primary", margin=(6, 8),
                                           description=tr._("Let a class follow this page live"))
         self._present.on_click(self._on_present)
-        # escaped: a notice can name what a link carried
-        self._notice = pn.pane.HTML(pn.bind(lambda text, lang: f"<p>{escape(translator(lang)(text))}</p>",
-                                            self.param.notice, self.state.param.lang),
-                                    css_classes=["room-notice"], stylesheets=[ROOM_CSS], width=260, margin=(6, 8),
-                                    visible=self.param.notice.rx.bool())
-        # a row: the controls sit at the end of the page's header
-        self._layout = pn.Row(self._present, self._notice, margin=0)
-        #: A presenter's room, above the tabs (app.py): empty and hidden on every other page.
-        self.bar = pn.Column(css_classes=["room-bar"], stylesheets=[ROOM_CSS], sizing_mode="stretch_width",
-                             margin=0, visible=False)
+        # a row: the controls sit at the end of the page's header; the notice joins them with the page's first
+        self._layout = pn.Row(self._present, margin=0)
+        self.param.watch(self._place_notice, "notice")
+        self._place_bar = lambda bar: None  # where the bar goes in the page (bar_goes)
         self._folded = False  # the presenter has folded the bar to its code
+
+    @cached_property
+    def bar(self) -> pn.Column:
+        """A presenter's room, which the page puts above the tabs (:meth:`bar_goes`): made the first time the page
+        presents (most pages never do), then kept, hidden whenever the page does not present."""
+        bar = pn.Column(css_classes=["room-bar"], stylesheets=[ROOM_CSS], sizing_mode="stretch_width", margin=0,
+                        visible=False)
+        self._place_bar(bar)
+        return bar
+
+    def bar_goes(self, place) -> None:
+        """Where :attr:`bar` goes in the page: ``place(bar)``, called once the bar is made (now, if it is)."""
+        self._place_bar = place
+        if "bar" in self.__dict__:
+            place(self.bar)
+
+    @cached_property
+    def _notice(self) -> pn.pane.HTML:
+        """The room's notice (``.room-notice``), made the first time the page has one: most pages never do, and the
+        pane, bound to the notice and the language, was a Panel object and three Bokeh models of every page's
+        build. Hidden again, not removed, when the notice is cleared."""
+        # escaped: a notice can name what a link carried
+        return pn.pane.HTML(pn.bind(lambda text, lang: f"<p>{escape(translator(lang)(text))}</p>",
+                                    self.param.notice, self.state.param.lang),
+                            css_classes=["room-notice"], stylesheets=[ROOM_CSS], width=260, margin=(6, 8),
+                            visible=self.param.notice.rx.bool())
+
+    def _notices(self) -> list[pn.pane.HTML]:
+        """The notice's pane, where the page has had a notice (each role's layout puts it in its place)."""
+        return [self._notice] if "_notice" in self.__dict__ else []
+
+    def _place_notice(self, event) -> None:
+        """The page's first notice: its pane where every layout has it, after the controls and before a poll."""
+        if not event.new or "_notice" in self.__dict__:
+            return
+        poll = self._poll.__panel__() if isinstance(self._poll, FollowerPoll) and self._poll.built else None
+        objects = self._layout.objects
+        self._layout.insert(next((i for i, o in enumerate(objects) if o is poll), len(objects)), self._notice)
 
     def _relabel(self, *_):
         tr = self.state.tr
@@ -224,8 +256,8 @@ class RoomView:
             self.bar[:] = [pn.Row(self._code_card, self._fold, self._buttons, margin=0, css_classes=["room-bar-line"],
                                   stylesheets=[ROOM_CSS]), self._join_pane]
         self.bar.visible = True
-        if self._layout.objects != [self._notice]:
-            self._layout[:] = [self._notice]
+        if self._layout.objects != self._notices():
+            self._layout[:] = self._notices()
         if self._poll is None and self._registry.poll(self.code) is not None:
             self._poll_toggle.value = True  # a presenter who reloads finds the room's poll on the projector again
 
@@ -256,13 +288,14 @@ class RoomView:
 
     def _show_alone(self) -> None:
         """The page presents nothing and follows nothing: the Present button and the notice."""
-        self._layout[:] = [self._present, self._notice]
-        self.bar.visible = False
+        self._layout[:] = [self._present, *self._notices()]
+        if "bar" in self.__dict__:
+            self.bar.visible = False
 
     def _show_ended(self) -> None:
         """The followed room has ended: its code and the notice."""
         self._card.object = self._followed_card()
-        self._layout[:] = [self._card, self._notice]
+        self._layout[:] = [self._card, *self._notices()]
 
     def _show_follower(self) -> None:
         self._sync_live()
@@ -279,7 +312,7 @@ class RoomView:
                                  f'<div class="room-code">{code}</div>')
             self._toggle.param.update(label=tr._("Follow again"), description=tr._("Take the presenter's view again"))
         poll = [self._poll.__panel__()] if isinstance(self._poll, FollowerPoll) and self._poll.built else []
-        laid_out = [self._card, self._toggle, self._notice, *poll]
+        laid_out = [self._card, self._toggle, *self._notices(), *poll]
         if self._layout.objects != laid_out:  # called several times as a page joins: the header is laid out once
             self._layout[:] = laid_out
 

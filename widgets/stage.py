@@ -14,6 +14,7 @@ subject (docs/classroom.md).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cached_property
 
 import panel as pn
 
@@ -32,20 +33,27 @@ class Stage:
     """
 
     def __init__(self, state: AttentionState, aside: Sequence[pn.viewable.Viewable],
-                 names: Callable[[], Sequence[str]]):
+                 names: Callable[[], Sequence[str]], place: Callable[[pn.Column], None]):
         self.state = state
         self._aside = list(aside)
         self._names = names  # the tabs' names, in the order the page shows them now (a lesson link's few)
+        self._place = place  # puts the strip in the page, at its edge
         self._tabs = None
         self._watcher = None
         self.staged = False  # a stage tab is shown
         self.opened = False  # and the learner brought the query plot back beside it
+        state.param.watch(lambda *_: self._label(), "lang")
+
+    @cached_property
+    def strip(self) -> pn.Column:
+        """The strip and its button, made and placed (``place``) the first time a stage tab is shown: most pages
+        never show one, and the two were two Panel objects and three Bokeh models of every page's build."""
         self._toggle = pn.widgets.Button(css_classes=["stage-toggle"], stylesheets=[APP_CSS], margin=(6, 4),
                                          sizing_mode="stretch_height")
         self._toggle.on_click(self._on_toggle)
-        self.strip = pn.Column(self._toggle, css_classes=["stage-strip"], stylesheets=[APP_CSS], margin=0,
-                               visible=False)
-        state.param.watch(lambda *_: self._label(), "lang")
+        strip = pn.Column(self._toggle, css_classes=["stage-strip"], stylesheets=[APP_CSS], margin=0, visible=False)
+        self._place(strip)
+        return strip
 
     def watch(self, tabs: pn.Tabs) -> None:
         """Follow ``tabs`` (a lesson's new tabs replace the old ones)."""
@@ -72,10 +80,13 @@ class Stage:
         with pn.io.hold():
             for view in self._aside:
                 view.visible = shown
-            self.strip.visible = self.staged
-            self._label()
+            if self.staged or "strip" in self.__dict__:
+                self.strip.visible = self.staged
+                self._label()
 
     def _label(self) -> None:
         # no tooltip: Bokeh draws a button's beside it, and beside a strip at the page's edge it covered the tab
+        if "strip" not in self.__dict__:
+            return
         tr = self.state.tr
         self._toggle.label = tr._("Hide the query plot") if self.opened else tr._("Show the query plot")

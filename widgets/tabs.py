@@ -32,11 +32,12 @@ class Unbuilt(pn.Spacer):
 
 
 class LazyTabs(pn.Tabs):
-    """Panel's ``Tabs`` whose tabs not yet built all hold one placeholder model, and whose built tabs stay in the page.
+    """Panel's ``Tabs`` whose tabs not yet built all hold one placeholder, and whose built tabs stay in the page.
 
     Panel would give each :class:`Unbuilt` a Bokeh ``Spacer`` of its own in a ``TabPanel`` (models the server
-    builds and sends for most of the explorer's tabs at first). Here their panels all hold one ``Spacer`` per
-    page; BokehJS builds one view for a model however many tabs hold it.
+    builds and sends for most of the explorer's tabs at first). Here the tabs not built yet hold one
+    :class:`Unbuilt` (one Panel object, where there was one a tab: :func:`lazy_tabs`), and their panels, one a tab
+    with its title, one ``Spacer`` per page; BokehJS builds one view for a model however many tabs hold it.
 
     Not ``dynamic``: Panel's dynamic tabs take a hidden tab's models out of the document and put them back
     when it is shown again, so every switch to a built tab had the server walk and send all of them anew
@@ -48,6 +49,7 @@ class LazyTabs(pn.Tabs):
     def __init__(self, *objects, **params):
         super().__init__(*objects, dynamic=False, **params)
         self.stylesheets = [*self.stylesheets, HIDDEN_TABS_CSS]
+        self._waiting: dict[str, dict[int, TabPanel]] = {}  # root's id -> a tab not built yet (index) -> its panel
 
     def _get_model(self, doc, root=None, parent=None, comm=None):
         model = super()._get_model(doc, root, parent, comm)
@@ -58,22 +60,29 @@ class LazyTabs(pn.Tabs):
         return model
 
     def _get_objects(self, model, old_objects, doc, root, comm=None):
-        panels = self._panels[root.ref["id"]]
-        shared = next((p.child for p in panels.values() if isinstance(p.child, Spacer) and p.child.tags == ["unbuilt"]),
-                      None)
-        if shared is None:
-            shared = Spacer(sizing_mode="stretch_both", margin=0, tags=["unbuilt"])
-        placed = []
-        for name, pane in zip(self._names, self, strict=True):
-            if not isinstance(pane, Unbuilt):
-                continue
-            panel = panels.get(id(pane))
-            if panel is None or panel.child is not shared:
-                # Panel reuses the panel of an object it had before, unchanged (layout/tabs.py, Tabs._get_objects)
-                panels[id(pane)] = TabPanel(title=name, name=pane.name, child=shared, closable=self.closable)
-                placed.append(pane)
-        return super()._get_objects(model, [*old_objects, *(p for p in placed if p not in old_objects)], doc, root,
-                                    comm)
+        ref = root.ref["id"]
+        panels, waiting = self._panels[ref], self._waiting.setdefault(ref, {})
+        unbuilt = {i: pane for i, pane in enumerate(self) if isinstance(pane, Unbuilt)}
+        if not unbuilt:
+            waiting.clear()
+            return super()._get_objects(model, old_objects, doc, root, comm)
+        shared = next(iter(waiting.values())).child if waiting else Spacer(sizing_mode="stretch_both", margin=0,
+                                                                            tags=["unbuilt"])
+        for i in [i for i in waiting if i not in unbuilt]:
+            del waiting[i]
+        for i, pane in unbuilt.items():
+            if i not in waiting:
+                waiting[i] = TabPanel(title=self._names[i], name=pane.name, child=shared, closable=self.closable)
+        # Panel reuses the panel of an object it had before, unchanged (layout/tabs.py, Tabs._get_objects), found by
+        # the object's id: for a placeholder, any tab's panel, then each tab's own in its place
+        placeholders = {id(pane): pane for pane in unbuilt.values()}
+        for key, pane in placeholders.items():
+            panels[key] = waiting[next(i for i, p in unbuilt.items() if p is pane)]
+        new_models, old_models = super()._get_objects(
+            model, [*old_objects, *(p for p in placeholders.values() if p not in old_objects)], doc, root, comm)
+        for i in unbuilt:
+            new_models[i] = waiting[i]
+        return new_models, old_models
 
 
 class PanelTabs(pn.Tabs):
@@ -106,11 +115,14 @@ def lazy_tabs(*tabs: tuple[str, Callable[[], pn.viewable.Viewable]], **params) -
     A built tab's contents with a ``shown_in_tab(shown: bool)`` method are told whenever their tab is shown or
     hidden: a view can leave work on a hidden tab until it is shown again.
     """
-    # A Panel spacer stands in each tab not built yet: the cheapest Panel object. (One spacer shared by every
-    # tab would be cheaper, but Panel's tabs then take the first one's title for all of them.)
+    # A Panel spacer stands in the tabs not built yet, the cheapest Panel object: one for all of them in
+    # LazyTabs; one a tab in Panel's own tabs, which would take the first one's title for all of them
     waiting = {i: build for i, (_, build) in enumerate(tabs)}
-    kind = LazyTabs if TABS_PATCH.fits() else PanelTabs
-    layout = kind(*((title, Unbuilt(sizing_mode="stretch_both")) for title, _ in tabs), **params)
+    if TABS_PATCH.fits():
+        unbuilt = Unbuilt(sizing_mode="stretch_both")
+        layout = LazyTabs(*((title, unbuilt) for title, _ in tabs), **params)
+    else:
+        layout = PanelTabs(*((title, Unbuilt(sizing_mode="stretch_both")) for title, _ in tabs), **params)
     layout.titles = [title for title, _ in tabs]  # as shown now (retitle)
 
     told = {}  # tab index -> its contents' shown_in_tab
@@ -165,4 +177,7 @@ def retitle(tabs: pn.Tabs, titles: list[str]) -> None:
         for key, old in list(cache.items()):  # Panel finds a tab's panel by its contents' id
             if old in model.tabs:
                 cache[key] = new[model.tabs.index(old)]
+        waiting = tabs._waiting.get(ref, {})
+        for i in waiting:  # and LazyTabs a tab not built yet's by its index
+            waiting[i] = new[i]
         model.tabs = new

@@ -47,6 +47,7 @@ MODULES = (
     "bokeh_model_walks",  # (context manager) a document's models walked once
     "panel_syncable_events",  # a page's events held and paced
     "panel_link_callbacks",  # no walk for links while none is registered
+    "panel_stylesheets",  # a model's stylesheet files: the page's own sheets from the start
     "panel_discrete_slider",  # (subclass) a discrete slider with no Panel link
     "panel_hold_lock",  # (read) whether Panel is releasing a hold
     "panel_tabs",  # (checked only) the page's tabs over Panel's
@@ -62,7 +63,7 @@ MODULES = (
 
 #: The patches that make Bokeh's models cheaper to build and serialise, and change nothing they read or send: app.py
 #: applies them where it is not served too (tests, benchmarks), outside a notebook.
-STABLE_DEFAULTS = ("bokeh_property_descriptor", "bokeh_has_props", "bokeh_serializer")
+STABLE_DEFAULTS = ("bokeh_property_descriptor", "bokeh_has_props", "bokeh_serializer", "panel_stylesheets")
 
 
 def all_patches() -> list[Patch]:
