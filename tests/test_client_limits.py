@@ -193,9 +193,9 @@ def test_what_a_connection_sent_and_left_behind_is_dropped_without_a_word(app_se
     before = log.stat().st_size
     run(_keys_then_leave(port, 5.0))
     closed = "WebSocket connection closed"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300  # a loaded machine's server reads what was left at a fraction of a core
     while closed not in _grown(log, before) and time.monotonic() < deadline:  # the server has seen it go
-        pass
+        time.sleep(0.1)  # a look at the log ten times a second: a loop of looks took a core from the server
     grown = _grown(log, before)
     assert closed in grown, grown[-3000:]
     for said in ("Failed sending message", "WebSocketClosedError", "AssertionError", "Traceback",
