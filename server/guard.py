@@ -79,6 +79,12 @@ TURN = 0.002
 #: The longest websocket address taken, in characters: the page's own link limit (``server/pages.py``). A page's
 #: websocket address is its page's address plus ``/ws``; one of 1 MB cost its session 6 MB, kept for its life.
 WS_LINK_CHARS = MAX_LINK_CHARS
+#: Seconds a write to a page may wait for its socket to take it before the connection is let go. A write waits only
+#: once the socket's buffers are full (the kernel's on both ends, hundreds of kilobytes at least): its page has read
+#: nothing of what the server sent for a long while. A page that stops reading but keeps its socket open (a client
+#: that sends and never reads, a machine that vanished without a word) would otherwise hold its session, and every
+#: message of its page waiting its turn to be written, for as long as the socket stays open.
+WRITE_WAIT_S = 30.0
 
 
 def _encodings(value, types: set, models: set) -> None:
@@ -284,6 +290,7 @@ class GuardedWSHandler(PanelWSHandler):
     _incoming = 0  # bytes of the message being received
     _dropped: frozenset = frozenset()  # properties whose writes were dropped, logged once each
     _first = math.inf  # when the page's first message came (perf_counter): its session was built by then
+    _page_session = None  # a weak reference to the session, once open (Bokeh's keep-alive may let go of it first)
 
     async def prepare(self):
         if len(self.request.uri or "") > WS_LINK_CHARS:
@@ -343,6 +350,9 @@ class GuardedWSHandler(PanelWSHandler):
             if not self._went():
                 self.close(1013, "too many pages asked for from this address at once")
             return
+        session = getattr(self.connection, "_session", None)
+        if session is not None:
+            self._page_session = weakref.ref(session)
         if self._went() and self.connection is not None:
             # it closed while its session was made: Bokeh's on_close found no connection to let go of then, and the
             # session would have kept this one for ever (never discarded)
@@ -353,6 +363,13 @@ class GuardedWSHandler(PanelWSHandler):
         if self.connection is None:  # its session's build may be waiting: it leaves the gate's line at once
             get_gate().left(self.request)
         session = getattr(self.connection, "_session", None)
+        if self.connection is not None and session is None:
+            # Bokeh's keep-alive found the stream closed before Tornado said so and let the connection go already
+            # (``bokeh/server/tornado.py``, ``_keep_alive``: ``client_lost``): Bokeh's on_close would assert it still
+            # has a session. The stream closes under a write while the guard holds a message back (its pacing), so
+            # Tornado says so only once that message has been let go.
+            self.connection = None
+            session = self._page_session() if self._page_session is not None else None
         super().on_close()
         # Bokeh's connection refers to this handler, its protocol handler and its message reader to themselves (their
         # bound methods): cut, all freed at once instead of waiting for a pass of the cycle collector
@@ -384,16 +401,34 @@ class GuardedWSHandler(PanelWSHandler):
         Bokeh writes each frame and waits for it before the next: two turns of the loop a frame, so a run of the
         Train tab (a message of 17 frames) waited some 35 turns to leave, each as long as every other page's work
         that came meanwhile (bench/HISTORY.md, "One client's New seed and downloads floods"). Tornado writes a frame
-        into the socket's buffer as it is given; waiting for the last is the flow control.
+        into the socket's buffer as it is given; waiting for the last is the flow control. A message the socket has
+        not taken within :data:`WRITE_WAIT_S` lets the connection go (:meth:`_stalled`).
         """
         if self._went():
             return  # on_close says the connection closed, once
         try:
             with await self.write_lock.acquire():
                 writes = [WebSocketHandler.write_message(self, frame, binary) for frame, binary in _frames(message)]
-                await asyncio.gather(*writes)
+                sent = asyncio.gather(*writes)
+                stalled = asyncio.get_running_loop().call_later(WRITE_WAIT_S, self._stalled, sent)
+                try:
+                    await sent
+                finally:
+                    stalled.cancel()
         except (WebSocketClosedError, StreamClosedError):
             self._gone = True
+
+    def _stalled(self, sent: asyncio.Future) -> None:
+        """The socket has taken nothing of a message for :data:`WRITE_WAIT_S`: close it, with one log line. Its
+        pending writes fail, the message its page sent last is let go, and Tornado says the connection closed."""
+        if sent.done() or self._gone:
+            return
+        self._gone = True
+        log.warning("Closed the websocket of %s: it took nothing the server sent for %.0f s", self.request.remote_ip,
+                 WRITE_WAIT_S)
+        stream = getattr(self.ws_connection, "stream", None)
+        if stream is not None:
+            stream.close()
 
     async def write_message(self, message, binary: bool = False, locked: bool = True) -> None:
         if self._went():

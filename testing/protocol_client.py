@@ -299,6 +299,15 @@ class Learner:
     def close(self) -> None:
         self.sock.close()
 
+    def leave(self) -> None:
+        """The tab closes: its TCP connection goes at once, with whatever the socket still had to send.
+
+        ``close`` sends a websocket close frame and waits up to 5 s for the server's answer; when the server is behind
+        on what this client sent, the frame waits in this process's own buffer, and once the test's event loop ends
+        nothing sends it nor closes the socket, which stays open until this process collects it: the server, waiting
+        for more, never sees the client go."""
+        self.sock._socket.protocol.stream.close()
+
 
 async def presenter_link(ws_url: str) -> str:
     """Open the page at ``ws_url`` and press Present; returns the presenter link's query (``?room=…&token=…``).

@@ -20,8 +20,10 @@ import psutil
 import pytest
 from bokeh.protocol import Protocol
 from tornado.httpclient import HTTPClientError, HTTPRequest
-from tornado.websocket import websocket_connect
+from tornado.iostream import StreamClosedError
+from tornado.websocket import WebSocketClosedError, websocket_connect
 
+from server.guard import WRITE_WAIT_S
 from testing.protocol_client import Learner
 from testing.server import shipped_app
 from tests.ui.conftest import server_log
@@ -181,7 +183,7 @@ async def _keys_then_leave(port: int, seconds: float, most: int = 40_000) -> Non
         # a write the socket takes at once never yields to the loop: without this the loop would not see its time
         # run out while the socket takes every write (a worker once grew to 24 GB); and no write is cancelled
         await asyncio.sleep(0)
-    page.sock._socket.close()
+    page.leave()
 
 
 def test_what_a_connection_sent_and_left_behind_is_dropped_without_a_word(app_server):
@@ -201,6 +203,43 @@ def test_what_a_connection_sent_and_left_behind_is_dropped_without_a_word(app_se
     for said in ("Failed sending message", "WebSocketClosedError", "AssertionError", "Traceback",
                  "never retrieved"):
         assert said not in grown, grown[:3000]
+
+
+async def _keys_never_read(port: int) -> None:
+    """Press row keys and read nothing the server sends, the socket kept open, until the server closes it."""
+    page = Learner(ws_url(port))
+    await page.connect()
+    stream, sent = page.sock._socket.protocol.stream, 0
+    try:
+        while not stream.closed():
+            await page.key(str(sent % 3 + 1))
+            sent += 1
+            # Bokeh's client does not wait for its socket to take a write: this one does, as a browser's socket does
+            # (a client that kept writing into its own memory grew by gigabytes while the server held its socket)
+            while stream.writing() and not stream.closed():
+                await asyncio.sleep(0.01)
+    except (WebSocketClosedError, StreamClosedError):
+        pass
+
+
+def test_a_page_that_reads_nothing_the_server_sends_is_let_go():
+    """A client that pressed row keys and never read an answer, its socket kept open, held its session for as long
+    as the socket stayed open: once the socket's buffers were full of answers, the server's next one waited for ever,
+    and with it the key it answered and everything the client sent after. Now a write the socket has not taken for
+    ``WRITE_WAIT_S`` closes the connection, with one log line, and the session hears its page has left."""
+    log = server_log("server-reads-nothing.log")
+    with shipped_app(log) as (port, _):
+        before = log.stat().st_size
+        run(_keys_never_read(port), timeout=600)  # the client's write fails: the server has closed the connection
+        closed = "WebSocket connection closed"
+        deadline = time.monotonic() + 300
+        while closed not in _grown(log, before) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        grown = _grown(log, before)
+    assert f"it took nothing the server sent for {WRITE_WAIT_S:.0f} s" in grown and closed in grown, grown[-3000:]
+    for said in ("Failed sending message", "Traceback", "never retrieved"):
+        assert said not in grown, grown[:3000]
+    assert "Traceback" not in log.read_text()
 
 
 async def _handshake(url: str) -> int:

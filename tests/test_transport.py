@@ -555,3 +555,34 @@ def test_the_guard_writes_a_messages_frames_all_at_once_as_bokeh_frames_them():
     before_any_done, written = asyncio.run(guard_frames())
     assert len(expected) == 3 + 2 * 2
     assert written == expected and before_any_done == expected
+
+
+def test_a_connection_bokehs_keep_alive_let_go_first_closes_as_any_other(monkeypatch):
+    """Bokeh's keep-alive pings every connection and lets go of one whose stream has closed (``client_lost``: its
+    session detached) before Tornado says it closed, which it does only once the guard has let go of the message it
+    was holding back. Bokeh's own ``on_close`` then asserted the connection still had a session: a traceback for a
+    page that had simply left, and the page's leaving (its queued events dropped) never told. Now it closes as any
+    other: once, and the page's session hears it has left."""
+    import weakref
+    from types import SimpleNamespace
+
+    from bokeh.server.connection import ServerConnection
+
+    import server.guard
+    from server.guard import GuardedWSHandler
+
+    class Session:
+        connection_count = 0
+        _document = SimpleNamespace(session_context=None)
+
+    session, left, lost = Session(), [], []
+    monkeypatch.setattr(server.guard, "page_has_left", left.append)
+    connection = object.__new__(ServerConnection)
+    connection._session = None  # what the keep-alive's client_lost leaves (bokeh/server/connection.py detach_session)
+    guard = object.__new__(GuardedWSHandler)
+    guard.connection, guard.handler, guard.receiver = connection, None, None
+    guard.close_code = guard.close_reason = None
+    guard.application = SimpleNamespace(client_lost=lost.append)
+    guard._page_session = weakref.ref(session)
+    guard.on_close()
+    assert guard.connection is None and left == [session._document] and lost == []
