@@ -211,3 +211,55 @@ def test_a_page_makes_only_the_stylesheet_models_it_keeps_and_the_same_ones_as_p
     made_by_panel, kept_by_panel, sheets_by_panel = _first_page_stylesheets()
     assert len(kept_by_panel) == len(kept) and len(made_by_panel) > 4 * len(kept)
     assert sheets_by_panel == sheets
+
+
+def _page_and_rows():
+    """A first page's serialised document (its ids taken out) and the Panel ``Row``s made while it was built."""
+    import re
+
+    import panel as pn
+    from bokeh.core.json_encoder import serialize_json
+    from bokeh.document import Document
+
+    import app
+
+    made = []
+    init = pn.Row.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(self)
+        init(self, *args, **kwargs)
+    pn.Row.__init__ = counted
+    try:
+        doc = Document()
+        doc.add_root(app.create_app().get_root(doc))
+    finally:
+        del pn.Row.__init__  # Panel's own, from its base class
+    text = serialize_json(doc.to_json(deferred=False))
+    text = re.sub(r"\[\[\d{9,},", "[[PYID,", text)  # the Python ids of Panel's callbacks, as in test_bokeh_defaults
+    return re.sub(r'"([A-Za-z]+)\d{5}"', r'"\1"', re.sub(r"p\d{3,}", "ID", text)), len(made)
+
+
+def test_a_page_s_panes_make_no_row_of_their_own_and_the_page_is_the_same(monkeypatch):
+    """Panel made a Row around every pane as it was made, which a pane inside the app's own layouts never uses: eight
+    on a first page (server/patches/panel_pane_layout.py). Now made when first asked for, as Panel made it."""
+    import panel as pn
+    from panel.pane.base import PaneBase
+
+    from server.patches import panel_pane_layout
+
+    panel_pane_layout.PATCH.install()  # app.py installs it outside a notebook: in force here already
+    ours, rows = _page_and_rows()
+
+    def a_pane_s_row():
+        pane = pn.pane.Markdown("x", width=100, margin=5, sizing_mode="fixed")
+        pane.width = 200
+        row = pane.layout
+        return row.objects == [pane], {p: getattr(row, p) for p in ("width", "height", "margin", "sizing_mode")}
+    row = a_pane_s_row()
+    monkeypatch.setattr(PaneBase, "__init__", PaneBase.__init__.__wrapped__)
+    monkeypatch.delattr(PaneBase, "layout")  # Panel's: an attribute each pane sets as it is made
+    panels, panel_rows = _page_and_rows()
+    assert panel_rows >= rows + 8
+    assert ours == panels
+    assert row == a_pane_s_row() and row[0]
