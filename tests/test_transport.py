@@ -469,6 +469,38 @@ def test_a_page_message_after_its_session_ended_is_dropped_without_a_traceback()
     assert asyncio.run(guard._patch(parsed, 100)) is None and handled == []
 
 
+def test_the_server_sends_no_ok_for_a_pages_patch_and_still_answers_what_a_page_waits_for():
+    """BokehJS sends a page's patches without asking for a reply and drops Bokeh's OK to them (bokeh.js,
+    ``ClientSession._handle_ok``): three frames for each drag position, for nothing (server/guard.py). A reply a page
+    waits for (its server info, its document) is sent as before."""
+    from types import SimpleNamespace
+
+    from bokeh.protocol import Protocol
+
+    from server.guard import GuardedWSHandler
+
+    protocol, sent = Protocol(), []
+    incoming = {"a position": SimpleNamespace(msgtype="PATCH-DOC"), "info?": SimpleNamespace(msgtype="SERVER-INFO-REQ")}
+
+    async def receive(message):
+        return incoming[message]
+
+    async def patch(parsed, size):
+        return protocol.create("OK", "the-patch")
+
+    async def handle(parsed):
+        return protocol.create("SERVER-INFO-REPLY", "the-request")
+
+    async def schedule(work):
+        sent.append(work.msgtype)
+
+    guard = object.__new__(GuardedWSHandler)
+    guard._receive, guard._patch, guard._handle, guard._schedule = receive, patch, handle, schedule
+    for message in ("a position", "info?", "a position"):
+        asyncio.run(guard.on_message(message))
+    assert sent == ["SERVER-INFO-REPLY"] and not guard._refused
+
+
 def test_a_pages_messages_hold_back_early_builds_and_a_person_s_keep_builds_to_their_share(monkeypatch):
     """The build gate may start a build before its share allows only while nobody uses a page
     (server/build_gate.py): the guard tells it which messages are being handled, and which are a person's (the
@@ -555,3 +587,48 @@ def test_the_guard_writes_a_messages_frames_all_at_once_as_bokeh_frames_them():
     before_any_done, written = asyncio.run(guard_frames())
     assert len(expected) == 3 + 2 * 2
     assert written == expected and before_any_done == expected
+
+
+def test_the_guard_hands_a_messages_frames_to_the_socket_corked_so_they_leave_together():
+    """With TCP_NODELAY each frame written left at once, a trip through the kernel's TCP and loopback for each of a
+    message's frames (server/guard.py, ``corked``): the socket is corked while the guard writes them, and uncorked,
+    which sends them, once the last is in."""
+    from types import SimpleNamespace
+
+    import pytest
+    from bokeh.protocol import Protocol
+    from tornado.locks import Lock
+
+    from server.guard import TCP_CORK, GuardedWSHandler
+
+    if TCP_CORK is None:
+        pytest.skip("no TCP_CORK on this system")
+    listener = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(listener.getsockname())
+    server_side, _ = listener.accept()
+    corked_at_each_write = []
+
+    def write_message(frame, binary=False):
+        corked_at_each_write.append(server_side.getsockopt(socket.IPPROTO_TCP, TCP_CORK))
+        server_side.sendall(frame.encode() if isinstance(frame, str) else frame)
+        future = asyncio.get_running_loop().create_future()
+        future.set_result(None)
+        return future
+
+    guard = object.__new__(GuardedWSHandler)
+    guard.write_lock = Lock()
+    stream = SimpleNamespace(socket=server_side, closed=lambda: False)
+    guard.ws_connection = SimpleNamespace(is_closing=lambda: False, stream=stream, write_message=write_message)
+    message = Protocol().create("OK", "a-request")
+    try:
+        asyncio.run(guard.send_message(message))
+        after = server_side.getsockopt(socket.IPPROTO_TCP, TCP_CORK)
+        expected = (message.header_json + message.metadata_json + message.content_json).encode()
+        received = b""
+        while len(received) < len(expected):
+            received += client.recv(65536)
+    finally:
+        for s in (client, server_side, listener):
+            s.close()
+    assert corked_at_each_write == [1, 1, 1] and after == 0
+    assert received == expected  # uncorked: every frame has left
