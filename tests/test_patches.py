@@ -263,3 +263,43 @@ def test_a_page_s_panes_make_no_row_of_their_own_and_the_page_is_the_same(monkey
     assert panel_rows >= rows + 8
     assert ours == panels
     assert row == a_pane_s_row() and row[0]
+
+
+def test_a_served_page_s_root_is_added_without_panel_s_walk_for_other_documents_and_the_page_is_the_same(monkeypatch):
+    """Panel's add_to_doc walked every model of a page to take each out of a document it had been shown in before,
+    and found none on a served page, whose models are all its own (server/patches/panel_add_to_doc.py)."""
+    import re
+    from types import SimpleNamespace
+
+    from bokeh.core.json_encoder import serialize_json
+    from bokeh.document import Document
+    from bokeh.model import Model
+    from panel import viewable
+    from panel.io.state import set_curdoc
+
+    import app
+    from server.patches import panel_add_to_doc
+
+    served = SimpleNamespace(id="s", request=SimpleNamespace(arguments={}, headers={}, cookies={}))
+    monkeypatch.setattr(Document, "session_context", property(lambda self: served))  # as a served page's
+    walks = []
+    select = Model.select
+    monkeypatch.setattr(Model, "select", lambda self, selector: walks.append(selector) or select(self, selector))
+
+    def served_page():
+        walks.clear()
+        doc = Document()
+        with set_curdoc(doc):
+            app.create_app().server_doc(doc, location=False)
+        text = serialize_json(doc.to_json(deferred=False))
+        text = re.sub(r"\[\[\d{9,},", "[[PYID,", text)  # ids that differ between builds, as in _page_and_rows
+        text = re.sub(r'"([A-Za-z]+)\d{5}"', r'"\1"', re.sub(r"p\d{3,}", "ID", text))
+        return text, sum(1 for s in walks if s == {"type": Model}), [type(r).__name__ for r in doc.roots]
+
+    monkeypatch.setattr(viewable, "add_to_doc", viewable.add_to_doc)  # Panel's own again after the test
+    panel_add_to_doc.PATCH.install()  # the server installs it
+    ours, our_walks, roots = served_page()
+    monkeypatch.setattr(viewable, "add_to_doc", viewable.add_to_doc.__wrapped__)
+    panels, panel_walks, panel_roots = served_page()
+    assert our_walks == 0 < panel_walks
+    assert ours == panels and roots == panel_roots == ["Div", "Div", "Column", "BrowserInfo"]

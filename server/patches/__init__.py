@@ -51,6 +51,7 @@ MODULES = (
     "panel_stylesheets",  # a model's stylesheet files: the page's own sheets from the start
     "panel_init_params",  # a component's synced parameters listed once per model
     "panel_pane_layout",  # a pane's own Row made when first asked for
+    "panel_add_to_doc",  # a served page's root added without a walk for other documents' models
     "panel_discrete_slider",  # (subclass) a discrete slider with no Panel link
     "panel_hold_lock",  # (read) whether Panel is releasing a hold
     "panel_tabs",  # (checked only) the page's tabs over Panel's
