@@ -243,9 +243,9 @@ def corked(stream):
     together (Linux's ``TCP_CORK``; a no-op where there is none, or no socket).
 
     The page's websocket has TCP_NODELAY (server/transport.py): each frame written is sent at once, a full pass through
-    the kernel's TCP and loopback for each of a message's three frames, and on this machine that was some 60 µs of the
-    server's CPU a frame, a fifth of an update's (bench/HISTORY.md, "A page's build without exceptions for unthemed
-    models"). Corked, the frames are copied into the socket's buffer and leave as one segment when it is uncorked.
+    the kernel's TCP and loopback, charged to the server's CPU, for each of a message's three frames (bench/HISTORY.md,
+    "A page's build without exceptions for unthemed models"). Corked, the frames are copied into the socket's buffer
+    and leave as one segment when it is uncorked.
     """
     sock = getattr(stream, "socket", None)
     if TCP_CORK is None or sock is None:
