@@ -474,6 +474,11 @@ class GuardedWSHandler(PanelWSHandler):
                     work = await self._handle(parsed)
                 if work is not None and work.msgtype == "ERROR":  # Bokeh has logged why (a failure in the app's code)
                     self._refuse("a message the server could not handle")
+                elif work is not None and work.msgtype == "OK" and parsed.msgtype == "PATCH-DOC":
+                    # Bokeh's OK to a page's patch: BokehJS sends its patches without asking for a reply and drops
+                    # this one (bokeh.js, ClientSession's _handle_ok); three compressed frames written to the socket
+                    # for each drag position a page sends, for nothing
+                    pass
                 elif work and not self._refused:
                     await self._schedule(work)
             except Exception as e:

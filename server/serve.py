@@ -227,6 +227,11 @@ def main(argv: list[str] | None = None) -> None:
     # Bokeh checks every model of a page for mistakes in how it was built before sending it: a pass over every
     # model each time a page opens, for a check the tests make once (tests/test_classroom.py)
     os.environ.setdefault("BOKEH_VALIDATE_DOC", "false")
+    # and its "error diagnostics": the signature of every callback a page's models are given (inspect.signature,
+    # some 90 a page), checked for a mistake in the app's own code the tests would meet first, and a list of similar
+    # names in the error for an unknown attribute (difflib over the model's properties), which only a hostile page
+    # asks for: its log line stays the same without the list
+    os.environ.setdefault("BOKEH_PERFORM_ERROR_DIAGNOSTICS", "false")
     run(base + argv)
 
 

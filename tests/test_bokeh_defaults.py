@@ -99,6 +99,26 @@ def test_defaults_made_per_object_stay_per_object():
     assert d.css_classes == []
 
 
+def test_an_empty_list_made_per_object_is_made_without_bokehs_copy_and_checks_and_still_reports_its_changes():
+    Div()  # the first of a class has its empty defaults made by Bokeh's code (a Div makes ten as it is made)
+    with mock.patch.object(Property, "themed_default", autospec=True,
+                           side_effect=Property.themed_default) as worked_out:
+        div, other = Div(), Div()
+    assert worked_out.call_count == 0
+    doc = Document()
+    doc.add_root(div)
+    classes, tags = div.css_classes, div.tags
+    expected = _bokeh_default(Div.lookup("css_classes"), Div())
+    assert type(classes) is type(expected) and classes == expected == []
+    assert div.css_classes is classes and other.css_classes is not classes and tags is not classes
+    assert "css_classes" not in div.properties_with_values(include_defaults=False)  # an unchanged default: not sent
+    events = []
+    doc.on_change(events.append)
+    classes.append("x")  # as a view appends to a figure's list: Bokeh's change, sent
+    assert [(e.attr, list(e.new)) for e in events] == [("css_classes", ["x"])]
+    assert div.properties_with_values(include_defaults=False)["css_classes"] == ["x"] and other.css_classes == []
+
+
 def test_a_theme_still_wins():
     Div().margin  # noqa: B018
     doc = Document()

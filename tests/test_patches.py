@@ -211,3 +211,95 @@ def test_a_page_makes_only_the_stylesheet_models_it_keeps_and_the_same_ones_as_p
     made_by_panel, kept_by_panel, sheets_by_panel = _first_page_stylesheets()
     assert len(kept_by_panel) == len(kept) and len(made_by_panel) > 4 * len(kept)
     assert sheets_by_panel == sheets
+
+
+def _page_and_rows():
+    """A first page's serialised document (its ids taken out) and the Panel ``Row``s made while it was built."""
+    import re
+
+    import panel as pn
+    from bokeh.core.json_encoder import serialize_json
+    from bokeh.document import Document
+
+    import app
+
+    made = []
+    init = pn.Row.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(self)
+        init(self, *args, **kwargs)
+    pn.Row.__init__ = counted
+    try:
+        doc = Document()
+        doc.add_root(app.create_app().get_root(doc))
+    finally:
+        del pn.Row.__init__  # Panel's own, from its base class
+    text = serialize_json(doc.to_json(deferred=False))
+    text = re.sub(r"\[\[\d{9,},", "[[PYID,", text)  # the Python ids of Panel's callbacks, as in test_bokeh_defaults
+    return re.sub(r'"([A-Za-z]+)\d{5}"', r'"\1"', re.sub(r"p\d{3,}", "ID", text)), len(made)
+
+
+def test_a_page_s_panes_make_no_row_of_their_own_and_the_page_is_the_same(monkeypatch):
+    """Panel made a Row around every pane as it was made, which a pane inside the app's own layouts never uses: eight
+    on a first page (server/patches/panel_pane_layout.py). Now made when first asked for, as Panel made it."""
+    import panel as pn
+    from panel.pane.base import PaneBase
+
+    from server.patches import panel_pane_layout
+
+    panel_pane_layout.PATCH.install()  # app.py installs it outside a notebook: in force here already
+    ours, rows = _page_and_rows()
+
+    def a_pane_s_row():
+        pane = pn.pane.Markdown("x", width=100, margin=5, sizing_mode="fixed")
+        pane.width = 200
+        row = pane.layout
+        return row.objects == [pane], {p: getattr(row, p) for p in ("width", "height", "margin", "sizing_mode")}
+    row = a_pane_s_row()
+    monkeypatch.setattr(PaneBase, "__init__", PaneBase.__init__.__wrapped__)
+    monkeypatch.delattr(PaneBase, "layout")  # Panel's: an attribute each pane sets as it is made
+    panels, panel_rows = _page_and_rows()
+    assert panel_rows >= rows + 8
+    assert ours == panels
+    assert row == a_pane_s_row() and row[0]
+
+
+def test_a_served_page_s_root_is_added_without_panel_s_walk_for_other_documents_and_the_page_is_the_same(monkeypatch):
+    """Panel's add_to_doc walked every model of a page to take each out of a document it had been shown in before,
+    and found none on a served page, whose models are all its own (server/patches/panel_add_to_doc.py)."""
+    import re
+    from types import SimpleNamespace
+
+    from bokeh.core.json_encoder import serialize_json
+    from bokeh.document import Document
+    from panel import viewable
+    from panel.io import model as panel_model
+    from panel.io.state import set_curdoc
+
+    import app
+    from server.patches import panel_add_to_doc
+
+    served = SimpleNamespace(id="s", request=SimpleNamespace(arguments={}, headers={}, cookies={}))
+    monkeypatch.setattr(Document, "session_context", property(lambda self: served))  # as a served page's
+    monkeypatch.setattr(viewable, "add_to_doc", viewable.add_to_doc)  # Panel's own again after the test
+    panel_add_to_doc.PATCH.install()  # the server installs it
+    walks = []  # Panel's walk for other documents' models (not a registered link's: panel_link_callbacks)
+    remove_root = panel_model.remove_root
+    monkeypatch.setattr(panel_model, "remove_root", lambda obj, *a, **k: walks.append(obj) or remove_root(obj, *a, **k))
+
+    def served_page():
+        walks.clear()
+        doc = Document()
+        with set_curdoc(doc):
+            app.create_app().server_doc(doc, location=False)
+        text = serialize_json(doc.to_json(deferred=False))
+        text = re.sub(r"\[\[\d{9,},", "[[PYID,", text)  # ids that differ between builds, as in _page_and_rows
+        text = re.sub(r'"([A-Za-z]+)\d{5}"', r'"\1"', re.sub(r"p\d{3,}", "ID", text))
+        return text, len(walks), [type(r).__name__ for r in doc.roots]
+
+    ours, our_walks, roots = served_page()
+    monkeypatch.setattr(viewable, "add_to_doc", viewable.add_to_doc.__wrapped__)
+    panels, panel_walks, panel_roots = served_page()
+    assert our_walks == 0 < panel_walks
+    assert ours == panels and roots == panel_roots == ["Div", "Div", "Column", "BrowserInfo"]

@@ -469,6 +469,38 @@ def test_a_page_message_after_its_session_ended_is_dropped_without_a_traceback()
     assert asyncio.run(guard._patch(parsed, 100)) is None and handled == []
 
 
+def test_the_server_sends_no_ok_for_a_pages_patch_and_still_answers_what_a_page_waits_for():
+    """BokehJS sends a page's patches without asking for a reply and drops Bokeh's OK to them (bokeh.js,
+    ``ClientSession._handle_ok``): three frames for each drag position, for nothing (server/guard.py). A reply a page
+    waits for (its server info, its document) is sent as before."""
+    from types import SimpleNamespace
+
+    from bokeh.protocol import Protocol
+
+    from server.guard import GuardedWSHandler
+
+    protocol, sent = Protocol(), []
+    incoming = {"a position": SimpleNamespace(msgtype="PATCH-DOC"), "info?": SimpleNamespace(msgtype="SERVER-INFO-REQ")}
+
+    async def receive(message):
+        return incoming[message]
+
+    async def patch(parsed, size):
+        return protocol.create("OK", "the-patch")
+
+    async def handle(parsed):
+        return protocol.create("SERVER-INFO-REPLY", "the-request")
+
+    async def schedule(work):
+        sent.append(work.msgtype)
+
+    guard = object.__new__(GuardedWSHandler)
+    guard._receive, guard._patch, guard._handle, guard._schedule = receive, patch, handle, schedule
+    for message in ("a position", "info?", "a position"):
+        asyncio.run(guard.on_message(message))
+    assert sent == ["SERVER-INFO-REPLY"] and not guard._refused
+
+
 def test_a_pages_messages_hold_back_early_builds_and_a_person_s_keep_builds_to_their_share(monkeypatch):
     """The build gate may start a build before its share allows only while nobody uses a page
     (server/build_gate.py): the guard tells it which messages are being handled, and which are a person's (the

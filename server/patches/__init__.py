@@ -38,6 +38,7 @@ __all__ = ["CHANGED", "MISSING", "MODULES", "OK", "Found", "Patch", "all_patches
 #: Every patch's module (``server.patches.<name>``), in the order :func:`install` applies them.
 MODULES = (
     "bokeh_property_descriptor",  # Bokeh's stable property defaults, once per model class
+    "bokeh_themed_values",  # a model's theme overrides read without an exception
     "bokeh_has_props",  # serialising reads only what it sends
     "bokeh_serializer",  # a patch's references made lazily
     "bokeh_session_connections",  # (read) a session's websockets
@@ -48,6 +49,9 @@ MODULES = (
     "panel_syncable_events",  # a page's events held and paced
     "panel_link_callbacks",  # no walk for links while none is registered
     "panel_stylesheets",  # a model's stylesheet files: the page's own sheets from the start
+    "panel_init_params",  # a component's synced parameters listed once per model
+    "panel_pane_layout",  # a pane's own Row made when first asked for
+    "panel_add_to_doc",  # a served page's root added without a walk for other documents' models
     "panel_discrete_slider",  # (subclass) a discrete slider with no Panel link
     "panel_hold_lock",  # (read) whether Panel is releasing a hold
     "panel_tabs",  # (checked only) the page's tabs over Panel's
@@ -61,9 +65,10 @@ MODULES = (
     "panel_bundle_resources",  # no WebGL bundle for a page that draws none
 )
 
-#: The patches that make Bokeh's models cheaper to build and serialise, and change nothing they read or send: app.py
-#: applies them where it is not served too (tests, benchmarks), outside a notebook.
-STABLE_DEFAULTS = ("bokeh_property_descriptor", "bokeh_has_props", "bokeh_serializer", "panel_stylesheets")
+#: The patches that make a page's Bokeh models and Panel objects cheaper to build and serialise, and change nothing
+#: they read or send: app.py applies them where it is not served too (tests, benchmarks), outside a notebook.
+STABLE_DEFAULTS = ("bokeh_property_descriptor", "bokeh_themed_values", "bokeh_has_props", "bokeh_serializer",
+                   "panel_stylesheets", "panel_init_params", "panel_pane_layout")
 
 
 def all_patches() -> list[Patch]:

@@ -13,7 +13,10 @@ model reads or sends:
 - ``_get_default``: a property's default on one model class, when no theme overrides it on that object, is kept once
   it is an immutable value (None, a bool, a number, a string): it is the same every time. Defaults Bokeh makes fresh
   per object (lists, dicts, models such as a source's ``Selection``; Bokeh keeps those per object itself), themed
-  values (Panel's design themes some) and values of any other type go to Bokeh's own code as before;
+  values (Panel's design themes some) and values of any other type go to Bokeh's own code as before, except one
+  Bokeh makes per object as an empty list, dict or set (a model's ``tags``, ``js_event_callbacks``, ``css_classes``:
+  some 760 a first page, each copied, validated and wrapped by Bokeh's code): that one is made as a new empty
+  container of the type Bokeh wraps it in, and stored and owned as Bokeh stores it;
 - ``has_unstable_default``: kept per (model class, property);
 - ``__set__``: a model given to a new model's constructor for a property whose default is a model is set without
   making that default model first, only to compare the given one with it.
@@ -30,12 +33,16 @@ from __future__ import annotations
 from bokeh.core.has_props import HasProps
 from bokeh.core.property.descriptors import PropertyDescriptor
 from bokeh.core.property.instance import InstanceDefault
+from bokeh.core.property.wrappers import PropertyValueDict, PropertyValueList, PropertyValueSet
 
 from server.patches.fit import Patch
 
 #: The types of default kept: immutable, so one value can be shared by every object. Exact types only: a
 #: subclass could carry state.
 IMMUTABLE = (type(None), bool, int, float, str)
+#: The containers Bokeh wraps an empty list, dict or set default in (exact types: a data source's column data is a
+#: subclass with its own notifications).
+EMPTY_CONTAINERS = (PropertyValueList, PropertyValueDict, PropertyValueSet)
 
 
 def install() -> bool:
@@ -44,6 +51,7 @@ def install() -> bool:
     if getattr(original, "keeps_stable_defaults", False):
         return False
     kept: dict[tuple[type, str], object] = {}
+    empty_kind: dict[tuple[type, str], type] = {}
     missing = object()
 
     def _get_default(self, obj):
@@ -52,12 +60,24 @@ def install() -> bool:
             return original(self, obj)
         key = (type(obj), self.name)
         value = kept.get(key, missing)
-        if value is missing:
-            value = original(self, obj)
-            # Bokeh stores a default it must make per object in _unstable_default_values (a callable default
-            # can return a string, e.g. a fresh id): never shared
-            if type(value) in IMMUTABLE and self.name not in obj._unstable_default_values:
-                kept[key] = value
+        if value is not missing:
+            return value
+        unstable = obj._unstable_default_values
+        empty = empty_kind.get(key)
+        if empty is not None:
+            # Bokeh's own first step (descriptors.py): a default already made for this object is the one
+            value = unstable.get(self.name, missing)
+            if value is missing:
+                value = unstable[self.name] = empty()
+                value._register_owner(obj, self)
+            return value
+        value = original(self, obj)
+        # Bokeh stores a default it must make per object in _unstable_default_values (a callable default
+        # can return a string, e.g. a fresh id): never shared
+        if type(value) in IMMUTABLE and self.name not in unstable:
+            kept[key] = value
+        elif type(value) in EMPTY_CONTAINERS and not value and unstable.get(self.name) is value:
+            empty_kind[key] = type(value)
         return value
 
     unstable: dict[tuple[type, str], bool] = {}
