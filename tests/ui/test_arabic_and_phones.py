@@ -28,7 +28,8 @@ SCREENS = {
     "phone-390x844": ({"width": 390, "height": 844}, {"has_touch": True, "is_mobile": True}),
     "phone-844x390": ({"width": 844, "height": 390}, {"has_touch": True, "is_mobile": True}),
 }
-#: The Arabic screens of the issue: the projector a class reads and a learner's phone.
+#: The Arabic screens of the issue, the projector a class reads and a learner's phone: on them a Recipe formula is
+#: wider than its box, so its reach is checked where there is something to scroll.
 ARABIC = [("1024x768", "projector"), ("phone-390x844", "normal")]
 
 
