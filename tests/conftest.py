@@ -45,20 +45,36 @@ SLOW_FIRST = (
 
 #: Modules of many independent tests, each opening pages of its own on the worker's served app: handed out one
 #: test at a time after the rest, so the workers finish together (one such module is a third of the browser stage).
-ONE_BY_ONE = frozenset({"ui/test_layout_screens.py"})
+#: Each with its longest tests' functions, longest first: they go out first, the rest after them in the order pytest
+#: collected them, so that the last tests handed out are short ones (a worker takes a test on while it still has two
+#: waiting: up to three tests at the end run on one worker while the other has none).
+ONE_BY_ONE = {"ui/test_layout_screens.py": ("test_every_tab_fits_the_screen",
+                                            "test_every_tab_fits_the_screen_in_each_language",
+                                            "test_projection_labels_stay_clear",
+                                            "test_presenting_keeps_the_plot_its_size_and_in_view_with_the_room_code")}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # SLOW_FIRST in its order, then every module not named, then ONE_BY_ONE's (the rank of one not named is
+    # len(SLOW_FIRST): counted before ONE_BY_ONE's are added, or they would share it and go out among the others)
+    rest = len(SLOW_FIRST)
     rank = {TESTS / name: i for i, name in enumerate(SLOW_FIRST)}
-    rank.update({TESTS / name: len(rank) + 1 for name in ONE_BY_ONE})
-    one_by_one = {TESTS / name for name in ONE_BY_ONE}
+    rank.update({TESTS / name: rest + 1 for name in ONE_BY_ONE})
+    longest = {TESTS / name: functions for name, functions in ONE_BY_ONE.items()}
     for item in items:
         path = Path(item.path)
         if BROWSER_DIR in path.parents:
             item.add_marker(pytest.mark.browser)
         elif path.parent == TESTS and path.name in SERVER_MODULES:
             item.add_marker(pytest.mark.server)
-        if path not in one_by_one:
+        if path not in longest:
             item.add_marker(pytest.mark.xdist_group(path.relative_to(TESTS.parent).as_posix()))
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        path = Path(item.path)
+        functions = longest.get(path, ())
+        name = getattr(item, "originalname", item.name)
+        return rank.get(path, rest), functions.index(name) if name in functions else len(functions)
+
     # a stable sort: within a module, and for every module not named, the order pytest collected them in
-    items.sort(key=lambda item: rank.get(Path(item.path), len(rank)))
+    items.sort(key=order)

@@ -7,8 +7,10 @@ walked again (checked to fail when a layout goes wrong only at a size the page w
 in ``layout_checks.js``: text over text, text over a figure or a chart's marks, text cut off outside any scroll
 container, inputs too narrow for their numbers, Bokeh labels over labels or markers or out of their frame, titles
 wider than their figure, the page scrolling, less room for the shown tab's scrolling area than
-:data:`MIN_TAB_HEIGHT`, and in projector mode from 1024×768 up, text under 20 px. A screenshot of a tab that fails
-lands in ``tests/ui/screenshots/``; with ``SCREENSHOTS=1``, one of every tab on every screen.
+:data:`MIN_TAB_HEIGHT`, and in projector mode from 1024×768 up, text under 20 px. On a phone, each tapped tab also
+comes into view with the answer (``test_arabic_and_phones.py``'s ``answer_problems``), and in Arabic the tabs that
+read left to right inside right-to-left text are checked as they are shown (its ``arabic_problems``). A screenshot
+of a tab that fails lands in ``tests/ui/screenshots/``; with ``SCREENSHOTS=1``, one of every tab on every screen.
 
 The Projections tab's planes are swept on the screens where they are smallest: every preset and the first
 "New draw" results, with each W chosen, no label over another or a marker, none out of its frame.
@@ -37,6 +39,7 @@ from tests.ui.helpers import (
     wait_for_stage,
     wait_for_tab,
 )
+from tests.ui.test_arabic_and_phones import TAPPED, answer_line_follows_a_row_key, answer_problems, arabic_problems
 
 CHECKS = (Path(__file__).parent / "layout_checks.js").read_text()
 TABS = ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Train",
@@ -172,6 +175,8 @@ LANGUAGE_WALKS = _walks([(lang, screen, mode, "light") for lang, screen, mode in
 @pytest.mark.parametrize(("lang", "device", "mode", "theme", "screens"), LANGUAGE_WALKS,
                          ids=[_walk_id(w) for w in LANGUAGE_WALKS])
 def test_every_tab_fits_the_screen_in_each_language(open_page, lang, device, mode, theme, screens):
+    """As :func:`test_every_tab_fits_the_screen`, in the languages and on the screens of :data:`LANGUAGE_CASES`;
+    in Arabic with its own checks of the charts, the matrix, All steps and the Recipe on each screen."""
     _every_tab_fits(open_page, screens, mode, theme, lang)
 
 
@@ -228,15 +233,26 @@ def _every_tab_fits(open_page, screens: list[str], mode: str, theme: str, lang: 
         # the answer is in view on the first screen, before anything is tapped (on a screen the page was resized to,
         # where the page is one column that scrolls, the last walk left the column scrolled to the tabs)
         first = page.evaluate(CHECKS, {"answer": True}) if n == 0 or screen not in SCROLLING else []
+        if n == 0 and screen in SCROLLING:
+            first += answer_problems(page, "first view", tapped=False)
         if first:
             problems[f"{screen}, first view"] = first
         for k, tab in enumerate(tabs):  # by place: their titles are the page's language
             found = _tab_problems(page, screen, mode, k, tab, built=n > 0)
+            if screen in SCROLLING and tab in TAPPED:
+                found += answer_problems(page, tab)
+            if lang == "ar":
+                found += arabic_problems(page, screen, mode, tab)
             if found:
                 problems[f"{screen}, {tab}"] = found
             if found or EVERY_SCREENSHOT:
                 slug = re.sub(r'[^a-z0-9]+', '_', tab.lower())
                 page.screenshot(path=SCREENSHOTS / f"{prefix}-{screen}-{mode}-{theme}-{slug}.png")
+    if screens[-1] in SCROLLING and "Export" in tabs:  # last: it selects another row
+        found = answer_line_follows_a_row_key(page, screens[-1], tabs.index("Export"))
+        if found:
+            problems[f"{screens[-1]}, Export, key 3"] = found
+            page.screenshot(path=SCREENSHOTS / f"{prefix}-{screens[-1]}-{mode}-{theme}-row-key.png")
     assert not problems, "\n".join(f"{where}: {p}" for where, ps in problems.items() for p in ps)
     return page.evaluate(TAB_TITLES)
 
