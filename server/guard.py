@@ -425,10 +425,8 @@ class GuardedWSHandler(PanelWSHandler):
             return
         self._gone = True
         log.warning("Closed the websocket of %s: it took nothing the server sent for %.0f s", self.request.remote_ip,
-                 WRITE_WAIT_S)
-        stream = getattr(self.ws_connection, "stream", None)
-        if stream is not None:
-            stream.close()
+                    WRITE_WAIT_S)
+        self._drop_stream()
 
     async def write_message(self, message, binary: bool = False, locked: bool = True) -> None:
         if self._went():
@@ -577,9 +575,13 @@ class GuardedWSHandler(PanelWSHandler):
         self._refused = True
         log.warning("Refused websocket from %s: %s; connection closed", self.request.remote_ip, why)
         self.close(1008, "refused")  # 1008: policy violation
+        self._drop_stream()  # read nothing more the client has sent
+
+    def _drop_stream(self) -> None:
+        """Close the connection's TCP stream at once: nothing more is read from it, and its pending writes fail."""
         stream = getattr(self.ws_connection, "stream", None)
         if stream is not None:
-            stream.close()  # read nothing more the client has sent
+            stream.close()
 
 
 def refuse_page(doc, why: str) -> bool:

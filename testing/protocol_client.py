@@ -304,8 +304,8 @@ class Learner:
 
         ``close`` sends a websocket close frame and waits up to 5 s for the server's answer; when the server is behind
         on what this client sent, the frame waits in this process's own buffer, and once the test's event loop ends
-        nothing sends it nor closes the socket, which stays open until this process collects it: the server, waiting
-        for more, never sees the client go."""
+        nothing sends it nor closes the socket itself: once, beside a loaded machine's other work, it stayed open for
+        minutes, and the server, waiting for more, never saw the client go."""
         self.sock._socket.protocol.stream.close()
 
 
