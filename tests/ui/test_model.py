@@ -143,3 +143,17 @@ def test_a_sentence_too_long_is_refused_naming_the_limit_and_the_last_one_stays(
     wait_pane(page, "model-tokens", "script")
     assert pane(page, "model-message") == ""
     assert "[UNK]" in pane(page, "model-tokens")
+
+
+def test_in_arabic_the_recipe_s_formulas_and_negative_numbers_read_left_to_right(open_page):
+    """In a right-to-left page the steps' formulas and the table's numbers stay mathematics, read left to right: the
+    first step read "32√ = 5.6569", the softmax's fraction came out mirrored and a negative score "0.6652-"."""
+    from session.i18n import translator
+    from tests.ui.test_arabic_and_phones import arabic_problems
+
+    page = open_page("?lang=ar", viewport={"width": 1024, "height": 768})
+    show_tab(page, translator("ar")._("Real model"), figure="model-grid")
+    wait_pane(page, "model-tokens", "[SEP]")
+    page.wait_for_function(f"() => ({RECIPE})() != null", timeout=PATIENCE)
+    assert arabic_problems(page, "1024x768", "normal", "Real model") == []
+
