@@ -157,3 +157,19 @@ def test_in_arabic_the_recipe_s_formulas_and_negative_numbers_read_left_to_right
     page.wait_for_function(f"() => ({RECIPE})() != null", timeout=PATIENCE)
     assert arabic_problems(page, "1024x768", "normal", "Real model") == []
 
+
+def test_on_a_phone_the_first_example_s_output_is_not_pinned_under_the_tab(open_page):
+    """The tab sets the query plot and its readout aside (widgets/stage.py); on a phone the readout's Output line,
+    kept at the screen's bottom while the readout is out of view (link/answer.js), showed the first example's
+    "Output Σ aᵢvᵢ = 4.4067" under the real model's recipe. It goes with the readout, and comes back with it."""
+    from tests.ui.helpers import wait_for_stage
+    from tests.ui.test_arabic_and_phones import answer_problems, stage_answer_problems
+
+    page = open_page("", viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    show_tab(page, "Real model", figure="model-grid")
+    wait_for_stage(page, True)
+    wait_pane(page, "model-tokens", "[SEP]")
+    assert stage_answer_problems(page, "Real model") == []
+    show_tab(page, "Matrix", figure="attention-matrix")  # the readout back, and its Output line in view again
+    wait_for_stage(page, False)
+    assert answer_problems(page, "Matrix") == []
