@@ -173,3 +173,23 @@ def test_on_a_phone_the_first_example_s_output_is_not_pinned_under_the_tab(open_
     show_tab(page, "Matrix", figure="attention-matrix")  # the readout back, and its Output line in view again
     wait_for_stage(page, False)
     assert answer_problems(page, "Matrix") == []
+
+
+def test_present_shares_the_sentence_and_the_head_live(open_page):
+    """A follower with the tab open sees the presenter's sentence as the model's tokens, and the head the presenter
+    finds; what the follower types does not reach the room."""
+    from tests.ui.test_follow import present
+
+    teacher = open_page()
+    code, _ = present(teacher)
+    learner = open_model(open_page, f"?room={code}")
+    learner.get_by_text("Following room").wait_for(timeout=PATIENCE)
+    show_tab(teacher, "Real model", figure="model-grid")
+    wait_pane(teacher, "model-tokens", "[SEP]")
+    type_sentence(teacher, SENTENCE)
+    wait_pane(learner, "model-tokens", "mat")
+    teacher.locator(".model-find-previous button").click()
+    wait_pane(learner, "model-inspector", "Row cat: layer 1, head 3")
+    type_sentence(learner, "A learner's own sentence")
+    wait_pane(learner, "model-tokens", "own")
+    assert "mat" in pane(teacher, "model-tokens") and "own" not in pane(teacher, "model-tokens")
