@@ -298,12 +298,14 @@ def sentence_attention(sentence: str, max_tokens: int = MAX_TOKENS, folder: Path
 
     The result of the last :data:`CACHE_SIZE` sentences (by their tokens: "I love NLP" and "i love nlp" are one) is
     kept for the process. Raises :class:`SentenceTooLong` above ``max_tokens`` word pieces, :class:`ModelUnavailable`
-    if the model cannot be loaded.
+    if the model cannot be loaded, TypeError if ``sentence`` is not a str.
 
     >>> r = sentence_attention("I love NLP")
     >>> r.tokens, r.weights.shape
     (('[CLS]', 'i', 'love', 'nl', '##p', '[SEP]'), (6, 12, 6, 6))
     """
+    if not isinstance(sentence, str):  # a dict's keys or a list of words would be tokenized as if they were text
+        raise TypeError(f"a sentence is text (str), not {type(sentence).__name__}")
     model = load_model(folder)
     tokens = tokenize(sentence, model.vocab)
     if len(tokens) - 2 > max_tokens:

@@ -5,9 +5,9 @@
 // On a phone or an upright tablet the page is one column that scrolls as a whole (static/app.css): a tapped tab
 // brings its contents up (widgets/tabs.js), and the plot and the readout above them leave the screen. This bar
 // copies the readout's text as the page shows it (the server's numbers, or the drag preview's, which link/drag.js
-// writes straight into the readout's element) and shows itself only then. While it shows, the page's column ends
-// above it (--ae-answer-room on <html>, its height, is the column's bottom margin: static/app.css), so it covers
-// nothing. Where the page is two columns the readout is always in view and the bar is not drawn (static/answer.css).
+// writes straight into the readout's element) and shows itself only then, unless a tab that takes the stage has set
+// the readout aside. While it shows, the page's column ends above it (--ae-answer-room on <html>, its height, is the
+// column's bottom margin: static/app.css), so it covers nothing. Where the page is two columns the readout is always in view and the bar is not drawn (static/answer.css).
 // The server sends nothing for it. Returns what stops it.
 function answerLine(doc) {
   const root = document.documentElement
@@ -40,23 +40,39 @@ function answerLine(doc) {
   room.observe(bar)
   // the readout's last line is in view when the bottom of its text is inside every box around it and the screen
   // (the observer clips by them all); thresholds a few pixels apart, as the column scrolls
+  let inView = true, aside = false
+  const show = () => {
+    bar.classList.toggle("shown", !inView && !aside)
+    place()
+  }
   const seen = new IntersectionObserver((entries) => {
     const entry = entries[entries.length - 1]
     if (entry.target !== text) return
     const r = entry.boundingClientRect, v = entry.intersectionRect
     const line = parseFloat(getComputedStyle(text).lineHeight) || 20
-    const inView = entry.isIntersecting && v.bottom >= r.bottom - 2 && v.height >= Math.min(line, r.height) - 2
-    bar.classList.toggle("shown", !inView)
-    place()
+    inView = entry.isIntersecting && v.bottom >= r.bottom - 2 && v.height >= Math.min(line, r.height) - 2
+    show()
   }, {threshold: Array.from({length: 51}, (_, k) => k / 50)})
+  // a readout with no box has been set aside, not scrolled away: a tab that takes the stage (widgets/stage.py: Train,
+  // Real model) hides it with the query plot, and its Output line, the first example's, answers nothing shown there.
+  // Hiding it changes its size to nothing (an intersection observer may say nothing: it was out of view already)
+  const sized = new ResizeObserver(() => {
+    const r = text?.getBoundingClientRect()
+    aside = r != null && r.width === 0 && r.height === 0
+    show()
+  })
   // BokehJS draws the readout's text element again when it lays the page out anew (a tab built, a change of
   // language): its view's shadow root stays, and the text element in it is looked up after every change there
   const follow = () => {
     const now = readout?.markup_el
     if (now != null && now !== text) {
-      if (text != null) seen.unobserve(text)
+      if (text != null) {
+        seen.unobserve(text)
+        sized.unobserve(text)
+      }
       text = now
       seen.observe(text)
+      sized.observe(text)
     }
     copy()
   }
@@ -73,7 +89,7 @@ function answerLine(doc) {
   }
   attach(600)  // the readout may be drawn after the bridge
   return () => {
-    for (const o of [changed, seen, room]) o.disconnect()
+    for (const o of [changed, seen, sized, room]) o.disconnect()
     bar.remove()
     root.style.removeProperty("--ae-answer-room")
   }

@@ -11,6 +11,7 @@ time, on its worker thread, shown in the page's own turn); a sentence the proces
 from __future__ import annotations
 
 import functools
+import numbers
 import re
 import unicodedata
 
@@ -148,20 +149,25 @@ class ModelState(param.Parameterized):
 
     def show_head(self, layer: int, head: int) -> bool:
         """Show head ``head`` of layer ``layer`` (0-based); refuse numbers outside the model."""
-        if not (isinstance(layer, int) and isinstance(head, int) and 0 <= layer < LAYERS and 0 <= head < HEADS):
+        if not (_whole(layer) and _whole(head) and 0 <= layer < LAYERS and 0 <= head < HEADS):
             self.model_message = N_("Layer {layer}, head {head} is not in the model: {layers} layers of {heads} "
                                     "heads.", layer=shown(layer), head=shown(head), layers=LAYERS, heads=HEADS)
             return False
-        self.param.update(model_layer=layer, model_head=head)
+        self.param.update(model_layer=int(layer), model_head=int(head))
         return True
 
     def show_row(self, row: int) -> bool:
         """Inspect the query of token ``row`` ([CLS] is 0)."""
         r = self.model_result
-        if r is None or not (isinstance(row, int) and 0 <= row < len(r.tokens)):
+        if r is None or not (_whole(row) and 0 <= row < len(r.tokens)):
             return False
-        self.model_row = row
+        self.model_row = int(row)
         return True
+
+
+def _whole(x) -> bool:
+    """Whether ``x`` is a whole number (NumPy's too), not a bool: True indexed the weights as a new axis."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
 def parse_model_address(values_of: dict[str, str]) -> tuple[dict, list]:

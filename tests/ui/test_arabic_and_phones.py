@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from tests.ui.conftest import SCREENSHOTS
@@ -173,6 +174,60 @@ def _all_steps_problems(page) -> list[str]:
             + _out_of_order(page, "p.output", ["0.3956", "2.4067", "1.6044", "4.4067"]))  # 7. output = Σ aᵢvᵢ
 
 
+# --- Arabic: the Real model tab's recipe reads left to right ------------------------------------------------------
+
+#: Where each character of each of ``texts`` (and of every negative number in the recipe's table) is drawn, in the
+#: Real model tab's inspector: ``[{text, places: [[left, top], ...]}]``, a text not found with no places.
+LTR_TEXTS = _DEEP + """(texts) => {
+  const host = [...deep(document)].find(el => el.classList && el.classList.contains('model-inspector'))
+  const root = host?.shadowRoot
+  if (root == null) return null
+  const cells = [...root.querySelectorAll('table.model-recipe td')].map(td => td.textContent.trim())
+  const out = []
+  for (const text of [...texts, ...cells.filter(c => /^[-\u2212]/.test(c))]) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT)
+    let node = walker.nextNode()
+    while (node != null && (node.parentElement?.tagName === 'STYLE' || !node.textContent.includes(text))) {
+      node = walker.nextNode()
+    }
+    const places = []
+    if (node != null) {
+      const at = node.textContent.indexOf(text)
+      for (let k = 0; k < text.length; k++) {
+        if (text[k] === ' ') continue
+        const range = document.createRange()
+        range.setStart(node, at + k)
+        range.setEnd(node, at + k + 1)
+        const r = range.getBoundingClientRect()
+        places.push([r.left, r.top])
+      }
+    }
+    out.push({text, places})
+  }
+  return out
+}"""
+
+
+def _model_problems(page) -> list[str]:
+    """The Real model tab's recipe in Arabic: the steps' formulas and the table's negative numbers are drawn left to
+    right inside the right-to-left text ("32√ = 5.6569", "0.6652-" and a mirrored softmax were drawn)."""
+    from session.i18n import translator
+
+    root = translator("ar").num(32 ** 0.5)
+    found = page.evaluate(LTR_TEXTS, [f"√32 = {root}", "a_j = e^(s_j) / Σ e^(s_l)", "Σ a_j v_j"])
+    if found is None:
+        return ["the Real model tab has no inspector"]
+    problems = [f"{f['text']!r} is not in the inspector" for f in found if not f["places"]]
+    if len(found) <= 3:
+        problems.append(f"no negative number in the recipe's table to check: {found}")
+    for f in found:
+        for (a, b) in zip(f["places"], f["places"][1:], strict=False):
+            if not ((abs(a[1] - b[1]) <= 3 and a[0] < b[0]) or b[1] > a[1] + 3):
+                problems.append(f"{f['text']!r} is not drawn left to right: {f['places']}")
+                break
+    return problems
+
+
 # --- Arabic: the matrix opens at its row names ---------------------------------------------------------------------
 
 #: The matrix figure's box, the box it scrolls in, and the query plot's axis-side labels: where the figure starts.
@@ -205,7 +260,8 @@ def _matrix_problems(page) -> list[str]:
 def arabic_problems(page, screen: str, mode: str, tab: str) -> list[str]:
     """The Arabic checks of the tab ``tab`` (its English title) just shown on ``screen`` in ``mode``: the
     number line's labels (Weights), the matrix's opening (Matrix), All steps' reading order, the Recipe's formulas'
-    reach; nothing for the other tabs. The page shows the first example's numbers, its row "love" selected."""
+    reach, the Real model tab's recipe read left to right; nothing for the other tabs. The page shows the first
+    example's numbers, its row "love" selected (the Real model tab: "I love NLP", layer 1, head 1, row "love")."""
     if tab == "Weights":
         return _number_line_problems(page)
     if tab == "Matrix":
@@ -214,6 +270,8 @@ def arabic_problems(page, screen: str, mode: str, tab: str) -> list[str]:
         return _all_steps_problems(page)
     if tab == "Recipe":
         return _recipe_problems(page, screen, mode)
+    if tab == "Real model":
+        return _model_problems(page)
     return []
 
 
@@ -277,6 +335,24 @@ def answer_problems(page, where: str, tapped: bool = True) -> list[str]:
     if tapped and a["area"]["seen"] < min(250, a["area"]["height"]) - 1:
         problems.append(f"{where}: only {a['area']['seen']:.0f} px of the tab's contents are in view: {a}")
     return problems
+
+
+#: Whether the answer line is not drawn at the screen's bottom.
+ANSWER_LINE_AWAY = _DEEP + """() => {
+  const bar = [...deep(document)].find(el => el.getAttribute?.('data-testid') === 'answer-line')
+  return bar == null || getComputedStyle(bar).display === 'none' || getComputedStyle(bar).visibility !== 'visible'
+}"""
+
+
+def stage_answer_problems(page, where: str) -> list[str]:
+    """On a phone, a tab that takes the stage (Train, Real model: widgets/stage.py) has set the readout aside with the
+    query plot: the answer line, the readout's Output line, is not drawn under it (it showed the first example's
+    "Output Σ aᵢvᵢ = 4.4067" under the real model's recipe, a number about neither)."""
+    try:
+        page.wait_for_function(ANSWER_LINE_AWAY, timeout=PATIENCE)
+    except PlaywrightTimeoutError:
+        return [f"{where}: the answer line is drawn while the readout is set aside"]
+    return []
 
 
 def answer_line_follows_a_row_key(page, where: str, export: int) -> list[str]:

@@ -39,7 +39,13 @@ from tests.ui.helpers import (
     wait_for_stage,
     wait_for_tab,
 )
-from tests.ui.test_arabic_and_phones import TAPPED, answer_line_follows_a_row_key, answer_problems, arabic_problems
+from tests.ui.test_arabic_and_phones import (
+    TAPPED,
+    answer_line_follows_a_row_key,
+    answer_problems,
+    arabic_problems,
+    stage_answer_problems,
+)
 
 CHECKS = (Path(__file__).parent / "layout_checks.js").read_text()
 TABS = ("Weights", "Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Train",
@@ -241,6 +247,8 @@ def _every_tab_fits(open_page, screens: list[str], mode: str, theme: str, lang: 
             found = _tab_problems(page, screen, mode, k, tab, built=n > 0)
             if screen in SCROLLING and tab in TAPPED:
                 found += answer_problems(page, tab)
+            if screen in SCROLLING and tab in STAGE_TABS:
+                found += stage_answer_problems(page, tab)
             if lang == "ar":
                 found += arabic_problems(page, screen, mode, tab)
             if found:

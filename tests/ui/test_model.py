@@ -143,3 +143,53 @@ def test_a_sentence_too_long_is_refused_naming_the_limit_and_the_last_one_stays(
     wait_pane(page, "model-tokens", "script")
     assert pane(page, "model-message") == ""
     assert "[UNK]" in pane(page, "model-tokens")
+
+
+def test_in_arabic_the_recipe_s_formulas_and_negative_numbers_read_left_to_right(open_page):
+    """In a right-to-left page the steps' formulas and the table's numbers stay mathematics, read left to right: the
+    first step read "32√ = 5.6569", the softmax's fraction came out mirrored and a negative score "0.6652-"."""
+    from session.i18n import translator
+    from tests.ui.test_arabic_and_phones import arabic_problems
+
+    page = open_page("?lang=ar", viewport={"width": 1024, "height": 768})
+    show_tab(page, translator("ar")._("Real model"), figure="model-grid")
+    wait_pane(page, "model-tokens", "[SEP]")
+    page.wait_for_function(f"() => ({RECIPE})() != null", timeout=PATIENCE)
+    assert arabic_problems(page, "1024x768", "normal", "Real model") == []
+
+
+def test_on_a_phone_the_first_example_s_output_is_not_pinned_under_the_tab(open_page):
+    """The tab sets the query plot and its readout aside (widgets/stage.py); on a phone the readout's Output line,
+    kept at the screen's bottom while the readout is out of view (link/answer.js), showed the first example's
+    "Output Σ aᵢvᵢ = 4.4067" under the real model's recipe. It goes with the readout, and comes back with it."""
+    from tests.ui.helpers import wait_for_stage
+    from tests.ui.test_arabic_and_phones import answer_problems, stage_answer_problems
+
+    page = open_page("", viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    show_tab(page, "Real model", figure="model-grid")
+    wait_for_stage(page, True)
+    wait_pane(page, "model-tokens", "[SEP]")
+    assert stage_answer_problems(page, "Real model") == []
+    show_tab(page, "Matrix", figure="attention-matrix")  # the readout back, and its Output line in view again
+    wait_for_stage(page, False)
+    assert answer_problems(page, "Matrix") == []
+
+
+def test_present_shares_the_sentence_and_the_head_live(open_page):
+    """A follower with the tab open sees the presenter's sentence as the model's tokens, and the head the presenter
+    finds; what the follower types does not reach the room."""
+    from tests.ui.test_follow import present
+
+    teacher = open_page()
+    code, _ = present(teacher)
+    learner = open_model(open_page, f"?room={code}")
+    learner.get_by_text("Following room").wait_for(timeout=PATIENCE)
+    show_tab(teacher, "Real model", figure="model-grid")
+    wait_pane(teacher, "model-tokens", "[SEP]")
+    type_sentence(teacher, SENTENCE)
+    wait_pane(learner, "model-tokens", "mat")
+    teacher.locator(".model-find-previous button").click()
+    wait_pane(learner, "model-inspector", "Row cat: layer 1, head 3")
+    type_sentence(learner, "A learner's own sentence")
+    wait_pane(learner, "model-tokens", "own")
+    assert "mat" in pane(teacher, "model-tokens") and "own" not in pane(teacher, "model-tokens")
