@@ -1,23 +1,26 @@
 """Bokeh's stable property defaults, kept once per process (server/patches/bokeh_property_descriptor.py,
-bokeh_has_props.py, bokeh_serializer.py): same values, fewer reads."""
+bokeh_has_props.py, bokeh_serializer.py), and a page's patch read without a table of every model
+(bokeh_apply_patch.py): same values, fewer reads."""
 
 from __future__ import annotations
 
 import re
 from unittest import mock
 
+import pytest
 from bokeh.core.has_props import HasProps
 from bokeh.core.json_encoder import serialize_json
 from bokeh.core.property.bases import Property
 from bokeh.core.property.descriptors import PropertyDescriptor
 from bokeh.core.property.singletons import Undefined
-from bokeh.core.serialization import Serializer
+from bokeh.core.serialization import Deserializer, Serializer, UnknownReferenceError
 from bokeh.document import Document
+from bokeh.model import Model
 from bokeh.models import CDSView, ColumnDataSource, Div, GlyphRenderer, Plot, Scatter
 from bokeh.themes import Theme
 
 import app
-from server.patches import bokeh_has_props, bokeh_property_descriptor, bokeh_serializer
+from server.patches import bokeh_apply_patch, bokeh_has_props, bokeh_property_descriptor, bokeh_serializer
 
 
 def _bokeh_default(descriptor, obj):
@@ -177,3 +180,45 @@ def test_a_patch_serialises_as_with_bokehs_own_code():
         bokehs = _patch_json()
     assert '"changed"' in ours and '"attributes":{"text":"new"}' in ours and ours == bokehs
     assert isinstance(Serializer(references={Div()})._references, bokeh_serializer.LazyRefs)
+
+
+def _page_patch(events: list[dict]) -> dict:
+    """A page's PATCH-DOC content as BokehJS writes it: each event names its model by reference."""
+    return {"events": events}
+
+
+def test_a_pages_patch_resolves_its_models_in_the_document_without_a_table_of_them_all():
+    """What the page sent is applied to the same models as with Bokeh's own table of every model, and an id the
+    document does not hold is Bokeh's own error; no deserialiser of the patch reads every model's id."""
+    bokeh_apply_patch.install()  # as the server does at its start (server/patches/__init__.py)
+
+    def applied(original: bool):
+        doc = Document()
+        source, div = ColumnDataSource(data=dict(x=[0.0], y=[1.0])), Div(text="before")
+        doc.add_root(Plot(renderers=[GlyphRenderer(data_source=source, glyph=Scatter(), view=CDSView())]))
+        doc.add_root(div)
+        ids_read = []
+        id_property = Model.id
+
+        def counting(model):
+            ids_read.append(model)
+            return id_property.fget(model)
+
+        patch = _page_patch([
+            {"kind": "ModelChanged", "model": {"id": source.id}, "attr": "data",
+             "new": {"type": "map", "entries": [["x", [0.25]], ["y", [0.75]]]}},
+            {"kind": "ModelChanged", "model": {"id": div.id}, "attr": "text", "new": "after"}])
+        apply = Document.apply_json_patch.original if original else Document.apply_json_patch
+        with mock.patch.object(Model, "id", property(counting)):
+            ids_read.clear()
+            apply(doc, patch)
+            read = len(ids_read)
+        with pytest.raises(UnknownReferenceError):
+            apply(doc, _page_patch([{"kind": "ModelChanged", "model": {"id": "p99999"}, "attr": "text", "new": "x"}]))
+        return dict(source.data), div.text, read, len(doc.models)
+
+    ours, bokehs = applied(original=False), applied(original=True)
+    assert ours[:2] == bokehs[:2] == ({"x": [0.25], "y": [0.75]}, "after")
+    # Bokeh's table read the id of every model the document holds, once more than what the events' handling reads
+    assert bokehs[2] - ours[2] == bokehs[3] == 15
+    assert type(Deserializer([Div()])._references) is dict  # outside a document's patch, Bokeh's own table

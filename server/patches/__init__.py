@@ -43,6 +43,7 @@ MODULES = (
     "bokeh_serializer",  # a patch's references made lazily
     "bokeh_session_connections",  # (read) a session's websockets
     "bokeh_deserializer",  # (subclass) a page's events read before any is applied
+    "bokeh_apply_patch",  # a page's patch resolves its models in the document, no table of them all
     "panel_ws_handler",  # each page's websocket served by the guard
     "bokeh_session_executor",  # a session's work on the event loop
     "bokeh_model_walks",  # (context manager) a document's models walked once
