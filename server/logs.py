@@ -260,6 +260,20 @@ class PerClientLines(logging.Filter):
         return True
 
 
+def panel_records_only_when_written() -> None:
+    """Have Panel's loggers make a record only at a level one of their handlers writes.
+
+    Panel sets its ``panel`` logger to DEBUG at import and filters at its handler (``config.log_level``, WARNING by
+    default), so each click, key and widget change a page sends made two debug records ("received bokeh event",
+    "finished processing"), each formatted, bounded (:func:`install_log_redaction`) and then dropped by the handler.
+    The logger's level becomes the lowest of its handlers' levels (DEBUG again if one of them writes everything): the
+    same lines are written, the others never made. Set once, as the server starts.
+    """
+    logger = logging.getLogger("panel")
+    levels = [handler.level for handler in logger.handlers]
+    logger.setLevel(min(levels) if levels and min(levels) > logging.NOTSET else logging.DEBUG)
+
+
 def install_client_limits() -> None:
     """Add one :class:`PerClientLines` to each of :data:`CLIENT_LOGGERS` (a filter on a logger sees the records that
     logger makes: these loggers make their own). Idempotent."""

@@ -190,11 +190,12 @@ def _serve_command():
 
 def run(argv: list[str]) -> None:
     """Run Panel's serve command with ``argv`` (as after ``panel``)."""
-    from server.logs import install_log_redaction
+    from server.logs import install_log_redaction, panel_records_only_when_written
 
     install_log_redaction()  # before anything logs: every record the process makes is bounded (server/logs.py)
     parser = argparse.ArgumentParser(prog="panel")
     command = _serve_command()(parser=parser.add_subparsers().add_parser("serve"))
+    panel_records_only_when_written()  # Panel's logging is set up by now (importing panel.command.serve)
     args = parser.parse_args(argv)
     command.invoke(args)
 

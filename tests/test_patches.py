@@ -303,3 +303,54 @@ def test_a_served_page_s_root_is_added_without_panel_s_walk_for_other_documents_
     panels, panel_walks, panel_roots = served_page()
     assert our_walks == 0 < panel_walks
     assert ours == panels and roots == panel_roots == ["Div", "Div", "Column", "BrowserInfo"]
+
+
+def test_a_pages_event_marks_the_process_busy_only_while_an_indicator_shows_it(monkeypatch):
+    """No busy indicator (this app's pages show none): Panel's handling of a click leaves the process's busy events
+    alone. With one given to ``sync_busy``: busy while the event runs, as Panel does, and not after."""
+    import panel as pn
+    from bokeh.document import Document
+    from bokeh.events import ButtonClick
+    from panel.io.state import _state
+
+    from server.patches import panel_busy_events
+
+    monkeypatch.setattr(_state, "_add_busy_event", _state._add_busy_event)  # Panel's own again after the test
+    monkeypatch.setattr(_state, "_remove_busy_event", _state._remove_busy_event)
+    panel_busy_events.PATCH.install()  # the server installs it
+    seen = []
+    button = pn.widgets.Button(label="Next")
+    button.on_click(lambda event: seen.append((pn.state.busy, list(pn.state._busy_counter))))
+    doc = Document()
+    model = button.get_root(doc)
+    event = ButtonClick(model)
+
+    button._process_bokeh_event(doc, event)
+    assert seen == [(False, [])]  # nothing shows busy: no busy event made
+
+    indicator = pn.indicators.BooleanStatus()
+    pn.state.sync_busy(indicator)
+    monkeypatch.setattr(_state, "_indicators", [indicator])
+    button._process_bokeh_event(doc, event)
+    assert seen[1][0] is True and len(seen[1][1]) == 1  # shown: Panel's own bookkeeping, busy while it runs
+    assert pn.state.busy is False and not pn.state._busy_counter and indicator.value is False
+
+
+def test_panels_loggers_make_a_record_only_at_a_level_a_handler_writes(monkeypatch):
+    """Panel's logger is at DEBUG and filters at its handler: each page event's debug lines were made and dropped.
+    After the server's start-up it makes only what its handlers write; a handler at DEBUG keeps DEBUG."""
+    from panel.io.logging import panel_log_handler
+
+    from server.logs import panel_records_only_when_written
+
+    logger = logging.getLogger("panel")
+    monkeypatch.setattr(logger, "level", logger.level)  # restored after the test
+    monkeypatch.setattr(logger, "handlers", [panel_log_handler])  # Panel's own handler only, as in the server
+    monkeypatch.setattr(panel_log_handler, "level", logging.WARNING)  # Panel's default config.log_level
+    assert logger.isEnabledFor(logging.DEBUG)  # Panel's own set-up
+    panel_records_only_when_written()
+    component = logging.getLogger("panel.reactive.Button")  # where Panel logs a page's events
+    assert not component.isEnabledFor(logging.DEBUG) and component.isEnabledFor(logging.WARNING)
+    panel_log_handler.setLevel(logging.DEBUG)
+    panel_records_only_when_written()
+    assert component.isEnabledFor(logging.DEBUG)

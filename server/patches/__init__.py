@@ -51,6 +51,7 @@ MODULES = (
     "panel_link_callbacks",  # no walk for links while none is registered
     "panel_stylesheets",  # a model's stylesheet files: the page's own sheets from the start
     "panel_init_params",  # a component's synced parameters listed once per model
+    "panel_busy_events",  # a page's event marks the process busy only where that is shown
     "panel_pane_layout",  # a pane's own Row made when first asked for
     "panel_add_to_doc",  # a served page's root added without a walk for other documents' models
     "panel_discrete_slider",  # (subclass) a discrete slider with no Panel link
