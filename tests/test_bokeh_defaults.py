@@ -4,6 +4,7 @@ bokeh_has_props.py, bokeh_serializer.py), and a page's patch read without a tabl
 
 from __future__ import annotations
 
+import contextvars
 import re
 from unittest import mock
 
@@ -16,7 +17,8 @@ from bokeh.core.property.singletons import Undefined
 from bokeh.core.serialization import Deserializer, Serializer, UnknownReferenceError
 from bokeh.document import Document
 from bokeh.model import Model
-from bokeh.models import CDSView, ColumnDataSource, Div, GlyphRenderer, Plot, Scatter
+from bokeh.models import CDSView, Column, ColumnDataSource, Div, GlyphRenderer, Plot, Scatter, Slider
+from bokeh.protocol import Protocol
 from bokeh.themes import Theme
 
 import app
@@ -222,3 +224,59 @@ def test_a_pages_patch_resolves_its_models_in_the_document_without_a_table_of_th
     # Bokeh's table read the id of every model the document holds, once more than what the events' handling reads
     assert bokehs[2] - ours[2] == bokehs[3] == 15
     assert type(Deserializer([Div()])._references) is dict  # outside a document's patch, Bokeh's own table
+
+
+def test_a_model_the_server_adds_while_a_pages_patch_is_applied_is_sent_to_the_page_in_full():
+    """The page moves a slider; the server's callback adds a Div to the page and holds the change (as a Panel hold, or
+    Panel's writes queued behind a busy socket, sends it later). After the patch, the Div reaches the page written out
+    in full, as with Bokeh's own table: looked up in the document as it is after the events, it counted as a model the
+    page already had, and the page was sent its reference alone."""
+    bokeh_apply_patch.install()
+
+    def sent(original: bool) -> list:
+        doc = Document()
+        slider = Slider(start=0, end=10, value=1)
+        column = Column(children=[slider])
+        doc.add_root(column)
+        doc.models.flush_synced()  # the page has pulled the document
+        added = Div(text="added")
+
+        def add_held(attr, old, new):
+            doc.hold()
+            column.children = [slider, added]
+
+        slider.on_change("value", add_held)
+        messages = []
+        doc.on_change(lambda event: messages.append(Protocol().create("PATCH-DOC", [event]).content))
+        apply = Document.apply_json_patch.original if original else Document.apply_json_patch
+        apply(doc, _page_patch([{"kind": "ModelChanged", "model": {"id": slider.id}, "attr": "value", "new": 5}]))
+        doc.unhold()
+        # the Div as the page is sent it, its id aside (each document numbers its models anew)
+        return [{k: v for k, v in event["new"][1].items() if k != "id"}
+                for m in messages for event in m["events"] if event.get("attr") == "children"]
+
+    in_full = [{"type": "object", "name": "Div", "attributes": {"text": "added"}}]
+    assert sent(original=True) == in_full  # Bokeh's own table
+    assert sent(original=False) == in_full
+
+
+def test_a_deserialiser_made_while_a_pages_patch_is_handled_is_bokehs_own():
+    """Only the patch's own deserialiser looks its models up in the document: one that the events' handling makes, and
+    one made later by a callback scheduled meanwhile (asyncio runs it in a copy of the context it was scheduled in),
+    resolve the models they are given."""
+    bokeh_apply_patch.install()
+    doc, given = Document(), Div(text="given")
+    slider = Slider(start=0, end=10, value=1)
+    doc.add_root(slider)
+    made, scheduled = [], []
+
+    def handle(attr, old, new):
+        made.append(Deserializer([given]))
+        scheduled.append(contextvars.copy_context())  # as loop.call_soon keeps it
+
+    slider.on_change("value", handle)
+    Document.apply_json_patch(doc, _page_patch([{"kind": "ModelChanged", "model": {"id": slider.id}, "attr": "value",
+                                                 "new": 5}]))
+    made.append(scheduled[0].run(Deserializer, [given]))
+    assert [type(d._references) for d in made] == [dict, dict]
+    assert [d.deserialize({"id": given.id}) for d in made] == [given, given]

@@ -1,12 +1,13 @@
-"""Bokeh's ``Document.apply_json_patch``: the models a page's patch names are looked up in the document one at a time,
-instead of in a table of every model of the document made first.
+"""Bokeh's ``Document.apply_json_patch``: the models a page's patch names are looked up in the document's own table of
+its models, instead of in a copy of it made first.
 
 Bokeh 3.10.2 reads each patch a page sends with ``Deserializer(list(self.models))``, whose ``__init__`` reads every
 model's ``id`` into a new dict: some 110 models on a first page, every one of them a read of memory nothing else of a
 drag position's update touches, for a patch that names one model (``bench/HISTORY.md``). Here, while a document
-applies a patch, a deserialiser given references looks each id up in the document (``Document.get_model_by_id``) and
+applies a patch, the deserialiser it makes first looks each id up in the document's table as the patch began and
 keeps the models the patch itself makes in a table of its own, as Bokeh's does (:class:`DocumentRefs`). The same
-models are resolved and an unknown id is the same ``UnknownReferenceError`` (``tests/test_bokeh_defaults.py``).
+models are resolved, an unknown id is the same ``UnknownReferenceError``, and the same models count as the page's
+once the events are handled: not one the server's code added meanwhile (``tests/test_bokeh_defaults.py``).
 Written for Bokeh 3.10.2; no upstream issue asks for it.
 """
 
@@ -26,20 +27,26 @@ _APPLYING: contextvars.ContextVar[Document | None] = contextvars.ContextVar("app
 
 class DocumentRefs(dict):
     """A deserialiser's references while ``doc`` applies a patch: the models the patch itself makes (items of this
-    dict, as Bokeh's table keeps them) and, failing those, the document's own, looked up by id.
+    dict, as Bokeh's table keeps them) and, failing those, the models the document held as the patch began, by id.
 
     Bokeh's ``Deserializer`` reads its references only through ``get``, ``in`` and item assignment (``has_ref``,
-    ``_decode_ref``, ``_decode_object_ref``).
+    ``_decode_ref``, ``_decode_object_ref``). Once the patch's events are handled, ``apply_json_patch`` asks ``in``
+    (``has_ref``) which of the models the page has not been sent yet it knows: those it named or made. A model the
+    server's code added while the events were handled is in the document by then, and its change may wait to be sent
+    (a hold, Panel's writes queued behind a busy socket): counted as the page's, it would be sent as a reference to a
+    model the page never had.
     """
 
     def __init__(self, doc: Document):
         super().__init__()
-        self._doc = doc
+        # the document's table of its models by id: Bokeh's walk of the models (``recompute``) puts a new table in its
+        # place and never changes one, so this stays the table Bokeh's own deserialiser copies as the patch begins
+        self._held = doc.models._models
 
     def get(self, key, default=None):
         found = dict.get(self, key)
         if found is None:
-            found = self._doc.get_model_by_id(key)
+            found = self._held.get(key)
         return default if found is None else found
 
     def __contains__(self, key) -> bool:
@@ -57,6 +64,9 @@ def install() -> bool:
         if doc is None or references is None:
             original_init(self, references, setter=setter)
             return
+        # the patch's own deserialiser, made first, and no other: not one that code run by its events makes, nor one
+        # made later in a callback scheduled meanwhile (a callback runs in a copy of the context it was scheduled in)
+        _APPLYING.set(None)
         original_init(self, setter=setter)
         self._references = DocumentRefs(doc)
 
@@ -86,6 +96,9 @@ PATCH = Patch(
         "bokeh.core.serialization:Deserializer.has_ref": "756ff4d0de2cd9f3",
         "bokeh.core.serialization:Deserializer._decode_ref": "35e4fdc8af569b82",
         "bokeh.core.serialization:Deserializer._decode_object_ref": "3d6c94887592d80b",
+        # the table DocumentRefs reads: what list(self.models) lists, replaced by each walk and never changed
+        "bokeh.document.models:DocumentModelManager.__iter__": "818f8e73860e329a",
+        "bokeh.document.models:DocumentModelManager.recompute": "1628ae8a8a3a19cb",
     },
     written_for="Bokeh 3.10.2",
     upstream="none filed",
