@@ -581,6 +581,48 @@ def test_the_train_tab_fits_an_800x600_projector_with_nothing_cut_or_scrolled_si
     assert not problems, "\n".join(problems)
 
 
+#: What of the All steps tab a class cannot see without scrolling sideways: each box in it that scrolls sideways, and
+#: each cell of its tables that is not wholly inside the tab's box (the tab's own area scrolls only up and down).
+ALL_STEPS_SIDEWAYS = SHOWN_TAB + _DEEP + """() => {
+  const box = shownTab().area.getBoundingClientRect()
+  const pane = [...deep(document)].find(el => el.classList?.contains('inspector'))
+  const found = [...deep(pane.shadowRoot)]
+    .filter(el => el.scrollWidth > el.clientWidth + 1 && ['auto', 'scroll'].includes(getComputedStyle(el).overflowX))
+    .map(el => `scrolls sideways: ${el.tagName.toLowerCase()}.${el.className} ` +
+               `(${el.scrollWidth} px in ${el.clientWidth})`)
+  const out = [...pane.shadowRoot.querySelectorAll('th, td')].filter(cell => {
+    const r = cell.getBoundingClientRect()
+    return r.left < box.left - 1 || r.right > box.right + 1
+  })
+  if (out.length)
+    found.push(`${out.length} cells out of the tab's ${Math.round(box.left)}-${Math.round(box.right)} px: ` +
+               out.map(cell => cell.textContent.trim()).join(' | '))
+  return found
+}"""
+#: A page per mode, resized through its screens: the issue's 1024x768 projector and the smallest one.
+ALL_STEPS_SCREENS = [("normal", ["1024x768"]), ("projector", ["1024x768", "800x600"])]
+
+
+@pytest.mark.parametrize(("mode", "screens"), ALL_STEPS_SCREENS, ids=[m for m, _ in ALL_STEPS_SCREENS])
+def test_all_steps_shows_every_number_without_scrolling_sideways(open_page, mode, screens):
+    """Every step's numbers of the selected query, from q·kᵢ to aᵢvᵢ, are in the All steps tab's width at 1024x768
+    in both modes and on an 800x600 projector (one table of eight columns was 772 px in a 518 px box at 1024x768,
+    1,008 px on a projector: the weights and the output's terms were out of view to the right, behind a scroll bar),
+    and the tab's other layout checks hold."""
+    page = open_page(f"?mode={mode}", viewport=SCREENS[screens[0]][0])
+    settle(page, mode)
+    show_tab(page, "All steps")
+    problems = []
+    for n, screen in enumerate(screens):
+        if n > 0:
+            _resize(page, screen)
+        found = page.evaluate(ALL_STEPS_SIDEWAYS) + page.evaluate(CHECKS, {"minFont": _min_font(screen, mode)})
+        problems += [f"{screen}: {p}" for p in found]
+        if found:
+            page.screenshot(path=SCREENSHOTS / f"all-steps-{screen}-{mode}.png")
+    assert not problems, "\n".join(problems)
+
+
 #: The query plot's frame's area (CSS px²).
 PLOT_FRAME = """() => { const v = Bokeh.index.find_one(Bokeh.documents[0].get_model_by_name('query-plot'))
   return v.frame.bbox.width * v.frame.bbox.height }"""
