@@ -159,7 +159,8 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
 
     plots = PlotsShown(state=state)  # what the plots show, held during the page's own drag of q (link/shown.py)
     query_plot = _stretch(QueryPlot(state=state, plots=plots))
-    query_plot.figure.css_classes = ["ae-query-plot"]  # arrow keys move q while it has focus; no touch scrolling
+    # arrow keys move q while it has focus; no touch scrolling (beside QueryPlot's own class for vector values)
+    query_plot.figure.css_classes = ["ae-query-plot", *query_plot.figure.css_classes]
     query_plot.figure.stylesheets = [APP_CSS]
     plot_label = N_("Query plane: drag q, or use the arrow keys")
     query_plot.figure.html_attributes = {"tabindex": "0", "role": "application", "aria-label": tr(plot_label)}

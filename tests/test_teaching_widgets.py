@@ -39,6 +39,19 @@ def test_module_2_preset_in_state_readout_and_matrix(state):
     assert matrix._outputs.data["label"][0] == "(6.0167, 3.9833)"
 
 
+def test_the_query_plot_is_marked_while_the_values_are_vectors(state):
+    """static/app.css leaves the readout a line more under a plot marked ``vector-values``: Module 2's, not
+    Section 6's, and a page opened on Module 2 is marked from the start."""
+    view = QueryPlot(state=state)
+    assert "vector-values" not in view.figure.css_classes
+    state.preset = M2
+    assert "vector-values" in view.figure.css_classes
+    state.preset = "Section 6: scalar values"
+    assert "vector-values" not in view.figure.css_classes
+    state.preset = M2
+    assert list(QueryPlot(state=state).figure.css_classes) == ["vector-values"]
+
+
 def test_value_plane_shows_values_and_output(state):
     built = []
     view = ValuesView(state=state, on_build=built.append)

@@ -271,9 +271,15 @@ def test_inspector_shows_every_step_and_escapes_tokens(state):
                  "6. a<sub>i</sub>·v<sub>i</sub>",
                  '7. output = <span dir="ltr">0.3956 + 2.4067 + 1.6044 = 4.4067</span>'):
         assert step in html
-    # I: shifted, exp, weight; a negative number with the minus sign (U+2212), as the formulas beside it write it
-    assert "<td>\u22120.7071</td><td>0.4931</td><td>0.1978</td>" in html
-    assert "<td>Σ 2.4931</td>" in html  # Σ exp = 2 + e^(-1/√2)
+    # row I of the scores: q·k, s and s − max, a negative number with the minus sign (U+2212), as the formulas
+    # beside it write it; of the output: its value 2, exp = e^(-1/√2), its weight and a·v
+    assert "(1, 0)</span></th><td>0.0000</td><td>0.0000</td><td>\u22120.7071</td>" in html
+    assert ">2</span></th><td>0.4931</td><td>0.1978</td><td>0.3956</td>" in html
+    assert '<th scope="row">Σ</th><td>2.4931</td><td>1.0000</td><td>4.4067</td>' in html  # Σ exp = 2 + e^(-1/√2)
+    # a key and a value as typed, never rounded to whole numbers (a key (0.5, 1) read "(0, 1)")
+    state.keys = np.array([[0.5, 1.0], [0.0, 1.0], [1.0, 1.0]])
+    state.values = np.array([2.5, 6.0, 4.0])
+    assert ">(0.5, 1)</span></th>" in view._pane.object and ">2.5</span></th>" in view._pane.object
     state.tokens = ["<img src=x onerror=alert(1)>", "love", "NLP"]
     assert "<img" not in view._pane.object and "&lt;img src=x onerror=alert(1)&gt;" in view._pane.object
 

@@ -29,5 +29,7 @@ class KeysHelp(View):
 
     def __init__(self, **params):
         super().__init__(**params)
+        # no margin above or below: the tab's box is as tall as the tab (a margin moved it 5 px past the tab's
+        # bottom, under a landscape phone's answer line), as the All steps tab's
         self._layout = pn.pane.HTML(pn.bind(keys_html, self.state.param.lang), css_classes=["help"],
-                                    sizing_mode="stretch_width", stylesheets=[APP_CSS])
+                                    sizing_mode="stretch_width", stylesheets=[APP_CSS], margin=(0, 10))

@@ -139,6 +139,8 @@ class QueryPlot(View):
         self.state.param.watch(self._show_step, ["guided", "step"])
         self.state.param.watch(self._label_for_mode, ["mode", "lang"])  # and the keys' labels
         self.state.param.watch(self._render_query, "lang")
+        self.state.param.watch(self._mark_values, "values")
+        self._mark_values()
         self._label_for_mode()
         self._render_query()
         self._show_step()
@@ -153,6 +155,14 @@ class QueryPlot(View):
         self.figure.xaxis.axis_label = tr.in_plot(tr._("dimension {n}", n=1))
         self.figure.yaxis.axis_label = tr.in_plot(tr._("dimension {n}", n=2))
         self._render_keys()
+
+    def _mark_values(self, *_):
+        """Mark the figure ``vector-values`` while the values are vectors (d_v > 1): static/app.css then leaves the
+        readout under the plot a line more for its Output line, whose vector value wraps in a narrow column."""
+        classes = [c for c in self.figure.css_classes if c != "vector-values"]
+        classes += ["vector-values"] if self.state.d_v > 1 else []
+        if classes != self.figure.css_classes:  # an edited value keeps its kind: nothing to send
+            self.figure.css_classes = classes
 
     def _show_step(self, *_):
         show_step(*self._reveal, self.state.revealed(2))

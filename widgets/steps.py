@@ -36,7 +36,12 @@ def replace_text_in_place(div: Div) -> None:
 
 
 class Inspector(View):
-    """A table of every step for the selected query q: q·k_i, ÷√d_k, − max, exp, ÷ Σ, a_i v_i, Σ.
+    """Every step for the selected query q, in two tables side by side where they fit and one above the other where
+    not: the scores (q·k_i, ÷√d_k, − max; each row headed by its token and key k_i) and the output (exp, ÷ Σ,
+    a_i v_i; each row headed by its token and value v_i), then the output's sum. One table of all eight columns
+    was wider than the tab at 1024×768 (772 px in 518, 1,008 on a projector): the weights and the output's terms
+    were out of view behind a scroll bar. Two tables of four columns fit an 800×600 projector; a wider one (large
+    numbers, vector values) still scrolls sideways in its own box.
 
     Token names are escaped: they are always shown as text, never as HTML. In a right-to-left page the columns
     run right to left, while each number, formula and sum reads left to right (isolated: "−0.7071", never
@@ -52,43 +57,54 @@ class Inspector(View):
         s = self.state
         tr = s.tr
         r, i = s.result, s.selected
-        # Step-through: numbers of steps not reached yet become a "?" of the same cell (the layout stays).
-        shown = [s.revealed(k) for k in (1, 1, 2, 2, 2, 1, 3)]
 
-        def cell(k, x):
-            return tr.minus_sign(tr.entry(x)) if shown[k] else PLACEHOLDER
-        root = sqrt_text(s.d_k)
+        def cell(step, x):
+            """``x`` as the table writes it; a number of a step not reached yet (step-through) is a "?" of the same
+            cell, so the layout stays."""
+            return tr.minus_sign(tr.entry(x)) if s.revealed(step) else PLACEHOLDER
+
+        def given(x):
+            """A key or a value as it was typed: without trailing zeros ((0.5, 1), never rounded to (0, 1))."""
+            x = np.asarray(x, dtype=float)
+            return tr.minus_sign(tr.vec(x, 4, short=True) if x.ndim else tr.short(float(x)))
+
+        def table(head, rows, foot):
+            """A table: ``head``, the column titles (the first over the row titles); ``rows``, one (title, cells) per
+            token; ``foot``, the footer's row title and cells."""
+            return ('<table class="steps"><thead><tr>' + "".join(f'<th scope="col">{h}</th>' for h in head)
+                    + "</tr></thead><tbody>"
+                    + "".join(f'<tr><th scope="row">{t}</th>' + "".join(f"<td>{c}</td>" for c in cs) + "</tr>"
+                              for t, cs in rows)
+                    + f'</tbody><tfoot><tr><th scope="row">{foot[0]}</th>'
+                    + "".join(f"<td>{c}</td>" for c in foot[1]) + "</tr></tfoot></table>")
+
         values = np.asarray(s.values, dtype=float)
         # the terms of the output's sum, shown as step 6: a_j v_j, a number or a vector
         products = r.weights[i][:, None] * values if values.ndim == 2 else r.weights[i] * values
-        rows = []
-        for j, t in enumerate(s.tokens):
-            cells = (r.dots[i, j], r.scores[i, j], r.shifted[i, j], r.exp[i, j], r.weights[i, j],
-                     values[j], products[j])
-            rows.append(
-                f'<tr><th scope="row"><span class="token" style="--token:{token_color(j)}">{escape(t)}</span> '
-                f'<span class="vec">{tr.minus_sign(tr.vec(s.keys[j], 0))}</span></th>'
-                + "".join(f"<td>{cell(k, c)}</td>" for k, c in enumerate(cells)) + "</tr>"
-            )
-        scale_head = f"÷ {root}" if s.scale else escape(tr._("(no scaling)"))
+        tokens = [f'<span class="token" style="--token:{token_color(j)}">{escape(t)}</span>'
+                  for j, t in enumerate(s.tokens)]
+        scale_head = f"÷ {sqrt_text(s.d_k)}" if s.scale else escape(tr._("(no scaling)"))
+        scores = table(
+            (f"{escape(tr._('key'))} k<sub>i</sub>", "1. q·k<sub>i</sub>", f"2. s<sub>i</sub> = {scale_head}",
+             "3. s<sub>i</sub> − max"),
+            [(f'{t} <span class="vec">{given(s.keys[j])}</span>',
+              (cell(1, r.dots[i, j]), cell(1, r.scores[i, j]), cell(2, r.shifted[i, j])))
+             for j, t in enumerate(tokens)],
+            ("max", ("", tr.minus_sign(tr.num(r.row_max[i])), "")))
+        output = table(
+            ("v<sub>i</sub>", "4. exp", "5. a<sub>i</sub> = exp ÷ Σ", "6. a<sub>i</sub>·v<sub>i</sub>"),
+            [(f'{t} <span class="vec">{given(values[j])}</span>',
+              (cell(2, r.exp[i, j]), cell(2, r.weights[i, j]), cell(3, products[j])))
+             for j, t in enumerate(tokens)],
+            ("Σ", (cell(2, r.exp_sum[i]), cell(2, r.weights[i].sum()), cell(3, r.output[i]))))
         title = escape(tr._("Inspector: query of “{token}”, q = {q}", token=tr.name(s.tokens[i]),
                             q=tr.minus_sign(tr.vec(s.query, 3))))
         self._pane.object = f"""
 <h3>{title}</h3>
 <div class="scroll" tabindex="0" role="region" aria-label="{escape(tr._("Every step of the selected query"))}">
-<table class="steps">
-<thead><tr><th scope="col">{escape(tr._("key"))} k<sub>i</sub></th>
-<th scope="col">1. q·k<sub>i</sub></th><th scope="col">2. s<sub>i</sub> = {scale_head}</th>
-<th scope="col">3. s<sub>i</sub> − max</th><th scope="col">4. exp</th>
-<th scope="col">5. a<sub>i</sub> = exp ÷ Σ</th><th scope="col">v<sub>i</sub></th>
-<th scope="col">6. a<sub>i</sub>·v<sub>i</sub></th></tr></thead>
-<tbody>{''.join(rows)}</tbody>
-<tfoot><tr><th scope="row">Σ / max</th><td></td><td>max {tr.minus_sign(tr.num(r.row_max[i]))}</td><td></td>
-<td>Σ {cell(3, r.exp_sum[i])}</td><td>Σ {cell(4, r.weights[i].sum())}</td><td></td>
-<td>Σ {cell(6, r.output[i])}</td></tr></tfoot>
-</table></div>
-<p class="output">7. {escape(tr._("output"))} = <span dir="ltr">{" + ".join(cell(6, c) for c in products)} \
-= {cell(6, r.output[i])}</span></p>"""
+<div class="bands">{scores}{output}</div></div>
+<p class="output">7. {escape(tr._("output"))} = <span dir="ltr">{" + ".join(cell(3, c) for c in products)} \
+= {cell(3, r.output[i])}</span></p>"""
 
     def __panel__(self):
         return self._pane

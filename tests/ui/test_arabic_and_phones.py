@@ -315,8 +315,11 @@ ANSWER = _DEEP + """() => {
                  seen: Math.min(area.bottom, floor) - Math.max(area.top, 0)}, window: innerHeight}
 }"""
 
-#: The tabs whose contents a tap brings into view above the answer line on a phone, by their English titles.
-TAPPED = ("Matrix", "All steps", "Recipe", "Edit", "Check", "Export")
+#: The tabs whose contents a tap brings into view above the answer line on a phone, by their English titles: every tab
+#: about the query but the first (shown already: tapping it moves nothing). The Train and Real model tabs take the
+#: stage instead (widgets/stage.py): the readout steps aside with the plot.
+TAPPED = ("Matrix", "All steps", "Recipe", "Edit", "Trap", "√d_k", "Projections", "Heads · n²", "Check", "Export",
+          "Keys")
 
 
 def answer_problems(page, where: str, tapped: bool = True) -> list[str]:

@@ -166,6 +166,45 @@ def test_the_answer_is_in_view_on_every_screen_in_every_language(open_page, lang
     assert not problems, "\n".join(problems)
 
 
+#: Module 2's vector values, in English, in German (whose readout wraps most) and in Arabic, in both modes.
+VECTOR_ANSWER_CASES = [(lang, mode) for lang in ("en", "de", "ar") for mode in ("normal", "projector")]
+#: The bottoms (CSS px) of the readout's line boxes drawn outside its box or the window.
+READOUT_LINES_OUT = _DEEP + """() => {
+  const host = [...deep(document)].find(e => e.getAttribute('data-testid') === 'readout')
+  const text = host.shadowRoot.querySelector('.bk-clearfix'), box = host.getBoundingClientRect()
+  const range = document.createRange()
+  range.selectNodeContents(text)
+  return [...range.getClientRects()].filter(r => r.width >= 1 && (r.top < Math.max(box.top, 0) - 1
+    || r.bottom > Math.min(box.bottom, window.innerHeight) + 1)).map(r => Math.round(r.bottom))
+}"""
+
+
+@pytest.mark.parametrize(("lang", "mode"), VECTOR_ANSWER_CASES, ids=[_case_id(c) for c in VECTOR_ANSWER_CASES])
+def test_a_vector_answer_is_in_view_on_every_desktop_screen(open_page, lang, mode):
+    """Module 2's output is a vector: its Output line, "(3.9833, 6.0167) ≈ (3.98, 6.02)" for the query of "love", is
+    a line longer than the scalar example's "4.4067 ≈ 4.41" in a narrow column. The readout's Weights and Output
+    lines are inside the window and every box around them, and every line of the readout inside its box and the
+    window, on every desktop screen (at 1024x768 on a projector the Output line wrapped onto a ninth line under the
+    eight and a half kept for the scalar example's, and its end, "6.02)", was below the screen). One page, resized,
+    as in :func:`test_the_answer_is_in_view_on_every_screen_in_every_language`."""
+    first, *others = DEVICES["desktop"]
+    page = open_page(f"?mode={mode}&lang={lang}&preset=module-2", viewport=SCREENS[first][0])
+    settle(page, mode)
+    wait_for_readout(page, r"6[.,]0167")  # the vector output of the course's Module 2
+    problems = []
+    for n, screen in enumerate([first, *others]):
+        if n > 0:
+            _resize(page, screen)
+        found = page.evaluate(CHECKS, {"answer": True})
+        out = page.evaluate(READOUT_LINES_OUT)
+        if out:
+            found.append(f"{len(out)} of the readout's lines are out of its box or the window (bottoms at {out})")
+        problems += [f"{screen}: {p}" for p in found]
+        if found:
+            page.screenshot(path=SCREENSHOTS / f"vector-answer-{lang}-{screen}-{mode}.png")
+    assert not problems, "\n".join(problems)
+
+
 #: The screens where text has least room, in the languages whose words are longest (German), drawn with other
 #: glyphs (Chinese) or laid out right to left (Arabic); French and Spanish on the smallest projector. A phone in
 #: projector mode (the largest text on the narrowest screen) in Arabic, the one laid out the other way; the 1024x768
@@ -586,6 +625,48 @@ def test_the_train_tab_fits_an_800x600_projector_with_nothing_cut_or_scrolled_si
         problems += [f"{slug or 'previous'}: {p}" for p in found]
         if found:
             page.screenshot(path=SCREENSHOTS / f"train-800x600-{slug or 'previous'}.png")
+    assert not problems, "\n".join(problems)
+
+
+#: What of the All steps tab a class cannot see without scrolling sideways: each box in it that scrolls sideways, and
+#: each cell of its tables that is not wholly inside the tab's box (the tab's own area scrolls only up and down).
+ALL_STEPS_SIDEWAYS = SHOWN_TAB + _DEEP + """() => {
+  const box = shownTab().area.getBoundingClientRect()
+  const pane = [...deep(document)].find(el => el.classList?.contains('inspector'))
+  const found = [...deep(pane.shadowRoot)]
+    .filter(el => el.scrollWidth > el.clientWidth + 1 && ['auto', 'scroll'].includes(getComputedStyle(el).overflowX))
+    .map(el => `scrolls sideways: ${el.tagName.toLowerCase()}.${el.className} ` +
+               `(${el.scrollWidth} px in ${el.clientWidth})`)
+  const out = [...pane.shadowRoot.querySelectorAll('th, td')].filter(cell => {
+    const r = cell.getBoundingClientRect()
+    return r.left < box.left - 1 || r.right > box.right + 1
+  })
+  if (out.length)
+    found.push(`${out.length} cells out of the tab's ${Math.round(box.left)}-${Math.round(box.right)} px: ` +
+               out.map(cell => cell.textContent.trim()).join(' | '))
+  return found
+}"""
+#: A page per mode, resized through its screens: the issue's 1024x768 projector and the smallest one.
+ALL_STEPS_SCREENS = [("normal", ["1024x768"]), ("projector", ["1024x768", "800x600"])]
+
+
+@pytest.mark.parametrize(("mode", "screens"), ALL_STEPS_SCREENS, ids=[m for m, _ in ALL_STEPS_SCREENS])
+def test_all_steps_shows_every_number_without_scrolling_sideways(open_page, mode, screens):
+    """Every step's numbers of the selected query, from q·kᵢ to aᵢvᵢ, are in the All steps tab's width at 1024x768
+    in both modes and on an 800x600 projector (one table of eight columns was 772 px in a 518 px box at 1024x768,
+    1,008 px on a projector: the weights and the output's terms were out of view to the right, behind a scroll bar),
+    and the tab's other layout checks hold."""
+    page = open_page(f"?mode={mode}", viewport=SCREENS[screens[0]][0])
+    settle(page, mode)
+    show_tab(page, "All steps")
+    problems = []
+    for n, screen in enumerate(screens):
+        if n > 0:
+            _resize(page, screen)
+        found = page.evaluate(ALL_STEPS_SIDEWAYS) + page.evaluate(CHECKS, {"minFont": _min_font(screen, mode)})
+        problems += [f"{screen}: {p}" for p in found]
+        if found:
+            page.screenshot(path=SCREENSHOTS / f"all-steps-{screen}-{mode}.png")
     assert not problems, "\n".join(problems)
 
 
