@@ -74,7 +74,8 @@ def readout_words(lang: str) -> dict[str, str]:
         "weights": tr._("Weights a = softmax(s): {list}"),
         "output": tr._("Output Σ aᵢvᵢ = {value}"),
         "masked": tr._("masked"),
-        "output_word": tr._("output"),
+        # the value plane's output label, before its vector: a plot's words, isolated (widgets/weights.py)
+        "output_word": tr.in_plot(tr._("output")),
     }
 
 

@@ -163,6 +163,14 @@ class Translator:
         with its own first strong direction, so a list of "name number" entries reads in the page's order."""
         return FSI + text + PDI if self.rtl else text
 
+    @staticmethod
+    def name_in_plot(text: str) -> str:
+        """A name (a token: any language) in a plot's label, before its vector: isolated with its own first strong
+        direction in every page language, since a plot is drawn left to right in each. Without the isolate, Unicode's
+        bidi algorithm takes the digits after an Arabic name for Arabic numbers, and the vector after it reads
+        backwards: "v سلام (0 ,10)"."""
+        return FSI + text + PDI
+
     def in_plot(self, text: str) -> str:
         """A plot's own words (a title, an axis label): a plot is drawn left to right, so right-to-left words are
         isolated as such (otherwise their parts come out in the wrong order)."""

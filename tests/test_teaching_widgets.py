@@ -69,6 +69,26 @@ def test_value_plane_shows_values_and_output(state):
     assert len(built) == 2  # each built once
 
 
+def test_plot_labels_isolate_words_and_names_so_a_vector_keeps_its_order(state):
+    """A plot's text is drawn left to right: after an Arabic word, without an isolate, Unicode's bidi algorithm made
+    the digits Arabic numbers and the vector came out reversed, "المخرج (6.0167 ,3.9833)". The output word in Arabic
+    is isolated right to left (U+2067…U+2069), and a token's name first-strong (U+2068…U+2069) in any language, so
+    the coordinates stay in order; the drag preview writes the same output word (link/rules.py, readout_words)."""
+    from link.rules import readout_words
+
+    values, plot = ValuesView(state=state), QueryPlot(state=state)
+    state.preset = M2
+    state.lang = "ar"
+    out = values.plane._output.data["label"][0]
+    assert out == "\u2067المخرج\u2069 (3.9833,\u00a06.0167)"
+    assert out.startswith(readout_words("ar")["output_word"] + " ")
+    state.lang = "en"
+    state.rename_token(0, "سلام")  # a learner's own token, in an English page
+    assert values.plane._output.data["label"][0] == "output (3.9833, 6.0167)"
+    assert values.plane._values.data["label"][0] == "v \u2068سلام\u2069 (10, 0)"
+    assert plot._keys.data["label"][0] == "\u2068سلام\u2069 (1, 0)"
+
+
 def _shown(view) -> list:
     """What a ValuesView shows: the panes in its layout whose Bokeh model is visible."""
     return [o for o in view._layout.objects if o.object.visible]
@@ -165,7 +185,7 @@ def test_dragging_near_a_key_moves_that_key(state):
     channel.receive(0.5, -0.5, **RELEASE)
     np.testing.assert_array_equal(state.keys[0], [0.5, -0.5])
     assert state.query == (0.0, 1.0) and state.preset == CUSTOM
-    assert view._keys.data["label"][0] == "I (0.5, -0.5)"
+    assert view._keys.data["label"][0] == "\u2068I\u2069 (0.5, -0.5)"
     # q sits on k_love: a drag starting there moves q (q wins ties)
     channel.receive(0.0, 1.0, **PRESS)
     channel.receive(0.2, 0.8, **MOVE)

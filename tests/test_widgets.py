@@ -98,7 +98,7 @@ def test_query_plot_follows_the_state(state):
     widths = view._lines.data["width"]
     assert widths[2] == pytest.approx(1 + (MAX_LINE_WIDTH - 1) * 0.5035, abs=1e-3)
     assert widths[0] == widths[1] < widths[2]
-    assert view._keys.data["label"] == ["I (1, 0)", "love (0, 1)", "NLP (1, 1)"]
+    assert view._keys.data["label"] == ["\u2068I\u2069 (1, 0)", "\u2068love\u2069 (0, 1)", "\u2068NLP\u2069 (1, 1)"]
     assert view.figure.name == "query-plot"
 
 

@@ -174,7 +174,8 @@ class QueryPlot(View):
         self._keys.data = dict(
             x=K[:, 0].tolist(), y=K[:, 1].tolist(), token=list(s.tokens),
             color=[token_color(i) for i in range(len(s.tokens))],
-            label=[f"{t} {s.tr.vec(k, 2, isolate=False, short=True)}" for t, k in zip(s.tokens, K, strict=True)],
+            label=[f"{s.tr.name_in_plot(t)} {s.tr.vec(k, 2, isolate=False, short=True)}"
+                   for t, k in zip(s.tokens, K, strict=True)],
             dx=[mx * sx for sx, _ in sides], dy=[-my * sy for _, sy in sides],  # screen y runs down
             align=["left" if sx > 0 else "right" for sx, _ in sides],
             baseline=["bottom" if sy > 0 else "top" for _, sy in sides],

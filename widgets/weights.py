@@ -11,7 +11,7 @@ import param
 from bokeh.models import ColumnDataSource, Div, Scatter, Segment, Text
 from bokeh.plotting import figure
 
-from link.rules import value_size
+from link.rules import readout_words, value_size
 from link.shown import PlotsShown
 from widgets.base import BokehPane, View
 from widgets.glyphs import draw, labels_placed_in_page, show_extent, true_units
@@ -237,13 +237,14 @@ class ValuePlane(View):
             x=V[:, 0].tolist(), y=V[:, 1].tolist(), x0=[0.0] * len(V), y0=[0.0] * len(V),
             color=[token_color(i) for i in range(len(V))],
             size=value_size(w).tolist(),
-            label=[f"v {t} {tr.vec(v, 4, isolate=False, short=True)}" for t, v in zip(tokens, V, strict=True)],
+            label=[f"v {tr.name_in_plot(t)} {tr.vec(v, 4, isolate=False, short=True)}"
+                   for t, v in zip(tokens, V, strict=True)],
             dx=[10] * n, dy=[-4] * n, align=["left"] * n, baseline=["bottom"] * n,
         )
         out = self.plots.result.output[self.state.selected]
         self._output.data = dict(x=[float(out[0])], y=[float(out[1])],
-                                 label=[f"{tr._('output')} {tr.vec(out, 4, isolate=False)}"], dx=[0], dy=[-14],
-                                 align=["center"], baseline=["top"])
+                                 label=[f"{readout_words(tr.lang)['output_word']} {tr.vec(out, 4, isolate=False)}"],
+                                 dx=[0], dy=[-14], align=["center"], baseline=["top"])
 
 
 class ValuesView(View):
