@@ -19,6 +19,7 @@ import os
 import statistics
 import sys
 
+from bench.classroom import TOKENS, line_after, wait_for
 from bench.stats import append_jsonl
 from testing.protocol_client import Learner
 from testing.server import serve, ws_url
@@ -31,11 +32,8 @@ async def _press(learner: Learner, row: int) -> None:
     """Press row key ``row`` (1-based) and wait for the readout of that row's query."""
     seen = len(learner.lines)
     await learner.key(str(row))
-    deadline = asyncio.get_running_loop().time() + ANSWER_WAIT_S
-    while not any(line.startswith("Query of") for line, _ in learner.lines[seen:]):
-        if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError(f"row key {row} got no readout within {ANSWER_WAIT_S} s")
-        await asyncio.sleep(0.002)
+    if await wait_for(line_after(learner, seen, f'Query of "{TOKENS[row - 1]}"'), ANSWER_WAIT_S) is None:
+        raise TimeoutError(f"row key {row} got no readout within {ANSWER_WAIT_S} s")
 
 
 async def _rounds(url: str, proc, keys: int, rounds: int) -> list[float]:

@@ -7,7 +7,8 @@
 // copies the readout's text as the page shows it (the server's numbers, or the drag preview's, which link/drag.js
 // writes straight into the readout's element) and shows itself only then, unless a tab that takes the stage has set
 // the readout aside. While it shows, the page's column ends above it (--ae-answer-room on <html>, its height, is the
-// column's bottom margin: static/app.css), so it covers nothing. Where the page is two columns the readout is always in view and the bar is not drawn (static/answer.css).
+// column's bottom margin: static/app.css), so it covers nothing. Where the page is two columns the readout is always
+// in view and the bar is not drawn (static/answer.css).
 // The server sends nothing for it. Returns what stops it.
 function answerLine(doc) {
   const root = document.documentElement
