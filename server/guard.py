@@ -36,7 +36,7 @@ from server.patches.bokeh_deserializer import PageReader
 from server.transport import session_websockets
 from server.ws_origin import refuse_foreign_origin
 from services.pacing import client_at, get_client_shares, get_event_pacer
-from services.sessions import SCREENED, page_has_left
+from services.sessions import SCREENED, page_has_left, write_wait_from_env
 
 log = logging.getLogger(__name__)
 
@@ -79,12 +79,9 @@ TURN = 0.002
 #: The longest websocket address taken, in characters: the page's own link limit (``server/pages.py``). A page's
 #: websocket address is its page's address plus ``/ws``; one of 1 MB cost its session 6 MB, kept for its life.
 WS_LINK_CHARS = MAX_LINK_CHARS
-#: Seconds a write to a page may wait for its socket to take it before the connection is let go. A write waits only
-#: once the socket's buffers are full (the kernel's on both ends, hundreds of kilobytes at least): its page has read
-#: nothing of what the server sent for a long while. A page that stops reading but keeps its socket open (a client
-#: that sends and never reads, a machine that vanished without a word) would otherwise hold its session, and every
-#: message of its page waiting its turn to be written, for as long as the socket stays open.
-WRITE_WAIT_S = 30.0
+#: Seconds a write to a page may wait for its socket to take it before the connection is let go
+#: (``services/sessions.py``, :data:`~services.sessions.DEFAULT_WRITE_WAIT_S`; ``EXPLORER_WRITE_WAIT_S``).
+WRITE_WAIT_S = write_wait_from_env()
 
 
 def _encodings(value, types: set, models: set) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from services.network import interface_addresses, is_loopback
 from services.rooms import RoomSecret, redis_url_from_env
+from services.sessions import write_wait_from_env
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 APP_ENDPOINT = "/" + APP.stem
@@ -123,6 +124,7 @@ def serve_argv(environ: Mapping[str, str] = os.environ) -> list[str]:
     try:  # a presenter link must not be minted under a secret the school meant to be something else
         RoomSecret.from_env(environ)
         redis_url_from_env(environ)  # nor rooms kept apart when the school meant them shared
+        write_wait_from_env(environ)
     except ValueError as e:
         raise SettingError(str(e)) from None
     if sys.platform == "win32" and values["--num-procs"] != "1":

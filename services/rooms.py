@@ -69,12 +69,13 @@ CACHE_KEY = "attention-explorer.rooms"
 log = logging.getLogger(__name__)
 
 
-def seconds_from_env(name: str, default: float) -> float:
-    """Environment variable ``name`` in seconds (a positive number), or ``default`` when it is unset.
+def seconds_from_env(name: str, default: float, environ=None) -> float:
+    """Environment variable ``name`` (of ``environ``, default ``os.environ``) in seconds (a positive number), or
+    ``default`` when it is unset.
 
     Raises ValueError if the variable is set to anything else.
     """
-    raw = os.environ.get(name, "").strip()
+    raw = (os.environ if environ is None else environ).get(name, "").strip()
     if not raw:
         return default
     try:

@@ -64,3 +64,20 @@ def page_has_left(doc) -> None:
 def page_left(doc) -> bool:
     """Whether ``doc``'s page has left (:func:`page_has_left`): a page not yet connected has not."""
     return doc is not None and doc in _left()
+
+
+#: Seconds a write to a page may wait for its socket to take it before the connection is let go, unless
+#: ``EXPLORER_WRITE_WAIT_S`` says otherwise. A write waits only once the socket's buffers are full (the kernel's on
+#: both ends, hundreds of kilobytes at least): its page has read nothing of what the server sent for a long while. A
+#: page that stops reading but keeps its socket open (a client that sends and never reads, a machine that vanished
+#: without a word) would otherwise hold its session, and every message of its page waiting its turn to be written,
+#: for as long as the socket stays open.
+DEFAULT_WRITE_WAIT_S = 30.0
+
+
+def write_wait_from_env(environ=None) -> float:
+    """``EXPLORER_WRITE_WAIT_S`` of ``environ`` (default ``os.environ``) in seconds, or :data:`DEFAULT_WRITE_WAIT_S`
+    when unset. Raises ValueError for anything but a positive number."""
+    from services.rooms import seconds_from_env
+
+    return seconds_from_env("EXPLORER_WRITE_WAIT_S", DEFAULT_WRITE_WAIT_S, environ)

@@ -65,12 +65,12 @@ def stop(*procs: subprocess.Popen, timeout: float = 60) -> None:
 
 
 @contextmanager
-def shipped_app(log: Path):
+def shipped_app(log: Path, env: dict | None = None):
     """``python app.py`` with its shipped settings (server/serve.py) on a free loopback port, its output written to
     ``log``: yields ``(port, process)``. ``BOKEH_ALLOW_WS_ORIGIN`` is left out of its environment: only the served
-    port's own pages connect, as on a machine that sets nothing."""
+    port's own pages connect, as on a machine that sets nothing. ``env``: variables set besides (a setting's)."""
     port = free_port()
-    env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, **(env or {}), "PORT": str(port), "PYTHONUNBUFFERED": "1"}
     env.pop("BOKEH_ALLOW_WS_ORIGIN", None)
     with open(log, "w+") as out:
         proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

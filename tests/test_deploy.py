@@ -173,6 +173,8 @@ def test_settings_map_to_panel_serve_flags():
     ({"EXPLORER_WS_COMPRESSION_LEVEL": "10"}, "EXPLORER_WS_COMPRESSION_LEVEL must be from 0 to 9"),
     ({"EXPLORER_SESSION_TOKEN_EXPIRATION_S": "300"}, "EXPLORER_UNUSED_SESSION_LIFETIME_MS must be at least"),
     ({"EXPLORER_ROOM_SECRET": "too short"}, "EXPLORER_ROOM_SECRET must be at least 32 characters"),
+    ({"EXPLORER_WRITE_WAIT_S": "0"}, "EXPLORER_WRITE_WAIT_S must be a positive number of seconds, not '0'"),
+    ({"EXPLORER_WRITE_WAIT_S": "half a minute"}, "EXPLORER_WRITE_WAIT_S must be a positive number of seconds"),
 ])
 def test_bad_settings_are_named(env, message):
     with pytest.raises(serve.SettingError, match=re.escape(message)):

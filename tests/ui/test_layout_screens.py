@@ -146,7 +146,10 @@ def test_every_tab_fits_the_screen(open_page, lang, device, mode, theme, screens
     _every_tab_fits(open_page, screens, mode, theme, lang)
 
 
-ANSWER_CASES = [(lang, device, mode) for lang in LANGUAGES for device in DEVICES for mode in ("normal", "projector")]
+#: English on a desktop's screens is not among them: its walks (:func:`test_every_tab_fits_the_screen`) check the
+#: answer on each of those screens in both modes, in the first view and beside every tab.
+ANSWER_CASES = [(lang, device, mode) for lang in LANGUAGES for device in DEVICES for mode in ("normal", "projector")
+                if (lang, device) != ("en", "desktop")]
 
 
 @pytest.mark.parametrize(("lang", "device", "mode"), ANSWER_CASES, ids=[_case_id(c) for c in ANSWER_CASES])
