@@ -23,6 +23,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from core.checks import is_real
+
 __all__ = ["AttentionResult", "TemperatureSweep", "scaled_dot_product_attention", "softmax", "temperature_sweep"]
 
 
@@ -152,7 +154,7 @@ def _check_mask(mask, shape) -> np.ndarray:
 
 
 def _check_temperature(temperature) -> float:
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.integer, np.floating)):
+    if not is_real(temperature):
         raise ValueError(f"temperature must be a number, got {temperature!r}")
     t = float(temperature)
     if not (np.isfinite(t) and t > 0):

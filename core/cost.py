@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from core.attention import _as_finite_matrix, scaled_dot_product_attention
+from core.checks import is_whole
 from core.projections import Projections
 
 __all__ = ["COST_SIZES", "D_K", "FLOAT64_BYTES", "MAX_N", "MIN_N", "NN_ARRAYS", "CostMeasurement", "ScoreMatrixSize",
@@ -35,7 +36,7 @@ NN_ARRAYS = ("dots", "scores", "shifted", "exp", "weights", "mask")
 
 
 def _int_in(name: str, x, lo: int, hi: int | None = None) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < lo or (hi is not None and x > hi):
+    if not is_whole(x) or x < lo or (hi is not None and x > hi):
         bounds = f"from {lo} to {hi}" if hi is not None else f">= {lo}"
         raise ValueError(f"{name} must be an integer {bounds}, got {x!r}")
     return int(x)

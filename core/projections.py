@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from core.attention import AttentionResult, _as_finite_matrix, scaled_dot_product_attention
+from core.checks import is_whole
 from core.examples import I_LOVE_NLP, _frozen
 from core.report import fmt_short
 
@@ -230,7 +231,7 @@ PROJECTION_PRESETS = MappingProxyType({"Q = K = V = X": IDENTITY, "Section 6: le
 
 
 def _positive_int(name: str, x) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 1:
+    if not is_whole(x) or x < 1:
         raise ValueError(f"{name} must be a positive integer, got {x!r}")
     return int(x)
 
@@ -265,7 +266,7 @@ def random_projections(seed: int, d_k: int = 2, d_v: int = 1) -> ProjectionPrese
     >>> bool((a.W_Q == b.W_Q).all()), a.W_Q.shape, a.W_V.shape
     (True, (2, 2), (2, 1))
     """
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    if not is_whole(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     d_k, d_v = _positive_int("d_k", d_k), _positive_int("d_v", d_v)
     X = I_LOVE_NLP.keys

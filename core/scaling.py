@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 from core.attention import _as_finite_matrix, softmax
+from core.checks import is_whole
 
 __all__ = ["Saturation", "ScalingExperiment", "histogram", "saturation", "scaling_experiment", "N_KEYS",
            "N_QUERIES", "MAX_D_K"]
@@ -146,9 +147,9 @@ def scaling_experiment(d_k: int, seed: int) -> ScalingExperiment:
     >>> 200 < e.var_dots < 310, 0.8 < e.var_scaled < 1.2
     (True, True)
     """
-    if isinstance(d_k, bool) or not isinstance(d_k, (int, np.integer)) or not 1 <= d_k <= MAX_D_K:
+    if not is_whole(d_k) or not 1 <= d_k <= MAX_D_K:
         raise ValueError(f"d_k must be an integer from 1 to {MAX_D_K}, got {d_k!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    if not is_whole(seed) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     rng = np.random.default_rng(seed)
     q = rng.standard_normal((N_QUERIES, d_k))

@@ -21,6 +21,7 @@ from core import (
     random_projections,
     self_attention,
 )
+from core.checks import is_whole
 from core.cost import COST_SIZES
 from core.projections import IDENTITY as IDENTITY_PROJECTION
 from session.i18n import N_
@@ -199,7 +200,7 @@ class HeadsState(param.Parameterized):
 
     def set_heads(self, heads: int) -> bool:
         """Run ``heads`` heads (1 to 4). W_O goes back to the average of the heads, whose number it depends on."""
-        if isinstance(heads, bool) or not isinstance(heads, (int, np.integer)) or not 1 <= heads <= MAX_HEADS:
+        if not is_whole(heads) or not 1 <= heads <= MAX_HEADS:
             return refuse(self, "heads", N_("{heads} is not a number of heads from 1 to {limit}",
                                             heads=shown(heads), limit=MAX_HEADS), N_("heads"))
         if heads == self.heads:
@@ -208,7 +209,7 @@ class HeadsState(param.Parameterized):
 
     def _runs(self, head) -> bool:
         """Whether ``head`` (0-based) is one of the running heads; if not, refuse it with a message."""
-        if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < self.heads:
+        if not is_whole(head) or not 0 <= head < self.heads:
             return refuse(self, "head", N_("head {head} does not run: choose 1 to {heads}", head=shown(head),
                                            heads=self.heads), N_("head"))
         return True

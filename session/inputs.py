@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import numpy as np
-
+from core.checks import is_real
 from course.numbers import read_number, shown
 from session.i18n import N_
 
@@ -31,7 +30,7 @@ def parse_coordinate(text, decimal: str = ".") -> float:
     """
     if isinstance(text, str):
         x = float(read_number(text, decimal))
-    elif isinstance(text, bool) or not isinstance(text, (int, float, np.integer, np.floating)):
+    elif not is_real(text):
         raise ValueError(N_("{text} is not a number", text=shown(text)))
     else:
         try:

@@ -11,12 +11,12 @@ time, on its worker thread, shown in the page's own turn); a sentence the proces
 from __future__ import annotations
 
 import functools
-import numbers
 import re
 import unicodedata
 
 import param
 
+from core.checks import is_whole
 from core.pretrained import HEADS, LAYERS, MAX_TOKENS, ModelUnavailable, SentenceAttention, SentenceTooLong
 from core.pretrained import sentence_attention as _sentence_attention
 from session.i18n import N_
@@ -149,7 +149,7 @@ class ModelState(param.Parameterized):
 
     def show_head(self, layer: int, head: int) -> bool:
         """Show head ``head`` of layer ``layer`` (0-based); refuse numbers outside the model."""
-        if not (_whole(layer) and _whole(head) and 0 <= layer < LAYERS and 0 <= head < HEADS):
+        if not (is_whole(layer) and is_whole(head) and 0 <= layer < LAYERS and 0 <= head < HEADS):
             self.model_message = N_("Layer {layer}, head {head} is not in the model: {layers} layers of {heads} "
                                     "heads.", layer=shown(layer), head=shown(head), layers=LAYERS, heads=HEADS)
             return False
@@ -159,15 +159,10 @@ class ModelState(param.Parameterized):
     def show_row(self, row: int) -> bool:
         """Inspect the query of token ``row`` ([CLS] is 0)."""
         r = self.model_result
-        if r is None or not (_whole(row) and 0 <= row < len(r.tokens)):
+        if r is None or not (is_whole(row) and 0 <= row < len(r.tokens)):
             return False
         self.model_row = int(row)
         return True
-
-
-def _whole(x) -> bool:
-    """Whether ``x`` is a whole number (NumPy's too), not a bool: True indexed the weights as a new axis."""
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
 def parse_model_address(values_of: dict[str, str]) -> tuple[dict, list]:

@@ -23,6 +23,7 @@ import sys
 import numpy as np
 import param
 
+from core.checks import is_real, is_whole
 from core.training import (
     MAX_LEARNING_RATE,
     MAX_TEMPERATURE,
@@ -240,7 +241,7 @@ class TrainingState(param.Parameterized):
         target, starting from the first preset's pattern on that sentence where the pattern painted so far is on the
         other one. Anything but 3 or 5 is refused."""
         # a list or a dict (a crafted message) is not hashable: asked of the dict, it raised TypeError
-        if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens not in PAINT_SENTENCES:
+        if not is_whole(tokens) or tokens not in PAINT_SENTENCES:
             return self._refuse(N_("No sentence of {n} tokens to paint on: choose 3 or 5.", n=repr(tokens)[:20]))
         pattern = self.pattern
         if pattern is None or len(pattern) != tokens:
@@ -255,7 +256,7 @@ class TrainingState(param.Parameterized):
             self.choose_target(PAINT)
         P = np.array(self.pattern, dtype=np.int64)
         n = P.shape[0]
-        if not all(isinstance(k, int) and not isinstance(k, bool) and 0 <= k < n for k in (row, col)):
+        if not all(is_whole(k) and 0 <= k < n for k in (row, col)):
             return self._refuse(N_("Cell ({row}, {col}) refused: the target has {n} rows and columns.",
                                    row=repr(row)[:20], col=repr(col)[:20], n=n))
         P[row, col] = 0 if P[row, col] else 1
@@ -267,7 +268,7 @@ class TrainingState(param.Parameterized):
 
     def set_seed(self, seed) -> bool:
         """Start from another random draw: a whole number from 0 to :data:`MAX_SEED`."""
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed <= MAX_SEED:
+        if not is_whole(seed) or not 0 <= seed <= MAX_SEED:
             return self._refuse(N_("Seed {seed} refused: a whole number from 0 to {top}.", seed=repr(seed)[:40],
                                    top=MAX_SEED))
         return self._choose(seed=int(seed))
@@ -277,7 +278,7 @@ class TrainingState(param.Parameterized):
         return self.set_seed(self.seed + 1 if self.seed < MAX_SEED else 0)
 
     def _number(self, name: str, x, lo: float, hi: float, lo_open: bool) -> float | None:
-        if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+        if not is_real(x):
             return None
         # a page's JSON can hold a whole number of any size (10**400), which float() refuses with an OverflowError;
         # any beyond the range is out of every setting's range anyway
@@ -310,7 +311,7 @@ class TrainingState(param.Parameterized):
 
     def set_heads(self, heads) -> bool:
         """Train one head or two."""
-        if isinstance(heads, bool) or not isinstance(heads, (int, np.integer)) or not 1 <= heads <= MAX_TRAIN_HEADS:
+        if not is_whole(heads) or not 1 <= heads <= MAX_TRAIN_HEADS:
             return self._refuse(N_("Heads {heads} refused: 1 or {top}.", heads=repr(heads)[:40],
                                    top=MAX_TRAIN_HEADS))
         return self._choose(heads=int(heads))
@@ -319,7 +320,7 @@ class TrainingState(param.Parameterized):
 
     def show(self, step, playing: bool = False) -> bool:
         """The page paused at, scrubbed to, stepped to, or started playing from ``step`` (0 to the run's last)."""
-        if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 0 <= step <= RUN_STEPS:
+        if not is_whole(step) or not 0 <= step <= RUN_STEPS:
             return self._refuse(N_("Step {step} refused: a whole number from 0 to {top}.", step=repr(step)[:40],
                                    top=RUN_STEPS))
         if not isinstance(playing, bool):

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.checks import is_whole
 from core.training.model import _evaluate, _gradients, _Problem
 from core.training.tasks import (
     D_K,
@@ -187,7 +188,7 @@ def train(task, *, seed: int, steps: int = 500, learning_rate: float = 0.05, sca
     (True, [2, 2, 2])
     """
     task = _task(task)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2 ** 32:
+    if not is_whole(seed) or not 0 <= seed < 2 ** 32:
         raise ValueError(f"seed must be a whole number from 0 to 2**32 - 1, got {seed!r}")
     steps = _integer("steps", steps, 1, MAX_STEPS, " (every step is kept for the page to replay)")
     lr = _number("learning_rate", learning_rate, 0.0, MAX_LEARNING_RATE,

@@ -13,6 +13,7 @@ from types import MappingProxyType
 import numpy as np
 
 from core.attention import _as_finite_matrix
+from core.checks import is_real, is_whole
 from core.examples import I_LOVE_NLP, _frozen
 
 D_MODEL = 2  # every embedding is a point of the plane
@@ -222,7 +223,7 @@ TRAINING_PRESETS = _presets()
 # --- arguments -----------------------------------------------------------------------------
 
 def _integer(name: str, x, lo: int, hi: int, why: str = "") -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+    if not is_whole(x):
         raise ValueError(f"{name} must be a whole number from {lo} to {hi}, got {x!r}")
     if not lo <= x <= hi:
         raise ValueError(f"{name} must be from {lo} to {hi}{why}, got {x!r}")
@@ -231,7 +232,7 @@ def _integer(name: str, x, lo: int, hi: int, why: str = "") -> int:
 
 def _number(name: str, x, lo: float, hi: float, why: str, lo_open: bool = False) -> float:
     interval = f"{'(' if lo_open else '['}{lo:g}, {hi:g}]"
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
+    if not is_real(x):
         raise ValueError(f"{name} must be a number in {interval}, got {x!r}")
     v = float(x)
     if not (math.isfinite(v) and (lo < v if lo_open else lo <= v) and v <= hi):
