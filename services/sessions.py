@@ -3,7 +3,9 @@
 Bokeh lets any number of websockets attach to one session (each with a token for the session's id). A page's
 own script opens exactly one, for as long as the page is open. So "the same page" is one session *and* the one
 connection it had: what a page reported on it (a class poll's question drawn, ``widgets/poll.py``) holds only
-for later messages on that connection, not for a second socket someone opened onto the session.
+for later messages on that connection, not for a second socket someone opened onto the session. And how long that
+websocket may leave a write untaken before the page counts as gone (:data:`DEFAULT_WRITE_WAIT_S`; the guard,
+``server/guard.py``, closes it).
 """
 
 from __future__ import annotations
