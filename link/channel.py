@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 import math
-import numbers
 import time
 
 import panel as pn
 import param
 
+from core.checks import is_real, is_whole
 from link.row import OneRow
 from services.pace import Pace, run_later
 from services.pacing import get_budget
@@ -29,11 +29,6 @@ from services.sessions import SCREENED
 MAX_SEQ = 2**53 - 1
 
 log = logging.getLogger(__name__)
-
-
-def is_number(x) -> bool:
-    """A real number as a page writes one (JSON numbers; booleans are not numbers here)."""
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
 class PositionChannel(param.Parameterized):
@@ -74,7 +69,7 @@ class PositionChannel(param.Parameterized):
         seq = row["seq"]
         # seq within the page's own counting (JavaScript's exact integers): the answer echoes it, and Bokeh fails
         # on a larger one (logging the whole message each time) or warns on one past 2**53
-        if not (is_number(row["x"]) and is_number(row["y"]) and isinstance(seq, int) and not isinstance(seq, bool)
+        if not (is_real(row["x"]) and is_real(row["y"]) and is_whole(seq)
                 and 0 <= seq <= MAX_SEQ and isinstance(row["start"], bool) and isinstance(row["end"], bool)
                 and all(check(row[k]) for k, (_, check) in self.EXTRA.items())):
             return

@@ -43,6 +43,7 @@ import panel as pn
 import param
 from bokeh.palettes import Cividis256
 
+from core.checks import is_whole
 from core.training import TrainingRun
 from link.row import OneRow
 from link.updates import one_message
@@ -199,7 +200,7 @@ class TrainLink(pn.custom.JSComponent):
             step, playing = new["step"][0], new["playing"][0]
         except (KeyError, IndexError, TypeError):
             return
-        if isinstance(step, int) and not isinstance(step, bool) and isinstance(playing, bool):
+        if is_whole(step) and isinstance(playing, bool):
             self._receive(step, playing)
 
     def _receive(self, step: int, playing: bool) -> None:
@@ -269,7 +270,7 @@ class TrainLink(pn.custom.JSComponent):
         action = msg.get("action")
         if action == "show":
             step, playing = msg.get("step"), msg.get("playing")
-            if isinstance(step, int) and not isinstance(step, bool) and isinstance(playing, bool):
+            if is_whole(step) and isinstance(playing, bool):
                 self._receive(step, playing)
             return
         if action == "download":

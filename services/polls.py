@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
+from core.checks import is_whole
 from course.questions import BY_ID, Question, parse_number
 
 #: A poll's life: answered while open, then closed (no more answers), then its answer revealed.
@@ -73,7 +74,7 @@ class PollCounts:
 
 def choice_answer(question: Question, given) -> int:
     """``given`` as a choice of ``question``: an int naming one of its choices, or PollRefused."""
-    if isinstance(given, bool) or not isinstance(given, int) or not 0 <= given < len(question.choices):
+    if not is_whole(given) or not 0 <= given < len(question.choices):
         raise PollRefused("Choose one of the answers first.")
     return given
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import weakref
 
 from server.patches.bokeh_session_connections import session_connections
+from services.rooms import seconds_from_env
 
 #: In every log line of what a page sent and the server dropped or refused (server/guard.py, the drag channel:
 #: link/channel.py); the browser tests look for it in the server's log, as what the app's own page must never send.
@@ -80,6 +81,4 @@ DEFAULT_WRITE_WAIT_S = 30.0
 def write_wait_from_env(environ=None) -> float:
     """``EXPLORER_WRITE_WAIT_S`` of ``environ`` (default ``os.environ``) in seconds, or :data:`DEFAULT_WRITE_WAIT_S`
     when unset. Raises ValueError for anything but a positive number."""
-    from services.rooms import seconds_from_env
-
     return seconds_from_env("EXPLORER_WRITE_WAIT_S", DEFAULT_WRITE_WAIT_S, environ)
