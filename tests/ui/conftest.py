@@ -27,6 +27,9 @@ SCREENSHOTS = ROOT / "tests" / "ui" / "screenshots"
 #: at; otherwise only those of a tab that fails (each costs the page and the browser about 0.1 s of CPU, and the walks
 #: show some 500 tabs).
 EVERY_SCREENSHOT = os.environ.get("SCREENSHOTS", "") not in ("", "0")
+#: A test whose work is pictures for a person to look at (what it checks besides, others check too): run with
+#: ``SCREENSHOTS=1``.
+pictures = pytest.mark.skipif(not EVERY_SCREENSHOT, reason="pictures for a person to look at: SCREENSHOTS=1")
 #: The only fonts the tests' Chromium sees, the same on every machine (see the file).
 FONTS = ROOT / "tests" / "ui" / "fonts.conf"
 #: Each font file :data:`FONTS` needs, by the Debian package that has it (tests/ui/fonts.txt, which scripts/test reads).

@@ -378,7 +378,8 @@ def test_a_room_ends_after_its_presenter_leaves(browser, room_server):
     close(student)
 
 
-@pytest.mark.parametrize("size", [(1024, 768), (1920, 1080)])
+# the projector's: a wider screen has more room for the room code
+@pytest.mark.parametrize("size", [(1024, 768)])
 def test_screenshots_of_presenter_and_follower(browser, room_server, size):
     teacher = new_page(browser, room_server, size)
     code, link = present(teacher)

@@ -18,7 +18,7 @@ from core.report import fmt
 from link.projections import OUTPUTS
 from session.i18n import translator
 from tests.loop_reference import attention as loop_attention
-from tests.ui.conftest import SCREENSHOTS
+from tests.ui.conftest import SCREENSHOTS, VIEWPORTS
 from tests.ui.helpers import (
     _DEEP,
     PATIENCE,
@@ -298,9 +298,11 @@ CANVAS_FONTS = """(names) => {
 }"""
 
 
-@pytest.mark.parametrize("mode", ["normal", "projector"])
-def test_the_tabs_fit_the_screen_and_scroll_within_themselves(open_page, viewport, mode):
-    size = f"{viewport['width']}x{viewport['height']}"
+# the projector's screen with its largest text and the widest screen: the layout walks (test_layout_screens.py) show
+# these tabs on every screen in both modes
+@pytest.mark.parametrize(("size", "mode"), [("1024x768", "projector"), ("1920x1080", "normal")])
+def test_the_tabs_fit_the_screen_and_scroll_within_themselves(open_page, size, mode):
+    viewport = VIEWPORTS[size]
     page = open_page(f"?mode={mode}", viewport=viewport)
     settle(page, mode)
     SCREENSHOTS.mkdir(exist_ok=True)

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from session.i18n import pseudo
-from tests.ui.conftest import SCREENSHOTS
+from tests.ui.conftest import SCREENSHOTS, pictures
 from tests.ui.helpers import PATIENCE, READOUT, readout, show_tab, wait_for_drawn
 
 #: The tabs whose every text comes from the catalogs, by their titles in the pseudo-language.
@@ -120,6 +120,7 @@ def test_a_language_asked_for_in_upper_case_gets_the_page_in_that_language(open_
     assert "lang=" not in page.evaluate("() => location.search")
 
 
+@pictures
 @pytest.mark.parametrize("lang", ["en", "fr", "es", "de", "zh", "ar"])
 def test_screenshot_per_language(open_page, lang):
     page = open_page(f"?lang={lang}&row=NLP", viewport={"width": 1024, "height": 768})

@@ -139,15 +139,16 @@ Q_IN_ADDRESS = "new URLSearchParams(location.search).get('q')"
 FIRST_Q = "0.0,1.0"
 
 
-def test_twenty_learners_keep_their_own_state(browser, server):
-    """Twenty pages on one server, each with its own q; every other one also edits v_I.
+def test_ten_learners_keep_their_own_state(browser, server):
+    """Ten pages on one server, each with its own q; every other one also edits v_I (a class of thirty to sixty
+    pages is the server tests' and the classroom bench's, over Bokeh's protocol).
 
     Each page's q is where its click landed, read from its address: on a machine loaded by other tests a page
     can still be settling (a few pixels) as it is clicked, and what is tested is that each page keeps its own.
     """
     pages, qs = [], []
     try:
-        for i in range(20):
+        for i in range(10):
             page = new_page(browser, server, size=(1024, 768))
             pages.append(page)
             aim = (-1.0 + 0.5 * (i % 5), -1.0 + 0.5 * (i // 5))  # never the first q, (0, 1)
@@ -161,7 +162,7 @@ def test_twenty_learners_keep_their_own_state(browser, server):
                 show_tab(page, "Edit")
                 type_into(page, "field-v-0-0", str(10 + i))
                 show_tab(page, "Weights")
-        assert len(set(qs)) == 20
+        assert len(set(qs)) == 10
         for i, (page, q) in enumerate(zip(pages, qs, strict=True)):
             values = [10.0 + i, 6.0, 4.0] if i % 2 else VALUES
             expected = reference(q, values=values)[1]
