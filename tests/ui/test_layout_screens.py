@@ -176,6 +176,26 @@ def test_the_answer_is_in_view_on_every_screen_in_every_language(open_page, lang
     assert not problems, "\n".join(problems)
 
 
+#: A query whose numbers are widest (two negative coordinates: every number on the readout's lines has its sign) in
+#: the languages whose readout wraps most, on the projectors where its room is the smallest for its band of widths.
+WIDE_NUMBERS = [("fr", "1024x768"), ("de", "800x600")]
+
+
+@pytest.mark.parametrize(("lang", "screen"), WIDE_NUMBERS, ids=["-".join(c) for c in WIDE_NUMBERS])
+def test_the_answer_stays_in_view_when_the_readout_has_more_lines_than_its_room(open_page, lang, screen):
+    """The readout's room under the plot is in lines, the most any language wraps to with the first example's
+    numbers: a query at (−1.5, −1.5) wraps French at 1024x768 in projector mode to nine lines, where 8.5 are kept,
+    and its Output line was under the screen's edge. The readout keeps its end in view, Weights and Output, its
+    first line scrolled away instead (the query is where the plot shows it)."""
+    page = open_page(f"?mode=projector&lang={lang}&q=-1.5,-1.5", viewport=SCREENS[screen][0])
+    settle(page, "projector")
+    wait_for_readout(page, r"1[.,]500")
+    problems = page.evaluate(CHECKS, {"answer": True})
+    if problems:
+        page.screenshot(path=SCREENSHOTS / f"wide-numbers-{lang}-{screen}.png")
+    assert not problems, "\n".join(problems)
+
+
 #: Module 2's vector values in every language in projector mode (the largest text), and in English, in German
 #: (whose readout wraps most in a narrow column) and in Arabic in normal mode.
 VECTOR_ANSWER_CASES = [(lang, "projector") for lang in LANGUAGES]
