@@ -28,6 +28,8 @@ function previewState(a) {
 const samePoint = (p, q) => p[0] === q[0] && p[1] === q[1];
 
 function fmtEntry(x, w) { return x === -Infinity ? w.masked : fmtL(x, 4, w); }
+// A number of a right-to-left page's sentence, isolated left to right (Translator.ltr): "-1.5000", never "1.5000-".
+function isoL(text, w) { return w.isolate ? "\u2066" + text + "\u2069" : text; }
 function sqrtText(d) { const r = Math.round(Math.sqrt(d)); return r * r === d ? String(r) : "√" + d; }
 const fill = (template, args) => template.replace(/\{(\w+)\}/g, (m, k) => (k in args ? args[k] : m));
 
@@ -39,11 +41,12 @@ function readoutText(inp, q, r) {
   // a token isolated in a right-to-left page (Translator.name): the list's entries then read in its order
   const tokens = w.isolate ? inp.tokens.map((t) => "\u2068" + t + "\u2069") : inp.tokens;
   const perToken = (row, step = 1) =>
-    row.map((x, j) => `${tokens[j]} ${shown(step) ? fmtEntry(x, w) : inp.placeholder}`).join(w.list_sep);
+    row.map((x, j) => `${tokens[j]} ${!shown(step) ? inp.placeholder
+      : x === -Infinity ? w.masked : isoL(fmtL(x, 4, w), w)}`).join(w.list_sep);
   const scale = inp.scale ? fill(w.scaled, {root: sqrtText(q.length)}) : w.unscaled;
   const out = r.output;
   const value = !shown(3) ? inp.placeholder
-    : inp.scalar ? `${fmtL(out[0], 4, w)} ≈ ${fmtL(out[0], 2, w)}`
+    : inp.scalar ? `${isoL(fmtL(out[0], 4, w), w)} ≈ ${isoL(fmtL(out[0], 2, w), w)}`
     : `${fmtVec(out, 4, w)} ≈ ${fmtVec(out, 2, w)}`;
   return [fill(w.query, {token: tokens[i], q: fmtVec(q, 3, w)}), fill(w.dots, {list: perToken(r.dots)}),
           fill(w.scores, {scale, list: perToken(r.scores)}), fill(w.weights, {list: perToken(r.weights, 2)}),

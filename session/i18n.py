@@ -158,6 +158,12 @@ class Translator:
         text = "(" + self.vector_sep.join(write(float(c), decimals) for c in v) + ")"
         return LRI + text + PDI if self.rtl and isolate else text
 
+    def ltr(self, text: str) -> str:
+        """``text`` (a number as written) isolated left to right where the page is right to left: in an Arabic
+        sentence "-1.5000" otherwise reads "1.5000-" (Unicode's bidi algorithm takes a hyphen-minus before digits
+        for a neutral, which the right-to-left text around it claims)."""
+        return LRI + text + PDI if self.rtl else text
+
     def name(self, text: str) -> str:
         """A name (a token: any language) inside this language's sentence: isolated where the page is right to left,
         with its own first strong direction, so a list of "name number" entries reads in the page's order."""

@@ -90,6 +90,22 @@ def test_chinese_and_arabic_lists_take_their_own_commas():
     assert translator("ar").list_sep == "، " and translator("ar").vector_sep == ",\u00a0"
 
 
+def test_an_arabic_readout_s_negative_numbers_read_left_to_right():
+    """In a right-to-left sentence a hyphen-minus before digits takes the sentence's direction: "-1.5000" was drawn
+    "1.5000-". Each number of the readout's lists and its output is isolated left to right (as its vectors are);
+    q = (-1.5, -1.5): q·k = -1.5, -1.5, -3; scores ÷ √2 = -1.0607, -1.0607, -2.1213; output 4.0000."""
+    lri, pdi = "\u2066", "\u2069"
+    state = AttentionState(lang="ar")
+    state.move_query(-1.5, -1.5)
+    text = Readout.text(state)
+    for number in ("-1.5000", "-3.0000", "-1.0607", "-2.1213", "0.4262", "0.1476", "4.0000", "4.00"):
+        assert lri + number + pdi in text, (number, text)
+    assert not re.search(r"(?<!\u2066)-\d", text.split("\n", 1)[1]), text  # no number left bare
+    english = AttentionState()
+    english.move_query(-1.5, -1.5)
+    assert lri not in Readout.text(english) and "I -1.5000, love -1.5000, NLP -3.0000" in Readout.text(english)
+
+
 def test_the_field_s_words_are_a_teacher_s():
     words = {"fr": ("requête", "clé", "valeurs"), "es": ("consulta", "clave", "valores"),
              "de": ("Anfrage", "Schlüssel", "Werte"), "zh": ("查询", "键", "值"),
