@@ -38,8 +38,10 @@ const fill = (template, args) => template.replace(/\{(\w+)\}/g, (m, k) => (k in 
 // (revealed[k-1] for step k).
 function readoutText(inp, q, r) {
   const w = inp.words, i = inp.selected, shown = (step) => inp.revealed[step - 1];
-  // a token isolated in a right-to-left page (Translator.name): the list's entries then read in its order
-  const tokens = w.isolate ? inp.tokens.map((t) => "\u2068" + t + "\u2069") : inp.tokens;
+  // a token isolated in a right-to-left page, or one with a right-to-left letter (Translator.name, the same
+  // ranges): the list's entries then read in the page's order
+  const rtlLetter = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]/;
+  const tokens = inp.tokens.map((t) => (w.isolate || rtlLetter.test(t) ? "\u2068" + t + "\u2069" : t));
   const perToken = (row, step = 1) =>
     row.map((x, j) => `${tokens[j]} ${!shown(step) ? inp.placeholder
       : x === -Infinity ? w.masked : isoL(fmtL(x, 4, w), w)}`).join(w.list_sep);

@@ -51,6 +51,9 @@ _SEPARATORS = {"fr": ("\u00a0; ", "\u00a0; "), "ar": (",\u00a0", "، "), "zh": (
 LRI, PDI = "\u2066", "\u2069"
 #: Unicode's first-strong isolate: a name whose direction is its own first letter's (an English or an Arabic token).
 FSI = "\u2068"
+#: Letters written right to left (Hebrew, Arabic, Syriac, Thaana, N'Ko and the rest to U+08FF, their presentation
+#: forms): a name with one is isolated in a page of any language (link/drag.js has the same ranges).
+RTL_LETTER = re.compile("[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]")
 
 
 def pseudo_enabled() -> bool:
@@ -165,9 +168,10 @@ class Translator:
         return LRI + text + PDI if self.rtl else text
 
     def name(self, text: str) -> str:
-        """A name (a token: any language) inside this language's sentence: isolated where the page is right to left,
-        with its own first strong direction, so a list of "name number" entries reads in the page's order."""
-        return FSI + text + PDI if self.rtl else text
+        """A name (a token: any language) inside this language's sentence: isolated, with its own first strong
+        direction, where the page is right to left or the name has a right-to-left letter, so a list of "name number"
+        entries reads in the page's order (an English list drew "0.0000 سلام" for "سلام 0.0000")."""
+        return FSI + text + PDI if self.rtl or RTL_LETTER.search(text) else text
 
     @staticmethod
     def name_in_plot(text: str) -> str:

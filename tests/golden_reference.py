@@ -112,6 +112,13 @@ def readout_cases() -> list[dict]:
 
     rng = np.random.default_rng(5)
     out = []
+
+    def case(s: AttentionState) -> dict:
+        channel = DragChannel(QueryPlot(state=s), Readout(state=s), WeightBars(state=s), state=s)
+        confirmed = channel.confirmed.data
+        return dict(lang=s.lang, inputs={k: list(v) for k, v in channel.inputs.data.items()},
+                    q=[confirmed["x"][0], confirmed["y"][0]], text=Readout.text(s))
+
     for i in range(36):
         s = AttentionState(lang=list(LANGUAGES)[i % len(LANGUAGES)])
         if i % 2:
@@ -122,10 +129,14 @@ def readout_cases() -> list[dict]:
         if i % 4 == 1:  # the step-through, at each step
             s.guided, s.step = True, int(rng.integers(1, 4))
         s.move_query(*(np.round(rng.uniform(-1.5, 2.5, size=2), int(rng.integers(1, 6)))))
-        channel = DragChannel(QueryPlot(state=s), Readout(state=s), WeightBars(state=s), state=s)
-        confirmed = channel.confirmed.data
-        out.append(dict(lang=s.lang, inputs={k: list(v) for k, v in channel.inputs.data.items()},
-                        q=[confirmed["x"][0], confirmed["y"][0]], text=Readout.text(s)))
+        out.append(case(s))
+    # a learner's own tokens, one of them Arabic, in a left-to-right page and in the right-to-left one
+    for lang in ("en", "ar"):
+        s = AttentionState(lang=lang)
+        s.tokens = ["سلام", "love", "שלום"]
+        s.select_row(0)
+        s.move_query(-0.5, 1.25)
+        out.append(case(s))
     return out
 
 

@@ -106,6 +106,17 @@ def test_an_arabic_readout_s_negative_numbers_read_left_to_right():
     assert lri not in Readout.text(english) and "I -1.5000, love -1.5000, NLP -3.0000" in Readout.text(english)
 
 
+def test_a_right_to_left_name_keeps_its_number_after_it_in_a_left_to_right_readout():
+    """In an English list "سلام 0.0000, love 1.0000", Unicode's bidi algorithm took the digits after an Arabic name for
+    part of its run and drew "0.0000 سلام". A name with a right-to-left letter is isolated in any page; a Latin name
+    in a left-to-right page is left as it is."""
+    state = AttentionState()
+    state.tokens = ["سلام", "love", "שלום"]
+    text = Readout.text(state)
+    assert "\u2068سلام\u2069 0.0000, love 1.0000, \u2068שלום\u2069 1.0000" in text, text
+    assert 'Query of "love"' in text
+
+
 def test_the_field_s_words_are_a_teacher_s():
     words = {"fr": ("requête", "clé", "valeurs"), "es": ("consulta", "clave", "valores"),
              "de": ("Anfrage", "Schlüssel", "Werte"), "zh": ("查询", "键", "值"),

@@ -252,6 +252,15 @@ def test_bars_and_output_line(state):
     assert bars.shown["label"] == ["0.2483", "0.2483", "0.5035"]
 
 
+def test_a_value_s_label_keeps_its_order_after_an_arabic_name(state):
+    """The number line is drawn left to right in every language: after an Arabic token's name, Unicode's bidi
+    algorithm took "= 2" for part of the Arabic run and drew "v 2 = سلام". The name is isolated."""
+    state.tokens = ["سلام", "love", "NLP"]
+    line = OutputLine(state=state)
+    assert "v \u2068سلام\u2069 = 2</text>" in line.div.text, line.div.text
+    assert "v \u2068love\u2069 = 6</text>" in line.div.text
+
+
 def test_readout_text(state):
     r = Readout(state=state)
     assert r.div.text == (

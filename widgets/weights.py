@@ -140,8 +140,10 @@ class OutputLine(View):
         order = np.argsort(v, kind="stable")
         rows, last_end = {}, {}
         for j in order:
-            text = f"v {s.tokens[j]} = {tr.short(v[j], 2)}"
-            width = 100 * 0.6 * num * len(text) / 420  # % of a 420 px chart; wider charts have room to spare
+            # the name isolated (Translator.name_in_plot): after an Arabic name, "= 2" was drawn "2 =" before it
+            text = f"v {tr.name_in_plot(s.tokens[j])} = {tr.short(v[j], 2)}"
+            # % of a 420 px chart; wider charts have room to spare (the isolate's two marks take none)
+            width = 100 * 0.6 * num * (len(text) - 2) / 420
             x = at(v[j])
             start = x if x < 15 else x - width if x > 85 else x - width / 2  # as the label is anchored below
             row = next(r for r in range(len(v) + 1) if last_end.get(r, -1e9) < start)

@@ -73,7 +73,8 @@ def _number_line_problems(page) -> list[str]:
     """A chart is drawn left to right in every language: its labels stay inside it (in a right-to-left page a label
     anchored at its "start" ran out of the chart: "v I = 2" cut at the left, "v love = 6" read "v lov")."""
     texts = page.evaluate(CHART_TEXTS)
-    if not {"v I = 2", "v love = 6", "v NLP = 4"} <= {t["text"] for t in texts}:
+    # a name is isolated in a chart's text (Translator.name_in_plot): its marks are invisible
+    if not {"v I = 2", "v love = 6", "v NLP = 4"} <= {re.sub("[\u2066-\u2069]", "", t["text"]) for t in texts}:
         return [f"the number line's labels are not all drawn: {texts}"]
     out = [t for t in texts if t["box"][0] < t["chart"][0] - 1 or t["box"][1] > t["chart"][1] + 1]
     return [f"labels running out of their chart: {out}"] if out else []
