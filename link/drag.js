@@ -44,7 +44,7 @@ function readoutText(inp, q, r) {
   const tokens = inp.tokens.map((t) => (w.isolate || rtlLetter.test(t) ? "\u2068" + t + "\u2069" : t));
   const perToken = (row, step = 1) =>
     row.map((x, j) => `${tokens[j]} ${!shown(step) ? inp.placeholder
-      : x === -Infinity ? w.masked : isoL(fmtL(x, 4, w), w)}`).join(w.list_sep);
+      : x === -Infinity ? fmtEntry(x, w) : isoL(fmtEntry(x, w), w)}`).join(w.list_sep);
   const scale = inp.scale ? fill(w.scaled, {root: sqrtText(q.length)}) : w.unscaled;
   const out = r.output;
   const value = !shown(3) ? inp.placeholder
