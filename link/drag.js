@@ -27,9 +27,11 @@ function previewState(a) {
 
 const samePoint = (p, q) => p[0] === q[0] && p[1] === q[1];
 
-function fmtEntry(x, w) { return x === -Infinity ? w.masked : fmtL(x, 4, w); }
 // A number of a right-to-left page's sentence, isolated left to right (Translator.ltr): "-1.5000", never "1.5000-".
 function isoL(text, w) { return w.isolate ? "\u2066" + text + "\u2069" : text; }
+function fmtEntry(x, w) { return x === -Infinity ? w.masked : isoL(fmtL(x, 4, w), w); }
+// Letters written right to left: a token with one is isolated in a page of any language (Translator.name, RTL_LETTER)
+const RTL_LETTER = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]/;
 function sqrtText(d) { const r = Math.round(Math.sqrt(d)); return r * r === d ? String(r) : "√" + d; }
 const fill = (template, args) => template.replace(/\{(\w+)\}/g, (m, k) => (k in args ? args[k] : m));
 
@@ -38,13 +40,11 @@ const fill = (template, args) => template.replace(/\{(\w+)\}/g, (m, k) => (k in 
 // (revealed[k-1] for step k).
 function readoutText(inp, q, r) {
   const w = inp.words, i = inp.selected, shown = (step) => inp.revealed[step - 1];
-  // a token isolated in a right-to-left page, or one with a right-to-left letter (Translator.name, the same
-  // ranges): the list's entries then read in the page's order
-  const rtlLetter = /[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc]/;
-  const tokens = inp.tokens.map((t) => (w.isolate || rtlLetter.test(t) ? "\u2068" + t + "\u2069" : t));
+  // a token isolated in a right-to-left page, or one with a right-to-left letter (Translator.name): the list's
+  // entries then read in the page's order
+  const tokens = inp.tokens.map((t) => (w.isolate || RTL_LETTER.test(t) ? "\u2068" + t + "\u2069" : t));
   const perToken = (row, step = 1) =>
-    row.map((x, j) => `${tokens[j]} ${!shown(step) ? inp.placeholder
-      : x === -Infinity ? fmtEntry(x, w) : isoL(fmtEntry(x, w), w)}`).join(w.list_sep);
+    row.map((x, j) => `${tokens[j]} ${shown(step) ? fmtEntry(x, w) : inp.placeholder}`).join(w.list_sep);
   const scale = inp.scale ? fill(w.scaled, {root: sqrtText(q.length)}) : w.unscaled;
   const out = r.output;
   const value = !shown(3) ? inp.placeholder

@@ -187,11 +187,12 @@ class Translator:
         return "\u2067" + text + PDI if self.rtl else text
 
     def entry(self, x, decimals: int = 4) -> str:
-        """A score, a weight or a value: "masked" for a masked score's -inf, a vector as (a ; b)."""
+        """A score, a weight or a value: "masked" for a masked score's -inf, a vector as (a ; b); a number isolated
+        left to right where the page is right to left, as a vector is (:meth:`ltr`)."""
         if hasattr(x, "__len__") and len(x) != 1:
             return self.vec(x, decimals)
         x = float(x[0] if hasattr(x, "__len__") else x)
-        return self._("masked") if x == float("-inf") else self.num(x, decimals)
+        return self._("masked") if x == float("-inf") else self.ltr(self.num(x, decimals))
 
     @staticmethod
     def minus_sign(text: str) -> str:

@@ -144,11 +144,8 @@ class Readout(View):
         words = readout_words(tr.lang)
         out = r.output[i]
 
-        def number(x) -> str:  # a score or a weight (a masked score is a word)
-            return tr.entry(x) if x == float("-inf") else tr.ltr(tr.entry(x))
-
         def per_token(row, step=1):
-            return tr.list_sep.join(f"{tr.name(t)} {number(x) if state.revealed(step) else PLACEHOLDER}"
+            return tr.list_sep.join(f"{tr.name(t)} {tr.entry(x) if state.revealed(step) else PLACEHOLDER}"
                                     for t, x in zip(tokens, row, strict=True))
 
         scale = words["scaled"].format(root=sqrt_text(state.d_k)) if state.scale else words["unscaled"]

@@ -240,8 +240,8 @@ def test_a_vector_answer_is_in_view_on_every_desktop_screen(open_page, lang, mod
 #: The screens where text has least room, in the language whose words are longest (German) and the one laid out
 #: right to left (Arabic): the smallest projector and a phone, and in Arabic also a landscape phone and the 1024x768
 #: projector, the issue's (elsewhere a language that fits 800x600 fits it: the same two columns, more room). French,
-#: Spanish and Chinese words are shorter than German's: their answer is checked on every screen in both modes
-#: (:func:`test_the_answer_is_in_view_on_every_screen_in_every_language`), their tabs' text by the catalogs' tests.
+#: Spanish and Chinese words are shorter than German's: their tabs are not walked, their answer is checked on every
+#: screen in both modes (:func:`test_the_answer_is_in_view_on_every_screen_in_every_language`).
 LANGUAGE_CASES = [(lang, screen, mode) for lang in ("de", "ar")
                   for screen, mode in (("800x600", "projector"), ("phone-390x844", "normal"))]
 LANGUAGE_CASES += [("ar", "1024x768", "projector"), ("ar", "phone-844x390", "normal")]
