@@ -1,10 +1,10 @@
 """What kind of test each one is, by where it lives, and how the tests share workers when run in parallel.
 
 ``scripts/test`` runs the suite in stages: the unit tests (``-m "not server and not browser"``) first, the
-server and browser tests after them, on several workers at once (pytest-xdist, ``--dist loadgroup``): a
-module's tests all run on one worker (an ``xdist_group`` per module), so a server or kernel its module-scoped
-fixture starts is started once, except the modules in :data:`ONE_BY_ONE`, whose tests are handed out one at a
-time, last, to whichever worker is free.
+server and browser tests after them, on several workers at once (pytest-xdist): a module's tests all run on one
+worker (``--dist loadscope``, :func:`pytest_xdist_make_scheduler`), so a server or kernel its module-scoped fixture
+starts is started once, except the modules in :data:`ONE_BY_ONE`, whose tests are handed out one at a time, last,
+to whichever worker is free.
 
 - ``browser``: everything under ``tests/ui/`` (a real page in Chromium, against a real server).
 - ``server``: a test that starts a server or another long-lived process (an app process, an in-process
@@ -67,8 +67,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.browser)
         elif path.parent == TESTS and path.name in SERVER_MODULES:
             item.add_marker(pytest.mark.server)
-        if path not in longest:
-            item.add_marker(pytest.mark.xdist_group(path.relative_to(TESTS.parent).as_posix()))
 
     def order(item: pytest.Item) -> tuple[int, int]:
         path = Path(item.path)
@@ -78,3 +76,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     # a stable sort: within a module, and for every module not named, the order pytest collected them in
     items.sort(key=order)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadscope``: each module one unit of work, sent whole to one worker, but each test of
+    :data:`ONE_BY_ONE`'s modules a unit of its own; units go out in the order the tests were sorted in.
+
+    (``--dist loadgroup`` with an ``xdist_group`` mark per module did this until pytest 9.2, whose node ids xdist
+    3.8 can no longer tag with the group: pytest-dev/pytest-xdist#1386. Every module's tests were then handed out
+    one by one, and a module-scoped server started on both workers.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    one_by_one = {(TESTS / name).relative_to(config.rootpath).as_posix() for name in ONE_BY_ONE}
+
+    class ModulesAndOneByOne(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return nodeid if module in one_by_one else module
+
+    return ModulesAndOneByOne(config, log)

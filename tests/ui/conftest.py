@@ -69,6 +69,8 @@ def server():
     port = free_port()
     # the pseudo-language ?lang=xx for tests/ui/test_languages.py; nothing changes for a page without it
     env = {**os.environ, "PORT": str(port), "PYTHONUNBUFFERED": "1", "EXPLORER_PSEUDO_LOCALE": "1"}
+    # a server without EXPLORER_ROOM_SECRET, as tests/ui/test_room_secret.py counts on, whatever the shell exports
+    env.pop("EXPLORER_ROOM_SECRET", None)
     log = open(server_log("ui/server.log"), "w+")
     proc = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     proc.log = log

@@ -17,6 +17,7 @@ import pytest
 
 from tests.ui.conftest import ROOT, free_port, stop, wait_for_http
 from tests.ui.helpers import (
+    READOUT,
     numbers,
     open_app,
     readout,
@@ -139,44 +140,90 @@ Q_IN_ADDRESS = "new URLSearchParams(location.search).get('q')"
 FIRST_Q = "0.0,1.0"
 
 
-def test_ten_learners_keep_their_own_state(browser, server):
+@pytest.fixture(scope="module")
+def class_of_ten(browser, server):
+    """Ten learners' pages on one server (1024x768), shared by this module's tests of a class at once; each page's
+    ``values`` are the v column it shows (:data:`VALUES` until a test edits it). A page's error fails the test that
+    made it, or this fixture's teardown."""
+    pages = []
+    try:
+        for _ in range(10):
+            page = new_page(browser, server, size=(1024, 768))
+            page.values = VALUES
+            pages.append(page)
+        yield pages
+        assert not [p.errors for p in pages if p.errors]
+    finally:
+        for page in pages:
+            page.context.close()
+
+
+def test_ten_learners_keep_their_own_state(browser, server, class_of_ten):
     """Ten pages on one server, each with its own q; every other one also edits v_I (a class of thirty to sixty
     pages is the server tests' and the classroom bench's, over Bokeh's protocol).
 
     Each page's q is where its click landed, read from its address: on a machine loaded by other tests a page
     can still be settling (a few pixels) as it is clicked, and what is tested is that each page keeps its own.
     """
-    pages, qs = [], []
-    try:
-        for i in range(10):
-            page = new_page(browser, server, size=(1024, 768))
-            pages.append(page)
-            aim = (-1.0 + 0.5 * (i % 5), -1.0 + 0.5 * (i // 5))  # never the first q, (0, 1)
-            page.mouse.click(*to_page(page, "query-plot", *aim))
-            # the address holds the q the server took, in full
-            page.wait_for_function(f"() => ![null, {FIRST_Q!r}].includes({Q_IN_ADDRESS})", timeout=LOADED)
-            q = tuple(float(c) for c in page.evaluate(f"() => {Q_IN_ADDRESS}").split(","))
-            assert q == pytest.approx(aim, abs=0.1), (i, q)
-            qs.append(q)
-            if i % 2:
-                show_tab(page, "Edit")
-                type_into(page, "field-v-0-0", str(10 + i))
-                show_tab(page, "Weights")
-        assert len(set(qs)) == 10
-        for i, (page, q) in enumerate(zip(pages, qs, strict=True)):
-            values = [10.0 + i, 6.0, 4.0] if i % 2 else VALUES
-            expected = reference(q, values=values)[1]
-            text = wait_for_readout(page, rf"Output Σ aᵢvᵢ = {expected:.4f}".replace(".", r"\."), timeout=LOADED)
-            shown = ", ".join(f"{c:.3f}".replace("-0.000", "0.000") for c in q)  # the page writes no "-0.000"
-            assert text.startswith(f'Query of "love": q = ({shown})'), (i, text)
-            assert page.errors == [], (i, page.errors)
-        fresh = new_page(browser, server)
-        assert readout(fresh).startswith('Query of "love": q = (0.000, 1.000)')
-        assert numbers(readout(fresh), "Output")[0] == pytest.approx(reference((0.0, 1.0))[1], abs=1e-4)
-        fresh.context.close()
-    finally:
-        for page in pages:
-            page.context.close()
+    pages, qs = class_of_ten, []
+    for i, page in enumerate(pages):
+        aim = (-1.0 + 0.5 * (i % 5), -1.0 + 0.5 * (i // 5))  # never the first q, (0, 1)
+        page.mouse.click(*to_page(page, "query-plot", *aim))
+        # the address holds the q the server took, in full
+        page.wait_for_function(f"() => ![null, {FIRST_Q!r}].includes({Q_IN_ADDRESS})", timeout=LOADED)
+        q = tuple(float(c) for c in page.evaluate(f"() => {Q_IN_ADDRESS}").split(","))
+        assert q == pytest.approx(aim, abs=0.1), (i, q)
+        qs.append(q)
+        if i % 2:
+            show_tab(page, "Edit")
+            type_into(page, "field-v-0-0", str(10 + i))
+            page.values = [10.0 + i, 6.0, 4.0]
+            show_tab(page, "Weights")
+    assert len(set(qs)) == 10
+    for i, (page, q) in enumerate(zip(pages, qs, strict=True)):
+        expected = reference(q, values=page.values)[1]
+        text = wait_for_readout(page, rf"Output Σ aᵢvᵢ = {expected:.4f}".replace(".", r"\."), timeout=LOADED)
+        shown = ", ".join(f"{c:.3f}".replace("-0.000", "0.000") for c in q)  # the page writes no "-0.000"
+        assert text.startswith(f'Query of "love": q = ({shown})'), (i, text)
+        assert page.errors == [], (i, page.errors)
+    fresh = new_page(browser, server)
+    assert readout(fresh).startswith('Query of "love": q = (0.000, 1.000)')
+    assert numbers(readout(fresh), "Output")[0] == pytest.approx(reference((0.0, 1.0))[1], abs=1e-4)
+    fresh.context.close()
+
+
+def test_ten_learners_drag_at_once_and_each_ends_on_its_own_numbers(class_of_ten):
+    """The class's pages drag together, each from where its q is; each page follows its own hand, then shows the
+    server's numbers for where it let go (reference: :func:`reference`, with the page's own v)."""
+    pages = class_of_ten
+    ends = [(round(-1.2 + 0.35 * i, 2), round(2.2 - 0.3 * i, 2)) for i in range(len(pages))]
+    starts = [to_page(p, "query-plot", *shown(p)[0]) for p in pages]
+    targets = [to_page(p, "query-plot", *end) for p, end in zip(pages, ends, strict=True)]
+    steps = 20
+    for page, (x0, y0), (x1, y1) in zip(pages, starts, targets, strict=True):
+        page.mouse.move(x0, y0)
+        page.mouse.down()
+        # the first move at once: a button held still for a quarter of a second is a press, not a drag
+        page.mouse.move(x0 + (x1 - x0) / steps, y0 + (y1 - y0) / steps)
+    seen = [set() for _ in pages]
+    for k in range(2, steps + 1):  # the hands move together, one step each in turn
+        for i, page in enumerate(pages):
+            (x0, y0), (x1, y1) = starts[i], targets[i]
+            page.mouse.move(x0 + (x1 - x0) * k / steps, y0 + (y1 - y0) * k / steps)
+            if k % 4 == 0:
+                seen[i].add(readout(page).splitlines()[0])
+    for page in pages:
+        page.mouse.up()
+    for i, (page, (x, y)) in enumerate(zip(pages, ends, strict=True)):
+        # live during the drag: the readout followed the hand, not only its start and end
+        assert len(seen[i]) >= 4, (i, seen[i])
+        wait_for_readout(page, rf'Query of "love": q = \({x:.3f}, {y:.3f}\)', LOADED)
+        page.wait_for_function(  # the server's own numbers for the release point
+            f"() => Bokeh.documents[0].get_model_by_name('readout').text.startsWith("
+            f"'Query of \"love\": q = ({x:.3f}, {y:.3f})')", timeout=LOADED)
+        assert_consistent(page, values=page.values)
+        assert page.locator(READOUT).count() == 1
+        assert page.errors == [], (i, page.errors)
 
 
 def _restartable_server():
