@@ -197,7 +197,7 @@ def create_app(state: AttentionState | None = None, args: dict | None = None) ->
     bridge = BrowserBridge(state=state, plots=plots, whole_page=served)
     # Present / follow a room (widgets/room.py), at the header's end
     room = RoomControls(state=state, live=drag.live, browser=bridge)
-    drag.param.watch(room.share_hand, "hand")
+    room.share_hand_of(drag)
     # the Check tab's progress, made with the page so its tasks tick before the tab is first opened; they wait
     # while the page follows a presenter (the explorer then shows the presenter's work)
     learner = LearnerProgress(state=state, following=room.following, store=ProgressStore())

@@ -21,6 +21,7 @@ import param
 
 from core.checks import is_real, is_whole
 from link.row import OneRow
+from services.direct_writes import read_directly
 from services.pace import Pace, run_later
 from services.pacing import get_budget
 from services.sessions import SCREENED
@@ -51,7 +52,10 @@ class PositionChannel(param.Parameterized):
         """Create ``channel`` (its Bokeh name ``name``) and the pacing's bookkeeping."""
         extra = {k: [default] for k, (default, _) in self.EXTRA.items()}
         self.channel = OneRow(data=dict(x=[0.0], y=[0.0], seq=[0], start=[False], end=[False], **extra), name=name)
+        # a served page's writes come straight from the websocket guard, which has read and checked them
+        # (services/direct_writes.py); elsewhere (a notebook) Bokeh sets `data` and calls _on_channel
         self.channel.on_change("data", self._on_channel)
+        read_directly(self.channel, "data", self._read_row)
         self._pending = None  # what the newest position asks for, not yet taken
         self._flush_scheduled = False
         self._requested = 0.0  # when the scheduled update is due (perf_counter time)
@@ -60,6 +64,9 @@ class PositionChannel(param.Parameterized):
         self._budget = get_budget()  # the process's share for mid-drag updates
 
     def _on_channel(self, attr, old, new) -> None:
+        self._read_row(new)
+
+    def _read_row(self, new) -> None:
         # a page always writes one row of numbers, booleans and the extra columns; anything else is ignored
         names = ("x", "y", "seq", "start", "end", *self.EXTRA)
         try:

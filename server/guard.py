@@ -17,6 +17,7 @@ import logging
 import math
 import time
 import weakref
+from functools import partial
 
 from bokeh.core.has_props import HasProps
 from bokeh.core.serialization import UnknownReferenceError
@@ -35,6 +36,7 @@ from server.patches.bokeh_deserializer import PATCH as READER
 from server.patches.bokeh_deserializer import PageReader
 from server.transport import session_websockets
 from server.ws_origin import refuse_foreign_origin
+from services.direct_writes import direct_reader, hand_over
 from services.pacing import client_at, get_client_shares, get_event_pacer
 from services.sessions import SCREENED, page_has_left, write_wait_from_env
 
@@ -152,13 +154,13 @@ def _as_references(value):
     return value
 
 
-def check_page_events(events: list, doc, unoffered: list | None = None) -> str | None:
+def check_page_events(events: list, doc, unoffered: list | None = None, decoded: list | None = None) -> str | None:
     """Why Bokeh could not apply a page's screened ``events`` to ``doc`` (None if it can), found before any is applied.
 
     Into ``unoffered`` (if given) go ``(index, "Model.attr")`` of each write of a value the page's control does not
     offer (:func:`_offered`: a tab, a choice, a slider's position that does not exist), which the caller drops: a
     page sends one only if the server changed the control (fewer heads to choose from) while the page's click was
-    on its way, so its connection is kept.
+    on its way, so its connection is kept. Into ``decoded`` (if given) go the events as read, once all are checked.
 
     Each event is read as Bokeh reads it (its ``Deserializer``, references resolved in ``doc``) and each written
     value checked against its property as Bokeh checks it when it sets it (``Property.prepare_value``). Bokeh
@@ -171,12 +173,12 @@ def check_page_events(events: list, doc, unoffered: list | None = None) -> str |
     if not READER.fits():
         return None
     try:
-        decoded = PageReader(doc).decode(events)
+        read = PageReader(doc).decode(events)
     except UnknownReferenceError as e:
         return None if doc.models.seen(e.id) else "a model the document does not have"
     except Exception as e:  # noqa: BLE001  (anything Bokeh's reader raises on what a page sent)
         return f"a patch Bokeh cannot read ({type(e).__name__})"
-    for index, event in enumerate(decoded):
+    for index, event in enumerate(read):
         if event["kind"] == "MessageSent":
             if event.get("msg_type") != "bokeh_event" or not isinstance(event.get("msg_data"), Event):
                 return "a message no page sends"
@@ -193,6 +195,8 @@ def check_page_events(events: list, doc, unoffered: list | None = None) -> str |
             return f"a value {name} cannot hold"
         if unoffered is not None and not _offered(model, attr, event.get("new")):
             unoffered.append((index, name))
+    if decoded is not None:
+        decoded.extend(read)
     return None
 
 
@@ -489,11 +493,11 @@ class GuardedWSHandler(PanelWSHandler):
         doc = getattr(session, "document", None)
         known = (lambda model_id: doc.get_model_by_id(model_id) is not None) if doc is not None else (
             lambda model_id: False)
-        unoffered = []
+        unoffered, decoded = [], []
         try:
             why, dropped = screen_page_patch(parsed.content, size, known)
             if why is None and doc is not None:
-                why = check_page_events(parsed.content["events"], doc, unoffered)
+                why = check_page_events(parsed.content["events"], doc, unoffered, decoded)
         except RecursionError:  # nested as deep as JSON's own decoder allows
             why, dropped = "a patch nested too deep", set()
         if why is not None:
@@ -509,8 +513,13 @@ class GuardedWSHandler(PanelWSHandler):
             self._dropped = self._dropped | dropped
         pacing = get_event_pacer().session(doc)
         events = parsed.content["events"]
+        # a write whose model reads it itself (a drag's position): handed to it as read above, Bokeh's reading and
+        # setting of it skipped (services/direct_writes.py)
+        one = decoded[0] if len(events) == len(decoded) == 1 and decoded[0]["kind"] == "ModelChanged" else None
+        reader = direct_reader(one["model"], one["attr"]) if one is not None else None
+        handle = self._handle if reader is None else partial(hand_over, session, doc, reader, one["new"])
         if pacing is None or len(events) < 1:
-            return await self._handle(parsed)
+            return await handle(parsed)
         # Bokeh would apply them all in one turn of the loop; one at a time, the pacing can hold back the rest,
         # and other pages' messages are read between two of them
         work = None
@@ -531,7 +540,7 @@ class GuardedWSHandler(PanelWSHandler):
                 if self._refused or self._went() or getattr(self.connection, "_session", None) is None:
                     return None
                 accounted, start = pacing.accounted, time.perf_counter()
-                work = await self._handle(parsed)
+                work = await handle(parsed)
                 took = time.perf_counter() - start
                 # what the page's events cost inside it (its clicks, run through the pacing) is the session's already;
                 # the client is charged it all

@@ -32,8 +32,14 @@ it waits for (the process's share for drags, a build gate that lets builds throu
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
 import time
+
+from bokeh.document.callbacks import invoke_with_curdoc
+
+log = logging.getLogger(__name__)
 
 
 class Pace:
@@ -130,8 +136,39 @@ class Pace:
 def run_later(doc, callback, seconds: float) -> None:
     """Run ``callback`` (no arguments) in a turn of ``doc``'s session loop ``seconds`` from now (whole
     milliseconds, at least one), or in the loop's next turn for 0: how a page's scheduler waits what its
-    :class:`Pace` says."""
+    :class:`Pace` says.
+
+    As Bokeh runs a document's callback: under the session's document lock (``with_locked_document``), with ``doc``
+    the current document, and not once the session has ended. Bokeh's own ``add_timeout_callback`` makes a callback
+    object with an id, announces it to the session on the way in and again on the way out, and wraps it three times:
+    a large part of what a drag position costs the server, for one timer a position (``bench/HISTORY.md``).
+    Without a session (a notebook), the document's own callbacks."""
+    context = doc.session_context
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # not on the loop (a thread of its own): Bokeh's callbacks hand over to it
+        loop = None
+    if loop is None or context is None or not hasattr(context, "with_locked_document"):
+        if seconds > 0:
+            doc.add_timeout_callback(callback, max(1, round(seconds * 1000)))
+        else:
+            doc.add_next_tick_callback(callback)
+        return
+
+    def locked(_doc) -> None:
+        invoke_with_curdoc(doc, callback)
+
+    def due() -> None:
+        if not context.destroyed:
+            loop.create_task(context.with_locked_document(locked)).add_done_callback(_said_if_failed)
+
     if seconds > 0:
-        doc.add_timeout_callback(callback, max(1, round(seconds * 1000)))
+        loop.call_later(max(1, round(seconds * 1000)) / 1000, due)
     else:
-        doc.add_next_tick_callback(callback)
+        loop.call_soon(due)
+
+
+def _said_if_failed(task: asyncio.Task) -> None:
+    # as Bokeh logs a document callback that raised: with its traceback, the loop going on
+    if not task.cancelled() and task.exception() is not None:
+        log.error("A page's scheduled work failed", exc_info=task.exception())

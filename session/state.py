@@ -227,8 +227,14 @@ class AttentionState(HeadsState, ModelState, param.Parameterized):
         # the trap first: views watching `result` then read a consistent trap_result
         if trap_result is not self.trap_result or trap_error != self.trap_error:
             set_together(self, trap_result=trap_result, trap_error=trap_error)
-        with param.edit_constant(self):
-            set_together(self, result=r)
+        # `result` is constant to everyone else; param.edit_constant lifts every one of the state's many parameters
+        # for it, on the path of every drag position (bench/HISTORY.md): only this page's own `result` here
+        result = self.param["result"]
+        result.constant = False
+        try:
+            self.result = r
+        finally:
+            result.constant = True
 
     @param.depends("dk_experiment", "dk_seed", watch=True)
     def _run_experiment(self):
@@ -283,7 +289,10 @@ class AttentionState(HeadsState, ModelState, param.Parameterized):
                                          limit=f"{MAX_ABS_COORD:g}"),
                               message_field="q")
             return False
-        set_together(self, query=q, message="", message_field="")
+        if self.message or self.message_field:
+            set_together(self, query=q, message="", message_field="")
+        else:  # the common case, every position of a drag: the message is clear already
+            self.query = q
         return True
 
     def select_row(self, row: int) -> None:

@@ -101,7 +101,9 @@ def test_a_wait_below_the_least_is_none():
 
 
 def test_run_later_waits_whole_milliseconds_or_the_next_turn():
-    class Doc:
+    class Doc:  # a document without a session (a notebook's): its own callbacks
+        session_context = None
+
         def __init__(self):
             self.timeouts, self.ticks = [], []
 

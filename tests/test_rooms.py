@@ -846,3 +846,25 @@ def test_present_on_a_server_still_claiming_room_codes_waits_for_one_then_opens_
     else:
         assert page.notice == UNAVAILABLE and not browser.navigate and len(registry) == 0
     assert registry.waits == 1  # one wait, never a second on the pressed-again turn
+
+
+def test_the_hand_goes_to_the_room_only_while_the_page_presents(registry, monkeypatch):
+    """A drag's hand (link/drag.py, ``DragChannel.hand``) reaches the room's live channels ahead of the state while the
+    page presents; before it presents and after it stops, its hand goes nowhere (nor is it watched: it changes with
+    every position a drag sends)."""
+
+    class Drag(param.Parameterized):
+        hand = param.NumericTuple(default=None, allow_None=True, length=2)
+
+    published = []
+    monkeypatch.setattr(registry, "publish_hand", lambda code, token, hand: published.append((code, hand)))
+    drag, room = Drag(), RoomControls(state=AttentionState(), registry=registry)
+    room.share_hand_of(drag)
+    drag.hand = (0.25, 0.5)
+    room._on_present(None)
+    drag.hand = (0.5, 0.75)
+    code = room.code
+    room._on_stop(None)
+    drag.hand = (0.75, 1.0)
+    assert published == [(code, (0.5, 0.75))]
+    assert not drag.param.watchers.get("hand", {}).get("value")

@@ -618,3 +618,121 @@ def test_a_connection_bokehs_keep_alive_let_go_first_closes_as_any_other(monkeyp
     guard._page_session = weakref.ref(session)
     guard.on_close()
     assert guard.connection is None and left == [session._document] and lost == []
+
+
+def test_a_pages_scheduled_update_runs_as_bokeh_runs_a_documents_callback():
+    """A page's paced update (services/pace.py, ``run_later``: a drag's next position, a session's queued event) runs
+    as Bokeh runs a document's timeout callback: later, on the loop, with the page's document current (Bokeh's and
+    Panel's) and the session's document lock held, so that what it changes reaches the page; and not at all once the
+    session has ended."""
+    from bokeh.io import curdoc
+
+    from services.pace import run_later
+
+    ran, scheduled = [], []
+
+    def page():
+        def update(label):
+            doc = pn.state.curdoc
+            session = doc.session_context._session
+            ran.append((label, curdoc() is doc, pn.state.curdoc is doc, session._lock.locked()))
+
+        def schedule():
+            doc = pn.state.curdoc
+            scheduled.append(doc)
+            run_later(doc, lambda: update("next turn"), 0)
+            run_later(doc, lambda: update("5 ms later"), 0.005)
+
+        pn.state.onload(schedule)
+        return pn.pane.Bokeh(Div(name="readout", text="plain"))
+
+    async def scenario():
+        server = get_server(page, port=0, address="127.0.0.1", start=False, show=False,
+                            allow_websocket_origin=["127.0.0.1"])
+        server.start()
+        learner = Learner(f"ws://127.0.0.1:{server.port}/ws", figure="readout")
+        try:
+            await learner.connect()
+            deadline = time.monotonic() + 60
+            while len(ran) < 2 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            # an update still waiting when the page's session ends is dropped: the loop's own timer after it says when
+            # it would have run
+            doc = scheduled[0]
+            run_later(doc, lambda: ran.append(("after the end",)), 0.001)
+            for session in server.get_sessions():
+                session.destroy()
+            after = asyncio.Event()
+            asyncio.get_running_loop().call_later(0.05, after.set)
+            await after.wait()
+        finally:
+            learner.close()
+            server.stop()
+
+    from bokeh.server import session
+
+    from server.patches.bokeh_session_executor import install as run_sessions_on_the_loop
+
+    before, before_method = session._run_in_executor, session.ServerSession._run_in_executor
+    try:
+        run_sessions_on_the_loop()  # as the app is served (server/serve.py): a page's work on the loop
+        asyncio.run(scenario())
+    finally:
+        session._run_in_executor, session.ServerSession._run_in_executor = before, before_method
+    assert ran == [("next turn", True, True, True), ("5 ms later", True, True, True)]
+
+
+def test_a_write_its_model_reads_itself_is_handed_over_as_read_and_checked_and_bokeh_sets_nothing():
+    """A drag's position (link/channel.py) is read once by the server and never again: the guard, which reads and
+    checks a page's write before Bokeh does, hands it to the channel's reader as read (services/direct_writes.py),
+    under the session's document lock with the page's document current, and Bokeh neither reads it again nor sets
+    the property. A write to any other model, or a patch of several events, is Bokeh's to apply, as before."""
+    from types import SimpleNamespace
+
+    from bokeh.document import Document
+    from bokeh.io import curdoc
+
+    from link.row import OneRow
+    from server.guard import GuardedWSHandler
+    from services.direct_writes import read_directly
+    from testing.protocol_client import _map, changed
+
+    channel, other = OneRow(data=dict(x=[0.0], seq=[0])), OneRow(data=dict(x=[0.0], seq=[0]))
+    doc = Document()
+    doc.add_root(channel)
+    doc.add_root(other)
+    read, changes, applied, locks = [], [], [], []
+    read_directly(channel, "data", lambda new: read.append((new, curdoc() is doc, bool(locks))))
+    for row in (channel, other):
+        row.on_change("data", lambda attr, old, new: changes.append(new))
+
+    async def with_document_locked(func, *args):
+        locks.append(True)
+        try:
+            return func(*args)
+        finally:
+            locks.pop()
+
+    async def handle(parsed):  # Bokeh's own handling of what the guard passes on: apply the patch
+        applied.append([e["model"]["id"] for e in parsed.content["events"]])
+        doc.apply_json_patch(parsed.content)
+
+    guard = object.__new__(GuardedWSHandler)
+    session = SimpleNamespace(document=doc, with_document_locked=with_document_locked)
+    guard.connection = SimpleNamespace(_session=session)
+    guard.request = SimpleNamespace(remote_ip="127.0.0.1")
+    guard._handle = handle
+
+    def patch(*events):
+        return asyncio.run(guard._patch(SimpleNamespace(content={"events": list(events)}), 200))
+
+    patch(changed(channel.id, "data", _map(x=[0.5], seq=[1])))
+    assert read == [({"x": [0.5], "seq": [1]}, True, True)]
+    assert channel.data == {"x": [0.0], "seq": [0]} and changes == [] and applied == []
+    patch(changed(other.id, "data", _map(x=[0.25], seq=[1])))
+    assert applied == [[other.id]] and other.data == {"x": [0.25], "seq": [1]} and len(read) == 1
+    patch(changed(channel.id, "data", _map(x=[0.75], seq=[2])), changed(other.id, "data", _map(x=[1.0], seq=[2])))
+    assert applied[-1] == [channel.id, other.id]
+    assert changes[-2:] == [{"x": [0.75], "seq": [2]}, {"x": [1.0], "seq": [2]}]
+    assert len(read) == 1
+    assert not guard._refused

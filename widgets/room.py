@@ -294,6 +294,22 @@ class RoomControls(RoomView, pn.viewable.Viewer):
             self.notice = N_("Your room has ended. Press Present to start a new one.")
             self._show_alone()
 
+    def share_hand_of(self, drag) -> None:
+        """Send ``drag.hand`` (``link/drag.py``'s ``DragChannel``) to the followers while this page presents: the
+        hand is watched only then, as it changes with every position a drag sends."""
+        watcher = None
+
+        def presenting(*_):
+            nonlocal watcher
+            if self.role == "presenter" and watcher is None:
+                watcher = drag.param.watch(self.share_hand, "hand")
+            elif self.role != "presenter" and watcher is not None:
+                drag.param.unwatch(watcher)
+                watcher = None
+
+        self.param.watch(presenting, "role")
+        presenting()
+
     def share_hand(self, event) -> None:
         """Watcher of the query plot's ``hand``: a presenter's pointer reaches the followers before its state."""
         if self.role == "presenter" and self._token and event.new is not None:
