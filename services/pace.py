@@ -155,7 +155,7 @@ def run_later(doc, callback, seconds: float) -> None:
             doc.add_next_tick_callback(callback)
         return
 
-    def locked(_doc) -> None:
+    async def locked(_doc) -> None:  # awaited by Bokeh also while the page is built (its session not made yet)
         invoke_with_curdoc(doc, callback)
 
     def due() -> None:

@@ -150,3 +150,27 @@ def test_every_scheduler_keeps_the_one_rule():
     assert isinstance(TrainQueue(later=lambda *a: None)._pace, Pace)
     assert isinstance(drag_channel(AttentionState())._pace, Pace)
     assert isinstance(open_tab()[2]._pace, Pace)
+
+
+def test_run_later_while_the_page_is_built_runs_once_the_loop_turns(caplog):
+    """While Bokeh builds a page its session context has no session yet, and ``with_locked_document`` awaits the work
+    itself: scheduled then, the work runs, with the page's document current, and nothing is logged."""
+    import asyncio
+    import weakref
+
+    from bokeh.document import Document
+    from bokeh.io import curdoc
+    from bokeh.server.contexts import BokehSessionContext
+
+    doc, ran = Document(), []
+    context = BokehSessionContext("building", None, doc)
+    doc._session_context = weakref.ref(context)
+
+    async def scenario():
+        run_later(doc, lambda: ran.append(curdoc() is doc), 0)
+        done = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.01, done.set)  # the loop's own timer after the work's turn
+        await done.wait()
+
+    asyncio.run(scenario())
+    assert ran == [True] and not caplog.records
