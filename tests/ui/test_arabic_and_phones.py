@@ -425,4 +425,5 @@ def _lightest(png: bytes) -> int:
     from PIL import Image
 
     image = Image.open(io.BytesIO(png)).convert("RGB")
-    return max(min(p) for p in image.getdata())
+    pixels = getattr(image, "get_flattened_data", image.getdata)()  # getdata: deprecated, gone in Pillow 14
+    return max(min(p) for p in pixels)
