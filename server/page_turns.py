@@ -6,6 +6,7 @@ from panel.io.document import hold
 from panel.io.state import set_curdoc
 
 from server.patches.bokeh_model_walks import walk_models_once
+from services.pace import run_later
 from services.pacing import once_a_page
 
 
@@ -27,5 +28,5 @@ def later_turn(doc, work, after: float) -> bool:
         with set_curdoc(doc), once_a_page(doc), hold(doc), walk_models_once(doc):
             work()
 
-    doc.add_timeout_callback(run, max(1, round(after * 1000)))
+    run_later(doc, run, after)
     return True
